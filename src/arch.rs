@@ -1,0 +1,452 @@
+//! The GPU target table (`recipes/arches.toml`) and LLVM target IDs such as `gfx90c:xnack-`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
+use crate::recipe::reader::{self, Sp, TableReader};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatrixCores {
+    None,
+    Mfma,
+    Wmma,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Arch {
+    pub llvm: String,
+    pub name: String,
+    pub family: String,
+    pub generation: String,
+    pub kind: String,
+    pub wavefront: u32,
+    pub xnack: bool,
+    pub sramecc: bool,
+    pub matrix: MatrixCores,
+    pub kfd_version: u32,
+    pub pci_ids: Vec<String>,
+    /// The nearest target AMD builds for: the spoof baseline and the source of derived data.
+    pub nearest: Option<String>,
+    pub rocm_supported: bool,
+    /// Names this GPU may enumerate as (e.g. gfx1151 reports gfx1100 under WSL).
+    pub aliases: Vec<String>,
+    pub notes: Option<String>,
+}
+
+impl Arch {
+    /// `gfx_target_version` split as KFD encodes it: major*10000 + minor*100 + stepping.
+    pub fn kfd_triple(&self) -> (u32, u32, u32) {
+        (self.kfd_version / 10000, (self.kfd_version / 100) % 100, self.kfd_version % 100)
+    }
+
+    /// The `HSA_OVERRIDE_GFX_VERSION` value that makes the runtime treat a GPU as this target.
+    pub fn hsa_override(&self) -> String {
+        let (a, b, c) = self.kfd_triple();
+        format!("{a}.{b}.{c}")
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ArchTable {
+    arches: BTreeMap<String, Arch>,
+}
+
+pub const ARCHES_FILE: &str = "arches.toml";
+
+impl ArchTable {
+    pub fn parse(file: &Arc<SourceFile>, diags: &mut Diagnostics) -> ArchTable {
+        let mut table = ArchTable::default();
+        let Some(doc) = reader::parse(file, diags) else {
+            return table;
+        };
+        for (key, value) in doc.get_ref().iter() {
+            let llvm = key.get_ref().to_string();
+            let toml::de::DeValue::Table(t) = value.get_ref() else {
+                diags.push(
+                    Diagnostic::new(format!("\"{llvm}\" in the target table is not a table"))
+                        .at(file, key.span(), "expected [gfxNNN]")
+                        .hint("each target is a table: [gfx90c] followed by its fields"),
+                );
+                continue;
+            };
+            if !is_arch_name(&llvm) {
+                diags.push(
+                    Diagnostic::new(format!("\"{llvm}\" is not an LLVM AMDGPU processor name"))
+                        .at(file, key.span(), "expected gfx followed by hex digits")
+                        .hint("names look like gfx90c or gfx1151"),
+                );
+                continue;
+            }
+            let mut r = TableReader::with_span(file, t, value.span(), llvm.clone());
+            if let Some(arch) = read_arch(&llvm, &mut r, diags) {
+                table.arches.insert(llvm, arch);
+            }
+            r.finish(diags);
+        }
+        table.check_references(file, &doc, diags);
+        table
+    }
+
+    fn check_references(&self, file: &Arc<SourceFile>, doc: &toml::Spanned<toml::de::DeTable<'_>>, diags: &mut Diagnostics) {
+        for arch in self.arches.values() {
+            if let Some(nearest) = &arch.nearest
+                && !self.arches.contains_key(nearest)
+            {
+                let span = doc
+                    .get_ref()
+                    .get(arch.llvm.as_str())
+                    .and_then(|t| t.get_ref().get("nearest"))
+                    .map(|v| v.span())
+                    .unwrap_or(0..0);
+                diags.push(
+                    Diagnostic::new(format!("target {} names an unknown nearest target \"{nearest}\"", arch.llvm))
+                        .at(file, span, "not in this table")
+                        .maybe_hint(did_you_mean(nearest, self.names())),
+                );
+            }
+        }
+    }
+
+    pub fn get(&self, llvm: &str) -> Option<&Arch> {
+        self.arches.get(llvm)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.arches.keys().map(String::as_str)
+    }
+
+    /// Targets in hardware order (by KFD version), so gfx900 comes before gfx1010.
+    pub fn iter(&self) -> impl Iterator<Item = &Arch> {
+        let mut v: Vec<&Arch> = self.arches.values().collect();
+        v.sort_by_key(|a| (a.kfd_version, a.llvm.clone()));
+        v.into_iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.arches.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arches.is_empty()
+    }
+
+    /// Validates a target ID against the table (known processor, features it supports).
+    pub fn resolve(&self, id: &str) -> Result<TargetId, TargetError> {
+        let target: TargetId = id.parse()?;
+        let Some(arch) = self.arches.get(&target.arch) else {
+            let hint = did_you_mean(&target.arch, self.names());
+            return Err(TargetError::UnknownArch {
+                arch: target.arch,
+                hint,
+            });
+        };
+        if target.xnack.is_some() && !arch.xnack {
+            return Err(TargetError::Unsupported {
+                arch: target.arch.clone(),
+                feature: "xnack",
+            });
+        }
+        if target.sramecc.is_some() && !arch.sramecc {
+            return Err(TargetError::Unsupported {
+                arch: target.arch.clone(),
+                feature: "sramecc",
+            });
+        }
+        Ok(target)
+    }
+
+    /// Parses a comma list of target IDs (`gfx90c,gfx902:xnack-`), sorted and deduplicated so
+    /// that the order a user types does not change what is built.
+    pub fn resolve_list(&self, list: &str) -> Result<Vec<TargetId>, TargetError> {
+        let mut out = Vec::new();
+        for part in list.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(TargetError::Malformed {
+                    id: list.to_string(),
+                    why: "empty entry in the list".into(),
+                });
+            }
+            out.push(self.resolve(part)?);
+        }
+        normalize(&mut out)?;
+        Ok(out)
+    }
+
+    pub fn from_arches(arches: impl IntoIterator<Item = Arch>) -> Self {
+        Self {
+            arches: arches.into_iter().map(|a| (a.llvm.clone(), a)).collect(),
+        }
+    }
+}
+
+/// Sorts and dedups; two different feature settings of one processor in one build are refused
+/// because a library's code object for a processor can only be one of them.
+pub fn normalize(targets: &mut Vec<TargetId>) -> Result<(), TargetError> {
+    targets.sort();
+    targets.dedup();
+    for w in targets.windows(2) {
+        if w[0].arch == w[1].arch {
+            return Err(TargetError::Conflict {
+                a: w[0].to_string(),
+                b: w[1].to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Arch> {
+    let name = r.str("name", d, "name the GPUs, e.g. name = \"Radeon Vega (Renoir)\"");
+    let family = r.str("family", d, "e.g. family = \"gfx9\"");
+    let generation = r.str("generation", d, "e.g. generation = \"GCN 5 (Vega)\"");
+    let kind = r.str("kind", d, "one of igpu, dgpu, datacenter");
+    let wavefront = r.opt_int("wavefront", d);
+    let xnack = r.opt_bool("xnack", d);
+    let sramecc = r.opt_bool("sramecc", d);
+    let matrix = r.opt_str("matrix", d);
+    let kfd = r.opt_int("kfd-version", d);
+    let pci = r.opt_str_list("pci-ids", d).unwrap_or_default();
+    let nearest = r.opt_str("nearest", d);
+    let supported = r.opt_bool("rocm-supported", d);
+    let aliases = r.opt_str_list("aliases", d).unwrap_or_default();
+    let notes = r.opt_str("notes", d);
+
+    let file = r.file().clone();
+    if let Some(k) = &kind
+        && !["igpu", "dgpu", "datacenter"].contains(&k.as_str())
+    {
+        d.push(
+            Diagnostic::new(format!("unknown kind \"{}\" for {llvm}", k.value))
+                .at(&file, k.span.clone(), "expected igpu, dgpu or datacenter")
+                .maybe_hint(did_you_mean(k, ["igpu", "dgpu", "datacenter"])),
+        );
+    }
+    let matrix = match matrix.as_ref().map(|m| m.as_str()) {
+        None | Some("none") => MatrixCores::None,
+        Some("mfma") => MatrixCores::Mfma,
+        Some("wmma") => MatrixCores::Wmma,
+        Some(other) => {
+            let m = matrix.as_ref().expect("matched Some");
+            d.push(
+                Diagnostic::new(format!("unknown matrix core kind \"{other}\" for {llvm}"))
+                    .at(&file, m.span.clone(), "expected none, mfma or wmma")
+                    .hint("matrix = \"none\" | \"mfma\" | \"wmma\""),
+            );
+            MatrixCores::None
+        }
+    };
+    for id in &pci {
+        if id.len() != 4 || !id.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
+            d.push(
+                Diagnostic::new(format!("malformed PCI device ID \"{}\" for {llvm}", id.value))
+                    .at(&file, id.span.clone(), "expected four lowercase hex digits")
+                    .hint("write the device ID without vendor or 0x, e.g. \"1636\""),
+            );
+        }
+    }
+    for alias in &aliases {
+        if !is_arch_name(alias) {
+            d.push(
+                Diagnostic::new(format!("alias \"{}\" of {llvm} is not a processor name", alias.value))
+                    .at(&file, alias.span.clone(), "expected gfxNNN")
+                    .hint("aliases are the names this GPU may enumerate as, e.g. \"gfx1100\""),
+            );
+        }
+    }
+    let kfd = match kfd {
+        Some(k) if (1..1_000_000).contains(&k.value) => Some(k.value as u32),
+        Some(k) => {
+            d.push(
+                Diagnostic::new(format!("kfd-version {} of {llvm} is out of range", k.value))
+                    .at(&file, k.span.clone(), "expected major*10000 + minor*100 + stepping")
+                    .hint("gfx90c is 90012"),
+            );
+            None
+        }
+        None => {
+            r.missing(d, "kfd-version", "the KFD gfx_target_version, e.g. kfd-version = 90012");
+            None
+        }
+    };
+    let wavefront = match wavefront {
+        Some(w) if w.value == 32 || w.value == 64 => Some(w.value as u32),
+        Some(w) => {
+            d.push(
+                Diagnostic::new(format!("wavefront {} of {llvm} is not 32 or 64", w.value))
+                    .at(&file, w.span.clone(), "expected 32 or 64")
+                    .hint("gfx9 runs wave64; gfx10 and later default to wave32"),
+            );
+            None
+        }
+        None => {
+            r.missing(d, "wavefront", "wavefront = 64 for gfx9, 32 for gfx10 and later");
+            None
+        }
+    };
+    Some(Arch {
+        llvm: llvm.to_string(),
+        name: name?.value,
+        family: family?.value,
+        generation: generation?.value,
+        kind: kind?.value,
+        wavefront: wavefront?,
+        xnack: xnack.map(|b| b.value).unwrap_or(false),
+        sramecc: sramecc.map(|b| b.value).unwrap_or(false),
+        matrix,
+        kfd_version: kfd?,
+        pci_ids: pci.into_iter().map(|s| s.value).collect(),
+        nearest: nearest.map(|s| s.value),
+        rocm_supported: supported.map(|b| b.value).unwrap_or(false),
+        aliases: aliases.into_iter().map(|s| s.value).collect(),
+        notes: notes.map(|s| s.value),
+    })
+}
+
+pub fn is_arch_name(s: &str) -> bool {
+    s.strip_prefix("gfx")
+        .is_some_and(|rest| !rest.is_empty() && rest.len() <= 5 && rest.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+}
+
+/// An LLVM AMDGPU target ID: a processor plus optional `sramecc`/`xnack` settings.
+/// `None` means "any": code that runs in either mode.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TargetId {
+    pub arch: String,
+    pub sramecc: Option<bool>,
+    pub xnack: Option<bool>,
+}
+
+impl TargetId {
+    pub fn plain(arch: &str) -> Self {
+        Self {
+            arch: arch.to_string(),
+            sramecc: None,
+            xnack: None,
+        }
+    }
+}
+
+impl fmt::Display for TargetId {
+    /// Features in LLVM's canonical order (sramecc before xnack), as clang prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.arch)?;
+        if let Some(on) = self.sramecc {
+            write!(f, ":sramecc{}", if on { '+' } else { '-' })?;
+        }
+        if let Some(on) = self.xnack {
+            write!(f, ":xnack{}", if on { '+' } else { '-' })?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for TargetId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("malformed target ID \"{id}\": {why}")]
+    Malformed { id: String, why: String },
+    #[error("unknown GPU target \"{arch}\"")]
+    UnknownArch { arch: String, hint: Option<String> },
+    #[error("{arch} does not support the {feature} feature")]
+    Unsupported { arch: String, feature: &'static str },
+    #[error("targets {a} and {b} name the same processor with different features")]
+    Conflict { a: String, b: String },
+}
+
+impl TargetError {
+    pub fn hint(&self) -> String {
+        match self {
+            TargetError::Malformed { .. } => {
+                "a target ID is a processor with optional features, e.g. gfx90c or gfx90c:xnack-".into()
+            }
+            TargetError::UnknownArch { hint, .. } => hint
+                .clone()
+                .unwrap_or_else(|| "`rocforge arch list` shows the known targets".into()),
+            TargetError::Unsupported { arch, feature } => {
+                format!("drop \":{feature}\u{00b1}\"; `rocforge arch show {arch}` lists what {arch} supports")
+            }
+            TargetError::Conflict { .. } => "build one feature setting of a processor at a time".into(),
+        }
+    }
+}
+
+impl FromStr for TargetId {
+    type Err = TargetError;
+    fn from_str(id: &str) -> Result<Self, TargetError> {
+        let malformed = |why: &str| TargetError::Malformed {
+            id: id.to_string(),
+            why: why.to_string(),
+        };
+        let mut parts = id.split(':');
+        let arch = parts.next().unwrap_or_default();
+        if !is_arch_name(arch) {
+            return Err(malformed("the processor must look like gfx90c"));
+        }
+        let mut target = TargetId::plain(arch);
+        for feature in parts {
+            let (name, on) = match feature.as_bytes().last() {
+                Some(b'+') => (&feature[..feature.len() - 1], true),
+                Some(b'-') => (&feature[..feature.len() - 1], false),
+                _ => return Err(malformed(&format!("feature \"{feature}\" must end in + or -"))),
+            };
+            let slot = match name {
+                "xnack" => &mut target.xnack,
+                "sramecc" => &mut target.sramecc,
+                _ => return Err(malformed(&format!("unknown feature \"{name}\" (known: sramecc, xnack)"))),
+            };
+            if slot.is_some() {
+                return Err(malformed(&format!("feature \"{name}\" given twice")));
+            }
+            *slot = Some(on);
+        }
+        Ok(target)
+    }
+}
+
+/// A target ID written inside a recipe, checked against the table, with its span for messages.
+pub fn check_target_in_file(
+    table: &ArchTable,
+    file: &Arc<SourceFile>,
+    id: &Sp<String>,
+    d: &mut Diagnostics,
+) -> Option<TargetId> {
+    match table.resolve(id) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let label = match &e {
+                TargetError::UnknownArch { .. } => "not in recipes/arches.toml",
+                TargetError::Unsupported { .. } => "feature not supported by this processor",
+                _ => "malformed target ID",
+            };
+            d.push(Diagnostic::new(e.to_string()).at(file, id.span.clone(), label).hint(e.hint()));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_ids_round_trip_in_canonical_order() {
+        let t: TargetId = "gfx906:xnack-:sramecc+".parse().unwrap();
+        assert_eq!(t.to_string(), "gfx906:sramecc+:xnack-");
+        assert!("gfx90c:xnack".parse::<TargetId>().is_err());
+        assert!("gfx90c:foo+".parse::<TargetId>().is_err());
+        assert!("gfx90c:xnack+:xnack-".parse::<TargetId>().is_err());
+        assert!("90c".parse::<TargetId>().is_err());
+        assert!("gfx".parse::<TargetId>().is_err());
+    }
+}

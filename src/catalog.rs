@@ -1,0 +1,504 @@
+//! A catalog: the target table plus release lines of recipes, and the patches they name.
+//!
+//! The shipped catalog is embedded in the binary so an installed `rocforge` works anywhere;
+//! `--recipes DIR` points at a directory tree of the same shape instead.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use sha2::{Digest, Sha256};
+
+use crate::arch::{ARCHES_FILE, ArchTable};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
+use crate::recipe::release::{self, RELEASE_FILE, Release};
+use crate::recipe::{self, Recipe};
+
+static EMBEDDED_RECIPES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/recipes");
+static EMBEDDED_PATCHES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/patches");
+
+/// Where recipe and patch files come from.
+#[derive(Debug, Clone)]
+pub enum CatalogRoot {
+    Embedded,
+    /// A `recipes/` directory; patches resolve from its sibling `patches/`.
+    Dir(PathBuf),
+}
+
+impl CatalogRoot {
+    fn patches_dir(recipes: &Path) -> PathBuf {
+        recipes.parent().unwrap_or(Path::new(".")).join("patches")
+    }
+
+    /// The path a user sees for a file under `recipes/`.
+    pub fn display(&self, rel: &str) -> String {
+        match self {
+            CatalogRoot::Embedded => format!("<built-in>/recipes/{rel}"),
+            CatalogRoot::Dir(dir) => display_path(&dir.join(rel)),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            CatalogRoot::Embedded => "the built-in catalog".into(),
+            CatalogRoot::Dir(dir) => display_path(dir),
+        }
+    }
+
+    pub fn read(&self, rel: &str) -> io::Result<String> {
+        match self {
+            CatalogRoot::Embedded => EMBEDDED_RECIPES
+                .get_file(rel)
+                .and_then(|f| f.contents_utf8())
+                .map(str::to_owned)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")),
+            CatalogRoot::Dir(dir) => std::fs::read_to_string(dir.join(rel)),
+        }
+    }
+
+    /// Release lines: directories with a release.toml, sorted by name.
+    pub fn releases(&self) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        match self {
+            CatalogRoot::Embedded => {
+                for d in EMBEDDED_RECIPES.dirs() {
+                    if d.get_file(d.path().join(RELEASE_FILE)).is_some() {
+                        out.push(d.path().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            CatalogRoot::Dir(dir) => {
+                for entry in std::fs::read_dir(dir)? {
+                    let entry = entry?;
+                    if entry.path().join(RELEASE_FILE).is_file() {
+                        out.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| version_order(a, b));
+        Ok(out)
+    }
+
+    /// Recipe files of a release line (every `.toml` beside release.toml), sorted.
+    pub fn recipe_files(&self, release: &str) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        match self {
+            CatalogRoot::Embedded => {
+                if let Some(d) = EMBEDDED_RECIPES.get_dir(release) {
+                    for f in d.files() {
+                        out.push(f.path().file_name().unwrap_or_default().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            CatalogRoot::Dir(dir) => {
+                for entry in std::fs::read_dir(dir.join(release))? {
+                    out.push(entry?.file_name().to_string_lossy().into_owned());
+                }
+            }
+        }
+        out.retain(|f| f.ends_with(".toml") && f != RELEASE_FILE);
+        out.sort();
+        Ok(out)
+    }
+
+    pub fn patch_display(&self, release: &str, component: &str, name: &str) -> String {
+        match self {
+            CatalogRoot::Embedded => format!("<built-in>/patches/{release}/{component}/{name}"),
+            CatalogRoot::Dir(dir) => display_path(&Self::patches_dir(dir).join(release).join(component).join(name)),
+        }
+    }
+
+    pub fn read_patch(&self, release: &str, component: &str, name: &str) -> io::Result<Vec<u8>> {
+        let rel = format!("{release}/{component}/{name}");
+        match self {
+            CatalogRoot::Embedded => EMBEDDED_PATCHES
+                .get_file(&rel)
+                .map(|f| f.contents().to_vec())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")),
+            CatalogRoot::Dir(dir) => std::fs::read(Self::patches_dir(dir).join(rel)),
+        }
+    }
+
+    /// Patch files that exist for a component, for "did you mean" hints.
+    pub fn patch_names(&self, release: &str, component: &str) -> Vec<String> {
+        let rel = format!("{release}/{component}");
+        let mut out: Vec<String> = match self {
+            CatalogRoot::Embedded => EMBEDDED_PATCHES
+                .get_dir(&rel)
+                .map(|d| {
+                    d.files()
+                        .filter_map(|f| f.path().file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            CatalogRoot::Dir(dir) => std::fs::read_dir(Self::patches_dir(dir).join(rel))
+                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default(),
+        };
+        out.sort();
+        out
+    }
+}
+
+/// Orders release names so that `rocm-6.10` sorts after `rocm-6.9`.
+fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn key(s: &str) -> Vec<(u64, String)> {
+        s.split(|c: char| c == '.' || c == '-')
+            .map(|p| (p.parse().unwrap_or(0), p.to_string()))
+            .collect()
+    }
+    key(a).cmp(&key(b))
+}
+
+/// Relative to the working directory when below it, so messages stay short and stable.
+pub fn display_path(p: &Path) -> String {
+    if let Ok(cwd) = std::env::current_dir()
+        && let Ok(rel) = p.strip_prefix(&cwd)
+    {
+        return rel.display().to_string();
+    }
+    p.display().to_string()
+}
+
+/// One loaded, checked release line.
+#[derive(Debug)]
+pub struct Catalog {
+    pub root: CatalogRoot,
+    pub arches: ArchTable,
+    pub release: Release,
+    pub recipes: BTreeMap<String, Recipe>,
+    /// sha256 of every patch file the recipes name, keyed by (component, file name).
+    pub patch_digests: BTreeMap<(String, String), String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot read the catalog at {path}: {source}")]
+    Io { path: String, source: io::Error },
+    #[error("no release line \"{name}\" in {root}")]
+    UnknownRelease { name: String, root: String, known: Vec<String> },
+    #[error("{root} holds no release line (no recipes/<release>/release.toml)")]
+    NoReleases { root: String },
+    #[error("the catalog has {} problem(s)", .0.len())]
+    Invalid(Diagnostics),
+}
+
+impl CatalogError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            CatalogError::UnknownRelease { name, known, .. } => Some(
+                did_you_mean(name, known.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("known release lines: {}", known.join(", "))),
+            ),
+            CatalogError::NoReleases { .. } | CatalogError::Io { .. } => {
+                Some("--recipes names a recipes/ directory; `rocforge catalog export DIR` writes an example".into())
+            }
+            CatalogError::Invalid(_) => Some("run `rocforge check` to see every problem".into()),
+        }
+    }
+}
+
+pub fn load_arches(root: &CatalogRoot, d: &mut Diagnostics) -> Result<ArchTable, CatalogError> {
+    let text = root.read(ARCHES_FILE).map_err(|source| CatalogError::Io {
+        path: root.display(ARCHES_FILE),
+        source,
+    })?;
+    let file = SourceFile::new(root.display(ARCHES_FILE), text);
+    Ok(ArchTable::parse(&file, d))
+}
+
+impl Catalog {
+    /// Loads one release line (the newest when `release` is None), failing with every problem.
+    pub fn load(root: CatalogRoot, release: Option<&str>) -> Result<Catalog, CatalogError> {
+        let releases = root.releases().map_err(|source| CatalogError::Io {
+            path: root.describe(),
+            source,
+        })?;
+        let name = match release {
+            Some(r) if releases.iter().any(|x| x == r) => r.to_string(),
+            Some(r) => {
+                return Err(CatalogError::UnknownRelease {
+                    name: r.to_string(),
+                    root: root.describe(),
+                    known: releases,
+                });
+            }
+            None => releases.last().cloned().ok_or_else(|| CatalogError::NoReleases { root: root.describe() })?,
+        };
+        let mut d = Diagnostics::default();
+        let arches = load_arches(&root, &mut d)?;
+        let catalog = load_line(root, arches, &name, &mut d)?;
+        match catalog {
+            Some(c) if d.is_empty() => Ok(c),
+            _ => Err(CatalogError::Invalid(d)),
+        }
+    }
+
+    /// Checks every release line; returns every problem found.
+    pub fn check_all(root: &CatalogRoot) -> Result<(Vec<String>, Diagnostics), CatalogError> {
+        let releases = root.releases().map_err(|source| CatalogError::Io {
+            path: root.describe(),
+            source,
+        })?;
+        if releases.is_empty() {
+            return Err(CatalogError::NoReleases { root: root.describe() });
+        }
+        let mut d = Diagnostics::default();
+        let arches = load_arches(root, &mut d)?;
+        for r in &releases {
+            load_line(root.clone(), arches.clone(), r, &mut d)?;
+        }
+        Ok((releases, d))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Recipe> {
+        self.recipes.get(name)
+    }
+
+    pub fn unknown_component(&self, name: &str) -> Diagnostic {
+        Diagnostic::new(format!("no component \"{name}\" in release line {}", self.release.name)).hint(
+            did_you_mean(name, self.recipes.keys().map(String::as_str))
+                .unwrap_or_else(|| "`rocforge list` shows the components of this line".into()),
+        )
+    }
+}
+
+fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnostics) -> Result<Option<Catalog>, CatalogError> {
+    let before = d.len();
+    let rel = format!("{name}/{RELEASE_FILE}");
+    let text = root.read(&rel).map_err(|source| CatalogError::Io {
+        path: root.display(&rel),
+        source,
+    })?;
+    let release_file = SourceFile::new(root.display(&rel), text);
+    let release = release::parse(&release_file, name, &arches, d);
+
+    let files = root.recipe_files(name).map_err(|source| CatalogError::Io {
+        path: root.display(name),
+        source,
+    })?;
+    let mut recipes: BTreeMap<String, Recipe> = BTreeMap::new();
+    for f in files {
+        let rel = format!("{name}/{f}");
+        let text = match root.read(&rel) {
+            Ok(t) => t,
+            Err(e) => {
+                d.push(
+                    Diagnostic::new(format!("cannot read {}: {e}", root.display(&rel)))
+                        .hint("recipes must be readable UTF-8 TOML files"),
+                );
+                continue;
+            }
+        };
+        let file = SourceFile::new(root.display(&rel), text);
+        let stem = f.trim_end_matches(".toml");
+        let Some(r) = recipe::parse(&file, stem, &arches, d) else {
+            continue;
+        };
+        if let Some(first) = recipes.get(r.name.as_str()) {
+            d.push(
+                Diagnostic::new(format!("component \"{}\" is defined twice", r.name.value))
+                    .at(&r.file, r.name.span.clone(), "defined again here")
+                    .related(&first.file, first.name.span.clone(), "first defined here")
+                    .hint("each component has one recipe per release line; rename or remove one"),
+            );
+            continue;
+        }
+        recipes.insert(r.name.value.clone(), r);
+    }
+    check_dependencies(&recipes, d);
+    let patch_digests = check_patches(&root, name, &recipes, d);
+    let Some(release) = release else {
+        return Ok(None);
+    };
+    Ok((d.len() == before).then(|| Catalog {
+        root,
+        arches,
+        release,
+        recipes,
+        patch_digests,
+    }))
+}
+
+fn check_dependencies(recipes: &BTreeMap<String, Recipe>, d: &mut Diagnostics) {
+    for r in recipes.values() {
+        for dep in &r.depends {
+            if !recipes.contains_key(dep.as_str()) && recipe::is_component_name(dep) {
+                d.push(
+                    Diagnostic::new(format!("{} depends on unknown component \"{}\"", r.name.value, dep.value))
+                        .at(&r.file, dep.span.clone(), "no recipe with this name in the release line")
+                        .hint(did_you_mean(dep, recipes.keys().map(String::as_str)).unwrap_or_else(|| {
+                            "add a recipe for it, or remove it (the builder image provides the toolchain and HIP)".into()
+                        })),
+                );
+            }
+        }
+    }
+    for cycle in find_cycles(recipes) {
+        let first = &recipes[&cycle[0]];
+        let edge = |from: &str, to: &str| {
+            let r = &recipes[from];
+            let span = r.depends.iter().find(|x| x.as_str() == to).map(|x| x.span.clone()).unwrap_or(0..0);
+            (r.file.clone(), span)
+        };
+        let (file, span) = edge(&cycle[0], &cycle[1]);
+        let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> ")))
+            .at(&file, span, format!("{} depends on {}", cycle[0], cycle[1]));
+        for w in cycle[1..].windows(2) {
+            let (f, s) = edge(&w[0], &w[1]);
+            diag = diag.related(&f, s, format!("{} depends on {}", w[0], w[1]));
+        }
+        let _ = first;
+        d.push(diag.hint("a component cannot need itself, even indirectly; remove one of these dependencies"));
+    }
+}
+
+/// Each elementary cycle reported once, starting at its smallest name (deterministic output).
+pub fn find_cycles(recipes: &BTreeMap<String, Recipe>) -> Vec<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Done,
+    }
+    let names: Vec<&str> = recipes.keys().map(String::as_str).collect();
+    let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let edges: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| recipes[*n].depends.iter().filter_map(|d| index.get(d.as_str()).copied()).collect())
+        .collect();
+    let mut mark = vec![Mark::New; names.len()];
+    let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
+    let mut out = Vec::new();
+    for start in 0..names.len() {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // Iterative DFS: deep graphs must not overflow the stack.
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        mark[start] = Mark::Active;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&child) = edges[node].get(*next) {
+                *next += 1;
+                match mark[child] {
+                    Mark::New => {
+                        mark[child] = Mark::Active;
+                        stack.push((child, 0));
+                    }
+                    Mark::Active => {
+                        let pos = stack.iter().position(|(n, _)| *n == child).unwrap_or(0);
+                        let mut cycle: Vec<String> = stack[pos..].iter().map(|(n, _)| names[*n].to_string()).collect();
+                        let min = cycle.iter().enumerate().min_by_key(|(_, n)| n.as_str()).map_or(0, |(i, _)| i);
+                        cycle.rotate_left(min);
+                        cycle.push(cycle[0].clone());
+                        if seen.insert(cycle.clone()) {
+                            out.push(cycle);
+                        }
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[node] = Mark::Done;
+                stack.pop();
+            }
+        }
+    }
+    out
+}
+
+fn check_patches(
+    root: &CatalogRoot,
+    release: &str,
+    recipes: &BTreeMap<String, Recipe>,
+    d: &mut Diagnostics,
+) -> BTreeMap<(String, String), String> {
+    let mut digests = BTreeMap::new();
+    for r in recipes.values() {
+        for p in r.patches.every() {
+            if p.contains('/') || !p.ends_with(".patch") {
+                continue; // already reported by the recipe check
+            }
+            match root.read_patch(release, &r.name, p) {
+                Ok(bytes) => {
+                    digests.insert((r.name.value.clone(), p.value.clone()), hex::encode(Sha256::digest(&bytes)));
+                }
+                Err(_) => {
+                    let existing = root.patch_names(release, &r.name);
+                    let hint = did_you_mean(p, existing.iter().map(String::as_str)).unwrap_or_else(|| {
+                        format!("create {} or remove it from [patches]", root.patch_display(release, &r.name, p))
+                    });
+                    d.push(
+                        Diagnostic::new(format!(
+                            "patch file not found: {}",
+                            root.patch_display(release, &r.name, p)
+                        ))
+                        .at(&r.file, p.span.clone(), "no such file")
+                        .hint(hint),
+                    );
+                }
+            }
+        }
+    }
+    digests
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{path} already exists and is not empty")]
+    NotEmpty { path: String },
+    #[error("cannot write {path}: {source}")]
+    Io { path: String, source: io::Error },
+}
+
+/// Writes the built-in catalog to `dest` (recipes/ and patches/), atomically: a crash leaves
+/// either nothing or the whole tree.
+pub fn export_embedded(dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    let io_err = |path: &Path| {
+        let path = display_path(path);
+        move |source| ExportError::Io { path, source }
+    };
+    if dest.exists() && std::fs::read_dir(dest).map_err(io_err(dest))?.next().is_some() {
+        return Err(ExportError::NotEmpty { path: display_path(dest) });
+    }
+    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    let tmp = tempfile_dir(parent).map_err(io_err(parent))?;
+    let mut written = Vec::new();
+    for (sub, dir) in [("recipes", &EMBEDDED_RECIPES), ("patches", &EMBEDDED_PATCHES)] {
+        write_dir(dir, &tmp.join(sub), &mut written).map_err(io_err(&tmp))?;
+    }
+    if dest.exists() {
+        std::fs::remove_dir(dest).map_err(io_err(dest))?;
+    }
+    std::fs::rename(&tmp, dest).map_err(io_err(dest))?;
+    Ok(written.into_iter().map(|p| dest.join(p.strip_prefix(&tmp).unwrap_or(&p))).collect())
+}
+
+fn tempfile_dir(parent: &Path) -> io::Result<PathBuf> {
+    for i in 0..1000u32 {
+        let p = parent.join(format!(".rocforge-export-{}-{i}", std::process::id()));
+        match std::fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free temporary directory name"))
+}
+
+fn write_dir(dir: &Dir<'_>, dest: &Path, written: &mut Vec<PathBuf>) -> io::Result<()> {
+    std::fs::create_dir_all(dest)?;
+    for f in dir.files() {
+        let name = f.path().file_name().unwrap_or_default();
+        let p = dest.join(name);
+        std::fs::write(&p, f.contents())?;
+        written.push(p);
+    }
+    for sub in dir.dirs() {
+        let name = sub.path().file_name().unwrap_or_default();
+        write_dir(sub, &dest.join(name), written)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! rocforge: declarative, reproducible builds of ROCm components for the GPUs AMD leaves out.
+//!
+//! Data flows one way: recipe → catalog → plan → (sources → build → store → …). The binary owns
+//! printing; everything here returns values and typed errors.
+
+pub mod arch;
+pub mod catalog;
+pub mod diag;
+pub mod plan;
+pub mod recipe;
+pub mod store;
+pub mod units;

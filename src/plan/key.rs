@@ -1,0 +1,168 @@
+//! Content keys: sha256 over a canonical, versioned encoding of everything that can change a
+//! component's output.
+//!
+//! The encoding is JSON produced from fixed-order structs and sorted maps, so it is stable across
+//! runs, machines and compiler versions; it is written next to every artifact
+//! (`hash-input.json`) so "why did this rebuild?" has an answer. Fields that cannot change the
+//! output (summary, license, test client, resource hints) are left out on purpose.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::arch::TargetId;
+use crate::recipe::{BuildSystem, Source};
+
+/// Bumped when the encoding below changes shape.
+pub const HASH_INPUT_SCHEMA: &str = "rocforge.hash-input/1";
+/// Bumped when the build driver changes how it turns a recipe into commands.
+pub const BUILD_DRIVER_SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    /// podman or docker: same image, same key.
+    Container,
+    /// Directly on the host: never shares a key with a container build.
+    Host,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ImageRef {
+    pub reference: String,
+    /// `sha256:…` from rocforge.lock, or a local image ID.
+    pub digest: Option<String>,
+    /// Built locally by `rocforge image build`: keyed by image ID, never pushed to a shared cache.
+    pub local: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HashInput {
+    pub schema: &'static str,
+    pub driver: u32,
+    pub release: ReleaseInput,
+    pub image: ImageRef,
+    pub runtime: RuntimeKind,
+    pub component: ComponentInput,
+    pub targets: Vec<TargetId>,
+    pub dependencies: Vec<DependencyInput>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReleaseInput {
+    pub name: String,
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentInput {
+    pub name: String,
+    pub version: String,
+    pub source: Source,
+    /// The commit a tag resolved to (from rocforge.lock); None while unlocked.
+    pub locked_commit: Option<String>,
+    pub patches: Vec<PatchInput>,
+    pub build: BuildInput,
+    /// Post-patch derivations and user overlays (arrive with the Sources work); part of the key.
+    pub derivations: Vec<String>,
+    pub overlays: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PatchInput {
+    pub file: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildInput {
+    #[serde(flatten)]
+    pub system: BuildSystem,
+    pub arch_vars: Vec<String>,
+    pub args: Vec<String>,
+    /// Only the per-arch arguments of the targets being built.
+    pub arch_args: BTreeMap<String, Vec<String>>,
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DependencyInput {
+    pub name: String,
+    pub key: String,
+}
+
+impl HashInput {
+    /// The canonical bytes that are hashed.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("hash input is plain data")
+    }
+
+    pub fn key(&self) -> ContentKey {
+        ContentKey(hex::encode(Sha256::digest(self.encode())))
+    }
+
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("hash input is plain data")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ContentKey(pub String);
+
+impl ContentKey {
+    /// The short form shown in plans and tables.
+    pub fn short(&self) -> &str {
+        &self.0[..12.min(self.0.len())]
+    }
+}
+
+impl std::fmt::Display for ContentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which inputs differ between two hash inputs, named as dotted paths
+/// (`component.patches`, `dependencies.rocprim`, `targets`).
+pub fn changed_inputs(old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    let (Value::Object(o), Value::Object(n)) = (old, new) else {
+        return vec!["everything".into()];
+    };
+    let keys: std::collections::BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+    for k in keys {
+        let (a, b) = (o.get(k), n.get(k));
+        if a == b {
+            continue;
+        }
+        match (k.as_str(), a, b) {
+            ("component", Some(Value::Object(ca)), Some(Value::Object(cb))) => {
+                let sub: std::collections::BTreeSet<&String> = ca.keys().chain(cb.keys()).collect();
+                for s in sub {
+                    if ca.get(s) != cb.get(s) {
+                        out.push(format!("component.{s}"));
+                    }
+                }
+            }
+            ("dependencies", Some(Value::Array(da)), Some(Value::Array(db))) => {
+                let by_name = |v: &Vec<Value>| -> BTreeMap<String, Value> {
+                    v.iter()
+                        .filter_map(|d| Some((d.get("name")?.as_str()?.to_string(), d.get("key")?.clone())))
+                        .collect()
+                };
+                let (ma, mb) = (by_name(da), by_name(db));
+                let names: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+                for name in names {
+                    if ma.get(name) != mb.get(name) {
+                        out.push(format!("dependencies.{name}"));
+                    }
+                }
+            }
+            _ => out.push(k.clone()),
+        }
+    }
+    out
+}

@@ -1,0 +1,318 @@
+//! The plan: which components to build for which targets, in what order, under which content
+//! keys, and what it will cost. Computed whole before anything runs.
+
+pub mod key;
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::arch::TargetId;
+use crate::catalog::Catalog;
+use crate::diag::Diagnostic;
+use crate::recipe::{BuildSystem, Recipe, Resources};
+use crate::store::StoreView;
+use key::{
+    BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput, HASH_INPUT_SCHEMA, HashInput,
+    ImageRef, PatchInput, ReleaseInput, RuntimeKind, changed_inputs,
+};
+
+pub const PLAN_SCHEMA: &str = "rocforge.plan/1";
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Components asked for; empty means the whole release line.
+    pub components: Vec<String>,
+    pub targets: Vec<TargetId>,
+    pub runtime: RuntimeKind,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Status {
+    Cached,
+    Build { reason: Reason },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Reason {
+    /// The store has never held this component.
+    New,
+    /// The store holds an older build; these inputs differ from it.
+    Changed { inputs: Vec<String> },
+}
+
+/// What reaches the component's build so that it targets the requested GPUs.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct GpuFlags {
+    pub cmake: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub component: String,
+    pub version: String,
+    pub key: ContentKey,
+    /// Dependency depth: 0 for components with no dependencies in the plan.
+    pub level: usize,
+    pub depends: Vec<String>,
+    #[serde(flatten)]
+    pub status: Status,
+    pub gpu_flags: GpuFlags,
+    pub resources: Resources,
+    #[serde(skip)]
+    pub hash_input: HashInput,
+}
+
+impl Step {
+    pub fn needs_build(&self) -> bool {
+        matches!(self.status, Status::Build { .. })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Estimate {
+    pub components_to_build: usize,
+    pub components_cached: usize,
+    pub disk_bytes: u64,
+    /// The largest per-job peak among components to build: multiply by `-j`.
+    pub memory_per_job_bytes: u64,
+    pub build_hours_total: f64,
+    /// The longest chain of dependent builds: the wall time with unlimited machines.
+    pub build_hours_critical_path: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub schema: &'static str,
+    pub release: String,
+    pub requested: Vec<String>,
+    pub targets: Vec<TargetId>,
+    pub runtime: RuntimeKind,
+    pub image: ImageRef,
+    /// False while tags are not pinned to commits by a lockfile.
+    pub sources_locked: bool,
+    pub steps: Vec<Step>,
+    pub estimate: Estimate,
+}
+
+impl Plan {
+    pub fn step(&self, component: &str) -> Option<&Step> {
+        self.steps.iter().find(|s| s.component == component)
+    }
+}
+
+/// Computes the plan. Errors are diagnostics about the request (unknown component).
+pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<Plan, Diagnostic> {
+    let roots: Vec<&str> = if req.components.is_empty() {
+        catalog.recipes.keys().map(String::as_str).collect()
+    } else {
+        let mut v = Vec::new();
+        for c in &req.components {
+            if !catalog.recipes.contains_key(c) {
+                return Err(catalog.unknown_component(c));
+            }
+            v.push(c.as_str());
+        }
+        v
+    };
+    let order = closure_in_order(catalog, &roots);
+    let image = ImageRef {
+        reference: catalog.release.image.clone(),
+        digest: None,
+        local: false,
+    };
+    let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
+    let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
+    let mut steps = Vec::with_capacity(order.len());
+    for name in order {
+        let r = &catalog.recipes[name];
+        let mut deps: Vec<&str> = r.depends.iter().map(|d| d.as_str()).collect();
+        deps.sort_unstable();
+        let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
+        let input = HashInput {
+            schema: HASH_INPUT_SCHEMA,
+            driver: BUILD_DRIVER_SCHEMA,
+            release: ReleaseInput {
+                name: catalog.release.name.clone(),
+                prefix: catalog.release.prefix.clone(),
+            },
+            image: image.clone(),
+            runtime: req.runtime,
+            component: component_input(catalog, r, &arches),
+            targets: req.targets.clone(),
+            dependencies: deps
+                .iter()
+                .map(|d| DependencyInput {
+                    name: d.to_string(),
+                    key: keys[d].0.0.clone(),
+                })
+                .collect(),
+        };
+        let key = input.key();
+        let status = if store.contains(&key.0) {
+            Status::Cached
+        } else {
+            let reason = match store.previous(name) {
+                Some(old) => Reason::Changed {
+                    inputs: changed_inputs(&old, &input.to_value()),
+                },
+                None => Reason::New,
+            };
+            Status::Build { reason }
+        };
+        keys.insert(name, (key.clone(), level));
+        steps.push(Step {
+            component: name.to_string(),
+            version: r.version.clone(),
+            key,
+            level,
+            depends: deps.iter().map(|d| d.to_string()).collect(),
+            status,
+            gpu_flags: gpu_flags(r, &req.targets),
+            resources: r.resources,
+            hash_input: input,
+        });
+    }
+    let estimate = estimate(&steps);
+    let mut requested: Vec<String> = roots.iter().map(|s| s.to_string()).collect();
+    requested.sort();
+    Ok(Plan {
+        schema: PLAN_SCHEMA,
+        release: catalog.release.name.clone(),
+        requested,
+        targets: req.targets.clone(),
+        runtime: req.runtime,
+        image,
+        sources_locked: false,
+        steps,
+        estimate,
+    })
+}
+
+fn component_input(catalog: &Catalog, r: &Recipe, arches: &[&str]) -> ComponentInput {
+    let patches = r
+        .patches
+        .series(arches.iter().copied())
+        .into_iter()
+        .map(|p| PatchInput {
+            file: p.value.clone(),
+            sha256: catalog
+                .patch_digests
+                .get(&(r.name.value.clone(), p.value.clone()))
+                .cloned()
+                .unwrap_or_default(),
+        })
+        .collect();
+    ComponentInput {
+        name: r.name.value.clone(),
+        version: r.version.clone(),
+        source: r.source.clone(),
+        locked_commit: None,
+        patches,
+        build: BuildInput {
+            system: r.build.system.clone(),
+            arch_vars: r.build.arch_vars.clone(),
+            args: r.build.args.clone(),
+            arch_args: r
+                .build
+                .arch_args
+                .iter()
+                .filter(|(a, _)| arches.contains(&a.as_str()))
+                .map(|(a, v)| (a.clone(), v.clone()))
+                .collect(),
+            env: r.build.env.clone(),
+        },
+        derivations: Vec::new(),
+        overlays: Vec::new(),
+    }
+}
+
+/// The flags exactly as the build will receive them.
+pub fn gpu_flags(r: &Recipe, targets: &[TargetId]) -> GpuFlags {
+    let joined = targets.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(";");
+    let mut flags = GpuFlags::default();
+    match &r.build.system {
+        BuildSystem::Cmake => {
+            flags.cmake = r.build.arch_vars.iter().map(|v| format!("-D{v}={joined}")).collect();
+            for t in targets {
+                if let Some(extra) = r.build.arch_args.get(&t.arch) {
+                    flags.cmake.extend(extra.iter().cloned());
+                }
+            }
+        }
+        BuildSystem::Script { .. } => {
+            for v in &r.build.arch_vars {
+                flags.env.insert(v.clone(), joined.clone());
+            }
+        }
+        BuildSystem::Copy { .. } => {}
+    }
+    flags
+}
+
+/// The requested components and everything they need, dependencies first; among components
+/// that are ready at the same time, by name, so the order never depends on hash-map luck.
+fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Vec<&'a str> {
+    let mut needed: BTreeSet<&str> = BTreeSet::new();
+    let mut todo: Vec<&str> = roots.to_vec();
+    while let Some(n) = todo.pop() {
+        if let Some((name, r)) = catalog.recipes.get_key_value(n)
+            && needed.insert(name.as_str())
+        {
+            todo.extend(r.depends.iter().map(|d| d.as_str()));
+        }
+    }
+    let mut remaining: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for &n in &needed {
+        let r = &catalog.recipes[n];
+        remaining.insert(n, r.depends.len());
+        for d in &r.depends {
+            dependents.entry(d.as_str()).or_default().push(n);
+        }
+    }
+    let mut ready: BTreeSet<&str> = remaining.iter().filter(|(_, c)| **c == 0).map(|(n, _)| *n).collect();
+    let mut order = Vec::with_capacity(needed.len());
+    while let Some(n) = ready.pop_first() {
+        order.push(n);
+        for &dep in dependents.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+            let c = remaining.get_mut(dep).expect("every dependent is needed");
+            *c -= 1;
+            if *c == 0 {
+                ready.insert(dep);
+            }
+        }
+    }
+    order
+}
+
+fn estimate(steps: &[Step]) -> Estimate {
+    let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut e = Estimate {
+        components_to_build: 0,
+        components_cached: 0,
+        disk_bytes: 0,
+        memory_per_job_bytes: 0,
+        build_hours_total: 0.0,
+        build_hours_critical_path: 0.0,
+    };
+    for s in steps {
+        let own = if s.needs_build() { s.resources.hours } else { 0.0 };
+        let start = s.depends.iter().map(|d| finish.get(d.as_str()).copied().unwrap_or(0.0)).fold(0.0, f64::max);
+        finish.insert(&s.component, start + own);
+        e.build_hours_critical_path = e.build_hours_critical_path.max(start + own);
+        if s.needs_build() {
+            e.components_to_build += 1;
+            e.disk_bytes += s.resources.disk_bytes;
+            e.memory_per_job_bytes = e.memory_per_job_bytes.max(s.resources.memory_bytes);
+            e.build_hours_total += s.resources.hours;
+        } else {
+            e.components_cached += 1;
+        }
+    }
+    e
+}

@@ -1,0 +1,200 @@
+//! The plan as people and machines read it: a table, versioned JSON, GitHub Actions matrices.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::{Plan, Reason, Status, Step};
+use crate::recipe::Resources;
+use crate::units::{format_hours, format_size};
+
+pub const MATRIX_SCHEMA: &str = "rocforge.github-matrix/1";
+/// GitHub Actions refuses a matrix with more entries than this.
+pub const MATRIX_MAX: usize = 256;
+
+/// GitHub-hosted Linux runners: about 14 GB of free disk, 16 GB of memory, 4 CPUs and a
+/// 6-hour job limit. Resource hints are for an 8-core reference machine, so hours double.
+const HOSTED_DISK: u64 = 14 << 30;
+const HOSTED_MEMORY: u64 = 16 << 30;
+const HOSTED_JOBS: u64 = 4;
+const HOSTED_HOURS: f64 = 5.5;
+pub const HOSTED_LABEL: &str = "ubuntu-24.04";
+pub const LARGE_LABEL: &str = "rocforge-large";
+
+pub fn runner_label(r: &Resources) -> &'static str {
+    let fits = r.disk_bytes <= HOSTED_DISK && r.memory_bytes * HOSTED_JOBS <= HOSTED_MEMORY && r.hours * 2.0 <= HOSTED_HOURS;
+    if fits { HOSTED_LABEL } else { LARGE_LABEL }
+}
+
+pub fn status_text(s: &Step) -> String {
+    match &s.status {
+        Status::Cached => "cached".into(),
+        Status::Build { reason: Reason::New } => "build (new)".into(),
+        Status::Build {
+            reason: Reason::Changed { inputs },
+        } => format!("build ({} changed)", inputs.join(", ")),
+    }
+}
+
+pub fn text(plan: &Plan) -> String {
+    let mut out = String::new();
+    let targets: Vec<String> = plan.targets.iter().map(|t| t.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "Plan for {} on {} (release {}, {} runtime)",
+        plan.requested.join(", "),
+        targets.join(", "),
+        plan.release,
+        match plan.runtime {
+            super::key::RuntimeKind::Container => "container",
+            super::key::RuntimeKind::Host => "host",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Builder image {}{}",
+        plan.image.reference,
+        match &plan.image.digest {
+            Some(d) => format!(" @ {d}"),
+            None => " (digest not pinned)".into(),
+        }
+    );
+    if !plan.sources_locked {
+        let _ = writeln!(out, "Sources are named by tag, not yet pinned to commits.");
+    }
+    out.push('\n');
+    let rows: Vec<[String; 6]> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut flags: Vec<String> = s.gpu_flags.cmake.clone();
+            flags.extend(s.gpu_flags.env.iter().map(|(k, v)| format!("{k}={v}")));
+            [
+                (i + 1).to_string(),
+                s.component.clone(),
+                s.version.clone(),
+                s.key.short().to_string(),
+                status_text(s),
+                if flags.is_empty() { "(no GPU code)".into() } else { flags.join(" ") },
+            ]
+        })
+        .collect();
+    let header = ["#", "component", "version", "key", "status", "GPU flags"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 6]| {
+        let mut l = format!("{:>w$}", cells[0], w = widths[0]);
+        for (i, c) in cells.iter().enumerate().skip(1) {
+            if i == 5 {
+                let _ = write!(l, "  {c}");
+            } else {
+                let _ = write!(l, "  {c:<w$}", w = widths[i]);
+            }
+        }
+        l.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header));
+    for row in &rows {
+        let _ = writeln!(out, "{}", line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]));
+    }
+    let e = &plan.estimate;
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{} to build, {} cached. Estimate from resource hints (8-core reference machine):",
+        e.components_to_build, e.components_cached
+    );
+    let _ = writeln!(out, "  disk    {}", format_size(e.disk_bytes));
+    let _ = writeln!(out, "  memory  {} per compile job (-j N needs N times this)", format_size(e.memory_per_job_bytes));
+    let _ = writeln!(
+        out,
+        "  time    {} of builds, {} along the critical path",
+        format_hours(e.build_hours_total),
+        format_hours(e.build_hours_critical_path)
+    );
+    out
+}
+
+pub fn json(plan: &Plan) -> String {
+    serde_json::to_string_pretty(plan).expect("plan is plain data") + "\n"
+}
+
+#[derive(Serialize)]
+struct MatrixEntry<'a> {
+    component: &'a str,
+    targets: String,
+    key: &'a str,
+    runner: &'static str,
+}
+
+#[derive(Serialize)]
+struct MatrixInclude<'a> {
+    include: Vec<MatrixEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct MatrixLevel<'a> {
+    level: usize,
+    /// Position of this list within its level when a level needs more than one job.
+    part: usize,
+    matrix: MatrixInclude<'a>,
+}
+
+#[derive(Serialize)]
+struct MatrixDoc<'a> {
+    schema: &'static str,
+    release: &'a str,
+    levels: Vec<MatrixLevel<'a>>,
+}
+
+/// One `include` list per dependency level, holding only what must be built: a matrix cannot
+/// order its entries, so each level is its own job. Empty levels are left out and a level
+/// with more than [`MATRIX_MAX`] entries is split into parts.
+pub fn github_matrix(plan: &Plan) -> String {
+    let targets = plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    let max_level = plan.steps.iter().map(|s| s.level).max().unwrap_or(0);
+    let mut levels = Vec::new();
+    for level in 0..=max_level {
+        let entries: Vec<MatrixEntry> = plan
+            .steps
+            .iter()
+            .filter(|s| s.level == level && s.needs_build())
+            .map(|s| MatrixEntry {
+                component: &s.component,
+                targets: targets.clone(),
+                key: &s.key.0,
+                runner: runner_label(&s.resources),
+            })
+            .collect();
+        let mut entries = entries.into_iter().peekable();
+        let mut part = 0;
+        while entries.peek().is_some() {
+            let include: Vec<MatrixEntry> = entries.by_ref().take(MATRIX_MAX).collect();
+            levels.push(MatrixLevel {
+                level,
+                part,
+                matrix: MatrixInclude { include },
+            });
+            part += 1;
+        }
+    }
+    let doc = MatrixDoc {
+        schema: MATRIX_SCHEMA,
+        release: &plan.release,
+        levels,
+    };
+    serde_json::to_string_pretty(&doc).expect("matrix is plain data") + "\n"
+}
+
+/// The hash input of one step, pretty-printed: the answer to "why this key?".
+pub fn explain(step: &Step) -> String {
+    let mut out = format!("{} {}\nkey {}\n\n", step.component, step.version, step.key);
+    out += &serde_json::to_string_pretty(&step.hash_input).expect("hash input is plain data");
+    out.push('\n');
+    out
+}

@@ -1,0 +1,665 @@
+//! Component recipes: read as written (with spans) and checked into a resolved [`Recipe`].
+//!
+//! Only a resolved recipe reaches the planner. Checks that need one file alone live here;
+//! checks across files (duplicates, unknown dependencies, cycles, patch files) live in the
+//! catalog.
+
+pub mod reader;
+pub mod release;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::arch::{ArchTable, check_target_in_file, is_arch_name};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
+use crate::units::{parse_duration, parse_size};
+use reader::{Sp, TableReader};
+
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    pub name: Sp<String>,
+    pub version: String,
+    pub summary: String,
+    pub license: String,
+    pub homepage: Option<String>,
+    pub depends: Vec<Sp<String>>,
+    pub source: Source,
+    pub patches: Patches,
+    pub build: Build,
+    pub test: Option<Test>,
+    pub resources: Resources,
+    pub file: Arc<SourceFile>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Source {
+    Git {
+        url: String,
+        #[serde(flatten)]
+        reference: GitRef,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        subdir: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+        submodules: bool,
+    },
+    Url {
+        url: String,
+        sha256: String,
+    },
+    Path {
+        path: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum GitRef {
+    Tag(String),
+    Rev(String),
+}
+
+/// Patch file names, in order: `all` first, then each arch's own list.
+#[derive(Debug, Clone, Default)]
+pub struct Patches {
+    pub all: Vec<Sp<String>>,
+    pub per_arch: BTreeMap<String, Vec<Sp<String>>>,
+}
+
+impl Patches {
+    /// The series for a set of processors: `all`, then each processor's list in target order.
+    pub fn series<'a>(&'a self, arches: impl IntoIterator<Item = &'a str>) -> Vec<&'a Sp<String>> {
+        let mut out: Vec<&Sp<String>> = self.all.iter().collect();
+        for arch in arches {
+            if let Some(list) = self.per_arch.get(arch) {
+                out.extend(list.iter());
+            }
+        }
+        out
+    }
+
+    pub fn every(&self) -> impl Iterator<Item = &Sp<String>> {
+        self.all.iter().chain(self.per_arch.values().flatten())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case", tag = "system")]
+pub enum BuildSystem {
+    Cmake,
+    /// Shell commands run in the builder image with the source as working directory.
+    Script { script: String },
+    /// The patched source tree copied into the prefix (e.g. Tensile, which rocBLAS consumes).
+    Copy { dest: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Build {
+    #[serde(flatten)]
+    pub system: BuildSystem,
+    /// CMake cache variables (cmake) or environment variables (script) that receive the
+    /// `;`-joined target IDs.
+    pub arch_vars: Vec<String>,
+    pub args: Vec<String>,
+    pub arch_args: BTreeMap<String, Vec<String>>,
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Test {
+    pub client: String,
+    pub args: Vec<String>,
+    pub shards: u32,
+    pub timeout_secs: u64,
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Resources {
+    pub disk_bytes: u64,
+    /// Peak memory of one compile job.
+    pub memory_bytes: u64,
+    /// Build time on the reference machine (8 cores).
+    pub hours: f64,
+}
+
+impl Default for Resources {
+    fn default() -> Self {
+        Self {
+            disk_bytes: 2 << 30,
+            memory_bytes: 2 << 30,
+            hours: 0.5,
+        }
+    }
+}
+
+pub fn is_component_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+}
+
+fn is_var_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+}
+
+/// A relative path that stays inside the tree it is relative to.
+pub fn is_inner_path(p: &str) -> bool {
+    !p.is_empty() && !p.starts_with('/') && !p.contains('\\') && p.split('/').all(|c| !c.is_empty() && c != ".." && c != ".")
+}
+
+
+/// Reads one recipe file. `stem` is the file name without `.toml`, used in hints.
+pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Recipe> {
+    let doc = reader::parse(file, d)?;
+    let mut r = TableReader::new(file, &doc, "");
+    let errors_before = d.len();
+
+    let name = r.str("name", d, &format!("add name = \"{stem}\" (it must match the file name)"));
+    if let Some(n) = &name
+        && !is_component_name(n)
+    {
+        d.push(
+            Diagnostic::new(format!("invalid component name \"{}\"", n.value))
+                .at(file, n.span.clone(), "not a component name")
+                .hint("names use lowercase letters, digits, '-', '_' and '.', and start with a letter or digit"),
+        );
+    }
+    let version = r.str("version", d, "add the component's upstream version, e.g. version = \"3.4.0\"");
+    if let Some(v) = &version
+        && (v.is_empty() || v.chars().any(char::is_whitespace))
+    {
+        d.push(
+            Diagnostic::new(format!("invalid version \"{}\"", v.value))
+                .at(file, v.span.clone(), "empty or contains spaces")
+                .hint("write the upstream version, e.g. version = \"3.4.0\""),
+        );
+    }
+    let summary = r.str("summary", d, "add a one-line summary, e.g. summary = \"ROCm sparse linear algebra\"");
+    let license = r.str("license", d, "add the SPDX license of the component, e.g. license = \"MIT\"");
+    let homepage = r.opt_str("homepage", d);
+    let depends = r.opt_str_list("depends", d).unwrap_or_default();
+    check_depends(file, name.as_ref().map(|n| n.as_str()), &depends, d);
+
+    let source = match r.opt_table("source", d) {
+        Some(t) => read_source(t, d),
+        None => {
+            if !has_key(&doc, "source") {
+                r.missing(d, "source", "add a [source] table with git + tag, url + sha256, or path");
+            }
+            None
+        }
+    };
+    let patches = r.opt_table("patches", d).map(|t| read_patches(t, arches, d)).unwrap_or_default();
+    let build = match r.opt_table("build", d) {
+        Some(t) => read_build(t, arches, d),
+        None => {
+            if !has_key(&doc, "build") {
+                r.missing(d, "build", "add a [build] table, e.g. system = \"cmake\" and arch-vars = [\"GPU_TARGETS\"]");
+            }
+            None
+        }
+    };
+    let test = r.opt_table("test", d).and_then(|t| read_test(t, d));
+    let resources = r.opt_table("resources", d).map(|t| read_resources(t, d)).unwrap_or_default();
+    r.finish(d);
+
+    if d.len() > errors_before {
+        return None;
+    }
+    Some(Recipe {
+        name: name?,
+        version: version?.value,
+        summary: summary?.value,
+        license: license?.value,
+        homepage: homepage.map(|h| h.value),
+        depends,
+        source: source?,
+        patches,
+        build: build?,
+        test,
+        resources,
+        file: file.clone(),
+    })
+}
+
+fn has_key(doc: &toml::Spanned<toml::de::DeTable<'_>>, key: &str) -> bool {
+    doc.get_ref().contains_key(key)
+}
+
+fn check_depends(file: &Arc<SourceFile>, name: Option<&str>, depends: &[Sp<String>], d: &mut Diagnostics) {
+    for (i, dep) in depends.iter().enumerate() {
+        if Some(dep.as_str()) == name {
+            d.push(
+                Diagnostic::new(format!("component \"{}\" depends on itself", dep.value))
+                    .at(file, dep.span.clone(), "self-dependency")
+                    .hint("remove it from depends"),
+            );
+        } else if let Some(first) = depends[..i].iter().find(|p| p.value == dep.value) {
+            d.push(
+                Diagnostic::new(format!("dependency \"{}\" is listed twice", dep.value))
+                    .at(file, dep.span.clone(), "listed again here")
+                    .related(file, first.span.clone(), "first listed here")
+                    .hint("list each dependency once"),
+            );
+        } else if !is_component_name(dep) {
+            d.push(
+                Diagnostic::new(format!("invalid dependency name \"{}\"", dep.value))
+                    .at(file, dep.span.clone(), "not a component name")
+                    .hint("depends lists component names of this release line, e.g. [\"rocprim\"]"),
+            );
+        }
+    }
+}
+
+fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source> {
+    let file = t.file().clone();
+    let before = d.len();
+    let git = t.opt_str("git", d);
+    let tag = t.opt_str("tag", d);
+    let rev = t.opt_str("rev", d);
+    let subdir = t.opt_str("subdir", d);
+    let paths = t.opt_str_list("paths", d).unwrap_or_default();
+    let submodules = t.opt_bool("submodules", d);
+    let url = t.opt_str("url", d);
+    let sha256 = t.opt_str("sha256", d);
+    let path = t.opt_str("path", d);
+    let table_span = t.span();
+    t.finish(d);
+
+    let kinds: Vec<&Sp<String>> = [&git, &url, &path].into_iter().flatten().collect();
+    if kinds.is_empty() {
+        if d.len() == before {
+            d.push(
+                Diagnostic::new("[source] has neither git, url nor path")
+                    .at(&file, table_span, "no source kind")
+                    .hint("use git = \"https://…\" with tag or rev, url = \"https://…\" with sha256, or path = \"dir\""),
+            );
+        }
+        return None;
+    }
+    if kinds.len() > 1 {
+        d.push(
+            Diagnostic::new("[source] names more than one kind of source")
+                .at(&file, kinds[1].span.clone(), "second source kind")
+                .related(&file, kinds[0].span.clone(), "first source kind")
+                .hint("keep exactly one of git, url and path"),
+        );
+        return None;
+    }
+    let stray = |d: &mut Diagnostics, field: &Option<Sp<String>>, key: &str, kind: &str| {
+        if let Some(f) = field {
+            d.push(
+                Diagnostic::new(format!("\"{key}\" does not apply to a {kind} source"))
+                    .at(&file, f.span.clone(), format!("not used by {kind} sources"))
+                    .hint(format!("remove \"{key}\"")),
+            );
+        }
+    };
+    if let Some(git) = git {
+        stray(d, &sha256, "sha256", "git");
+        check_url(&file, &git, d);
+        let reference = match (tag, rev) {
+            (Some(tag), None) => Some(GitRef::Tag(tag.value)),
+            (None, Some(rev)) => {
+                if is_hex(&rev, 40) {
+                    Some(GitRef::Rev(rev.value))
+                } else {
+                    d.push(
+                        Diagnostic::new(format!("malformed rev \"{}\"", rev.value))
+                            .at(&file, rev.span.clone(), "expected a full 40-hex-digit commit ID")
+                            .hint("write the full commit, e.g. `git rev-parse rocm-6.4.4^{commit}`; use tag = \"…\" for a tag"),
+                    );
+                    None
+                }
+            }
+            (Some(tag), Some(rev)) => {
+                d.push(
+                    Diagnostic::new("[source] gives both tag and rev")
+                        .at(&file, rev.span.clone(), "rev given here")
+                        .related(&file, tag.span.clone(), "tag given here")
+                        .hint("keep one: the tag (its commit is pinned in rocforge.lock) or the rev"),
+                );
+                None
+            }
+            (None, None) => {
+                d.push(
+                    Diagnostic::new("git source has neither tag nor rev")
+                        .at(&file, git.span.clone(), "which commit of this repository?")
+                        .hint("add tag = \"rocm-6.4.4\" or rev = \"<40 hex digits>\""),
+                );
+                None
+            }
+        };
+        for p in subdir.iter().chain(paths.iter()) {
+            if !is_inner_path(p) {
+                d.push(
+                    Diagnostic::new(format!("source path \"{}\" must be relative and stay inside the repository", p.value))
+                        .at(&file, p.span.clone(), "absolute, empty or contains . or ..")
+                        .hint("write a path inside the repository, e.g. \"projects/rocblas\""),
+                );
+            }
+        }
+        if d.len() > before {
+            return None;
+        }
+        return Some(Source::Git {
+            url: git.value,
+            reference: reference?,
+            subdir: subdir.map(|s| s.value),
+            paths: paths.into_iter().map(|p| p.value).collect(),
+            submodules: submodules.is_some_and(|s| s.value),
+        });
+    }
+    stray(d, &tag, "tag", if url.is_some() { "url" } else { "path" });
+    stray(d, &rev, "rev", if url.is_some() { "url" } else { "path" });
+    if let Some(url) = url {
+        check_url(&file, &url, d);
+        let Some(sha) = sha256 else {
+            d.push(
+                Diagnostic::new("url source has no sha256")
+                    .at(&file, url.span.clone(), "unverified download")
+                    .hint("add sha256 = \"<64 hex digits>\" (`sha256sum FILE` prints it)"),
+            );
+            return None;
+        };
+        if !is_hex(&sha, 64) {
+            d.push(
+                Diagnostic::new(format!("malformed sha256 \"{}\"", sha.value))
+                    .at(&file, sha.span.clone(), format!("expected 64 lowercase hex digits, found {} characters", sha.chars().count()))
+                    .hint("copy the digest from `sha256sum FILE`"),
+            );
+            return None;
+        }
+        if d.len() > before {
+            return None;
+        }
+        return Some(Source::Url {
+            url: url.value,
+            sha256: sha.value,
+        });
+    }
+    let path = path.expect("one kind is present");
+    stray(d, &sha256, "sha256", "path");
+    if path.starts_with('/') || path.is_empty() {
+        d.push(
+            Diagnostic::new(format!("path source \"{}\" must be relative to the recipe's release directory", path.value))
+                .at(&file, path.span.clone(), "absolute or empty")
+                .hint("write a relative path; machine-specific paths belong in rocforge.toml mirrors"),
+        );
+    }
+    if d.len() > before {
+        return None;
+    }
+    Some(Source::Path { path: path.value })
+}
+
+fn check_url(file: &Arc<SourceFile>, url: &Sp<String>, d: &mut Diagnostics) {
+    let ok = ["https://", "http://", "file://", "git://", "ssh://"].iter().any(|p| url.starts_with(p) && url.len() > p.len());
+    if !ok || url.chars().any(char::is_whitespace) {
+        d.push(
+            Diagnostic::new(format!("malformed URL \"{}\"", url.value))
+                .at(file, url.span.clone(), "expected https://, http://, file://, git:// or ssh://")
+                .hint("write the full URL, e.g. \"https://github.com/ROCm/rocSPARSE.git\""),
+        );
+    }
+}
+
+fn read_patches(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostics) -> Patches {
+    let file = t.file().clone();
+    let mut patches = Patches {
+        all: t.opt_str_list("all", d).unwrap_or_default(),
+        ..Patches::default()
+    };
+    for (k, v) in t.rest() {
+        let arch = k.get_ref().to_string();
+        if arches.get(&arch).is_none() {
+            let hint = did_you_mean(&arch, arches.names().chain(["all"]))
+                .unwrap_or_else(|| "keys of [patches] are \"all\" and processor names from recipes/arches.toml".into());
+            let msg = if is_arch_name(&arch) || arch.contains(':') {
+                format!("unknown GPU target \"{arch}\" in [patches]")
+            } else {
+                format!("unknown key \"{arch}\" in [patches]")
+            };
+            d.push(Diagnostic::new(msg).at(&file, k.span(), "not a known processor").hint(hint));
+            continue;
+        }
+        if let Some(list) = reader::read_str_list(&file, &format!("patches.{arch}"), v, d) {
+            patches.per_arch.insert(arch, list);
+        }
+    }
+    for p in patches.every() {
+        if p.contains('/') || p.contains('\\') || p.starts_with('.') || p.is_empty() {
+            d.push(
+                Diagnostic::new(format!("patch name \"{}\" must be a plain file name", p.value))
+                    .at(&file, p.span.clone(), "paths are not allowed here")
+                    .hint("patches live in patches/<release>/<component>/; name the file only"),
+            );
+        } else if !p.ends_with(".patch") {
+            d.push(
+                Diagnostic::new(format!("patch \"{}\" does not end in .patch", p.value))
+                    .at(&file, p.span.clone(), "not a .patch file")
+                    .hint("name patches NNNN-what-it-does.patch"),
+            );
+        }
+    }
+    patches
+}
+
+fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostics) -> Option<Build> {
+    let file = t.file().clone();
+    let before = d.len();
+    let system = t.str("system", d, "system = \"cmake\", \"script\" or \"copy\"");
+    let arch_vars = t.opt_str_list("arch-vars", d);
+    let args = t.opt_str_list("args", d).unwrap_or_default();
+    let script = t.opt_str("script", d);
+    let dest = t.opt_str("dest", d);
+    let env = t.opt_str_map("env", d).unwrap_or_default();
+    let mut arch_args = BTreeMap::new();
+    if let Some(mut aa) = t.opt_table("arch-args", d) {
+        for (k, v) in aa.rest() {
+            let key = Sp::new(k.get_ref().to_string(), k.span());
+            if let Some(target) = check_target_in_file(arches, &file, &key, d) {
+                if target.xnack.is_some() || target.sramecc.is_some() {
+                    d.push(
+                        Diagnostic::new(format!("[build.arch-args] is keyed by processor, not target ID: \"{}\"", key.value))
+                            .at(&file, key.span.clone(), "features are not allowed here")
+                            .hint(format!("write [build.arch-args] {} = [...]", target.arch)),
+                    );
+                    continue;
+                }
+                if let Some(list) = reader::read_str_list(&file, &format!("build.arch-args.{}", key.value), v, d) {
+                    arch_args.insert(key.value, list.into_iter().map(|s| s.value).collect());
+                }
+            }
+        }
+    }
+    t.finish(d);
+
+    for v in arch_vars.iter().flatten() {
+        if !is_var_name(v) {
+            d.push(
+                Diagnostic::new(format!("\"{}\" is not a variable name", v.value))
+                    .at(&file, v.span.clone(), "expected letters, digits and _")
+                    .hint("arch-vars names the variables that receive the targets, e.g. [\"GPU_TARGETS\"]"),
+            );
+        }
+    }
+    for (k, v) in &env {
+        if !is_var_name(k) {
+            d.push(
+                Diagnostic::new(format!("\"{k}\" is not an environment variable name"))
+                    .at(&file, v.span.clone(), "value of an invalid name")
+                    .hint("environment variable names use letters, digits and _"),
+            );
+        }
+    }
+    let system = system?;
+    let kind = match system.as_str() {
+        "cmake" => {
+            if arch_vars.as_ref().is_none_or(|v| v.is_empty()) {
+                d.push(
+                    Diagnostic::new("a cmake build names no variable for the GPU targets")
+                        .at(&file, system.span.clone(), "targets would never reach this build")
+                        .hint("add arch-vars = [\"GPU_TARGETS\"] (or the variable this project reads, e.g. AMDGPU_TARGETS)"),
+                );
+            }
+            BuildSystem::Cmake
+        }
+        "script" => match script {
+            Some(s) if !s.trim().is_empty() => BuildSystem::Script { script: s.value },
+            _ => {
+                d.push(
+                    Diagnostic::new("a script build has no script")
+                        .at(&file, system.span.clone(), "system = \"script\" needs script = \"…\"")
+                        .hint("add script = \"\"\"\\n<shell commands>\\n\"\"\""),
+                );
+                return None;
+            }
+        },
+        "copy" => match dest {
+            Some(p) if is_inner_path(&p) => BuildSystem::Copy { dest: p.value },
+            Some(p) => {
+                d.push(
+                    Diagnostic::new(format!("copy destination \"{}\" must be relative to the prefix", p.value))
+                        .at(&file, p.span.clone(), "absolute or leaves the prefix")
+                        .hint("e.g. dest = \"share/rocforge/tensile\""),
+                );
+                return None;
+            }
+            None => {
+                d.push(
+                    Diagnostic::new("a copy build has no destination")
+                        .at(&file, system.span.clone(), "system = \"copy\" needs dest = \"…\"")
+                        .hint("e.g. dest = \"share/rocforge/tensile\""),
+                );
+                return None;
+            }
+        },
+        other => {
+            d.push(
+                Diagnostic::new(format!("unknown build system \"{other}\""))
+                    .at(&file, system.span.clone(), "not a build system rocforge drives")
+                    .hint(did_you_mean(other, ["cmake", "script", "copy"]).unwrap_or_else(|| {
+                        "use \"cmake\", \"script\" (shell commands) or \"copy\"".to_string()
+                    })),
+            );
+            return None;
+        }
+    };
+    if d.len() > before {
+        return None;
+    }
+    Some(Build {
+        system: kind,
+        arch_vars: arch_vars.unwrap_or_default().into_iter().map(|s| s.value).collect(),
+        args: args.into_iter().map(|s| s.value).collect(),
+        arch_args,
+        env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
+    })
+}
+
+fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
+    let file = t.file().clone();
+    let before = d.len();
+    let client = t.str("client", d, "client = \"bin/<name>-test\", relative to the install prefix");
+    let args = t.opt_str_list("args", d).unwrap_or_default();
+    let shards = t.opt_int("shards", d);
+    let timeout = t.opt_str("timeout", d);
+    let env = t.opt_str_map("env", d).unwrap_or_default();
+    t.finish(d);
+    let shards = match shards {
+        None => 1,
+        Some(s) if (1..=256).contains(&s.value) => s.value as u32,
+        Some(s) => {
+            d.push(
+                Diagnostic::new(format!("shards = {} is out of range", s.value))
+                    .at(&file, s.span.clone(), "expected 1 to 256")
+                    .hint("shards splits the test client's cases into that many runs"),
+            );
+            1
+        }
+    };
+    let timeout_secs = match timeout {
+        None => 3600,
+        Some(t) => match parse_duration(&t) {
+            Some(secs) if secs > 0 => secs,
+            _ => {
+                d.push(
+                    Diagnostic::new(format!("malformed duration \"{}\"", t.value))
+                        .at(&file, t.span.clone(), "expected e.g. 45m, 1h30m or 90s")
+                        .hint("durations are numbers with units s, m, h, d and no spaces"),
+                );
+                0
+            }
+        },
+    };
+    if let Some(c) = &client
+        && !is_inner_path(c)
+    {
+        d.push(
+            Diagnostic::new(format!("test client \"{}\" must be relative to the install prefix", c.value))
+                .at(&file, c.span.clone(), "absolute or leaves the prefix")
+                .hint("e.g. client = \"bin/rocsparse-test\""),
+        );
+    }
+    if d.len() > before {
+        return None;
+    }
+    Some(Test {
+        client: client?.value,
+        args: args.into_iter().map(|s| s.value).collect(),
+        shards,
+        timeout_secs,
+        env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
+    })
+}
+
+fn read_resources(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources {
+    let file = t.file().clone();
+    let disk = t.opt_str("disk", d);
+    let memory = t.opt_str("memory", d);
+    let hours = t.opt_number("hours", d);
+    t.finish(d);
+    let defaults = Resources::default();
+    let size = |d: &mut Diagnostics, v: Option<Sp<String>>, default: u64| match v {
+        None => default,
+        Some(s) => parse_size(&s).unwrap_or_else(|| {
+            d.push(
+                Diagnostic::new(format!("malformed size \"{}\"", s.value))
+                    .at(&file, s.span.clone(), "expected e.g. 8GiB or 512MiB")
+                    .hint("sizes are a number and a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"),
+            );
+            default
+        }),
+    };
+    let disk_bytes = size(d, disk, defaults.disk_bytes);
+    let memory_bytes = size(d, memory, defaults.memory_bytes);
+    let hours = match hours {
+        None => defaults.hours,
+        Some(h) if h.value >= 0.0 && h.value < 1000.0 => h.value,
+        Some(h) => {
+            d.push(
+                Diagnostic::new(format!("hours = {} is out of range", h.value))
+                    .at(&file, h.span.clone(), "expected 0 to 1000")
+                    .hint("hours is the build time on an 8-core reference machine"),
+            );
+            defaults.hours
+        }
+    };
+    Resources {
+        disk_bytes,
+        memory_bytes,
+        hours,
+    }
+}

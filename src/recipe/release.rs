@@ -1,0 +1,83 @@
+//! `recipes/<release>/release.toml`: what a release line shares (builder image, prefix, targets).
+
+use std::sync::Arc;
+
+use crate::arch::{ArchTable, TargetId, check_target_in_file, normalize};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile};
+use crate::recipe::reader::{self, TableReader};
+
+pub const RELEASE_FILE: &str = "release.toml";
+
+#[derive(Debug, Clone)]
+pub struct Release {
+    pub name: String,
+    pub version: String,
+    pub summary: String,
+    /// Builder image reference; `rocforge.lock` pins its digest.
+    pub image: String,
+    /// Where dependencies are mounted and outputs are installed, e.g. /opt/rocm.
+    pub prefix: String,
+    /// Targets used when `--arch` is not given.
+    pub arches: Vec<TargetId>,
+    pub file: Arc<SourceFile>,
+}
+
+pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Release> {
+    let doc = reader::parse(file, d)?;
+    let mut r = TableReader::new(file, &doc, "");
+    let before = d.len();
+    let name = r.str("name", d, &format!("add name = \"{dir_name}\""));
+    let version = r.str("version", d, "add the ROCm version of this line, e.g. version = \"6.4.4\"");
+    let summary = r.opt_str("summary", d);
+    let image = r.str("image", d, "add the builder image, e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\"");
+    let prefix = r.str("prefix", d, "add the install prefix, e.g. prefix = \"/opt/rocm\"");
+    let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
+    r.finish(d);
+
+    if let Some(n) = &name
+        && n.value != dir_name
+    {
+        d.push(
+            Diagnostic::new(format!("release \"{}\" is described in directory \"{dir_name}\"", n.value))
+                .at(file, n.span.clone(), "does not match its directory")
+                .hint(format!("rename the directory to {} or set name = \"{dir_name}\"", n.value)),
+        );
+    }
+    if let Some(p) = &prefix
+        && (!p.starts_with('/') || p.split('/').any(|c| c == ".."))
+    {
+        d.push(
+            Diagnostic::new(format!("prefix \"{}\" must be an absolute path", p.value))
+                .at(file, p.span.clone(), "not absolute")
+                .hint("e.g. prefix = \"/opt/rocm\""),
+        );
+    }
+    if let Some(i) = &image
+        && (i.is_empty() || i.chars().any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
+    {
+        d.push(
+            Diagnostic::new(format!("malformed image reference \"{}\"", i.value))
+                .at(file, i.span.clone(), "expected registry/name:tag in lowercase")
+                .hint("e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\""),
+        );
+    }
+    let mut targets: Vec<TargetId> = default_arches
+        .iter()
+        .filter_map(|a| check_target_in_file(arches, file, a, d))
+        .collect();
+    if let Err(e) = normalize(&mut targets) {
+        d.push(Diagnostic::new(e.to_string()).in_file(file).hint(e.hint()));
+    }
+    if d.len() > before {
+        return None;
+    }
+    Some(Release {
+        name: name?.value,
+        version: version?.value,
+        summary: summary.map(|s| s.value).unwrap_or_default(),
+        image: image?.value,
+        prefix: prefix?.value,
+        arches: targets,
+        file: file.clone(),
+    })
+}
