@@ -90,6 +90,8 @@ pub struct Plan {
     pub schema: &'static str,
     pub release: String,
     pub requested: Vec<String>,
+    /// True when no component was named: the plan covers the whole release line.
+    pub whole_release: bool,
     pub targets: Vec<TargetId>,
     pub runtime: RuntimeKind,
     pub image: ImageRef,
@@ -184,6 +186,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         schema: PLAN_SCHEMA,
         release: catalog.release.name.clone(),
         requested,
+        whole_release: req.components.is_empty(),
         targets: req.targets.clone(),
         runtime: req.runtime,
         image,

@@ -42,7 +42,11 @@ pub fn text(plan: &Plan) -> String {
     let _ = writeln!(
         out,
         "Plan for {} on {} (release {}, {} runtime)",
-        plan.requested.join(", "),
+        if plan.whole_release {
+            format!("all {} components", plan.requested.len())
+        } else {
+            plan.requested.join(", ")
+        },
         targets.join(", "),
         plan.release,
         match plan.runtime {

@@ -1,0 +1,315 @@
+//! The real binary against the shipped catalog and test catalogs: what users read is
+//! snapshot-tested, and plan behaviour (keys, order, status) is asserted.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn rocforge(dir: &Path, args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env("ROCFORGE_STORE", dir.join("no-store"))
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = rocforge(dir, args);
+    assert_eq!(o.code, 0, "rocforge {args:?} failed:\n{}", o.stderr);
+    o.stdout
+}
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A copy of tests/fixtures/base in a temp dir, with a second component depending on the
+/// first, so plans have a graph.
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&manifest().join("tests/fixtures/base"), dir.path());
+    std::fs::write(
+        dir.path().join("recipes/line-1.0/hip-app.toml"),
+        r#"name = "hip-app"
+version = "2.0.0"
+summary = "links hip-core"
+license = "MIT"
+depends = ["hip-core"]
+
+[source]
+git = "https://example.invalid/hip-app.git"
+rev = "0123456789abcdef0123456789abcdef01234567"
+
+[build]
+system = "cmake"
+arch-vars = ["AMDGPU_TARGETS", "GPU_TARGETS"]
+args = ["-DBUILD_CLIENTS_TESTS=ON"]
+
+[build.arch-args]
+gfx902 = ["-DRAVEN_WORKAROUND=ON"]
+
+[resources]
+disk = "20GiB"
+memory = "3GiB"
+hours = 2
+"#,
+    )
+    .unwrap();
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn shipped_catalog_checks_clean() {
+    let o = ok(&manifest(), &["check"]);
+    insta::assert_snapshot!(o);
+}
+
+#[test]
+fn list_shows_the_shipped_components() {
+    insta::assert_snapshot!(ok(&manifest(), &["list"]));
+    let json: Value = serde_json::from_str(&ok(&manifest(), &["list", "--format", "json"])).unwrap();
+    let names: Vec<&str> = json["components"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for c in ["rocprim", "rocsparse", "tensile", "rocblas", "rocsolver"] {
+        assert!(names.contains(&c), "{c} missing from {names:?}");
+    }
+}
+
+#[test]
+fn plan_rocsolver_for_both_igpus() {
+    let text = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c,gfx902"]);
+    insta::assert_snapshot!(text);
+    // The order a user types targets in does not change the plan.
+    assert_eq!(text, ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx902,gfx90c"]));
+}
+
+#[test]
+fn plan_json_schema() {
+    let json = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c,gfx902", "--format", "json"]);
+    insta::assert_snapshot!(json);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["schema"], "rocforge.plan/1");
+    let order: Vec<&str> = v["steps"].as_array().unwrap().iter().map(|s| s["component"].as_str().unwrap()).collect();
+    let pos = |c: &str| order.iter().position(|x| *x == c).unwrap();
+    assert!(pos("tensile") < pos("rocblas"));
+    assert!(pos("rocblas") < pos("rocsolver"));
+    assert!(pos("rocprim") < pos("rocsolver"));
+    for s in v["steps"].as_array().unwrap() {
+        assert_eq!(s["key"].as_str().unwrap().len(), 64);
+    }
+}
+
+#[test]
+fn plan_github_matrix_has_one_list_per_level() {
+    let json = ok(&manifest(), &["plan", "--arch", "gfx90c,gfx902", "--format", "github-matrix"]);
+    insta::assert_snapshot!(json);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    for level in v["levels"].as_array().unwrap() {
+        let include = level["matrix"]["include"].as_array().unwrap();
+        assert!(!include.is_empty() && include.len() <= 256);
+        for e in include {
+            for field in ["component", "targets", "key", "runner"] {
+                assert!(e[field].is_string(), "{field} missing in {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn github_matrix_splits_levels_over_256_entries() {
+    let dir = fixture();
+    for i in 0..300 {
+        std::fs::write(
+            dir.path().join(format!("recipes/line-1.0/leaf-{i:03}.toml")),
+            format!(
+                "name = \"leaf-{i:03}\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
+            ),
+        )
+        .unwrap();
+    }
+    let v: Value = serde_json::from_str(&ok(dir.path(), &["--recipes", "recipes", "plan", "--format", "github-matrix"])).unwrap();
+    let levels = v["levels"].as_array().unwrap();
+    let sizes: Vec<(u64, u64, usize)> = levels
+        .iter()
+        .map(|l| (l["level"].as_u64().unwrap(), l["part"].as_u64().unwrap(), l["matrix"]["include"].as_array().unwrap().len()))
+        .collect();
+    // 300 leaves + hip-core at level 0; hip-app at level 1.
+    assert_eq!(sizes, vec![(0, 0, 256), (0, 1, 45), (1, 0, 1)]);
+}
+
+#[test]
+fn explain_prints_the_hash_input() {
+    let text = ok(&manifest(), &["plan", "rocblas", "--arch", "gfx90c", "--explain", "tensile"]);
+    insta::assert_snapshot!(text);
+    let json: Value = serde_json::from_str(&ok(&manifest(), &["plan", "rocblas", "--arch", "gfx90c", "--explain", "rocblas", "--format", "json"])).unwrap();
+    assert_eq!(json["schema"], "rocforge.hash-input/1");
+    assert_eq!(json["dependencies"][0]["name"], "tensile");
+}
+
+#[test]
+fn arch_table_views() {
+    insta::assert_snapshot!("arch_list", ok(&manifest(), &["arch", "list"]));
+    insta::assert_snapshot!("arch_show_gfx90c", ok(&manifest(), &["arch", "show", "gfx90c"]));
+    // A KFD gfx_target_version finds the same target.
+    assert_eq!(ok(&manifest(), &["arch", "show", "90012"]), ok(&manifest(), &["arch", "show", "gfx90c"]));
+    let v: Value = serde_json::from_str(&ok(&manifest(), &["arch", "show", "gfx902", "--format", "json"])).unwrap();
+    assert_eq!(v["arch"]["kfd_version"], 90002);
+    assert_eq!(v["arch"]["nearest"], "gfx900");
+}
+
+#[test]
+fn bad_flags_get_clear_errors() {
+    let m = manifest();
+    let cases: &[&[&str]] = &[
+        &["plan", "rocsparse", "--arch", "gfx91c"],
+        &["plan", "rocsparse", "--arch", "gfx90c:sramecc+"],
+        &["plan", "rocsparse", "--arch", "gfx90c:xnack"],
+        &["plan", "rocsparse", "--arch", "gfx90c:xnack-,gfx90c:xnack+"],
+        &["plan", "rocsparce", "--arch", "gfx90c"],
+        &["plan", "--release", "rocm-6.4.3"],
+        &["arch", "show", "gfx9000"],
+        &["list", "--format", "github-matrix"],
+        &["--recipes", "/nonexistent/recipes", "list"],
+    ];
+    let mut all = String::new();
+    for args in cases {
+        let o = rocforge(&m, args);
+        assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains("help:"), "{args:?} gives no hint: {}", o.stderr);
+        all += &format!("$ rocforge {}\n{}\n", args.join(" "), o.stderr);
+    }
+    insta::assert_snapshot!(all);
+}
+
+#[test]
+fn keys_track_exactly_what_changes_the_output() {
+    let dir = fixture();
+    let d = dir.path();
+    let keys = |args: &[&str]| -> Vec<(String, String)> {
+        let mut full = vec!["--recipes", "recipes", "plan", "--format", "json"];
+        full.extend_from_slice(args);
+        let v: Value = serde_json::from_str(&ok(d, &full)).unwrap();
+        v["steps"].as_array().unwrap().iter().map(|s| (s["component"].as_str().unwrap().to_string(), s["key"].as_str().unwrap().to_string())).collect()
+    };
+    let base = keys(&["--arch", "gfx90c"]);
+    assert_eq!(base, keys(&["--arch", "gfx90c"]), "keys are stable across runs");
+    assert_eq!(base.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["hip-core", "hip-app"]);
+
+    // Another target: every key changes.
+    let other = keys(&["--arch", "gfx902"]);
+    assert!(base.iter().zip(&other).all(|(a, b)| a.1 != b.1));
+    // Host builds never share keys with container builds.
+    let host = keys(&["--arch", "gfx90c", "--runtime", "host"]);
+    assert!(base.iter().zip(&host).all(|(a, b)| a.1 != b.1));
+
+    // The summary cannot change the output: same keys.
+    let recipe = d.join("recipes/line-1.0/hip-app.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text.replace("links hip-core", "links hip-core (reworded)")).unwrap();
+    assert_eq!(base, keys(&["--arch", "gfx90c"]));
+
+    // A patch byte changes hip-core and, through its key, hip-app.
+    let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
+    let mut bytes = std::fs::read(&patch).unwrap();
+    bytes.extend_from_slice(b"\n");
+    std::fs::write(&patch, bytes).unwrap();
+    let patched = keys(&["--arch", "gfx90c"]);
+    assert_ne!(base[0].1, patched[0].1);
+    assert_ne!(base[1].1, patched[1].1);
+}
+
+/// Writes a store entry the way the builder commits one, from the plan's own hash input.
+fn commit_to_store(dir: &Path, store: &Path, component: &str, committed: u64) {
+    let input = ok(dir, &["--recipes", "recipes", "--store", store.to_str().unwrap(), "plan", "--arch", "gfx90c", "--explain", component, "--format", "json"]);
+    let key = {
+        let plan: Value = serde_json::from_str(&ok(dir, &["--recipes", "recipes", "--store", store.to_str().unwrap(), "plan", "--arch", "gfx90c", "--format", "json"])).unwrap();
+        plan["steps"].as_array().unwrap().iter().find(|s| s["component"] == component).unwrap()["key"].as_str().unwrap().to_string()
+    };
+    let entry = store.join(&key);
+    std::fs::create_dir_all(entry.join("tree")).unwrap();
+    std::fs::write(entry.join("hash-input.json"), input).unwrap();
+    std::fs::write(entry.join("meta.json"), serde_json::json!({"component": component, "key": key, "committed": committed}).to_string()).unwrap();
+}
+
+#[test]
+fn status_says_cached_or_which_input_changed() {
+    let dir = fixture();
+    let d = dir.path();
+    let store = d.join("store");
+    let store_arg = store.to_str().unwrap();
+    commit_to_store(d, &store, "hip-core", 1);
+    commit_to_store(d, &store, "hip-app", 2);
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["--recipes", "recipes", "--store", store_arg, "plan", "--arch", "gfx90c"];
+        args.extend_from_slice(extra);
+        ok(d, &args)
+    };
+    let cached = plan(&[]);
+    assert!(cached.contains("0 to build, 2 cached"), "{cached}");
+
+    let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    std::fs::write(&patch, text.replace("gfx900 gfx90c", "gfx900 gfx90c gfx902")).unwrap();
+    let changed = plan(&[]);
+    let v: Value = serde_json::from_str(&plan(&["--format", "json"])).unwrap();
+    assert_eq!(v["steps"][0]["reason"]["inputs"], serde_json::json!(["component.patches"]));
+    assert_eq!(v["steps"][1]["reason"]["inputs"], serde_json::json!(["dependencies.hip-core"]));
+    insta::assert_snapshot!(changed.replace(store_arg, "[STORE]"));
+}
+
+#[test]
+fn exported_catalog_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("catalog");
+    let o = ok(dir.path(), &["catalog", "export", "catalog"]);
+    assert!(o.contains("wrote"), "{o}");
+    for f in ["recipes/arches.toml", "recipes/rocm-6.4.4/release.toml", "recipes/rocm-6.4.4/rocblas.toml", "patches/README.md"] {
+        assert!(dest.join(f).is_file(), "{f} not exported");
+    }
+    // The exported copy plans exactly like the built-in one.
+    let builtin = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c", "--format", "json"]);
+    let exported = ok(dir.path(), &["--recipes", "catalog/recipes", "plan", "rocsolver", "--arch", "gfx90c", "--format", "json"]);
+    assert_eq!(builtin, exported);
+    // A second export refuses to overwrite.
+    let again = rocforge(dir.path(), &["catalog", "export", "catalog"]);
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+}
+
+#[test]
+fn help_teaches() {
+    let o = ok(&manifest(), &["--help"]);
+    for word in ["plan", "check", "arch", "--recipes", "--arch", "Examples"] {
+        assert!(o.contains(word), "--help lacks {word}");
+    }
+    let p = ok(&manifest(), &["plan", "--help"]);
+    assert!(p.contains("--explain") && p.contains("github-matrix"), "{p}");
+}
