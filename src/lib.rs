@@ -7,6 +7,8 @@ pub mod arch;
 pub mod catalog;
 pub mod diag;
 pub mod plan;
+pub mod progress;
 pub mod recipe;
+pub mod source;
 pub mod store;
 pub mod units;
