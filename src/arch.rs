@@ -1,6 +1,6 @@
 //! The GPU target table (`recipes/arches.toml`) and LLVM target IDs such as `gfx90c:xnack-`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -55,6 +55,10 @@ impl Arch {
 #[derive(Debug, Clone, Default)]
 pub struct ArchTable {
     arches: BTreeMap<String, Arch>,
+    /// Targets present in the file but refused (reported there), and whether the file could
+    /// not be read at all: references to them must not be reported again as unknown targets.
+    refused: BTreeSet<String>,
+    unreadable: bool,
 }
 
 pub const ARCHES_FILE: &str = "arches.toml";
@@ -62,7 +66,9 @@ pub const ARCHES_FILE: &str = "arches.toml";
 impl ArchTable {
     pub fn parse(file: &Arc<SourceFile>, diags: &mut Diagnostics) -> ArchTable {
         let mut table = ArchTable::default();
+        let before = diags.len();
         let Some(doc) = reader::parse(file, diags) else {
+            table.unreadable = true;
             return table;
         };
         for (key, value) in doc.get_ref().iter() {
@@ -84,13 +90,24 @@ impl ArchTable {
                 continue;
             }
             let mut r = TableReader::with_span(file, t, value.span(), llvm.clone());
-            if let Some(arch) = read_arch(&llvm, &mut r, diags) {
-                table.arches.insert(llvm, arch);
+            match read_arch(&llvm, &mut r, diags) {
+                Some(arch) => {
+                    table.arches.insert(llvm, arch);
+                }
+                None => {
+                    table.refused.insert(llvm);
+                }
             }
             r.finish(diags);
         }
         table.check_references(file, &doc, diags);
+        diags.sort_from(before);
         table
+    }
+
+    /// True when a name missing from the table was already reported in arches.toml itself.
+    pub fn already_reported(&self, llvm: &str) -> bool {
+        self.unreadable || self.refused.contains(llvm)
     }
 
     fn check_references(&self, file: &Arc<SourceFile>, doc: &toml::Spanned<toml::de::DeTable<'_>>, diags: &mut Diagnostics) {
@@ -181,6 +198,7 @@ impl ArchTable {
     pub fn from_arches(arches: impl IntoIterator<Item = Arch>) -> Self {
         Self {
             arches: arches.into_iter().map(|a| (a.llvm.clone(), a)).collect(),
+            ..Self::default()
         }
     }
 }
@@ -265,7 +283,7 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
             d.push(
                 Diagnostic::new(format!("kfd-version {} of {llvm} is out of range", k.value))
                     .at(&file, k.span.clone(), "expected major*10000 + minor*100 + stepping")
-                    .hint("gfx90c is 90012"),
+                    .hint("e.g. gfx90c (9.0.12) is 90012"),
             );
             None
         }
@@ -415,21 +433,28 @@ impl FromStr for TargetId {
 }
 
 /// A target ID written inside a recipe, checked against the table, with its span for messages.
+/// `place` names where it was written (`[build.arch-args]`) for the unknown-target message.
 pub fn check_target_in_file(
     table: &ArchTable,
     file: &Arc<SourceFile>,
     id: &Sp<String>,
+    place: &str,
     d: &mut Diagnostics,
 ) -> Option<TargetId> {
     match table.resolve(id) {
         Ok(t) => Some(t),
+        Err(TargetError::UnknownArch { arch, .. }) if table.already_reported(&arch) => None,
         Err(e) => {
             let label = match &e {
                 TargetError::UnknownArch { .. } => "not in recipes/arches.toml",
                 TargetError::Unsupported { .. } => "feature not supported by this processor",
                 _ => "malformed target ID",
             };
-            d.push(Diagnostic::new(e.to_string()).at(file, id.span.clone(), label).hint(e.hint()));
+            let message = match &e {
+                TargetError::UnknownArch { .. } => format!("{e} in {place}"),
+                _ => e.to_string(),
+            };
+            d.push(Diagnostic::new(message).at(file, id.span.clone(), label).hint(e.hint()));
             None
         }
     }

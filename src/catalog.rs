@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
@@ -145,7 +146,7 @@ impl CatalogRoot {
 /// Orders release names so that `rocm-6.10` sorts after `rocm-6.9`.
 fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
     fn key(s: &str) -> Vec<(u64, String)> {
-        s.split(|c: char| c == '.' || c == '-')
+        s.split(['.', '-'])
             .map(|p| (p.parse().unwrap_or(0), p.to_string()))
             .collect()
     }
@@ -280,6 +281,7 @@ fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnosti
         source,
     })?;
     let mut recipes: BTreeMap<String, Recipe> = BTreeMap::new();
+    let mut failed: Vec<(Arc<SourceFile>, recipe::Outline)> = Vec::new();
     for f in files {
         let rel = format!("{name}/{f}");
         let text = match root.read(&rel) {
@@ -295,6 +297,8 @@ fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnosti
         let file = SourceFile::new(root.display(&rel), text);
         let stem = f.trim_end_matches(".toml");
         let Some(r) = recipe::parse(&file, stem, &arches, d) else {
+            let outline = recipe::outline(&file, stem);
+            failed.push((file, outline));
             continue;
         };
         if let Some(first) = recipes.get(r.name.as_str()) {
@@ -308,12 +312,12 @@ fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnosti
         }
         recipes.insert(r.name.value.clone(), r);
     }
-    check_dependencies(&recipes, d);
+    check_dependencies(&recipes, &failed, d);
     let patch_digests = check_patches(&root, name, &recipes, d);
     let Some(release) = release else {
         return Ok(None);
     };
-    Ok((d.len() == before).then(|| Catalog {
+    Ok((d.len() == before).then_some(Catalog {
         root,
         arches,
         release,
@@ -322,14 +326,30 @@ fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnosti
     }))
 }
 
-fn check_dependencies(recipes: &BTreeMap<String, Recipe>, d: &mut Diagnostics) {
-    for r in recipes.values() {
-        for dep in &r.depends {
-            if !recipes.contains_key(dep.as_str()) && recipe::is_component_name(dep) {
+/// `failed` holds recipes that did not pass their own checks (already reported): their names
+/// still exist for dependents, and where their own dependencies point is still checked.
+fn check_dependencies(recipes: &BTreeMap<String, Recipe>, failed: &[(Arc<SourceFile>, recipe::Outline)], d: &mut Diagnostics) {
+    let failed_names: BTreeSet<&str> = failed
+        .iter()
+        .flat_map(|(_, o)| [Some(o.stem.as_str()), o.name.as_ref().map(|n| n.as_str())])
+        .flatten()
+        .collect();
+    let candidates: BTreeSet<&str> = recipes.keys().map(String::as_str).chain(failed_names.iter().copied()).collect();
+    let good = recipes.values().map(|r| (&r.file, Some(&r.name), &r.depends));
+    let bad = failed.iter().map(|(f, o)| (f, o.name.as_ref(), &o.depends));
+    for (file, name, depends) in good.chain(bad) {
+        let who = name.map_or("this recipe", |n| n.as_str());
+        for (i, dep) in depends.iter().enumerate() {
+            if depends[..i].iter().any(|p| p.value == dep.value) {
+                continue; // listed twice: reported by the recipe check, once is enough here
+            }
+            let known = recipes.contains_key(dep.as_str()) || failed_names.contains(dep.as_str());
+            // Self-dependencies and invalid names are reported by the recipe check.
+            if !known && Some(dep.as_str()) != name.map(|n| n.as_str()) && recipe::is_component_name(dep) {
                 d.push(
-                    Diagnostic::new(format!("{} depends on unknown component \"{}\"", r.name.value, dep.value))
-                        .at(&r.file, dep.span.clone(), "no recipe with this name in the release line")
-                        .hint(did_you_mean(dep, recipes.keys().map(String::as_str)).unwrap_or_else(|| {
+                    Diagnostic::new(format!("{who} depends on unknown component \"{}\"", dep.value))
+                        .at(file, dep.span.clone(), "no recipe with this name in the release line")
+                        .hint(did_you_mean(dep, candidates.iter().copied().filter(|c| Some(*c) != name.map(|n| n.as_str()))).unwrap_or_else(|| {
                             "add a recipe for it, or remove it (the builder image provides the toolchain and HIP)".into()
                         })),
                 );

@@ -52,8 +52,9 @@ pub struct Location {
 pub struct Diagnostic {
     pub message: String,
     pub location: Option<Location>,
-    /// What the caret line says under the offending text.
-    pub label: String,
+    /// What the caret line says under the offending text. Boxed: it is never grown, and the
+    /// saved word keeps `Result<_, Diagnostic>` under clippy's large-error limit.
+    pub label: Box<str>,
     /// Other places that explain this one (e.g. the first definition of a duplicate).
     pub related: Vec<(Location, String)>,
     pub hint: Option<String>,
@@ -64,7 +65,7 @@ impl Diagnostic {
         Self {
             message: message.into(),
             location: None,
-            label: String::new(),
+            label: Box::default(),
             related: Vec::new(),
             hint: None,
         }
@@ -75,7 +76,7 @@ impl Diagnostic {
             file: file.clone(),
             span: Some(span),
         });
-        self.label = label.into();
+        self.label = label.into().into_boxed_str();
         self
     }
 
@@ -129,6 +130,14 @@ impl Diagnostic {
         } else {
             Renderer::plain()
         };
+        if self.location.is_none() {
+            // No source to excerpt: a snippet frame would hold nothing but its border.
+            let mut out = renderer.render(&[Group::with_title(Level::ERROR.primary_title(self.message.as_str()))]);
+            if let Some(hint) = &self.hint {
+                out += &format!("\n  = help: {hint}");
+            }
+            return out;
+        }
         let mut group = Group::with_title(Level::ERROR.primary_title(self.message.as_str()));
         if let Some(loc) = &self.location {
             group = match loc.span {
@@ -196,6 +205,14 @@ impl Diagnostics {
     }
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.0.iter()
+    }
+
+    /// Orders the diagnostics from `start` on by where they point, so the problems of one file
+    /// read top to bottom even though checks run table by table (stable: ties keep their order).
+    pub fn sort_from(&mut self, start: usize) {
+        if start < self.0.len() {
+            self.0[start..].sort_by_key(|d| d.location.as_ref().and_then(|l| l.span.as_ref()).map_or(0, |s| s.start));
+        }
     }
 }
 

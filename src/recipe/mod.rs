@@ -155,17 +155,81 @@ fn is_hex(s: &str, len: usize) -> bool {
 
 /// A relative path that stays inside the tree it is relative to.
 pub fn is_inner_path(p: &str) -> bool {
-    !p.is_empty() && !p.starts_with('/') && !p.contains('\\') && p.split('/').all(|c| !c.is_empty() && c != ".." && c != ".")
+    path_problem(p).is_none()
 }
 
+/// What is wrong with a path that must stay inside its tree, in words for a caret label.
+fn path_problem(p: &str) -> Option<&'static str> {
+    if p.is_empty() {
+        Some("empty path")
+    } else if p.starts_with('/') {
+        Some("absolute path")
+    } else if p.contains('\\') {
+        Some("backslash; separate directories with /")
+    } else if p.split('/').any(|c| c == "..") {
+        Some("\"..\" leaves the tree")
+    } else if p.split('/').any(|c| c.is_empty() || c == ".") {
+        Some("empty or \".\" path component")
+    } else {
+        None
+    }
+}
+
+/// What is wrong with a hex digest or commit ID, in words for a caret label.
+fn hex_problem(s: &str, len: usize) -> String {
+    if s.len() != len {
+        format!("expected {len} hex digits, found {} characters", s.chars().count())
+    } else if s.chars().all(|c| c.is_ascii_hexdigit()) {
+        "uppercase hex digits; write them in lowercase".to_string()
+    } else {
+        "contains characters that are not hex digits".to_string()
+    }
+}
+
+/// The name and dependencies of a recipe that failed its checks, read leniently, so the
+/// catalog can still check where its dependencies point and not call it unknown to others.
+pub struct Outline {
+    /// The file name without .toml, which by convention is the name when `name` is unreadable.
+    pub stem: String,
+    pub name: Option<Sp<String>>,
+    pub depends: Vec<Sp<String>>,
+}
+
+pub fn outline(file: &Arc<SourceFile>, stem: &str) -> Outline {
+    let mut outline = Outline {
+        stem: stem.to_string(),
+        name: None,
+        depends: Vec::new(),
+    };
+    let (doc, errors) = toml::de::DeTable::parse_recoverable(&file.text);
+    if errors.is_empty() {
+        // After a syntax error the table is a guess; only the stem is trusted then.
+        let mut quiet = Diagnostics::default();
+        let mut r = TableReader::new(file, &doc, "");
+        outline.name = r.opt_str("name", &mut quiet);
+        outline.depends = r.opt_str_list("depends", &mut quiet).unwrap_or_default();
+    }
+    outline
+}
 
 /// Reads one recipe file. `stem` is the file name without `.toml`, used in hints.
 pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Recipe> {
-    let doc = reader::parse(file, d)?;
-    let mut r = TableReader::new(file, &doc, "");
     let errors_before = d.len();
+    let doc = reader::parse(file, d)?;
+    if doc.get_ref().is_empty() {
+        // One message, not one per required key.
+        d.push(
+            Diagnostic::new("recipe file is empty")
+                .at(file, 0..0, "no keys")
+                .hint(format!(
+                    "a recipe needs name, version, summary, license, [source] and [build]; e.g. name = \"{stem}\""
+                )),
+        );
+        return None;
+    }
+    let mut r = TableReader::new(file, &doc, "");
 
-    let name = r.str("name", d, &format!("add name = \"{stem}\" (it must match the file name)"));
+    let name = r.str("name", d, &format!("add name = \"{stem}\" (by convention, the file name)"));
     if let Some(n) = &name
         && !is_component_name(n)
     {
@@ -213,6 +277,7 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
     let test = r.opt_table("test", d).and_then(|t| read_test(t, d));
     let resources = r.opt_table("resources", d).map(|t| read_resources(t, d)).unwrap_or_default();
     r.finish(d);
+    d.sort_from(errors_before);
 
     if d.len() > errors_before {
         return None;
@@ -275,7 +340,7 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
     let sha256 = t.opt_str("sha256", d);
     let path = t.opt_str("path", d);
     let table_span = t.span();
-    t.finish(d);
+    let meant = t.finish(d);
 
     let kinds: Vec<&Sp<String>> = [&git, &url, &path].into_iter().flatten().collect();
     if kinds.is_empty() {
@@ -315,9 +380,14 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
                 if is_hex(&rev, 40) {
                     Some(GitRef::Rev(rev.value))
                 } else {
+                    let label = if rev.len() < 40 && rev.chars().all(|c| c.is_ascii_hexdigit()) {
+                        "abbreviated; expected the full 40-hex-digit commit ID".to_string()
+                    } else {
+                        hex_problem(&rev, 40)
+                    };
                     d.push(
                         Diagnostic::new(format!("malformed rev \"{}\"", rev.value))
-                            .at(&file, rev.span.clone(), "expected a full 40-hex-digit commit ID")
+                            .at(&file, rev.span.clone(), label)
                             .hint("write the full commit, e.g. `git rev-parse rocm-6.4.4^{commit}`; use tag = \"…\" for a tag"),
                     );
                     None
@@ -332,6 +402,8 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
                 );
                 None
             }
+            // A misspelt tag or rev was reported with a suggestion; saying it is missing is noise.
+            (None, None) if meant.contains(&"tag") || meant.contains(&"rev") => None,
             (None, None) => {
                 d.push(
                     Diagnostic::new("git source has neither tag nor rev")
@@ -342,10 +414,10 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
             }
         };
         for p in subdir.iter().chain(paths.iter()) {
-            if !is_inner_path(p) {
+            if let Some(problem) = path_problem(p) {
                 d.push(
                     Diagnostic::new(format!("source path \"{}\" must be relative and stay inside the repository", p.value))
-                        .at(&file, p.span.clone(), "absolute, empty or contains . or ..")
+                        .at(&file, p.span.clone(), problem)
                         .hint("write a path inside the repository, e.g. \"projects/rocblas\""),
                 );
             }
@@ -366,6 +438,9 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
     if let Some(url) = url {
         check_url(&file, &url, d);
         let Some(sha) = sha256 else {
+            if meant.contains(&"sha256") {
+                return None; // a misspelt sha256 key, already reported
+            }
             d.push(
                 Diagnostic::new("url source has no sha256")
                     .at(&file, url.span.clone(), "unverified download")
@@ -376,8 +451,8 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
         if !is_hex(&sha, 64) {
             d.push(
                 Diagnostic::new(format!("malformed sha256 \"{}\"", sha.value))
-                    .at(&file, sha.span.clone(), format!("expected 64 lowercase hex digits, found {} characters", sha.chars().count()))
-                    .hint("copy the digest from `sha256sum FILE`"),
+                    .at(&file, sha.span.clone(), hex_problem(&sha, 64))
+                    .hint("copy the digest as `sha256sum FILE` prints it: 64 lowercase hex digits"),
             );
             return None;
         }
@@ -423,6 +498,9 @@ fn read_patches(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnost
     };
     for (k, v) in t.rest() {
         let arch = k.get_ref().to_string();
+        if arches.get(&arch).is_none() && arches.already_reported(&arch) {
+            continue; // refused in arches.toml, reported there
+        }
         if arches.get(&arch).is_none() {
             let hint = did_you_mean(&arch, arches.names().chain(["all"]))
                 .unwrap_or_else(|| "keys of [patches] are \"all\" and processor names from recipes/arches.toml".into());
@@ -469,7 +547,7 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
     if let Some(mut aa) = t.opt_table("arch-args", d) {
         for (k, v) in aa.rest() {
             let key = Sp::new(k.get_ref().to_string(), k.span());
-            if let Some(target) = check_target_in_file(arches, &file, &key, d) {
+            if let Some(target) = check_target_in_file(arches, &file, &key, "[build.arch-args]", d) {
                 if target.xnack.is_some() || target.sramecc.is_some() {
                     d.push(
                         Diagnostic::new(format!("[build.arch-args] is keyed by processor, not target ID: \"{}\"", key.value))
@@ -484,7 +562,7 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
             }
         }
     }
-    t.finish(d);
+    let meant = t.finish(d);
 
     for v in arch_vars.iter().flatten() {
         if !is_var_name(v) {
@@ -507,7 +585,8 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
     let system = system?;
     let kind = match system.as_str() {
         "cmake" => {
-            if arch_vars.as_ref().is_none_or(|v| v.is_empty()) {
+            // A misspelt arch-vars key was reported with a suggestion; do not report it twice.
+            if arch_vars.as_ref().is_none_or(|v| v.is_empty()) && !meant.contains(&"arch-vars") {
                 d.push(
                     Diagnostic::new("a cmake build names no variable for the GPU targets")
                         .at(&file, system.span.clone(), "targets would never reach this build")
@@ -518,11 +597,12 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
         }
         "script" => match script {
             Some(s) if !s.trim().is_empty() => BuildSystem::Script { script: s.value },
+            None if meant.contains(&"script") => return None,
             _ => {
                 d.push(
                     Diagnostic::new("a script build has no script")
                         .at(&file, system.span.clone(), "system = \"script\" needs script = \"…\"")
-                        .hint("add script = \"\"\"\\n<shell commands>\\n\"\"\""),
+                        .hint("add script = \"\"\"…\"\"\" holding the shell commands, one per line"),
                 );
                 return None;
             }
@@ -532,11 +612,12 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
             Some(p) => {
                 d.push(
                     Diagnostic::new(format!("copy destination \"{}\" must be relative to the prefix", p.value))
-                        .at(&file, p.span.clone(), "absolute or leaves the prefix")
+                        .at(&file, p.span.clone(), path_problem(&p).unwrap_or("leaves the prefix"))
                         .hint("e.g. dest = \"share/rocforge/tensile\""),
                 );
                 return None;
             }
+            None if meant.contains(&"dest") => return None,
             None => {
                 d.push(
                     Diagnostic::new("a copy build has no destination")
@@ -551,7 +632,7 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
                 Diagnostic::new(format!("unknown build system \"{other}\""))
                     .at(&file, system.span.clone(), "not a build system rocforge drives")
                     .hint(did_you_mean(other, ["cmake", "script", "copy"]).unwrap_or_else(|| {
-                        "use \"cmake\", \"script\" (shell commands) or \"copy\"".to_string()
+                        "use \"cmake\", \"copy\" or \"script\"; run other build tools (meson, make) from a script".to_string()
                     })),
             );
             return None;
@@ -605,11 +686,11 @@ fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
         },
     };
     if let Some(c) = &client
-        && !is_inner_path(c)
+        && let Some(problem) = path_problem(c)
     {
         d.push(
             Diagnostic::new(format!("test client \"{}\" must be relative to the install prefix", c.value))
-                .at(&file, c.span.clone(), "absolute or leaves the prefix")
+                .at(&file, c.span.clone(), problem)
                 .hint("e.g. client = \"bin/rocsparse-test\""),
         );
     }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, suggest};
 
 /// A value with the byte span it was read from. Serializes as the bare value, so resolved
 /// recipes can be hashed without their positions.
@@ -47,16 +47,38 @@ pub fn parse<'i>(file: &'i Arc<SourceFile>, diags: &mut Diagnostics) -> Option<S
     if errors.is_empty() {
         return Some(table);
     }
+    let mut errors = errors;
+    // The parser recovers out of order (an unclosed table header can be found after an
+    // unclosed string above it); a reader expects the list top to bottom.
+    errors.sort_by_key(|e| e.span().map_or(0, |s| s.start));
     for e in errors {
         let message = e.message().trim().replace('\n', "; ");
         let span = e.span().unwrap_or(0..0);
-        diags.push(
-            Diagnostic::new(format!("invalid TOML: {message}"))
-                .at(file, span, "here")
-                .hint("see https://toml.io for the syntax; strings need double quotes, tables are [name]"),
-        );
+        let (label, hint) = syntax_help(&message);
+        diags.push(Diagnostic::new(format!("invalid TOML: {message}")).at(file, span, label).hint(hint));
     }
     None
+}
+
+/// The parser's messages say what it expected; these say what to write instead.
+fn syntax_help(message: &str) -> (&'static str, &'static str) {
+    // First match wins: "string values must be quoted, expected literal string" is about quoting.
+    const HELP: &[(&str, &str, &str)] = &[
+        ("duplicate key", "defined again here", "a key can appear once per table; delete or rename one of them"),
+        ("unclosed table", "header not closed", "close the table header: [name]"),
+        ("invalid table header", "malformed header", "table headers are [name] or [name.sub] on a line of their own"),
+        ("must be quoted", "not a valid value", "quote strings: key = \"...\"; numbers, true/false, [arrays] and {tables} are bare"),
+        ("basic string", "string not closed", "close the string with \" on the same line; use \"\"\" for text over several lines"),
+        ("literal string", "string not closed", "close the string with ' on the same line"),
+        ("keys cannot be empty", "key expected here", "write key = value; in a dotted name (a.b) each dot needs a key on both sides"),
+        ("key with no value", "no = after the key", "write key = value"),
+        ("unclosed array", "array not closed", "close the array with ]; it may span several lines"),
+        ("array", "in this array", "arrays are [\"a\", \"b\"], with commas between items"),
+        ("expected newline", "expected the end of the line", "one key = value or [table] per line"),
+    ];
+    HELP.iter()
+        .find(|(needle, _, _)| message.contains(needle))
+        .map_or(("here", "see https://toml.io for the syntax; strings need double quotes, tables are [name]"), |(_, l, h)| (*l, *h))
 }
 
 pub fn type_name(v: &DeValue<'_>) -> &'static str {
@@ -78,6 +100,9 @@ pub struct TableReader<'a, 'i> {
     span: Range<usize>,
     path: String,
     known: Vec<&'static str>,
+    /// Required keys reported missing, with the index of their diagnostic: a misspelt key
+    /// found by `finish` replaces the "missing" report instead of adding a second one.
+    missing: Vec<(&'static str, usize)>,
 }
 
 impl<'a, 'i> TableReader<'a, 'i> {
@@ -92,6 +117,7 @@ impl<'a, 'i> TableReader<'a, 'i> {
             span,
             path: path.into(),
             known: Vec::new(),
+            missing: Vec::new(),
         }
     }
 
@@ -127,18 +153,19 @@ impl<'a, 'i> TableReader<'a, 'i> {
         );
     }
 
-    pub fn missing(&self, d: &mut Diagnostics, key: &str, hint: &str) {
-        let what = if self.path.is_empty() {
-            "the file".to_string()
+    pub fn missing(&mut self, d: &mut Diagnostics, key: &'static str, hint: &str) {
+        let diag = if self.path.is_empty() {
+            // The top level has no header to point at; its first key shows where keys go.
+            let first = self.table.iter().map(|(k, _)| k.span()).min_by_key(|s| s.start).unwrap_or(0..0);
+            Diagnostic::new(format!("missing required key \"{key}\""))
+                .at(self.file, first, format!("no \"{key}\" in this file"))
+        } else if self.span.is_empty() {
+            Diagnostic::new(format!("missing required key \"{key}\" in [{}]", self.path)).in_file(self.file)
         } else {
-            format!("[{}]", self.path)
+            Diagnostic::new(format!("missing required key \"{key}\" in [{}]", self.path))
+                .at(self.file, self.span.clone(), format!("\"{key}\" belongs in this table"))
         };
-        let mut diag = Diagnostic::new(format!("missing required key \"{}\" in {what}", self.key_path(key)));
-        diag = if self.path.is_empty() || self.span.is_empty() {
-            diag.in_file(self.file)
-        } else {
-            diag.at(self.file, self.span.clone(), format!("\"{key}\" belongs in this table"))
-        };
+        self.missing.push((key, d.len()));
         d.push(diag.hint(hint.to_string()));
     }
 
@@ -227,6 +254,7 @@ impl<'a, 'i> TableReader<'a, 'i> {
                 span: v.span(),
                 path: self.key_path(key),
                 known: Vec::new(),
+                missing: Vec::new(),
             }),
             _ => {
                 self.wrong_type(d, key, v, "a table", Some(format!("write it as a [{}] section", self.key_path(key))));
@@ -259,21 +287,41 @@ impl<'a, 'i> TableReader<'a, 'i> {
         out
     }
 
-    /// Reports every key that nothing asked for, suggesting the nearest known one.
-    pub fn finish(self, d: &mut Diagnostics) {
+    /// Reports every key that nothing asked for, suggesting the nearest known one. Returns the
+    /// known keys it suggested, so callers can skip checks that the misspelling already explains
+    /// (`commit = "…"` makes "no tag or rev" noise).
+    pub fn finish(self, d: &mut Diagnostics) -> Vec<&'static str> {
+        let mut suggested = Vec::new();
         if self.known.contains(&"\0all") {
-            return;
+            return suggested;
         }
+        let mut replaced = Vec::new();
         for (k, _) in self.table.iter() {
             let name = k.get_ref().as_ref();
             if self.known.contains(&name) {
                 continue;
             }
-            let hint = did_you_mean(name, self.known.iter().copied()).unwrap_or_else(|| {
-                let mut keys: Vec<&str> = self.known.clone();
-                keys.sort_unstable();
-                format!("the keys allowed here are: {}", keys.join(", "))
-            });
+            let meant = synonym(name, &self.known).or_else(|| suggest(name, self.known.iter().copied()));
+            let hint = match meant {
+                Some(m) => format!("did you mean \"{m}\"?"),
+                None if name == "branch" && self.known.contains(&"tag") => {
+                    "a branch moves; pin a tag = \"…\" or a rev = \"<40 hex digits>\"".to_string()
+                }
+                None => {
+                    let mut keys: Vec<&str> = self.known.clone();
+                    keys.sort_unstable();
+                    format!("the keys allowed here are: {}", keys.join(", "))
+                }
+            };
+            if name == "branch" && meant.is_none() && self.known.contains(&"tag") {
+                suggested.push("tag"); // it stands in for the ref, which is then not "missing"
+            }
+            if let Some(m) = meant {
+                suggested.push(m);
+                if let Some((_, i)) = self.missing.iter().find(|(key, _)| *key == m) {
+                    replaced.push(*i);
+                }
+            }
             let place = if self.path.is_empty() {
                 "at the top level".to_string()
             } else {
@@ -285,7 +333,40 @@ impl<'a, 'i> TableReader<'a, 'i> {
                     .hint(hint),
             );
         }
+        // The misspelt key is the better report: it points at the text to fix.
+        replaced.sort_unstable();
+        replaced.dedup();
+        for i in replaced.into_iter().rev() {
+            d.0.remove(i);
+        }
+        suggested
     }
+}
+
+/// Names people reach for from other tools, which no edit distance would relate to ours.
+fn synonym<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    const SYNONYMS: &[(&str, &str)] = &[
+        ("commit", "rev"),
+        ("revision", "rev"),
+        ("sha", "rev"),
+        ("checksum", "sha256"),
+        ("digest", "sha256"),
+        ("repo", "git"),
+        ("repository", "git"),
+        ("ram", "memory"),
+        ("mem", "memory"),
+        ("dependencies", "depends"),
+        ("deps", "depends"),
+        ("requires", "depends"),
+        ("cmake-args", "args"),
+        ("flags", "args"),
+        ("targets", "arch-vars"),
+    ];
+    let lower = name.to_ascii_lowercase();
+    SYNONYMS
+        .iter()
+        .find(|(from, to)| *from == lower && known.contains(to))
+        .and_then(|(_, to)| known.iter().copied().find(|k| k == to))
 }
 
 pub fn read_str_list(file: &Arc<SourceFile>, path: &str, v: &Spanned<DeValue<'_>>, d: &mut Diagnostics) -> Option<Vec<Sp<String>>> {

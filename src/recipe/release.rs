@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::arch::{ArchTable, TargetId, check_target_in_file, normalize};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
-use crate::recipe::reader::{self, TableReader};
+use crate::recipe::reader::{self, Sp, TableReader};
 
 pub const RELEASE_FILE: &str = "release.toml";
 
@@ -23,9 +23,9 @@ pub struct Release {
 }
 
 pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Release> {
+    let before = d.len();
     let doc = reader::parse(file, d)?;
     let mut r = TableReader::new(file, &doc, "");
-    let before = d.len();
     let name = r.str("name", d, &format!("add name = \"{dir_name}\""));
     let version = r.str("version", d, "add the ROCm version of this line, e.g. version = \"6.4.4\"");
     let summary = r.opt_str("summary", d);
@@ -61,13 +61,30 @@ pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut
                 .hint("e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\""),
         );
     }
-    let mut targets: Vec<TargetId> = default_arches
+    let written: Vec<(TargetId, &Sp<String>)> = default_arches
         .iter()
-        .filter_map(|a| check_target_in_file(arches, file, a, d))
+        .filter_map(|a| check_target_in_file(arches, file, a, "arches", d).map(|t| (t, a)))
         .collect();
-    if let Err(e) = normalize(&mut targets) {
+    // normalize() would find the same conflicts, but without the entries' positions.
+    let mut conflicts = 0;
+    for (i, (t, at)) in written.iter().enumerate() {
+        if let Some((first, first_at)) = written[..i].iter().find(|(f, _)| f.arch == t.arch && f != t) {
+            conflicts += 1;
+            d.push(
+                Diagnostic::new(format!("targets {first} and {t} name the same processor with different features"))
+                    .at(file, at.span.clone(), format!("a second setting for {}", t.arch))
+                    .related(file, first_at.span.clone(), "first setting")
+                    .hint("a library holds one code object per processor; keep one of these entries"),
+            );
+        }
+    }
+    let mut targets: Vec<TargetId> = written.into_iter().map(|(t, _)| t).collect();
+    if let Err(e) = normalize(&mut targets)
+        && conflicts == 0
+    {
         d.push(Diagnostic::new(e.to_string()).in_file(file).hint(e.hint()));
     }
+    d.sort_from(before);
     if d.len() > before {
         return None;
     }
