@@ -19,7 +19,11 @@ const RUNS: usize = 7;
 fn generate(dir: &Path) {
     let line = dir.join("recipes/gen-1.0");
     std::fs::create_dir_all(&line).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arches.toml"), dir.join("recipes/arches.toml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arches.toml"),
+        dir.join("recipes/arches.toml"),
+    )
+    .unwrap();
     std::fs::write(
         line.join("release.toml"),
         "name = \"gen-1.0\"\nversion = \"1.0\"\nimage = \"localhost/gen:1.0\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\", \"gfx902\"]\n",
@@ -40,7 +44,11 @@ fn generate(dir: &Path) {
         let patches = if i % 10 == 0 {
             let pdir = dir.join(format!("patches/gen-1.0/c{i:04}"));
             std::fs::create_dir_all(&pdir).unwrap();
-            std::fs::write(pdir.join("0001-gfx90c.patch"), format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-{i}\n+{i} gfx90c\n")).unwrap();
+            std::fs::write(
+                pdir.join("0001-gfx90c.patch"),
+                format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-{i}\n+{i} gfx90c\n"),
+            )
+            .unwrap();
             "[patches]\nall = [\"0001-gfx90c.patch\"]\n"
         } else {
             ""
@@ -87,7 +95,13 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn bench(name: &str, goal_ms: f64, goal_rss_mib: Option<f64>, mut ours: impl FnMut() -> Command, peer: Option<(&str, Command)>) {
+fn bench(
+    name: &str,
+    goal_ms: f64,
+    goal_rss_mib: Option<f64>,
+    mut ours: impl FnMut() -> Command,
+    peer: Option<(&str, Command)>,
+) {
     let mut walls = Vec::new();
     let mut peer_walls = Vec::new();
     let mut rss = 0;
@@ -104,19 +118,31 @@ fn bench(name: &str, goal_ms: f64, goal_rss_mib: Option<f64>, mut ours: impl FnM
     let ms = median(walls).as_secs_f64() * 1e3;
     let rss_mib = rss as f64 / 1024.0;
     println!("{name}");
-    println!("  rocforge plan      {ms:8.1} ms   goal <= {goal_ms} ms   {}", if ms <= goal_ms { "met" } else { "MISSED" });
+    println!(
+        "  rocforge plan      {ms:8.1} ms   goal <= {goal_ms} ms   {}",
+        if ms <= goal_ms { "met" } else { "MISSED" }
+    );
     match goal_rss_mib {
-        Some(g) => println!("  peak RSS           {rss_mib:8.1} MiB  goal <= {g} MiB  {}", if rss_mib <= g { "met" } else { "MISSED" }),
+        Some(g) => println!(
+            "  peak RSS           {rss_mib:8.1} MiB  goal <= {g} MiB  {}",
+            if rss_mib <= g { "met" } else { "MISSED" }
+        ),
         None => println!("  peak RSS           {rss_mib:8.1} MiB"),
     }
     if let Some((peer_name, _)) = peer_cmd {
         let peer_ms = median(peer_walls).as_secs_f64() * 1e3;
-        println!("  {peer_name:<18} {peer_ms:8.1} ms   ratio rocforge/peer = {:.2}", ms / peer_ms);
+        println!(
+            "  {peer_name:<18} {peer_ms:8.1} ms   ratio rocforge/peer = {:.2}",
+            ms / peer_ms
+        );
     }
 }
 
 fn tomllib_parse(dir: &Path) -> Option<(&'static str, Command)> {
-    let ok = Command::new("python3").args(["-c", "import tomllib"]).status().is_ok_and(|s| s.success());
+    let ok = Command::new("python3")
+        .args(["-c", "import tomllib"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
         println!("  (python3 with tomllib not found: no parse-only peer figure)");
         return None;
@@ -135,14 +161,20 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--generate") {
         let dir = PathBuf::from(args.get(i + 1).expect("--generate DIR"));
         generate(&dir);
-        println!("wrote a {COMPONENTS}-component catalog to {}", dir.display());
+        println!(
+            "wrote a {COMPONENTS}-component catalog to {}",
+            dir.display()
+        );
         return;
     }
     let exe = env!("CARGO_BIN_EXE_rocforge");
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
 
-    println!("rocforge plan benchmark (median of {RUNS} runs; {} cores)", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "rocforge plan benchmark (median of {RUNS} runs; {} cores)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     bench(
         "shipped catalog, whole release line, gfx90c,gfx902",
@@ -150,7 +182,11 @@ fn main() {
         None,
         || {
             let mut c = Command::new(exe);
-            c.args(["--recipes"]).arg(&shipped).args(["--store"]).arg(&store).args(["plan", "--arch", "gfx90c,gfx902"]);
+            c.args(["--recipes"])
+                .arg(&shipped)
+                .args(["--store"])
+                .arg(&store)
+                .args(["plan", "--arch", "gfx90c,gfx902"]);
             c
         },
         tomllib_parse(&shipped),
@@ -159,7 +195,10 @@ fn main() {
     let gen_dir = tmp.path().join("gen");
     let t = Instant::now();
     generate(&gen_dir);
-    println!("generated {COMPONENTS} components x ~{DEPS} deps in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "generated {COMPONENTS} components x ~{DEPS} deps in {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     let recipes = gen_dir.join("recipes");
     bench(
         "generated catalog: 2,000 components, ~4 dependencies each, gfx90c,gfx902",
@@ -167,7 +206,11 @@ fn main() {
         Some(200.0),
         || {
             let mut c = Command::new(exe);
-            c.args(["--recipes"]).arg(&recipes).args(["--store"]).arg(&store).args(["plan", "--arch", "gfx90c,gfx902", "--format", "json"]);
+            c.args(["--recipes"])
+                .arg(&recipes)
+                .args(["--store"])
+                .arg(&store)
+                .args(["plan", "--arch", "gfx90c,gfx902", "--format", "json"]);
             c
         },
         tomllib_parse(&recipes),

@@ -42,7 +42,11 @@ pub struct Arch {
 impl Arch {
     /// `gfx_target_version` split as KFD encodes it: major*10000 + minor*100 + stepping.
     pub fn kfd_triple(&self) -> (u32, u32, u32) {
-        (self.kfd_version / 10000, (self.kfd_version / 100) % 100, self.kfd_version % 100)
+        (
+            self.kfd_version / 10000,
+            (self.kfd_version / 100) % 100,
+            self.kfd_version % 100,
+        )
     }
 
     /// The `HSA_OVERRIDE_GFX_VERSION` value that makes the runtime treat a GPU as this target.
@@ -110,7 +114,12 @@ impl ArchTable {
         self.unreadable || self.refused.contains(llvm)
     }
 
-    fn check_references(&self, file: &Arc<SourceFile>, doc: &toml::Spanned<toml::de::DeTable<'_>>, diags: &mut Diagnostics) {
+    fn check_references(
+        &self,
+        file: &Arc<SourceFile>,
+        doc: &toml::Spanned<toml::de::DeTable<'_>>,
+        diags: &mut Diagnostics,
+    ) {
         for arch in self.arches.values() {
             if let Some(nearest) = &arch.nearest
                 && !self.arches.contains_key(nearest)
@@ -122,9 +131,12 @@ impl ArchTable {
                     .map(|v| v.span())
                     .unwrap_or(0..0);
                 diags.push(
-                    Diagnostic::new(format!("target {} names an unknown nearest target \"{nearest}\"", arch.llvm))
-                        .at(file, span, "not in this table")
-                        .maybe_hint(did_you_mean(nearest, self.names())),
+                    Diagnostic::new(format!(
+                        "target {} names an unknown nearest target \"{nearest}\"",
+                        arch.llvm
+                    ))
+                    .at(file, span, "not in this table")
+                    .maybe_hint(did_you_mean(nearest, self.names())),
                 );
             }
         }
@@ -220,7 +232,11 @@ pub fn normalize(targets: &mut Vec<TargetId>) -> Result<(), TargetError> {
 }
 
 fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Arch> {
-    let name = r.str("name", d, "name the GPUs, e.g. name = \"Radeon Vega (Renoir)\"");
+    let name = r.str(
+        "name",
+        d,
+        "name the GPUs, e.g. name = \"Radeon Vega (Renoir)\"",
+    );
     let family = r.str("family", d, "e.g. family = \"gfx9\"");
     let generation = r.str("generation", d, "e.g. generation = \"GCN 5 (Vega)\"");
     let kind = r.str("kind", d, "one of igpu, dgpu, datacenter");
@@ -260,20 +276,30 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
         }
     };
     for id in &pci {
-        if id.len() != 4 || !id.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
+        if id.len() != 4
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        {
             d.push(
-                Diagnostic::new(format!("malformed PCI device ID \"{}\" for {llvm}", id.value))
-                    .at(&file, id.span.clone(), "expected four lowercase hex digits")
-                    .hint("write the device ID without vendor or 0x, e.g. \"1636\""),
+                Diagnostic::new(format!(
+                    "malformed PCI device ID \"{}\" for {llvm}",
+                    id.value
+                ))
+                .at(&file, id.span.clone(), "expected four lowercase hex digits")
+                .hint("write the device ID without vendor or 0x, e.g. \"1636\""),
             );
         }
     }
     for alias in &aliases {
         if !is_arch_name(alias) {
             d.push(
-                Diagnostic::new(format!("alias \"{}\" of {llvm} is not a processor name", alias.value))
-                    .at(&file, alias.span.clone(), "expected gfxNNN")
-                    .hint("aliases are the names this GPU may enumerate as, e.g. \"gfx1100\""),
+                Diagnostic::new(format!(
+                    "alias \"{}\" of {llvm} is not a processor name",
+                    alias.value
+                ))
+                .at(&file, alias.span.clone(), "expected gfxNNN")
+                .hint("aliases are the names this GPU may enumerate as, e.g. \"gfx1100\""),
             );
         }
     }
@@ -282,13 +308,21 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
         Some(k) => {
             d.push(
                 Diagnostic::new(format!("kfd-version {} of {llvm} is out of range", k.value))
-                    .at(&file, k.span.clone(), "expected major*10000 + minor*100 + stepping")
+                    .at(
+                        &file,
+                        k.span.clone(),
+                        "expected major*10000 + minor*100 + stepping",
+                    )
                     .hint("e.g. gfx90c (9.0.12) is 90012"),
             );
             None
         }
         None => {
-            r.missing(d, "kfd-version", "the KFD gfx_target_version, e.g. kfd-version = 90012");
+            r.missing(
+                d,
+                "kfd-version",
+                "the KFD gfx_target_version, e.g. kfd-version = 90012",
+            );
             None
         }
     };
@@ -303,7 +337,11 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
             None
         }
         None => {
-            r.missing(d, "wavefront", "wavefront = 64 for gfx9, 32 for gfx10 and later");
+            r.missing(
+                d,
+                "wavefront",
+                "wavefront = 64 for gfx9, 32 for gfx10 and later",
+            );
             None
         }
     };
@@ -327,8 +365,13 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
 }
 
 pub fn is_arch_name(s: &str) -> bool {
-    s.strip_prefix("gfx")
-        .is_some_and(|rest| !rest.is_empty() && rest.len() <= 5 && rest.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+    s.strip_prefix("gfx").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest.len() <= 5
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    })
 }
 
 /// An LLVM AMDGPU target ID: a processor plus optional `sramecc`/`xnack` settings.
@@ -386,15 +429,20 @@ impl TargetError {
     pub fn hint(&self) -> String {
         match self {
             TargetError::Malformed { .. } => {
-                "a target ID is a processor with optional features, e.g. gfx90c or gfx90c:xnack-".into()
+                "a target ID is a processor with optional features, e.g. gfx90c or gfx90c:xnack-"
+                    .into()
             }
             TargetError::UnknownArch { hint, .. } => hint
                 .clone()
                 .unwrap_or_else(|| "`rocforge arch list` shows the known targets".into()),
             TargetError::Unsupported { arch, feature } => {
-                format!("drop \":{feature}\u{00b1}\"; `rocforge arch show {arch}` lists what {arch} supports")
+                format!(
+                    "drop \":{feature}\u{00b1}\"; `rocforge arch show {arch}` lists what {arch} supports"
+                )
             }
-            TargetError::Conflict { .. } => "build one feature setting of a processor at a time".into(),
+            TargetError::Conflict { .. } => {
+                "build one feature setting of a processor at a time".into()
+            }
         }
     }
 }
@@ -416,12 +464,20 @@ impl FromStr for TargetId {
             let (name, on) = match feature.as_bytes().last() {
                 Some(b'+') => (&feature[..feature.len() - 1], true),
                 Some(b'-') => (&feature[..feature.len() - 1], false),
-                _ => return Err(malformed(&format!("feature \"{feature}\" must end in + or -"))),
+                _ => {
+                    return Err(malformed(&format!(
+                        "feature \"{feature}\" must end in + or -"
+                    )));
+                }
             };
             let slot = match name {
                 "xnack" => &mut target.xnack,
                 "sramecc" => &mut target.sramecc,
-                _ => return Err(malformed(&format!("unknown feature \"{name}\" (known: sramecc, xnack)"))),
+                _ => {
+                    return Err(malformed(&format!(
+                        "unknown feature \"{name}\" (known: sramecc, xnack)"
+                    )));
+                }
             };
             if slot.is_some() {
                 return Err(malformed(&format!("feature \"{name}\" given twice")));
@@ -454,7 +510,11 @@ pub fn check_target_in_file(
                 TargetError::UnknownArch { .. } => format!("{e} in {place}"),
                 _ => e.to_string(),
             };
-            d.push(Diagnostic::new(message).at(file, id.span.clone(), label).hint(e.hint()));
+            d.push(
+                Diagnostic::new(message)
+                    .at(file, id.span.clone(), label)
+                    .hint(e.hint()),
+            );
             None
         }
     }

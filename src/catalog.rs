@@ -18,6 +18,8 @@ use crate::recipe::{self, Recipe};
 
 static EMBEDDED_RECIPES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/recipes");
 static EMBEDDED_PATCHES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/patches");
+/// The shipped catalog's lockfile, embedded with it.
+pub static EMBEDDED_LOCK: &str = include_str!("../rocforge.lock");
 
 /// Where recipe and patch files come from.
 #[derive(Debug, Clone)]
@@ -40,6 +42,32 @@ impl CatalogRoot {
         }
     }
 
+    /// The directory holding recipes/, patches/, rocforge.toml and rocforge.lock; None for
+    /// the built-in catalog.
+    pub fn base_dir(&self) -> Option<PathBuf> {
+        match self {
+            CatalogRoot::Embedded => None,
+            CatalogRoot::Dir(dir) => Some(
+                dir.canonicalize()
+                    .unwrap_or_else(|_| dir.clone())
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from(".")),
+            ),
+        }
+    }
+
+    /// The catalog's lockfile: rocforge.lock beside recipes/, or the embedded one.
+    pub fn lockfile(
+        &self,
+    ) -> Result<crate::source::lock::Lockfile, crate::source::lock::LockError> {
+        use crate::source::lock::{LOCK_FILE, Lockfile};
+        match self.base_dir() {
+            None => Lockfile::parse("<built-in>/rocforge.lock", EMBEDDED_LOCK),
+            Some(base) => Lockfile::read(&base.join(LOCK_FILE)),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             CatalogRoot::Embedded => "the built-in catalog".into(),
@@ -53,7 +81,9 @@ impl CatalogRoot {
                 .get_file(rel)
                 .and_then(|f| f.contents_utf8())
                 .map(str::to_owned)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")),
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")
+                }),
             CatalogRoot::Dir(dir) => std::fs::read_to_string(dir.join(rel)),
         }
     }
@@ -89,7 +119,13 @@ impl CatalogRoot {
             CatalogRoot::Embedded => {
                 if let Some(d) = EMBEDDED_RECIPES.get_dir(release) {
                     for f in d.files() {
-                        out.push(f.path().file_name().unwrap_or_default().to_string_lossy().into_owned());
+                        out.push(
+                            f.path()
+                                .file_name()
+                                .unwrap_or_default()
+                                .to_string_lossy()
+                                .into_owned(),
+                        );
                     }
                 }
             }
@@ -107,7 +143,12 @@ impl CatalogRoot {
     pub fn patch_display(&self, release: &str, component: &str, name: &str) -> String {
         match self {
             CatalogRoot::Embedded => format!("<built-in>/patches/{release}/{component}/{name}"),
-            CatalogRoot::Dir(dir) => display_path(&Self::patches_dir(dir).join(release).join(component).join(name)),
+            CatalogRoot::Dir(dir) => display_path(
+                &Self::patches_dir(dir)
+                    .join(release)
+                    .join(component)
+                    .join(name),
+            ),
         }
     }
 
@@ -117,7 +158,9 @@ impl CatalogRoot {
             CatalogRoot::Embedded => EMBEDDED_PATCHES
                 .get_file(&rel)
                 .map(|f| f.contents().to_vec())
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")),
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotFound, "not in the built-in catalog")
+                }),
             CatalogRoot::Dir(dir) => std::fs::read(Self::patches_dir(dir).join(rel)),
         }
     }
@@ -130,12 +173,20 @@ impl CatalogRoot {
                 .get_dir(&rel)
                 .map(|d| {
                     d.files()
-                        .filter_map(|f| f.path().file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .filter_map(|f| {
+                            f.path()
+                                .file_name()
+                                .map(|n| n.to_string_lossy().into_owned())
+                        })
                         .collect()
                 })
                 .unwrap_or_default(),
             CatalogRoot::Dir(dir) => std::fs::read_dir(Self::patches_dir(dir).join(rel))
-                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         out.sort();
@@ -179,7 +230,11 @@ pub enum CatalogError {
     #[error("cannot read the catalog at {path}: {source}")]
     Io { path: String, source: io::Error },
     #[error("no release line \"{name}\" in {root}")]
-    UnknownRelease { name: String, root: String, known: Vec<String> },
+    UnknownRelease {
+        name: String,
+        root: String,
+        known: Vec<String>,
+    },
     #[error("{root} holds no release line (no recipes/<release>/release.toml)")]
     NoReleases { root: String },
     #[error("the catalog has {} problem(s)", .0.len())]
@@ -226,7 +281,12 @@ impl Catalog {
                     known: releases,
                 });
             }
-            None => releases.last().cloned().ok_or_else(|| CatalogError::NoReleases { root: root.describe() })?,
+            None => releases
+                .last()
+                .cloned()
+                .ok_or_else(|| CatalogError::NoReleases {
+                    root: root.describe(),
+                })?,
         };
         let mut d = Diagnostics::default();
         let arches = load_arches(&root, &mut d)?;
@@ -244,7 +304,9 @@ impl Catalog {
             source,
         })?;
         if releases.is_empty() {
-            return Err(CatalogError::NoReleases { root: root.describe() });
+            return Err(CatalogError::NoReleases {
+                root: root.describe(),
+            });
         }
         let mut d = Diagnostics::default();
         let arches = load_arches(root, &mut d)?;
@@ -259,14 +321,23 @@ impl Catalog {
     }
 
     pub fn unknown_component(&self, name: &str) -> Diagnostic {
-        Diagnostic::new(format!("no component \"{name}\" in release line {}", self.release.name)).hint(
+        Diagnostic::new(format!(
+            "no component \"{name}\" in release line {}",
+            self.release.name
+        ))
+        .hint(
             did_you_mean(name, self.recipes.keys().map(String::as_str))
                 .unwrap_or_else(|| "`rocforge list` shows the components of this line".into()),
         )
     }
 }
 
-fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnostics) -> Result<Option<Catalog>, CatalogError> {
+fn load_line(
+    root: CatalogRoot,
+    arches: ArchTable,
+    name: &str,
+    d: &mut Diagnostics,
+) -> Result<Option<Catalog>, CatalogError> {
     let before = d.len();
     let rel = format!("{name}/{RELEASE_FILE}");
     let text = root.read(&rel).map_err(|source| CatalogError::Io {
@@ -328,14 +399,24 @@ fn load_line(root: CatalogRoot, arches: ArchTable, name: &str, d: &mut Diagnosti
 
 /// `failed` holds recipes that did not pass their own checks (already reported): their names
 /// still exist for dependents, and where their own dependencies point is still checked.
-fn check_dependencies(recipes: &BTreeMap<String, Recipe>, failed: &[(Arc<SourceFile>, recipe::Outline)], d: &mut Diagnostics) {
+fn check_dependencies(
+    recipes: &BTreeMap<String, Recipe>,
+    failed: &[(Arc<SourceFile>, recipe::Outline)],
+    d: &mut Diagnostics,
+) {
     let failed_names: BTreeSet<&str> = failed
         .iter()
         .flat_map(|(_, o)| [Some(o.stem.as_str()), o.name.as_ref().map(|n| n.as_str())])
         .flatten()
         .collect();
-    let candidates: BTreeSet<&str> = recipes.keys().map(String::as_str).chain(failed_names.iter().copied()).collect();
-    let good = recipes.values().map(|r| (&r.file, Some(&r.name), &r.depends));
+    let candidates: BTreeSet<&str> = recipes
+        .keys()
+        .map(String::as_str)
+        .chain(failed_names.iter().copied())
+        .collect();
+    let good = recipes
+        .values()
+        .map(|r| (&r.file, Some(&r.name), &r.depends));
     let bad = failed.iter().map(|(f, o)| (f, o.name.as_ref(), &o.depends));
     for (file, name, depends) in good.chain(bad) {
         let who = name.map_or("this recipe", |n| n.as_str());
@@ -345,7 +426,10 @@ fn check_dependencies(recipes: &BTreeMap<String, Recipe>, failed: &[(Arc<SourceF
             }
             let known = recipes.contains_key(dep.as_str()) || failed_names.contains(dep.as_str());
             // Self-dependencies and invalid names are reported by the recipe check.
-            if !known && Some(dep.as_str()) != name.map(|n| n.as_str()) && recipe::is_component_name(dep) {
+            if !known
+                && Some(dep.as_str()) != name.map(|n| n.as_str())
+                && recipe::is_component_name(dep)
+            {
                 d.push(
                     Diagnostic::new(format!("{who} depends on unknown component \"{}\"", dep.value))
                         .at(file, dep.span.clone(), "no recipe with this name in the release line")
@@ -360,18 +444,28 @@ fn check_dependencies(recipes: &BTreeMap<String, Recipe>, failed: &[(Arc<SourceF
         let first = &recipes[&cycle[0]];
         let edge = |from: &str, to: &str| {
             let r = &recipes[from];
-            let span = r.depends.iter().find(|x| x.as_str() == to).map(|x| x.span.clone()).unwrap_or(0..0);
+            let span = r
+                .depends
+                .iter()
+                .find(|x| x.as_str() == to)
+                .map(|x| x.span.clone())
+                .unwrap_or(0..0);
             (r.file.clone(), span)
         };
         let (file, span) = edge(&cycle[0], &cycle[1]);
-        let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> ")))
-            .at(&file, span, format!("{} depends on {}", cycle[0], cycle[1]));
+        let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> "))).at(
+            &file,
+            span,
+            format!("{} depends on {}", cycle[0], cycle[1]),
+        );
         for w in cycle[1..].windows(2) {
             let (f, s) = edge(&w[0], &w[1]);
             diag = diag.related(&f, s, format!("{} depends on {}", w[0], w[1]));
         }
         let _ = first;
-        d.push(diag.hint("a component cannot need itself, even indirectly; remove one of these dependencies"));
+        d.push(diag.hint(
+            "a component cannot need itself, even indirectly; remove one of these dependencies",
+        ));
     }
 }
 
@@ -387,7 +481,13 @@ pub fn find_cycles(recipes: &BTreeMap<String, Recipe>) -> Vec<Vec<String>> {
     let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let edges: Vec<Vec<usize>> = names
         .iter()
-        .map(|n| recipes[*n].depends.iter().filter_map(|d| index.get(d.as_str()).copied()).collect())
+        .map(|n| {
+            recipes[*n]
+                .depends
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect()
+        })
         .collect();
     let mut mark = vec![Mark::New; names.len()];
     let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
@@ -409,8 +509,15 @@ pub fn find_cycles(recipes: &BTreeMap<String, Recipe>) -> Vec<Vec<String>> {
                     }
                     Mark::Active => {
                         let pos = stack.iter().position(|(n, _)| *n == child).unwrap_or(0);
-                        let mut cycle: Vec<String> = stack[pos..].iter().map(|(n, _)| names[*n].to_string()).collect();
-                        let min = cycle.iter().enumerate().min_by_key(|(_, n)| n.as_str()).map_or(0, |(i, _)| i);
+                        let mut cycle: Vec<String> = stack[pos..]
+                            .iter()
+                            .map(|(n, _)| names[*n].to_string())
+                            .collect();
+                        let min = cycle
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, n)| n.as_str())
+                            .map_or(0, |(i, _)| i);
                         cycle.rotate_left(min);
                         cycle.push(cycle[0].clone());
                         if seen.insert(cycle.clone()) {
@@ -442,13 +549,20 @@ fn check_patches(
             }
             match root.read_patch(release, &r.name, p) {
                 Ok(bytes) => {
-                    digests.insert((r.name.value.clone(), p.value.clone()), hex::encode(Sha256::digest(&bytes)));
+                    digests.insert(
+                        (r.name.value.clone(), p.value.clone()),
+                        hex::encode(Sha256::digest(&bytes)),
+                    );
                 }
                 Err(_) => {
                     let existing = root.patch_names(release, &r.name);
-                    let hint = did_you_mean(p, existing.iter().map(String::as_str)).unwrap_or_else(|| {
-                        format!("create {} or remove it from [patches]", root.patch_display(release, &r.name, p))
-                    });
+                    let hint =
+                        did_you_mean(p, existing.iter().map(String::as_str)).unwrap_or_else(|| {
+                            format!(
+                                "create {} or remove it from [patches]",
+                                root.patch_display(release, &r.name, p)
+                            )
+                        });
                     d.push(
                         Diagnostic::new(format!(
                             "patch file not found: {}",
@@ -479,21 +593,37 @@ pub fn export_embedded(dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let path = display_path(path);
         move |source| ExportError::Io { path, source }
     };
-    if dest.exists() && std::fs::read_dir(dest).map_err(io_err(dest))?.next().is_some() {
-        return Err(ExportError::NotEmpty { path: display_path(dest) });
+    if dest.exists()
+        && std::fs::read_dir(dest)
+            .map_err(io_err(dest))?
+            .next()
+            .is_some()
+    {
+        return Err(ExportError::NotEmpty {
+            path: display_path(dest),
+        });
     }
-    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io_err(parent))?;
     let tmp = tempfile_dir(parent).map_err(io_err(parent))?;
     let mut written = Vec::new();
-    for (sub, dir) in [("recipes", &EMBEDDED_RECIPES), ("patches", &EMBEDDED_PATCHES)] {
+    for (sub, dir) in [
+        ("recipes", &EMBEDDED_RECIPES),
+        ("patches", &EMBEDDED_PATCHES),
+    ] {
         write_dir(dir, &tmp.join(sub), &mut written).map_err(io_err(&tmp))?;
     }
     if dest.exists() {
         std::fs::remove_dir(dest).map_err(io_err(dest))?;
     }
     std::fs::rename(&tmp, dest).map_err(io_err(dest))?;
-    Ok(written.into_iter().map(|p| dest.join(p.strip_prefix(&tmp).unwrap_or(&p))).collect())
+    Ok(written
+        .into_iter()
+        .map(|p| dest.join(p.strip_prefix(&tmp).unwrap_or(&p)))
+        .collect())
 }
 
 fn tempfile_dir(parent: &Path) -> io::Result<PathBuf> {

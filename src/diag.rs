@@ -71,7 +71,12 @@ impl Diagnostic {
         }
     }
 
-    pub fn at(mut self, file: &Arc<SourceFile>, span: Range<usize>, label: impl Into<String>) -> Self {
+    pub fn at(
+        mut self,
+        file: &Arc<SourceFile>,
+        span: Range<usize>,
+        label: impl Into<String>,
+    ) -> Self {
         self.location = Some(Location {
             file: file.clone(),
             span: Some(span),
@@ -88,7 +93,12 @@ impl Diagnostic {
         self
     }
 
-    pub fn related(mut self, file: &Arc<SourceFile>, span: Range<usize>, label: impl Into<String>) -> Self {
+    pub fn related(
+        mut self,
+        file: &Arc<SourceFile>,
+        span: Range<usize>,
+        label: impl Into<String>,
+    ) -> Self {
         self.related.push((
             Location {
                 file: file.clone(),
@@ -132,7 +142,9 @@ impl Diagnostic {
         };
         if self.location.is_none() {
             // No source to excerpt: a snippet frame would hold nothing but its border.
-            let mut out = renderer.render(&[Group::with_title(Level::ERROR.primary_title(self.message.as_str()))]);
+            let mut out = renderer.render(&[Group::with_title(
+                Level::ERROR.primary_title(self.message.as_str()),
+            )]);
             if let Some(hint) = &self.hint {
                 out += &format!("\n  = help: {hint}");
             }
@@ -155,9 +167,15 @@ impl Diagnostic {
     }
 }
 
-fn snippet<'a>(loc: &'a Location, kind: AnnotationKind, label: &'a str) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
+fn snippet<'a>(
+    loc: &'a Location,
+    kind: AnnotationKind,
+    label: &'a str,
+) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
     let text = loc.file.text.as_str();
-    let mut snippet = Snippet::source(text).path(loc.file.display.as_str()).fold(true);
+    let mut snippet = Snippet::source(text)
+        .path(loc.file.display.as_str())
+        .fold(true);
     let span = loc.span.clone().map(|s| clamp(text, s)).unwrap_or(0..0);
     let mut annotation = kind.span(span);
     if !label.is_empty() {
@@ -211,7 +229,12 @@ impl Diagnostics {
     /// read top to bottom even though checks run table by table (stable: ties keep their order).
     pub fn sort_from(&mut self, start: usize) {
         if start < self.0.len() {
-            self.0[start..].sort_by_key(|d| d.location.as_ref().and_then(|l| l.span.as_ref()).map_or(0, |s| s.start));
+            self.0[start..].sort_by_key(|d| {
+                d.location
+                    .as_ref()
+                    .and_then(|l| l.span.as_ref())
+                    .map_or(0, |s| s.start)
+            });
         }
     }
 }
@@ -239,6 +262,9 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     best.map(|(_, c)| c)
 }
 
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     suggest(word, candidates).map(|c| format!("did you mean \"{c}\"?"))
 }

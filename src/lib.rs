@@ -5,8 +5,12 @@
 
 pub mod arch;
 pub mod catalog;
+pub mod config;
 pub mod diag;
+pub mod fsutil;
+pub mod oci;
 pub mod plan;
+pub mod process;
 pub mod progress;
 pub mod recipe;
 pub mod source;

@@ -85,7 +85,9 @@ impl Store {
                 let Ok(meta) = serde_json::from_slice::<EntryMeta>(&text) else {
                     continue;
                 };
-                let newer = map.get(&meta.component).is_none_or(|m| (m.committed, &m.key) < (meta.committed, &meta.key));
+                let newer = map
+                    .get(&meta.component)
+                    .is_none_or(|m| (m.committed, &m.key) < (meta.committed, &meta.key));
                 if newer {
                     map.insert(meta.component.clone(), meta);
                 }

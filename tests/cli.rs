@@ -96,8 +96,14 @@ fn shipped_catalog_checks_clean() {
 #[test]
 fn list_shows_the_shipped_components() {
     insta::assert_snapshot!(ok(&manifest(), &["list"]));
-    let json: Value = serde_json::from_str(&ok(&manifest(), &["list", "--format", "json"])).unwrap();
-    let names: Vec<&str> = json["components"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let json: Value =
+        serde_json::from_str(&ok(&manifest(), &["list", "--format", "json"])).unwrap();
+    let names: Vec<&str> = json["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     for c in ["rocprim", "rocsparse", "tensile", "rocblas", "rocsolver"] {
         assert!(names.contains(&c), "{c} missing from {names:?}");
     }
@@ -105,19 +111,43 @@ fn list_shows_the_shipped_components() {
 
 #[test]
 fn plan_rocsolver_for_both_igpus() {
-    let text = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c,gfx902"]);
+    let text = ok(
+        &manifest(),
+        &["plan", "rocsolver", "--arch", "gfx90c,gfx902"],
+    );
     insta::assert_snapshot!(text);
     // The order a user types targets in does not change the plan.
-    assert_eq!(text, ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx902,gfx90c"]));
+    assert_eq!(
+        text,
+        ok(
+            &manifest(),
+            &["plan", "rocsolver", "--arch", "gfx902,gfx90c"]
+        )
+    );
 }
 
 #[test]
 fn plan_json_schema() {
-    let json = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c,gfx902", "--format", "json"]);
+    let json = ok(
+        &manifest(),
+        &[
+            "plan",
+            "rocsolver",
+            "--arch",
+            "gfx90c,gfx902",
+            "--format",
+            "json",
+        ],
+    );
     insta::assert_snapshot!(json);
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["schema"], "rocforge.plan/1");
-    let order: Vec<&str> = v["steps"].as_array().unwrap().iter().map(|s| s["component"].as_str().unwrap()).collect();
+    let order: Vec<&str> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["component"].as_str().unwrap())
+        .collect();
     let pos = |c: &str| order.iter().position(|x| *x == c).unwrap();
     assert!(pos("tensile") < pos("rocblas"));
     assert!(pos("rocblas") < pos("rocsolver"));
@@ -129,7 +159,16 @@ fn plan_json_schema() {
 
 #[test]
 fn plan_github_matrix_has_one_list_per_level() {
-    let json = ok(&manifest(), &["plan", "--arch", "gfx90c,gfx902", "--format", "github-matrix"]);
+    let json = ok(
+        &manifest(),
+        &[
+            "plan",
+            "--arch",
+            "gfx90c,gfx902",
+            "--format",
+            "github-matrix",
+        ],
+    );
     insta::assert_snapshot!(json);
     let v: Value = serde_json::from_str(&json).unwrap();
     for level in v["levels"].as_array().unwrap() {
@@ -155,11 +194,21 @@ fn github_matrix_splits_levels_over_256_entries() {
         )
         .unwrap();
     }
-    let v: Value = serde_json::from_str(&ok(dir.path(), &["--recipes", "recipes", "plan", "--format", "github-matrix"])).unwrap();
+    let v: Value = serde_json::from_str(&ok(
+        dir.path(),
+        &["--recipes", "recipes", "plan", "--format", "github-matrix"],
+    ))
+    .unwrap();
     let levels = v["levels"].as_array().unwrap();
     let sizes: Vec<(u64, u64, usize)> = levels
         .iter()
-        .map(|l| (l["level"].as_u64().unwrap(), l["part"].as_u64().unwrap(), l["matrix"]["include"].as_array().unwrap().len()))
+        .map(|l| {
+            (
+                l["level"].as_u64().unwrap(),
+                l["part"].as_u64().unwrap(),
+                l["matrix"]["include"].as_array().unwrap().len(),
+            )
+        })
         .collect();
     // 300 leaves + hip-core at level 0; hip-app at level 1.
     assert_eq!(sizes, vec![(0, 0, 256), (0, 1, 45), (1, 0, 1)]);
@@ -167,9 +216,32 @@ fn github_matrix_splits_levels_over_256_entries() {
 
 #[test]
 fn explain_prints_the_hash_input() {
-    let text = ok(&manifest(), &["plan", "rocblas", "--arch", "gfx90c", "--explain", "tensile"]);
+    let text = ok(
+        &manifest(),
+        &[
+            "plan",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "tensile",
+        ],
+    );
     insta::assert_snapshot!(text);
-    let json: Value = serde_json::from_str(&ok(&manifest(), &["plan", "rocblas", "--arch", "gfx90c", "--explain", "rocblas", "--format", "json"])).unwrap();
+    let json: Value = serde_json::from_str(&ok(
+        &manifest(),
+        &[
+            "plan",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "rocblas",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
     assert_eq!(json["schema"], "rocforge.hash-input/1");
     assert_eq!(json["dependencies"][0]["name"], "tensile");
 }
@@ -177,10 +249,20 @@ fn explain_prints_the_hash_input() {
 #[test]
 fn arch_table_views() {
     insta::assert_snapshot!("arch_list", ok(&manifest(), &["arch", "list"]));
-    insta::assert_snapshot!("arch_show_gfx90c", ok(&manifest(), &["arch", "show", "gfx90c"]));
+    insta::assert_snapshot!(
+        "arch_show_gfx90c",
+        ok(&manifest(), &["arch", "show", "gfx90c"])
+    );
     // A KFD gfx_target_version finds the same target.
-    assert_eq!(ok(&manifest(), &["arch", "show", "90012"]), ok(&manifest(), &["arch", "show", "gfx90c"]));
-    let v: Value = serde_json::from_str(&ok(&manifest(), &["arch", "show", "gfx902", "--format", "json"])).unwrap();
+    assert_eq!(
+        ok(&manifest(), &["arch", "show", "90012"]),
+        ok(&manifest(), &["arch", "show", "gfx90c"])
+    );
+    let v: Value = serde_json::from_str(&ok(
+        &manifest(),
+        &["arch", "show", "gfx902", "--format", "json"],
+    ))
+    .unwrap();
     assert_eq!(v["arch"]["kfd_version"], 90002);
     assert_eq!(v["arch"]["nearest"], "gfx900");
 }
@@ -203,7 +285,11 @@ fn bad_flags_get_clear_errors() {
     for args in cases {
         let o = rocforge(&m, args);
         assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
-        assert!(o.stderr.contains("help:"), "{args:?} gives no hint: {}", o.stderr);
+        assert!(
+            o.stderr.contains("help:"),
+            "{args:?} gives no hint: {}",
+            o.stderr
+        );
         all += &format!("$ rocforge {}\n{}\n", args.join(" "), o.stderr);
     }
     insta::assert_snapshot!(all);
@@ -217,11 +303,28 @@ fn keys_track_exactly_what_changes_the_output() {
         let mut full = vec!["--recipes", "recipes", "plan", "--format", "json"];
         full.extend_from_slice(args);
         let v: Value = serde_json::from_str(&ok(d, &full)).unwrap();
-        v["steps"].as_array().unwrap().iter().map(|s| (s["component"].as_str().unwrap().to_string(), s["key"].as_str().unwrap().to_string())).collect()
+        v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["component"].as_str().unwrap().to_string(),
+                    s["key"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
     };
     let base = keys(&["--arch", "gfx90c"]);
-    assert_eq!(base, keys(&["--arch", "gfx90c"]), "keys are stable across runs");
-    assert_eq!(base.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["hip-core", "hip-app"]);
+    assert_eq!(
+        base,
+        keys(&["--arch", "gfx90c"]),
+        "keys are stable across runs"
+    );
+    assert_eq!(
+        base.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(),
+        ["hip-core", "hip-app"]
+    );
 
     // Another target: every key changes.
     let other = keys(&["--arch", "gfx902"]);
@@ -233,7 +336,11 @@ fn keys_track_exactly_what_changes_the_output() {
     // The summary cannot change the output: same keys.
     let recipe = d.join("recipes/line-1.0/hip-app.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
-    std::fs::write(&recipe, text.replace("links hip-core", "links hip-core (reworded)")).unwrap();
+    std::fs::write(
+        &recipe,
+        text.replace("links hip-core", "links hip-core (reworded)"),
+    )
+    .unwrap();
     assert_eq!(base, keys(&["--arch", "gfx90c"]));
 
     // A patch byte changes hip-core and, through its key, hip-app.
@@ -248,15 +355,56 @@ fn keys_track_exactly_what_changes_the_output() {
 
 /// Writes a store entry the way the builder commits one, from the plan's own hash input.
 fn commit_to_store(dir: &Path, store: &Path, component: &str, committed: u64) {
-    let input = ok(dir, &["--recipes", "recipes", "--store", store.to_str().unwrap(), "plan", "--arch", "gfx90c", "--explain", component, "--format", "json"]);
+    let input = ok(
+        dir,
+        &[
+            "--recipes",
+            "recipes",
+            "--store",
+            store.to_str().unwrap(),
+            "plan",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            component,
+            "--format",
+            "json",
+        ],
+    );
     let key = {
-        let plan: Value = serde_json::from_str(&ok(dir, &["--recipes", "recipes", "--store", store.to_str().unwrap(), "plan", "--arch", "gfx90c", "--format", "json"])).unwrap();
-        plan["steps"].as_array().unwrap().iter().find(|s| s["component"] == component).unwrap()["key"].as_str().unwrap().to_string()
+        let plan: Value = serde_json::from_str(&ok(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "--store",
+                store.to_str().unwrap(),
+                "plan",
+                "--arch",
+                "gfx90c",
+                "--format",
+                "json",
+            ],
+        ))
+        .unwrap();
+        plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["component"] == component)
+            .unwrap()["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     let entry = store.join(&key);
     std::fs::create_dir_all(entry.join("tree")).unwrap();
     std::fs::write(entry.join("hash-input.json"), input).unwrap();
-    std::fs::write(entry.join("meta.json"), serde_json::json!({"component": component, "key": key, "committed": committed}).to_string()).unwrap();
+    std::fs::write(
+        entry.join("meta.json"),
+        serde_json::json!({"component": component, "key": key, "committed": committed}).to_string(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -268,7 +416,15 @@ fn status_says_cached_or_which_input_changed() {
     commit_to_store(d, &store, "hip-core", 1);
     commit_to_store(d, &store, "hip-app", 2);
     let plan = |extra: &[&str]| {
-        let mut args = vec!["--recipes", "recipes", "--store", store_arg, "plan", "--arch", "gfx90c"];
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "--store",
+            store_arg,
+            "plan",
+            "--arch",
+            "gfx90c",
+        ];
         args.extend_from_slice(extra);
         ok(d, &args)
     };
@@ -277,11 +433,21 @@ fn status_says_cached_or_which_input_changed() {
 
     let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
     let text = std::fs::read_to_string(&patch).unwrap();
-    std::fs::write(&patch, text.replace("gfx900 gfx90c", "gfx900 gfx90c gfx902")).unwrap();
+    std::fs::write(
+        &patch,
+        text.replace("gfx900 gfx90c", "gfx900 gfx90c gfx902"),
+    )
+    .unwrap();
     let changed = plan(&[]);
     let v: Value = serde_json::from_str(&plan(&["--format", "json"])).unwrap();
-    assert_eq!(v["steps"][0]["reason"]["inputs"], serde_json::json!(["component.patches"]));
-    assert_eq!(v["steps"][1]["reason"]["inputs"], serde_json::json!(["dependencies.hip-core"]));
+    assert_eq!(
+        v["steps"][0]["reason"]["inputs"],
+        serde_json::json!(["component.patches"])
+    );
+    assert_eq!(
+        v["steps"][1]["reason"]["inputs"],
+        serde_json::json!(["dependencies.hip-core"])
+    );
     insta::assert_snapshot!(changed.replace(store_arg, "[STORE]"));
 }
 
@@ -291,12 +457,32 @@ fn exported_catalog_round_trips() {
     let dest = dir.path().join("catalog");
     let o = ok(dir.path(), &["catalog", "export", "catalog"]);
     assert!(o.contains("wrote"), "{o}");
-    for f in ["recipes/arches.toml", "recipes/rocm-6.4.4/release.toml", "recipes/rocm-6.4.4/rocblas.toml", "patches/README.md"] {
+    for f in [
+        "recipes/arches.toml",
+        "recipes/rocm-6.4.4/release.toml",
+        "recipes/rocm-6.4.4/rocblas.toml",
+        "patches/README.md",
+    ] {
         assert!(dest.join(f).is_file(), "{f} not exported");
     }
     // The exported copy plans exactly like the built-in one.
-    let builtin = ok(&manifest(), &["plan", "rocsolver", "--arch", "gfx90c", "--format", "json"]);
-    let exported = ok(dir.path(), &["--recipes", "catalog/recipes", "plan", "rocsolver", "--arch", "gfx90c", "--format", "json"]);
+    let builtin = ok(
+        &manifest(),
+        &["plan", "rocsolver", "--arch", "gfx90c", "--format", "json"],
+    );
+    let exported = ok(
+        dir.path(),
+        &[
+            "--recipes",
+            "catalog/recipes",
+            "plan",
+            "rocsolver",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(builtin, exported);
     // A second export refuses to overwrite.
     let again = rocforge(dir.path(), &["catalog", "export", "catalog"]);
@@ -311,5 +497,8 @@ fn help_teaches() {
         assert!(o.contains(word), "--help lacks {word}");
     }
     let p = ok(&manifest(), &["plan", "--help"]);
-    assert!(p.contains("--explain") && p.contains("github-matrix"), "{p}");
+    assert!(
+        p.contains("--explain") && p.contains("github-matrix"),
+        "{p}"
+    );
 }

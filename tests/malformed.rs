@@ -42,11 +42,23 @@ fn malformed_catalogs_fail_check_with_their_messages() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{}: expected exit 1\n{stderr}", case.display());
-        assert!(!stderr.contains("panicked"), "{}: panic\n{stderr}", case.display());
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: expected exit 1\n{stderr}",
+            case.display()
+        );
+        assert!(
+            !stderr.contains("panicked"),
+            "{}: panic\n{stderr}",
+            case.display()
+        );
         insta::assert_snapshot!(format!("exit: {:?}\n{stderr}", out.status.code()));
     });
-    assert!(cases >= 30, "the corpus must hold at least 30 malformed catalogs, found {cases}");
+    assert!(
+        cases >= 30,
+        "the corpus must hold at least 30 malformed catalogs, found {cases}"
+    );
 }
 
 #[test]
@@ -57,5 +69,9 @@ fn the_base_fixture_is_valid() {
         .args(["check", "--recipes", "recipes"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

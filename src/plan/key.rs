@@ -64,9 +64,12 @@ pub struct ComponentInput {
     pub locked_commit: Option<String>,
     pub patches: Vec<PatchInput>,
     pub build: BuildInput,
-    /// Post-patch derivations and user overlays (arrive with the Sources work); part of the key.
-    pub derivations: Vec<String>,
-    pub overlays: Vec<String>,
+    /// Post-patch derivations that run for the targeted processors.
+    pub derivations: Vec<crate::recipe::Derive>,
+    /// User overlays (`--overlay`), by destination and content digest.
+    pub overlays: Vec<crate::source::derive::Overlay>,
+    /// Extra inputs, pinned by sha256.
+    pub inputs: Vec<crate::recipe::ExtraInput>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,11 +153,14 @@ pub fn changed_inputs(old: &serde_json::Value, new: &serde_json::Value) -> Vec<S
             ("dependencies", Some(Value::Array(da)), Some(Value::Array(db))) => {
                 let by_name = |v: &Vec<Value>| -> BTreeMap<String, Value> {
                     v.iter()
-                        .filter_map(|d| Some((d.get("name")?.as_str()?.to_string(), d.get("key")?.clone())))
+                        .filter_map(|d| {
+                            Some((d.get("name")?.as_str()?.to_string(), d.get("key")?.clone()))
+                        })
                         .collect()
                 };
                 let (ma, mb) = (by_name(da), by_name(db));
-                let names: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+                let names: std::collections::BTreeSet<&String> =
+                    ma.keys().chain(mb.keys()).collect();
                 for name in names {
                     if ma.get(name) != mb.get(name) {
                         out.push(format!("dependencies.{name}"));

@@ -12,10 +12,12 @@ use crate::arch::TargetId;
 use crate::catalog::Catalog;
 use crate::diag::Diagnostic;
 use crate::recipe::{BuildSystem, Recipe, Resources};
+use crate::source::derive::Overlay;
+use crate::source::lock::{Lockfile, Pin};
 use crate::store::StoreView;
 use key::{
-    BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput, HASH_INPUT_SCHEMA, HashInput,
-    ImageRef, PatchInput, ReleaseInput, RuntimeKind, changed_inputs,
+    BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput,
+    HASH_INPUT_SCHEMA, HashInput, ImageRef, PatchInput, ReleaseInput, RuntimeKind, changed_inputs,
 };
 
 pub const PLAN_SCHEMA: &str = "rocforge.plan/1";
@@ -26,6 +28,9 @@ pub struct Request {
     pub components: Vec<String>,
     pub targets: Vec<TargetId>,
     pub runtime: RuntimeKind,
+    /// Pins from rocforge.lock: tag commits and the builder image digest.
+    pub lock: Lockfile,
+    pub overlays: Vec<Overlay>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -124,9 +129,13 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     let order = closure_in_order(catalog, &roots);
     let image = ImageRef {
         reference: catalog.release.image.clone(),
-        digest: None,
+        digest: req
+            .lock
+            .image(&catalog.release.name, &catalog.release.image)
+            .map(|i| i.digest.clone()),
         local: false,
     };
+    let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
     let mut steps = Vec::with_capacity(order.len());
@@ -144,7 +153,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             },
             image: image.clone(),
             runtime: req.runtime,
-            component: component_input(catalog, r, &arches),
+            component: component_input(catalog, r, &arches, req),
             targets: req.targets.clone(),
             dependencies: deps
                 .iter()
@@ -154,6 +163,12 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 })
                 .collect(),
         };
+        if matches!(
+            req.lock.pin(&catalog.release.name, r),
+            Pin::Unlocked | Pin::Stale { .. }
+        ) {
+            sources_locked = false;
+        }
         let key = input.key();
         let status = if store.contains(&key.0) {
             Status::Cached
@@ -190,13 +205,18 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         targets: req.targets.clone(),
         runtime: req.runtime,
         image,
-        sources_locked: false,
+        sources_locked,
         steps,
         estimate,
     })
 }
 
-fn component_input(catalog: &Catalog, r: &Recipe, arches: &[&str]) -> ComponentInput {
+fn component_input(
+    catalog: &Catalog,
+    r: &Recipe,
+    arches: &[&str],
+    req: &Request,
+) -> ComponentInput {
     let patches = r
         .patches
         .series(arches.iter().copied())
@@ -214,7 +234,10 @@ fn component_input(catalog: &Catalog, r: &Recipe, arches: &[&str]) -> ComponentI
         name: r.name.value.clone(),
         version: r.version.clone(),
         source: r.source.clone(),
-        locked_commit: None,
+        locked_commit: match req.lock.pin(&catalog.release.name, r) {
+            Pin::Commit(c) => Some(c),
+            _ => None,
+        },
         patches,
         build: BuildInput {
             system: r.build.system.clone(),
@@ -229,18 +252,38 @@ fn component_input(catalog: &Catalog, r: &Recipe, arches: &[&str]) -> ComponentI
                 .collect(),
             env: r.build.env.clone(),
         },
-        derivations: Vec::new(),
-        overlays: Vec::new(),
+        derivations: r
+            .derive
+            .iter()
+            .filter(|d| d.arches.iter().any(|a| arches.contains(&a.as_str())))
+            .cloned()
+            .collect(),
+        overlays: req
+            .overlays
+            .iter()
+            .filter(|o| o.component == r.name.value)
+            .cloned()
+            .collect(),
+        inputs: r.inputs.clone(),
     }
 }
 
 /// The flags exactly as the build will receive them.
 pub fn gpu_flags(r: &Recipe, targets: &[TargetId]) -> GpuFlags {
-    let joined = targets.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(";");
+    let joined = targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(";");
     let mut flags = GpuFlags::default();
     match &r.build.system {
         BuildSystem::Cmake => {
-            flags.cmake = r.build.arch_vars.iter().map(|v| format!("-D{v}={joined}")).collect();
+            flags.cmake = r
+                .build
+                .arch_vars
+                .iter()
+                .map(|v| format!("-D{v}={joined}"))
+                .collect();
             for t in targets {
                 if let Some(extra) = r.build.arch_args.get(&t.arch) {
                     flags.cmake.extend(extra.iter().cloned());
@@ -278,7 +321,11 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Vec<&'a str> {
             dependents.entry(d.as_str()).or_default().push(n);
         }
     }
-    let mut ready: BTreeSet<&str> = remaining.iter().filter(|(_, c)| **c == 0).map(|(n, _)| *n).collect();
+    let mut ready: BTreeSet<&str> = remaining
+        .iter()
+        .filter(|(_, c)| **c == 0)
+        .map(|(n, _)| *n)
+        .collect();
     let mut order = Vec::with_capacity(needed.len());
     while let Some(n) = ready.pop_first() {
         order.push(n);
@@ -304,8 +351,16 @@ fn estimate(steps: &[Step]) -> Estimate {
         build_hours_critical_path: 0.0,
     };
     for s in steps {
-        let own = if s.needs_build() { s.resources.hours } else { 0.0 };
-        let start = s.depends.iter().map(|d| finish.get(d.as_str()).copied().unwrap_or(0.0)).fold(0.0, f64::max);
+        let own = if s.needs_build() {
+            s.resources.hours
+        } else {
+            0.0
+        };
+        let start = s
+            .depends
+            .iter()
+            .map(|d| finish.get(d.as_str()).copied().unwrap_or(0.0))
+            .fold(0.0, f64::max);
         finish.insert(&s.component, start + own);
         e.build_hours_critical_path = e.build_hours_critical_path.max(start + own);
         if s.needs_build() {

@@ -22,14 +22,18 @@ pub const HOSTED_LABEL: &str = "ubuntu-24.04";
 pub const LARGE_LABEL: &str = "rocforge-large";
 
 pub fn runner_label(r: &Resources) -> &'static str {
-    let fits = r.disk_bytes <= HOSTED_DISK && r.memory_bytes * HOSTED_JOBS <= HOSTED_MEMORY && r.hours * 2.0 <= HOSTED_HOURS;
+    let fits = r.disk_bytes <= HOSTED_DISK
+        && r.memory_bytes * HOSTED_JOBS <= HOSTED_MEMORY
+        && r.hours * 2.0 <= HOSTED_HOURS;
     if fits { HOSTED_LABEL } else { LARGE_LABEL }
 }
 
 pub fn status_text(s: &Step) -> String {
     match &s.status {
         Status::Cached => "cached".into(),
-        Status::Build { reason: Reason::New } => "build (new)".into(),
+        Status::Build {
+            reason: Reason::New,
+        } => "build (new)".into(),
         Status::Build {
             reason: Reason::Changed { inputs },
         } => format!("build ({} changed)", inputs.join(", ")),
@@ -80,7 +84,11 @@ pub fn text(plan: &Plan) -> String {
                 s.version.clone(),
                 s.key.short().to_string(),
                 status_text(s),
-                if flags.is_empty() { "(no GPU code)".into() } else { flags.join(" ") },
+                if flags.is_empty() {
+                    "(no GPU code)".into()
+                } else {
+                    flags.join(" ")
+                },
             ]
         })
         .collect();
@@ -104,7 +112,11 @@ pub fn text(plan: &Plan) -> String {
     };
     let _ = writeln!(out, "{}", line(header));
     for row in &rows {
-        let _ = writeln!(out, "{}", line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]));
+        let _ = writeln!(
+            out,
+            "{}",
+            line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]])
+        );
     }
     let e = &plan.estimate;
     out.push('\n');
@@ -114,7 +126,11 @@ pub fn text(plan: &Plan) -> String {
         e.components_to_build, e.components_cached
     );
     let _ = writeln!(out, "  disk    {}", format_size(e.disk_bytes));
-    let _ = writeln!(out, "  memory  {} per compile job (-j N needs N times this)", format_size(e.memory_per_job_bytes));
+    let _ = writeln!(
+        out,
+        "  memory  {} per compile job (-j N needs N times this)",
+        format_size(e.memory_per_job_bytes)
+    );
     let _ = writeln!(
         out,
         "  time    {} of builds, {} along the critical path",
@@ -160,7 +176,12 @@ struct MatrixDoc<'a> {
 /// order its entries, so each level is its own job. Empty levels are left out and a level
 /// with more than [`MATRIX_MAX`] entries is split into parts.
 pub fn github_matrix(plan: &Plan) -> String {
-    let targets = plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    let targets = plan
+        .targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let max_level = plan.steps.iter().map(|s| s.level).max().unwrap_or(0);
     let mut levels = Vec::new();
     for level in 0..=max_level {

@@ -30,7 +30,37 @@ pub struct Recipe {
     pub build: Build,
     pub test: Option<Test>,
     pub resources: Resources,
+    /// Files fetched with the source so configure never needs the network.
+    pub inputs: Vec<ExtraInput>,
+    /// Post-patch steps that derive per-target files upstream lacks.
+    pub derive: Vec<Derive>,
     pub file: Arc<SourceFile>,
+}
+
+/// A file a build would otherwise download: a pip wheel, test data, a FetchContent archive.
+/// Pinned by sha256 and mounted read-only at `/inputs/<name>` in the build.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExtraInput {
+    pub name: String,
+    pub url: String,
+    pub sha256: String,
+    /// Unpack a tar archive (.tar, .tar.gz, .tgz, .tar.zst) into a directory instead of
+    /// keeping the file as it is.
+    pub unpack: bool,
+}
+
+/// Copies a tree of the patched source under a new name for each targeted processor and
+/// rewrites text in the copies. The case that matters: Tensile logic for gfx90c/gfx902 derived
+/// from the gfx900 (vega10) logic. `{arch}`, `{isa}` (`9, 0, 12`), `{major}`, `{minor}`,
+/// `{stepping}` and the per-arch `vars` are substituted in `to`, `rename` and `replace`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Derive {
+    pub arches: Vec<String>,
+    pub from: String,
+    pub to: String,
+    pub rename: Vec<(String, String)>,
+    pub replace: Vec<(String, String)>,
+    pub vars: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,9 +121,13 @@ impl Patches {
 pub enum BuildSystem {
     Cmake,
     /// Shell commands run in the builder image with the source as working directory.
-    Script { script: String },
+    Script {
+        script: String,
+    },
     /// The patched source tree copied into the prefix (e.g. Tensile, which rocBLAS consumes).
-    Copy { dest: String },
+    Copy {
+        dest: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -139,18 +173,26 @@ impl Default for Resources {
 
 pub fn is_component_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && s.len() <= 64
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
 }
 
 fn is_var_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn is_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    s.len() == len
+        && s.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
 }
 
 /// A relative path that stays inside the tree it is relative to.
@@ -178,7 +220,10 @@ fn path_problem(p: &str) -> Option<&'static str> {
 /// What is wrong with a hex digest or commit ID, in words for a caret label.
 fn hex_problem(s: &str, len: usize) -> String {
     if s.len() != len {
-        format!("expected {len} hex digits, found {} characters", s.chars().count())
+        format!(
+            "expected {len} hex digits, found {} characters",
+            s.chars().count()
+        )
     } else if s.chars().all(|c| c.is_ascii_hexdigit()) {
         "uppercase hex digits; write them in lowercase".to_string()
     } else {
@@ -213,7 +258,12 @@ pub fn outline(file: &Arc<SourceFile>, stem: &str) -> Outline {
 }
 
 /// Reads one recipe file. `stem` is the file name without `.toml`, used in hints.
-pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Recipe> {
+pub fn parse(
+    file: &Arc<SourceFile>,
+    stem: &str,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Option<Recipe> {
     let errors_before = d.len();
     let doc = reader::parse(file, d)?;
     if doc.get_ref().is_empty() {
@@ -229,7 +279,11 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
     }
     let mut r = TableReader::new(file, &doc, "");
 
-    let name = r.str("name", d, &format!("add name = \"{stem}\" (by convention, the file name)"));
+    let name = r.str(
+        "name",
+        d,
+        &format!("add name = \"{stem}\" (by convention, the file name)"),
+    );
     if let Some(n) = &name
         && !is_component_name(n)
     {
@@ -239,7 +293,11 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
                 .hint("names use lowercase letters, digits, '-', '_' and '.', and start with a letter or digit"),
         );
     }
-    let version = r.str("version", d, "add the component's upstream version, e.g. version = \"3.4.0\"");
+    let version = r.str(
+        "version",
+        d,
+        "add the component's upstream version, e.g. version = \"3.4.0\"",
+    );
     if let Some(v) = &version
         && (v.is_empty() || v.chars().any(char::is_whitespace))
     {
@@ -249,8 +307,16 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
                 .hint("write the upstream version, e.g. version = \"3.4.0\""),
         );
     }
-    let summary = r.str("summary", d, "add a one-line summary, e.g. summary = \"ROCm sparse linear algebra\"");
-    let license = r.str("license", d, "add the SPDX license of the component, e.g. license = \"MIT\"");
+    let summary = r.str(
+        "summary",
+        d,
+        "add a one-line summary, e.g. summary = \"ROCm sparse linear algebra\"",
+    );
+    let license = r.str(
+        "license",
+        d,
+        "add the SPDX license of the component, e.g. license = \"MIT\"",
+    );
     let homepage = r.opt_str("homepage", d);
     let depends = r.opt_str_list("depends", d).unwrap_or_default();
     check_depends(file, name.as_ref().map(|n| n.as_str()), &depends, d);
@@ -259,12 +325,19 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
         Some(t) => read_source(t, d),
         None => {
             if !has_key(&doc, "source") {
-                r.missing(d, "source", "add a [source] table with git + tag, url + sha256, or path");
+                r.missing(
+                    d,
+                    "source",
+                    "add a [source] table with git + tag, url + sha256, or path",
+                );
             }
             None
         }
     };
-    let patches = r.opt_table("patches", d).map(|t| read_patches(t, arches, d)).unwrap_or_default();
+    let patches = r
+        .opt_table("patches", d)
+        .map(|t| read_patches(t, arches, d))
+        .unwrap_or_default();
     let build = match r.opt_table("build", d) {
         Some(t) => read_build(t, arches, d),
         None => {
@@ -275,7 +348,18 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
         }
     };
     let test = r.opt_table("test", d).and_then(|t| read_test(t, d));
-    let resources = r.opt_table("resources", d).map(|t| read_resources(t, d)).unwrap_or_default();
+    let resources = r
+        .opt_table("resources", d)
+        .map(|t| read_resources(t, d))
+        .unwrap_or_default();
+    let inputs = r
+        .opt_table_array("inputs", d)
+        .map(|ts| read_inputs(ts, d))
+        .unwrap_or_default();
+    let derive = r
+        .opt_table_array("derive", d)
+        .map(|ts| read_derive(ts, arches, d))
+        .unwrap_or_default();
     r.finish(d);
     d.sort_from(errors_before);
 
@@ -294,6 +378,8 @@ pub fn parse(file: &Arc<SourceFile>, stem: &str, arches: &ArchTable, d: &mut Dia
         build: build?,
         test,
         resources,
+        inputs,
+        derive,
         file: file.clone(),
     })
 }
@@ -302,7 +388,12 @@ fn has_key(doc: &toml::Spanned<toml::de::DeTable<'_>>, key: &str) -> bool {
     doc.get_ref().contains_key(key)
 }
 
-fn check_depends(file: &Arc<SourceFile>, name: Option<&str>, depends: &[Sp<String>], d: &mut Diagnostics) {
+fn check_depends(
+    file: &Arc<SourceFile>,
+    name: Option<&str>,
+    depends: &[Sp<String>],
+    d: &mut Diagnostics,
+) {
     for (i, dep) in depends.iter().enumerate() {
         if Some(dep.as_str()) == name {
             d.push(
@@ -398,7 +489,9 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
                     Diagnostic::new("[source] gives both tag and rev")
                         .at(&file, rev.span.clone(), "rev given here")
                         .related(&file, tag.span.clone(), "tag given here")
-                        .hint("keep one: the tag (its commit is pinned in rocforge.lock) or the rev"),
+                        .hint(
+                            "keep one: the tag (its commit is pinned in rocforge.lock) or the rev",
+                        ),
                 );
                 None
             }
@@ -416,9 +509,12 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
         for p in subdir.iter().chain(paths.iter()) {
             if let Some(problem) = path_problem(p) {
                 d.push(
-                    Diagnostic::new(format!("source path \"{}\" must be relative and stay inside the repository", p.value))
-                        .at(&file, p.span.clone(), problem)
-                        .hint("write a path inside the repository, e.g. \"projects/rocblas\""),
+                    Diagnostic::new(format!(
+                        "source path \"{}\" must be relative and stay inside the repository",
+                        p.value
+                    ))
+                    .at(&file, p.span.clone(), problem)
+                    .hint("write a path inside the repository, e.g. \"projects/rocblas\""),
                 );
             }
         }
@@ -468,9 +564,12 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
     stray(d, &sha256, "sha256", "path");
     if path.starts_with('/') || path.is_empty() {
         d.push(
-            Diagnostic::new(format!("path source \"{}\" must be relative to the recipe's release directory", path.value))
-                .at(&file, path.span.clone(), "absolute or empty")
-                .hint("write a relative path; machine-specific paths belong in rocforge.toml mirrors"),
+            Diagnostic::new(format!(
+                "path source \"{}\" must be relative to the recipe's release directory",
+                path.value
+            ))
+            .at(&file, path.span.clone(), "absolute or empty")
+            .hint("write a relative path; machine-specific paths belong in rocforge.toml mirrors"),
         );
     }
     if d.len() > before {
@@ -480,11 +579,17 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
 }
 
 fn check_url(file: &Arc<SourceFile>, url: &Sp<String>, d: &mut Diagnostics) {
-    let ok = ["https://", "http://", "file://", "git://", "ssh://"].iter().any(|p| url.starts_with(p) && url.len() > p.len());
+    let ok = ["https://", "http://", "file://", "git://", "ssh://"]
+        .iter()
+        .any(|p| url.starts_with(p) && url.len() > p.len());
     if !ok || url.chars().any(char::is_whitespace) {
         d.push(
             Diagnostic::new(format!("malformed URL \"{}\"", url.value))
-                .at(file, url.span.clone(), "expected https://, http://, file://, git:// or ssh://")
+                .at(
+                    file,
+                    url.span.clone(),
+                    "expected https://, http://, file://, git:// or ssh://",
+                )
                 .hint("write the full URL, e.g. \"https://github.com/ROCm/rocSPARSE.git\""),
         );
     }
@@ -502,14 +607,19 @@ fn read_patches(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnost
             continue; // refused in arches.toml, reported there
         }
         if arches.get(&arch).is_none() {
-            let hint = did_you_mean(&arch, arches.names().chain(["all"]))
-                .unwrap_or_else(|| "keys of [patches] are \"all\" and processor names from recipes/arches.toml".into());
+            let hint = did_you_mean(&arch, arches.names().chain(["all"])).unwrap_or_else(|| {
+                "keys of [patches] are \"all\" and processor names from recipes/arches.toml".into()
+            });
             let msg = if is_arch_name(&arch) || arch.contains(':') {
                 format!("unknown GPU target \"{arch}\" in [patches]")
             } else {
                 format!("unknown key \"{arch}\" in [patches]")
             };
-            d.push(Diagnostic::new(msg).at(&file, k.span(), "not a known processor").hint(hint));
+            d.push(
+                Diagnostic::new(msg)
+                    .at(&file, k.span(), "not a known processor")
+                    .hint(hint),
+            );
             continue;
         }
         if let Some(list) = reader::read_str_list(&file, &format!("patches.{arch}"), v, d) {
@@ -519,9 +629,12 @@ fn read_patches(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnost
     for p in patches.every() {
         if p.contains('/') || p.contains('\\') || p.starts_with('.') || p.is_empty() {
             d.push(
-                Diagnostic::new(format!("patch name \"{}\" must be a plain file name", p.value))
-                    .at(&file, p.span.clone(), "paths are not allowed here")
-                    .hint("patches live in patches/<release>/<component>/; name the file only"),
+                Diagnostic::new(format!(
+                    "patch name \"{}\" must be a plain file name",
+                    p.value
+                ))
+                .at(&file, p.span.clone(), "paths are not allowed here")
+                .hint("patches live in patches/<release>/<component>/; name the file only"),
             );
         } else if !p.ends_with(".patch") {
             d.push(
@@ -534,7 +647,11 @@ fn read_patches(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnost
     patches
 }
 
-fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostics) -> Option<Build> {
+fn read_build(
+    mut t: TableReader<'_, '_>,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Option<Build> {
     let file = t.file().clone();
     let before = d.len();
     let system = t.str("system", d, "system = \"cmake\", \"script\" or \"copy\"");
@@ -547,16 +664,22 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
     if let Some(mut aa) = t.opt_table("arch-args", d) {
         for (k, v) in aa.rest() {
             let key = Sp::new(k.get_ref().to_string(), k.span());
-            if let Some(target) = check_target_in_file(arches, &file, &key, "[build.arch-args]", d) {
+            if let Some(target) = check_target_in_file(arches, &file, &key, "[build.arch-args]", d)
+            {
                 if target.xnack.is_some() || target.sramecc.is_some() {
                     d.push(
-                        Diagnostic::new(format!("[build.arch-args] is keyed by processor, not target ID: \"{}\"", key.value))
-                            .at(&file, key.span.clone(), "features are not allowed here")
-                            .hint(format!("write [build.arch-args] {} = [...]", target.arch)),
+                        Diagnostic::new(format!(
+                            "[build.arch-args] is keyed by processor, not target ID: \"{}\"",
+                            key.value
+                        ))
+                        .at(&file, key.span.clone(), "features are not allowed here")
+                        .hint(format!("write [build.arch-args] {} = [...]", target.arch)),
                     );
                     continue;
                 }
-                if let Some(list) = reader::read_str_list(&file, &format!("build.arch-args.{}", key.value), v, d) {
+                if let Some(list) =
+                    reader::read_str_list(&file, &format!("build.arch-args.{}", key.value), v, d)
+                {
                     arch_args.insert(key.value, list.into_iter().map(|s| s.value).collect());
                 }
             }
@@ -595,25 +718,34 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
             }
             BuildSystem::Cmake
         }
-        "script" => match script {
-            Some(s) if !s.trim().is_empty() => BuildSystem::Script { script: s.value },
-            None if meant.contains(&"script") => return None,
-            _ => {
-                d.push(
+        "script" => {
+            match script {
+                Some(s) if !s.trim().is_empty() => BuildSystem::Script { script: s.value },
+                None if meant.contains(&"script") => return None,
+                _ => {
+                    d.push(
                     Diagnostic::new("a script build has no script")
                         .at(&file, system.span.clone(), "system = \"script\" needs script = \"…\"")
                         .hint("add script = \"\"\"…\"\"\" holding the shell commands, one per line"),
                 );
-                return None;
+                    return None;
+                }
             }
-        },
+        }
         "copy" => match dest {
             Some(p) if is_inner_path(&p) => BuildSystem::Copy { dest: p.value },
             Some(p) => {
                 d.push(
-                    Diagnostic::new(format!("copy destination \"{}\" must be relative to the prefix", p.value))
-                        .at(&file, p.span.clone(), path_problem(&p).unwrap_or("leaves the prefix"))
-                        .hint("e.g. dest = \"share/rocforge/tensile\""),
+                    Diagnostic::new(format!(
+                        "copy destination \"{}\" must be relative to the prefix",
+                        p.value
+                    ))
+                    .at(
+                        &file,
+                        p.span.clone(),
+                        path_problem(&p).unwrap_or("leaves the prefix"),
+                    )
+                    .hint("e.g. dest = \"share/rocforge/tensile\""),
                 );
                 return None;
             }
@@ -621,7 +753,11 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
             None => {
                 d.push(
                     Diagnostic::new("a copy build has no destination")
-                        .at(&file, system.span.clone(), "system = \"copy\" needs dest = \"…\"")
+                        .at(
+                            &file,
+                            system.span.clone(),
+                            "system = \"copy\" needs dest = \"…\"",
+                        )
                         .hint("e.g. dest = \"share/rocforge/tensile\""),
                 );
                 return None;
@@ -643,7 +779,11 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
     }
     Some(Build {
         system: kind,
-        arch_vars: arch_vars.unwrap_or_default().into_iter().map(|s| s.value).collect(),
+        arch_vars: arch_vars
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
         args: args.into_iter().map(|s| s.value).collect(),
         arch_args,
         env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
@@ -653,7 +793,11 @@ fn read_build(mut t: TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostic
 fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
     let file = t.file().clone();
     let before = d.len();
-    let client = t.str("client", d, "client = \"bin/<name>-test\", relative to the install prefix");
+    let client = t.str(
+        "client",
+        d,
+        "client = \"bin/<name>-test\", relative to the install prefix",
+    );
     let args = t.opt_str_list("args", d).unwrap_or_default();
     let shards = t.opt_int("shards", d);
     let timeout = t.opt_str("timeout", d);
@@ -689,9 +833,12 @@ fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
         && let Some(problem) = path_problem(c)
     {
         d.push(
-            Diagnostic::new(format!("test client \"{}\" must be relative to the install prefix", c.value))
-                .at(&file, c.span.clone(), problem)
-                .hint("e.g. client = \"bin/rocsparse-test\""),
+            Diagnostic::new(format!(
+                "test client \"{}\" must be relative to the install prefix",
+                c.value
+            ))
+            .at(&file, c.span.clone(), problem)
+            .hint("e.g. client = \"bin/rocsparse-test\""),
         );
     }
     if d.len() > before {
@@ -719,7 +866,9 @@ fn read_resources(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources 
             d.push(
                 Diagnostic::new(format!("malformed size \"{}\"", s.value))
                     .at(&file, s.span.clone(), "expected e.g. 8GiB or 512MiB")
-                    .hint("sizes are a number and a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)"),
+                    .hint(
+                        "sizes are a number and a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)",
+                    ),
             );
             default
         }),
@@ -743,4 +892,234 @@ fn read_resources(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources 
         memory_bytes,
         hours,
     }
+}
+
+fn read_inputs(tables: Vec<TableReader<'_, '_>>, d: &mut Diagnostics) -> Vec<ExtraInput> {
+    let mut out: Vec<ExtraInput> = Vec::new();
+    for mut t in tables {
+        let file = t.file().clone();
+        let before = d.len();
+        let name = t.str(
+            "name",
+            d,
+            "name the input; the build sees it at /inputs/<name>",
+        );
+        let url = t.str(
+            "url",
+            d,
+            "url = \"https://…\" of the file the build would otherwise download",
+        );
+        let sha256 = t.str(
+            "sha256",
+            d,
+            "add sha256 = \"<64 hex digits>\" (`sha256sum FILE` prints it)",
+        );
+        let unpack = t.opt_bool("unpack", d).is_some_and(|b| b.value);
+        t.finish(d);
+        if let Some(n) = &name {
+            if !is_component_name(n) {
+                d.push(
+                    Diagnostic::new(format!("invalid input name \"{}\"", n.value))
+                        .at(&file, n.span.clone(), "not a plain name")
+                        .hint("input names use lowercase letters, digits, '-', '_' and '.'"),
+                );
+            } else if out.iter().any(|i| i.name == n.value) {
+                d.push(
+                    Diagnostic::new(format!("input \"{}\" is listed twice", n.value))
+                        .at(&file, n.span.clone(), "second input of this name")
+                        .hint("give each [[inputs]] entry its own name"),
+                );
+            }
+        }
+        if let Some(u) = &url {
+            check_url(&file, u, d);
+        }
+        if let Some(sha) = &sha256
+            && !is_hex(sha, 64)
+        {
+            d.push(
+                Diagnostic::new(format!("malformed sha256 \"{}\"", sha.value))
+                    .at(&file, sha.span.clone(), hex_problem(sha, 64))
+                    .hint("copy the digest from `sha256sum FILE`"),
+            );
+        }
+        if d.len() > before {
+            continue;
+        }
+        if let (Some(name), Some(url), Some(sha256)) = (name, url, sha256) {
+            out.push(ExtraInput {
+                name: name.value,
+                url: url.value,
+                sha256: sha256.value,
+                unpack,
+            });
+        }
+    }
+    out
+}
+
+const DERIVE_VARS: [&str; 5] = ["arch", "isa", "major", "minor", "stepping"];
+
+fn read_derive(
+    tables: Vec<TableReader<'_, '_>>,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Vec<Derive> {
+    let mut out = Vec::new();
+    for mut t in tables {
+        let file = t.file().clone();
+        let before = d.len();
+        let for_arches = t.opt_str_list("arches", d);
+        let from = t.str(
+            "from",
+            d,
+            "from = \"<directory of the patched source to copy>\"",
+        );
+        let to = t.str(
+            "to",
+            d,
+            "to = \"<destination, e.g. …/asm_full/{codename}>\"",
+        );
+        let rename = t.opt_pair_list("rename", d).unwrap_or_default();
+        let replace = t.opt_pair_list("replace", d).unwrap_or_default();
+        let mut vars: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        if let Some(mut vt) = t.opt_table("vars", d) {
+            for (k, v) in vt.rest() {
+                let arch = k.get_ref().to_string();
+                if arches.get(&arch).is_none() {
+                    d.push(
+                        Diagnostic::new(format!("unknown GPU target \"{arch}\" in [derive.vars]"))
+                            .at(&file, k.span(), "not a known processor")
+                            .maybe_hint(did_you_mean(&arch, arches.names())),
+                    );
+                    continue;
+                }
+                let toml::de::DeValue::Table(table) = v.get_ref() else {
+                    d.push(
+                        Diagnostic::new(format!("[derive.vars.{arch}] must be a table of strings"))
+                            .at(&file, v.span(), "expected a table")
+                            .hint(format!("e.g. [derive.vars.{arch}] codename = \"renoir\"")),
+                    );
+                    continue;
+                };
+                let mut map = BTreeMap::new();
+                for (vk, vv) in table.iter() {
+                    match vv.get_ref().as_str() {
+                        Some(s) => {
+                            map.insert(vk.get_ref().to_string(), s.to_string());
+                        }
+                        None => d.push(
+                            Diagnostic::new(format!(
+                                "derive variable \"{}\" must be a string",
+                                vk.get_ref()
+                            ))
+                            .at(&file, vv.span(), "expected a string")
+                            .hint("quote the value"),
+                        ),
+                    }
+                }
+                vars.insert(arch, map);
+            }
+        }
+        let table_span = t.span();
+        t.finish(d);
+        let for_arches = match for_arches {
+            Some(list) if !list.is_empty() => list,
+            _ => {
+                d.push(
+                    Diagnostic::new("[[derive]] names no arches")
+                        .at(
+                            &file,
+                            table_span.start..table_span.start,
+                            "which targets is this derivation for?",
+                        )
+                        .hint("add arches = [\"gfx90c\", \"gfx902\"]"),
+                );
+                continue;
+            }
+        };
+        for a in &for_arches {
+            if arches.get(a).is_none() {
+                d.push(
+                    Diagnostic::new(format!(
+                        "unknown GPU target \"{}\" in [[derive]] arches",
+                        a.value
+                    ))
+                    .at(&file, a.span.clone(), "not a known processor")
+                    .maybe_hint(did_you_mean(a, arches.names())),
+                );
+            }
+        }
+        for p in from.iter().chain(to.iter()) {
+            if let Some(problem) = path_problem(p) {
+                d.push(
+                    Diagnostic::new(format!("derive path \"{}\" must stay inside the source tree", p.value))
+                        .at(&file, p.span.clone(), problem)
+                        .hint("write a relative path inside the source, e.g. \"library/src/blas3/Tensile/Logic/asm_full/vega10\""),
+                );
+            }
+        }
+        // Every {placeholder} must be known for every arch the derivation runs for.
+        let texts = to
+            .iter()
+            .cloned()
+            .chain(rename.iter().chain(replace.iter()).map(|(_, b)| b.clone()));
+        for text in texts {
+            for var in placeholders(&text) {
+                if DERIVE_VARS.contains(&var.as_str()) {
+                    continue;
+                }
+                for a in &for_arches {
+                    if !vars.get(a.as_str()).is_some_and(|m| m.contains_key(&var)) {
+                        d.push(
+                            Diagnostic::new(format!("placeholder {{{var}}} has no value for {}", a.value))
+                                .at(&file, text.span.clone(), format!("uses {{{var}}}"))
+                                .hint(format!("add [derive.vars.{}] {var} = \"…\" (built in: arch, isa, major, minor, stepping)", a.value)),
+                        );
+                    }
+                }
+            }
+        }
+        if d.len() > before {
+            continue;
+        }
+        if let (Some(from), Some(to)) = (from, to) {
+            out.push(Derive {
+                arches: for_arches.into_iter().map(|a| a.value).collect(),
+                from: from.value,
+                to: to.value,
+                rename: rename
+                    .into_iter()
+                    .map(|(a, b)| (a.value, b.value))
+                    .collect(),
+                replace: replace
+                    .into_iter()
+                    .map(|(a, b)| (a.value, b.value))
+                    .collect(),
+                vars,
+            });
+        }
+    }
+    out
+}
+
+/// Names inside `{…}` in a template.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start + 1..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 1..start + 1 + len];
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            out.push(name.to_string());
+        }
+        rest = &rest[start + 1 + len..];
+    }
+    out
 }

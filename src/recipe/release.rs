@@ -22,15 +22,32 @@ pub struct Release {
     pub file: Arc<SourceFile>,
 }
 
-pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut Diagnostics) -> Option<Release> {
+pub fn parse(
+    file: &Arc<SourceFile>,
+    dir_name: &str,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Option<Release> {
     let before = d.len();
     let doc = reader::parse(file, d)?;
     let mut r = TableReader::new(file, &doc, "");
     let name = r.str("name", d, &format!("add name = \"{dir_name}\""));
-    let version = r.str("version", d, "add the ROCm version of this line, e.g. version = \"6.4.4\"");
+    let version = r.str(
+        "version",
+        d,
+        "add the ROCm version of this line, e.g. version = \"6.4.4\"",
+    );
     let summary = r.opt_str("summary", d);
-    let image = r.str("image", d, "add the builder image, e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\"");
-    let prefix = r.str("prefix", d, "add the install prefix, e.g. prefix = \"/opt/rocm\"");
+    let image = r.str(
+        "image",
+        d,
+        "add the builder image, e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\"",
+    );
+    let prefix = r.str(
+        "prefix",
+        d,
+        "add the install prefix, e.g. prefix = \"/opt/rocm\"",
+    );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
     r.finish(d);
 
@@ -38,9 +55,15 @@ pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut
         && n.value != dir_name
     {
         d.push(
-            Diagnostic::new(format!("release \"{}\" is described in directory \"{dir_name}\"", n.value))
-                .at(file, n.span.clone(), "does not match its directory")
-                .hint(format!("rename the directory to {} or set name = \"{dir_name}\"", n.value)),
+            Diagnostic::new(format!(
+                "release \"{}\" is described in directory \"{dir_name}\"",
+                n.value
+            ))
+            .at(file, n.span.clone(), "does not match its directory")
+            .hint(format!(
+                "rename the directory to {} or set name = \"{dir_name}\"",
+                n.value
+            )),
         );
     }
     if let Some(p) = &prefix
@@ -53,11 +76,17 @@ pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut
         );
     }
     if let Some(i) = &image
-        && (i.is_empty() || i.chars().any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
+        && (i.is_empty()
+            || i.chars()
+                .any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
     {
         d.push(
             Diagnostic::new(format!("malformed image reference \"{}\"", i.value))
-                .at(file, i.span.clone(), "expected registry/name:tag in lowercase")
+                .at(
+                    file,
+                    i.span.clone(),
+                    "expected registry/name:tag in lowercase",
+                )
                 .hint("e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\""),
         );
     }
@@ -68,13 +97,22 @@ pub fn parse(file: &Arc<SourceFile>, dir_name: &str, arches: &ArchTable, d: &mut
     // normalize() would find the same conflicts, but without the entries' positions.
     let mut conflicts = 0;
     for (i, (t, at)) in written.iter().enumerate() {
-        if let Some((first, first_at)) = written[..i].iter().find(|(f, _)| f.arch == t.arch && f != t) {
+        if let Some((first, first_at)) = written[..i]
+            .iter()
+            .find(|(f, _)| f.arch == t.arch && f != t)
+        {
             conflicts += 1;
             d.push(
-                Diagnostic::new(format!("targets {first} and {t} name the same processor with different features"))
-                    .at(file, at.span.clone(), format!("a second setting for {}", t.arch))
-                    .related(file, first_at.span.clone(), "first setting")
-                    .hint("a library holds one code object per processor; keep one of these entries"),
+                Diagnostic::new(format!(
+                    "targets {first} and {t} name the same processor with different features"
+                ))
+                .at(
+                    file,
+                    at.span.clone(),
+                    format!("a second setting for {}", t.arch),
+                )
+                .related(file, first_at.span.clone(), "first setting")
+                .hint("a library holds one code object per processor; keep one of these entries"),
             );
         }
     }

@@ -1,0 +1,906 @@
+//! Tarball downloads with one-pass verification.
+//!
+//! Bytes are streamed to `<dest>.part` and hashed in the same pass as they are written, so a
+//! finished download is verified without reading it back. An interrupted download (a killed
+//! earlier run, a dropped connection, a timeout, a 5xx) is resumed with `Range: bytes=N-` from
+//! what is already on disk; only a verified file is ever renamed to `dest`. `file://` URLs (disk
+//! mirrors) go through the same checksum rules.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::blocking::{Client, Response};
+use reqwest::header::{ACCEPT_ENCODING, CONTENT_RANGE, RANGE, RETRY_AFTER};
+use sha2::{Digest, Sha256};
+
+use crate::progress::{Reporter, Task};
+
+/// The longest wait between two attempts, whatever the backoff or a `Retry-After` says.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+const HTTP_CHUNK: usize = 256 * 1024;
+const FILE_CHUNK: usize = 1024 * 1024;
+
+/// How hard [`download`] tries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadOptions {
+    /// Retries after the first attempt on transient failures (so `retries + 1` attempts at most).
+    pub retries: u32,
+    /// The first delay before a retry; doubled for each further retry, capped at [`MAX_BACKOFF`].
+    pub backoff: Duration,
+    /// Connect timeout and read idle timeout (the longest wait for the next bytes, not a limit
+    /// on the whole transfer). It takes effect through the client: build it with
+    /// [`client_with`]; a client from elsewhere keeps its own timeouts.
+    pub timeout: Duration,
+}
+
+impl Default for DownloadOptions {
+    fn default() -> Self {
+        DownloadOptions {
+            retries: 5,
+            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A verified file at its destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Downloaded {
+    pub path: PathBuf,
+    /// Size of the verified file.
+    pub bytes: u64,
+    /// Bytes kept from a `.part` file left by an earlier run (0 when starting fresh, or when
+    /// those bytes had to be thrown away).
+    pub resumed_from: u64,
+    /// Requests made (0 for a cache hit and for `file://` URLs, which make no request).
+    pub attempts: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error("invalid URL {url:?}: {reason}")]
+    InvalidUrl { url: String, reason: String },
+    #[error("cannot download {url}: unsupported URL scheme {scheme:?} (use https, http or file)")]
+    UnsupportedScheme { url: String, scheme: String },
+    #[error("invalid sha256 for {url}: {given:?} is not 64 hexadecimal digits")]
+    InvalidDigest { url: String, given: String },
+    #[error("cannot download {url}: HTTP {status}{}", attempts_suffix(*.attempts))]
+    Http {
+        url: String,
+        status: u16,
+        attempts: u32,
+    },
+    #[error("cannot download {url}: {message}{}", attempts_suffix(*.attempts))]
+    Transport {
+        url: String,
+        message: String,
+        attempts: u32,
+    },
+    #[error("sha256 mismatch for {url}: expected {expected}, got {actual}")]
+    Checksum {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("cannot download {url}: {}: {source}", path.display())]
+    Io {
+        url: String,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("cannot download {url}: {} is being written by another process", path.display())]
+    Busy { url: String, path: PathBuf },
+}
+
+fn attempts_suffix(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+impl DownloadError {
+    /// The URL the error is about.
+    pub fn url(&self) -> &str {
+        match self {
+            DownloadError::InvalidUrl { url, .. }
+            | DownloadError::UnsupportedScheme { url, .. }
+            | DownloadError::InvalidDigest { url, .. }
+            | DownloadError::Http { url, .. }
+            | DownloadError::Transport { url, .. }
+            | DownloadError::Checksum { url, .. }
+            | DownloadError::Io { url, .. }
+            | DownloadError::Busy { url, .. } => url,
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            DownloadError::InvalidUrl { .. } | DownloadError::UnsupportedScheme { .. } => {
+                "fix the recipe's url: it must be an https://, http:// or file:// URL".into()
+            }
+            DownloadError::InvalidDigest { .. } => {
+                "the recipe's sha256 must be 64 hexadecimal digits (`sha256sum FILE` prints it)"
+                    .into()
+            }
+            DownloadError::Http { url, status, .. } => match status {
+                404 | 410 => format!(
+                    "the file is not (or no longer) at this URL; check the recipe's url, or {}",
+                    mirror_hint(url)
+                ),
+                401 | 403 => format!("the server refused access; {}", mirror_hint(url)),
+                _ if is_transient_status(*status) => format!(
+                    "the server kept failing; try again later, or {}",
+                    mirror_hint(url)
+                ),
+                _ => format!("check the recipe's url, or {}", mirror_hint(url)),
+            },
+            DownloadError::Transport { url, .. } => {
+                format!("check the network, or {}", mirror_hint(url))
+            }
+            DownloadError::Checksum { .. } => "the file changed upstream or the recipe's sha256 \
+                                               is wrong; the partial file was deleted"
+                .into(),
+            DownloadError::Io { path, source, .. } => {
+                if source.kind() == io::ErrorKind::NotFound && !is_part(path) {
+                    format!(
+                        "{} does not exist; check the mirror or the URL",
+                        path.display()
+                    )
+                } else {
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    format!(
+                        "check that {} is writable and has free space",
+                        dir.display()
+                    )
+                }
+            }
+            DownloadError::Busy { .. } => {
+                "another rocforge is downloading the same file; wait for it to finish".into()
+            }
+        }
+    }
+}
+
+fn is_part(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "part")
+}
+
+fn mirror_hint(url: &str) -> String {
+    let prefix = match reqwest::Url::parse(url) {
+        Ok(u) if u.host_str().is_some() => {
+            let host = u.host_str().unwrap_or("host");
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!("{}://{host}{port}/", u.scheme())
+        }
+        _ => "https://host/prefix/".into(),
+    };
+    format!(
+        "map this URL to a mirror in rocforge.toml: [mirrors] \"{prefix}\" = \"file:///srv/mirror/\""
+    )
+}
+
+/// A client with rocforge's user agent and the default timeouts.
+pub fn client() -> Client {
+    client_with(&DownloadOptions::default())
+}
+
+/// A client with rocforge's user agent, connecting within `opts.timeout` and failing a request
+/// when no bytes arrive for `opts.timeout` (an idle timeout: a long transfer is never cut off
+/// while it makes progress).
+pub fn client_with(opts: &DownloadOptions) -> Client {
+    // The blocking client's `timeout` bounds the wait for the response head and each body read;
+    // it is not passed down as a whole-transfer deadline.
+    Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(opts.timeout)
+        .timeout(opts.timeout)
+        .build()
+        // Only fails when the TLS backend cannot start; the plain client fails the same way.
+        .unwrap_or_else(|_| Client::new())
+}
+
+/// Downloads `url` to `dest`, verifying its sha256 on the way.
+///
+/// Returns at once, without network, if `dest` already holds the right bytes. Otherwise the
+/// body goes to `<dest>.part` (resumed if it exists), is verified, then renamed to `dest`.
+pub fn download(
+    client: &Client,
+    url: &str,
+    sha256: &str,
+    dest: &Path,
+    opts: &DownloadOptions,
+    reporter: &dyn Reporter,
+) -> Result<Downloaded, DownloadError> {
+    let expected = normalize_digest(sha256).ok_or_else(|| DownloadError::InvalidDigest {
+        url: url.into(),
+        given: sha256.into(),
+    })?;
+    let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
+        url: url.into(),
+        reason: e.to_string(),
+    })?;
+    let origin = match parsed.scheme() {
+        "http" | "https" => None,
+        "file" => Some(
+            parsed
+                .to_file_path()
+                .map_err(|()| DownloadError::InvalidUrl {
+                    url: url.into(),
+                    reason: "a file:// URL must name an absolute local path".into(),
+                })?,
+        ),
+        other => {
+            return Err(DownloadError::UnsupportedScheme {
+                url: url.into(),
+                scheme: other.into(),
+            });
+        }
+    };
+    let io_err = |path: &Path, source: io::Error| DownloadError::Io {
+        url: url.into(),
+        path: path.to_path_buf(),
+        source,
+    };
+
+    if let Some(done) = cache_hit(url, dest, &expected, reporter)? {
+        return Ok(done);
+    }
+    let part_path = part_path(dest).ok_or_else(|| {
+        io_err(
+            dest,
+            io::Error::new(io::ErrorKind::InvalidInput, "not a file path"),
+        )
+    })?;
+    if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    }
+    let label = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| url.to_string());
+
+    match origin {
+        None => {
+            let mut part = Part::open(url, &part_path, true)?;
+            let task = reporter.task(&label, None, true);
+            task.set_position(part.len);
+            let result = http_download(client, url, &expected, &mut part, opts, reporter, &*task)
+                .and_then(|attempts| part.commit(url, dest).map(|()| attempts));
+            finish_task(&*task, &result);
+            if result.is_err() && part.len == 0 {
+                // Nothing to resume from: leave no empty `.part` behind.
+                let _ = part.remove(url);
+            }
+            result.map(|attempts| Downloaded {
+                path: dest.to_path_buf(),
+                bytes: part.len,
+                resumed_from: part.kept,
+                attempts,
+            })
+        }
+        Some(src) => {
+            // A local copy is cheap: it always starts from zero, so the old bytes are not read.
+            let mut part = Part::open(url, &part_path, false)?;
+            let task = reporter.task(&label, None, true);
+            let result = copy_file(url, &src, &mut part, &*task).and_then(|()| {
+                part.check(url, &expected)?;
+                part.commit(url, dest)
+            });
+            finish_task(&*task, &result);
+            if result.is_err() {
+                // A copy restarts from zero anyway: leave nothing behind.
+                let _ = part.remove(url);
+            }
+            result.map(|()| Downloaded {
+                path: dest.to_path_buf(),
+                bytes: part.len,
+                resumed_from: 0,
+                attempts: 0,
+            })
+        }
+    }
+}
+
+fn finish_task<T>(task: &dyn Task, result: &Result<T, DownloadError>) {
+    task.finish(if result.is_ok() { "verified" } else { "failed" });
+}
+
+/// Lowercase hex of a sha256 given as hex (either case), optionally prefixed `sha256:`.
+fn normalize_digest(s: &str) -> Option<String> {
+    let s = s.trim();
+    let s = s.strip_prefix("sha256:").unwrap_or(s);
+    (s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())).then(|| s.to_ascii_lowercase())
+}
+
+fn part_path(dest: &Path) -> Option<PathBuf> {
+    let mut name: OsString = dest.file_name()?.to_os_string();
+    name.push(".part");
+    Some(dest.with_file_name(name))
+}
+
+fn cache_hit(
+    url: &str,
+    dest: &Path,
+    expected: &str,
+    reporter: &dyn Reporter,
+) -> Result<Option<Downloaded>, DownloadError> {
+    let mut file = match File::open(dest) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(DownloadError::Io {
+                url: url.into(),
+                path: dest.into(),
+                source: e,
+            });
+        }
+    };
+    let io_err = |source| DownloadError::Io {
+        url: url.into(),
+        path: dest.into(),
+        source,
+    };
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    let mut hasher = Sha256::new();
+    let bytes = hash_reader(&mut file, &mut hasher).map_err(io_err)?;
+    let actual = hex::encode(hasher.finalize());
+    if actual == expected {
+        reporter.note(&format!(
+            "{} is already downloaded and verified",
+            dest.display()
+        ));
+        return Ok(Some(Downloaded {
+            path: dest.to_path_buf(),
+            bytes,
+            resumed_from: 0,
+            attempts: 0,
+        }));
+    }
+    reporter.note(&format!(
+        "{} exists but its sha256 is {actual}, not {expected}; downloading it again",
+        dest.display()
+    ));
+    Ok(None)
+}
+
+fn hash_reader(r: &mut impl Read, hasher: &mut Sha256) -> io::Result<u64> {
+    let mut buf = vec![0u8; FILE_CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+}
+
+/// `<dest>.part`, locked for this process, with a hasher that has seen exactly its bytes.
+struct Part {
+    file: File,
+    path: PathBuf,
+    hasher: Sha256,
+    len: u64,
+    /// Bytes still in the file from before this call (a killed earlier run).
+    kept: u64,
+    /// Whether the bytes came from more than one source (an earlier run, or several responses).
+    stitched: bool,
+}
+
+impl Part {
+    /// Opens (creating) and locks the part file; with `hash_existing`, hashes what it holds so
+    /// new bytes can be appended, otherwise empties it.
+    fn open(url: &str, path: &Path, hash_existing: bool) -> Result<Part, DownloadError> {
+        let io_err = |source| DownloadError::Io {
+            url: url.into(),
+            path: path.into(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io_err)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(DownloadError::Busy {
+                    url: url.into(),
+                    path: path.into(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {}
+            Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        }
+        let mut hasher = Sha256::new();
+        if !hash_existing {
+            file.set_len(0).map_err(io_err)?;
+        }
+        let len = hash_reader(&mut file, &mut hasher).map_err(io_err)?;
+        // Reading left the cursor at the end: new bytes are appended after what was hashed.
+        file.seek(SeekFrom::Start(len)).map_err(io_err)?;
+        Ok(Part {
+            file,
+            path: path.into(),
+            hasher,
+            len,
+            kept: len,
+            stitched: len > 0,
+        })
+    }
+
+    fn io_err(&self, url: &str, source: io::Error) -> DownloadError {
+        DownloadError::Io {
+            url: url.into(),
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all(buf)?;
+        self.hasher.update(buf);
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Throws the bytes away and starts again from zero.
+    fn reset(&mut self) -> io::Result<()> {
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.hasher = Sha256::new();
+        self.len = 0;
+        self.kept = 0;
+        self.stitched = false;
+        Ok(())
+    }
+
+    fn digest(&self) -> String {
+        hex::encode(self.hasher.clone().finalize())
+    }
+
+    /// Compares the digest; on a mismatch deletes the file and says so.
+    fn check(&mut self, url: &str, expected: &str) -> Result<(), DownloadError> {
+        let actual = self.digest();
+        if actual == expected {
+            return Ok(());
+        }
+        self.remove(url)?;
+        Err(DownloadError::Checksum {
+            url: url.into(),
+            expected: expected.into(),
+            actual,
+        })
+    }
+
+    fn remove(&mut self, url: &str) -> Result<(), DownloadError> {
+        match fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(self.io_err(url, e)),
+        }
+    }
+
+    /// Makes the verified bytes durable and moves them to `dest` atomically.
+    fn commit(&mut self, url: &str, dest: &Path) -> Result<(), DownloadError> {
+        self.file.sync_all().map_err(|e| self.io_err(url, e))?;
+        fs::rename(&self.path, dest).map_err(|e| DownloadError::Io {
+            url: url.into(),
+            path: dest.into(),
+            source: e,
+        })?;
+        sync_dir(dest).map_err(|e| DownloadError::Io {
+            url: url.into(),
+            path: dest.parent().unwrap_or(Path::new(".")).into(),
+            source: e,
+        })
+    }
+}
+
+#[cfg(unix)]
+fn sync_dir(dest: &Path) -> io::Result<()> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+fn copy_file(url: &str, src: &Path, part: &mut Part, task: &dyn Task) -> Result<(), DownloadError> {
+    let src_err = |source| DownloadError::Io {
+        url: url.into(),
+        path: src.into(),
+        source,
+    };
+    let mut file = File::open(src).map_err(src_err)?;
+    let meta = file.metadata().map_err(src_err)?;
+    if !meta.is_file() {
+        return Err(src_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    part.reset().map_err(|e| part.io_err(url, e))?;
+    task.set_total(meta.len());
+    let mut buf = vec![0u8; FILE_CHUNK];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(src_err(e)),
+        };
+        part.write(&buf[..n]).map_err(|e| part.io_err(url, e))?;
+        task.inc(n as u64);
+    }
+}
+
+/// Why one attempt did not produce a complete body.
+enum Failure {
+    /// Worth another attempt: it resumes from the bytes already written.
+    Transient {
+        reason: String,
+        status: Option<u16>,
+        retry_after: Option<Duration>,
+    },
+    Fatal(DownloadError),
+}
+
+/// How one attempt ended.
+enum Step {
+    /// The body is complete in the part file.
+    Complete,
+    /// 416 to our `Range`: the part file is as long as the resource (or longer).
+    RangeNotSatisfiable,
+}
+
+/// Runs the attempts until the part file holds the verified body; returns the requests made.
+fn http_download(
+    client: &Client,
+    url: &str,
+    expected: &str,
+    part: &mut Part,
+    opts: &DownloadOptions,
+    reporter: &dyn Reporter,
+    task: &dyn Task,
+) -> Result<u32, DownloadError> {
+    let max_attempts = opts.retries.saturating_add(1);
+    let mut requests = 0u32;
+    let mut failures = 0u32;
+    // Whether we already started over from zero after a bad resumed file.
+    let mut restarted = false;
+    loop {
+        requests = requests.saturating_add(1);
+        let (reason, status, retry_after) = match attempt(client, url, part, task) {
+            Ok(step) => {
+                if part.digest() == expected {
+                    return Ok(requests);
+                }
+                // 416 means the part file is already as long as the resource; a mismatch then,
+                // or after stitching responses together, may come from a stale prefix (changed
+                // upstream since the earlier run) or a damaged one (a crash before the data
+                // reached the disk): fetch the whole file once more before giving up.
+                let retry_whole = matches!(step, Step::RangeNotSatisfiable) || part.stitched;
+                if retry_whole && !restarted {
+                    restarted = true;
+                    reporter.note(&format!(
+                        "{} did not verify after resuming; downloading {url} again from the start",
+                        part.path.display()
+                    ));
+                    part.reset().map_err(|e| part.io_err(url, e))?;
+                    task.set_position(0);
+                    continue;
+                }
+                part.check(url, expected)?;
+                return Ok(requests);
+            }
+            Err(Failure::Fatal(mut e)) => {
+                if let DownloadError::Http { attempts, .. } = &mut e {
+                    *attempts = requests;
+                }
+                return Err(e);
+            }
+            Err(Failure::Transient {
+                reason,
+                status,
+                retry_after,
+            }) => (reason, status, retry_after),
+        };
+        failures = failures.saturating_add(1);
+        if failures >= max_attempts {
+            return Err(match status {
+                Some(status) => DownloadError::Http {
+                    url: url.into(),
+                    status,
+                    attempts: requests,
+                },
+                None => DownloadError::Transport {
+                    url: url.into(),
+                    message: reason,
+                    attempts: requests,
+                },
+            });
+        }
+        let delay = backoff_delay(opts.backoff, failures, retry_after);
+        reporter.note(&format!(
+            "retrying {url} in {} (attempt {}/{max_attempts}): {reason}",
+            format_delay(delay),
+            failures + 1,
+        ));
+        thread::sleep(delay);
+    }
+}
+
+/// One request: streams the body into the part file, resuming from its length.
+fn attempt(client: &Client, url: &str, part: &mut Part, task: &dyn Task) -> Result<Step, Failure> {
+    let offset = part.len;
+    let mut request = client.get(url).header(ACCEPT_ENCODING, "identity");
+    if offset > 0 {
+        request = request.header(RANGE, format!("bytes={offset}-"));
+    }
+    let mut response = request.send().map_err(|e| Failure::Transient {
+        reason: describe(&e.without_url()),
+        status: None,
+        retry_after: None,
+    })?;
+    let status = response.status();
+    let fatal_io = |part: &Part, e| Failure::Fatal(part.io_err(url, e));
+    match status {
+        StatusCode::PARTIAL_CONTENT => {
+            let start = response
+                .headers()
+                .get(CONTENT_RANGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(content_range_start);
+            if start != Some(offset) {
+                // Not the range we asked for: start over cleanly on the next attempt.
+                let got = response
+                    .headers()
+                    .get(CONTENT_RANGE)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                    .unwrap_or_else(|| "no Content-Range".into());
+                part.reset().map_err(|e| fatal_io(part, e))?;
+                task.set_position(0);
+                return Err(Failure::Transient {
+                    reason: format!("asked for bytes {offset}- but the server sent {got:?}"),
+                    status: None,
+                    retry_after: None,
+                });
+            }
+            if offset > 0 {
+                part.stitched = true;
+            }
+        }
+        StatusCode::OK => {
+            if offset > 0 {
+                // The server ignores ranges: the body is the whole file.
+                tracing::debug!(url, "server ignored Range; restarting from zero");
+                part.reset().map_err(|e| fatal_io(part, e))?;
+            }
+        }
+        StatusCode::RANGE_NOT_SATISFIABLE if offset > 0 => return Ok(Step::RangeNotSatisfiable),
+        _ if is_transient_status(status.as_u16()) => {
+            return Err(Failure::Transient {
+                reason: format!("HTTP {status}"),
+                status: Some(status.as_u16()),
+                retry_after: retry_after(&response),
+            });
+        }
+        _ => {
+            return Err(Failure::Fatal(DownloadError::Http {
+                url: url.into(),
+                status: status.as_u16(),
+                attempts: 1,
+            }));
+        }
+    }
+
+    let remaining = response.content_length();
+    if let Some(n) = remaining {
+        task.set_total(part.len.saturating_add(n));
+    }
+    task.set_position(part.len);
+    stream_body(&mut response, part, task, remaining).map_err(|e| match e {
+        BodyError::Read(e, received) => Failure::Transient {
+            reason: format!(
+                "connection lost after {received} bytes: {}",
+                describe_io(&e)
+            ),
+            status: None,
+            retry_after: None,
+        },
+        BodyError::Short(received, expected) => Failure::Transient {
+            reason: format!("body ended after {received} of {expected} bytes"),
+            status: None,
+            retry_after: None,
+        },
+        BodyError::Write(e) => fatal_io(part, e),
+    })?;
+    Ok(Step::Complete)
+}
+
+enum BodyError {
+    Read(io::Error, u64),
+    Short(u64, u64),
+    Write(io::Error),
+}
+
+fn stream_body(
+    response: &mut Response,
+    part: &mut Part,
+    task: &dyn Task,
+    expected: Option<u64>,
+) -> Result<(), BodyError> {
+    let mut buf = vec![0u8; HTTP_CHUNK];
+    let mut received = 0u64;
+    loop {
+        let n = match response.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(BodyError::Read(e, received)),
+        };
+        part.write(&buf[..n]).map_err(BodyError::Write)?;
+        received += n as u64;
+        task.inc(n as u64);
+    }
+    match expected {
+        Some(expected) if received < expected => Err(BodyError::Short(received, expected)),
+        _ => Ok(()),
+    }
+}
+
+fn is_transient_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+}
+
+/// The first byte position of `Content-Range: bytes START-END/TOTAL`.
+fn content_range_start(value: &str) -> Option<u64> {
+    let rest = value.trim().strip_prefix("bytes")?.trim_start();
+    let (start, _) = rest.split_once('-')?;
+    start.trim().parse().ok()
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is ignored).
+fn retry_after(response: &Response) -> Option<Duration> {
+    let secs: u64 = response
+        .headers()
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs.min(MAX_BACKOFF.as_secs())))
+}
+
+/// `backoff * 2^(failures-1)`, at least `retry_after`, at most [`MAX_BACKOFF`].
+fn backoff_delay(backoff: Duration, failures: u32, retry_after: Option<Duration>) -> Duration {
+    let factor = 1u32
+        .checked_shl(failures.saturating_sub(1))
+        .unwrap_or(u32::MAX);
+    let delay = backoff
+        .checked_mul(factor)
+        .unwrap_or(MAX_BACKOFF)
+        .min(MAX_BACKOFF);
+    retry_after.map_or(delay, |r| delay.max(r)).min(MAX_BACKOFF)
+}
+
+fn format_delay(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// An error and its causes on one line ("error sending request: connection refused").
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+fn describe_io(e: &io::Error) -> String {
+    match e.get_ref() {
+        Some(inner) => describe(inner),
+        None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_normalized() {
+        let hex = "AB".repeat(32);
+        assert_eq!(normalize_digest(&hex), Some("ab".repeat(32)));
+        assert_eq!(
+            normalize_digest(&format!("sha256:{}", "0".repeat(64))),
+            Some("0".repeat(64))
+        );
+        assert_eq!(normalize_digest("abc"), None);
+        assert_eq!(normalize_digest(&"g".repeat(64)), None);
+        assert_eq!(normalize_digest(&"é".repeat(32)), None);
+    }
+
+    #[test]
+    fn content_range_is_parsed() {
+        assert_eq!(content_range_start("bytes 100-199/200"), Some(100));
+        assert_eq!(content_range_start("bytes */200"), None);
+        assert_eq!(content_range_start("items 1-2/3"), None);
+        assert_eq!(content_range_start(""), None);
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let b = Duration::from_millis(500);
+        assert_eq!(backoff_delay(b, 1, None), Duration::from_millis(500));
+        assert_eq!(backoff_delay(b, 2, None), Duration::from_secs(1));
+        assert_eq!(backoff_delay(b, 3, None), Duration::from_secs(2));
+        assert_eq!(backoff_delay(b, 40, None), MAX_BACKOFF);
+        assert_eq!(backoff_delay(Duration::MAX, 2, None), MAX_BACKOFF);
+        assert_eq!(
+            backoff_delay(b, 1, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(format_delay(Duration::from_secs(1)), "1.0s");
+        assert_eq!(format_delay(Duration::from_millis(10)), "10ms");
+    }
+
+    #[test]
+    fn part_path_appends_suffix() {
+        assert_eq!(
+            part_path(Path::new("/a/b.tar.gz")),
+            Some(PathBuf::from("/a/b.tar.gz.part"))
+        );
+        assert_eq!(part_path(Path::new("/")), None);
+    }
+
+    #[test]
+    fn hints_name_a_mirror_prefix() {
+        let e = DownloadError::Transport {
+            url: "https://github.com/ROCm/x.tar.gz".into(),
+            message: "refused".into(),
+            attempts: 6,
+        };
+        assert!(
+            e.hint()
+                .contains("[mirrors] \"https://github.com/\" = \"file:///srv/mirror/\"")
+        );
+        assert!(e.to_string().contains("after 6 attempts"));
+    }
+}

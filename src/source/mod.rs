@@ -1,4 +1,9 @@
 //! Sources: turning a recipe's `[source]` and `[patches]` into an exact, patched tree.
 
+pub mod cache;
+pub mod derive;
 pub mod download;
+pub mod git;
+pub mod lock;
 pub mod patch;
+pub mod prepare;

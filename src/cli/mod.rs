@@ -1,0 +1,281 @@
+//! Command definitions and their output. Only this module (and main) prints.
+
+mod arch_cmd;
+mod catalog_cmds;
+mod plan_cmd;
+pub mod progress;
+mod sources;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use rocforge::catalog::{CatalogError, CatalogRoot, export_embedded};
+use rocforge::diag::{Diagnostic, Diagnostics};
+use rocforge::plan::key::RuntimeKind;
+
+const AFTER_HELP: &str = "\
+Examples:
+  rocforge list                                  components of the newest release line
+  rocforge plan rocsparse --arch gfx90c          what a build of rocSPARSE for gfx90c would do
+  rocforge plan rocsolver --arch gfx90c,gfx902 --format json
+  rocforge arch show gfx90c                      what rocforge knows about a GPU target
+  rocforge check --recipes ./recipes             validate an edited catalog
+  rocforge fetch rocblas --arch gfx90c           the patched source tree, in the source cache
+  rocforge dev rocblas --arch gfx90c             a git checkout with one commit per patch
+
+The shipped catalog is built in; `rocforge catalog export DIR` writes it out for editing and
+`--recipes DIR/recipes` (or ROCFORGE_RECIPES) uses the edited copy.";
+
+#[derive(Parser, Debug)]
+#[command(name = "rocforge", version, about = "Build ROCm for the GPUs AMD leaves out (gfx90c, gfx902, ...), reproducibly",
+    long_about = "rocforge turns TOML recipes of ROCm components into reproducible builds for GPU targets that \
+AMD's packages leave out, such as the Vega iGPUs gfx90c (Renoir/Cezanne/Barcelo) and gfx902 (Raven Ridge), \
+and checks that every library carries code for the GPUs you asked for.",
+    after_help = AFTER_HELP)]
+pub struct Args {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Global {
+    /// A recipes/ directory to use instead of the built-in catalog (patches come from its sibling patches/)
+    #[arg(long, global = true, env = "ROCFORGE_RECIPES", value_name = "DIR")]
+    pub recipes: Option<PathBuf>,
+    /// Release line, e.g. rocm-6.4.4 [default: the newest in the catalog]
+    #[arg(long, global = true, env = "ROCFORGE_RELEASE", value_name = "NAME")]
+    pub release: Option<String>,
+    /// The store of built install trees [default: $XDG_DATA_HOME/rocforge/store]
+    #[arg(long, global = true, env = "ROCFORGE_STORE", value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// GPU targets as a comma list of target IDs, e.g. gfx90c or gfx90c,gfx902:xnack- [default: the release's]
+    #[arg(long, global = true, value_name = "LIST")]
+    pub arch: Option<String>,
+    /// Output format; github-matrix is for `plan` only
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Refuse any input that rocforge.lock does not pin (unlocked tags, stale entries)
+    #[arg(long, global = true)]
+    pub locked: bool,
+    /// No progress bars or notes on stderr
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    GithubMatrix,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the catalog's components: name, version, release line, summary
+    List,
+    /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
+    Check,
+    /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
+    #[command(after_help = "\
+Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs
+that differ from the newest stored build, or `cached`.
+
+Examples:
+  rocforge plan rocsparse --arch gfx90c
+  rocforge plan --format github-matrix --arch gfx90c,gfx902   one include list per dependency level
+  rocforge plan rocblas --explain tensile                     the hash input behind tensile's key")]
+    Plan {
+        /// Components to build (with their dependencies) [default: the whole release line]
+        components: Vec<String>,
+        /// Print the hash input of one component instead of the plan
+        #[arg(long, value_name = "COMPONENT")]
+        explain: Option<String>,
+        /// Where builds run: a container (podman or docker) or the host. Keys differ between the two.
+        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+        runtime: RuntimeKind,
+        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
+        #[arg(long, value_name = "SPEC")]
+        overlay: Vec<String>,
+    },
+    /// Fetch a component's source at its pinned commit, patched for the targets, into the source cache
+    #[command(after_help = "\
+The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and
+overlays, so a second fetch is a no-op. Sources come through mirrors when rocforge.toml maps
+their URL prefix (see `rocforge fetch --help` in docs/sources.md). The cache lives in
+$ROCFORGE_CACHE (default ~/.cache/rocforge).
+
+Examples:
+  rocforge fetch rocblas --arch gfx90c
+  rocforge fetch rocblas --arch gfx90c --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic
+  rocforge fetch rocsparse --locked --format json")]
+    Fetch {
+        /// The component
+        component: String,
+        /// Replace a directory of the source with your own: COMPONENT:PATH=DIR
+        #[arg(long, value_name = "SPEC")]
+        overlay: Vec<String>,
+    },
+    /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
+    Lock {
+        /// Do not write: exit 1 if rocforge.lock does not match the recipes (for CI; no network)
+        #[arg(long)]
+        check: bool,
+        /// Pin sources only; keep the image digests already in the lock
+        #[arg(long)]
+        skip_images: bool,
+    },
+    /// A working git checkout with the patch series applied as one commit per patch, for patch authors
+    #[command(after_help = "\
+Edit, then commit (amend, rebase, add commits) as usual, and write the series back with
+`rocforge patch export COMPONENT`. The pristine source is the commit tagged rocforge-base.")]
+    Dev {
+        component: String,
+        /// Where to create the checkout [default: ./rocforge-dev/<component>]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Patch series maintenance
+    #[command(subcommand)]
+    Patch(PatchCommand),
+    /// Remove source cache entries that the catalog no longer produces
+    Gc {
+        /// Only list what would be removed
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The GPU target table
+    #[command(subcommand)]
+    Arch(ArchCommand),
+    /// The built-in catalog
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ArchCommand {
+    /// Every known GPU target
+    List,
+    /// One target in full, e.g. `rocforge arch show gfx90c`
+    Show {
+        /// A target ID (gfx90c, gfx90c:xnack-) or a KFD gfx_target_version number (90012)
+        target: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PatchCommand {
+    /// Write the commits of a `rocforge dev` checkout back into patches/<release>/<component>/
+    Export {
+        component: String,
+        /// The checkout [default: ./rocforge-dev/<component>]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CatalogCommand {
+    /// Write the built-in recipes/ and patches/ to DIR for editing; use them with --recipes DIR/recipes
+    Export {
+        /// Destination directory (must not exist, or be empty)
+        dir: PathBuf,
+    },
+}
+
+/// What a command failed with, rendered by main.
+pub enum CliError {
+    Diagnostics(Diagnostics),
+    One(Diagnostic),
+}
+
+impl CliError {
+    pub fn render(&self, color: bool) -> String {
+        match self {
+            CliError::Diagnostics(d) => {
+                let mut out = String::new();
+                for diag in d.iter() {
+                    out += &diag.render(color);
+                    out += "\n\n";
+                }
+                out += &format!("error: {} problem(s) found\n", d.len());
+                out
+            }
+            CliError::One(d) => d.render(color) + "\n",
+        }
+    }
+}
+
+impl From<Diagnostic> for CliError {
+    fn from(d: Diagnostic) -> Self {
+        CliError::One(d)
+    }
+}
+
+impl From<CatalogError> for CliError {
+    fn from(e: CatalogError) -> Self {
+        let hint = e.hint();
+        match e {
+            CatalogError::Invalid(d) => CliError::Diagnostics(d),
+            other => CliError::One(Diagnostic::new(other.to_string()).maybe_hint(hint)),
+        }
+    }
+}
+
+pub(crate) type Result<T> = std::result::Result<T, CliError>;
+
+pub(crate) fn root(g: &Global) -> CatalogRoot {
+    match &g.recipes {
+        Some(dir) => CatalogRoot::Dir(dir.clone()),
+        None => CatalogRoot::Embedded,
+    }
+}
+
+pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
+    if g.format == Format::GithubMatrix {
+        return Err(Diagnostic::new(format!(
+            "--format github-matrix is not available for `{command}`"
+        ))
+        .hint("github-matrix is a format of `rocforge plan`; use text or json here")
+        .into());
+    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let g = &args.global;
+    match &args.command {
+        Command::List => catalog_cmds::list(g),
+        Command::Check => catalog_cmds::check(g),
+        Command::Plan {
+            components,
+            explain,
+            runtime,
+            overlay,
+        } => plan_cmd::plan_cmd(g, components, explain.as_deref(), *runtime, overlay),
+        Command::Fetch { component, overlay } => sources::fetch(g, component, overlay),
+        Command::Lock { check, skip_images } => sources::lock(g, *check, *skip_images),
+        Command::Dev { component, dir } => sources::dev(g, component, dir.as_deref()),
+        Command::Patch(PatchCommand::Export { component, dir }) => {
+            sources::patch_export(g, component, dir.as_deref())
+        }
+        Command::Gc { dry_run } => sources::gc(g, *dry_run),
+        Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
+        Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
+        Command::Catalog(CatalogCommand::Export { dir }) => {
+            let written = export_embedded(dir).map_err(|e| {
+                Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")
+            })?;
+            println!(
+                "wrote {} files to {}\nuse it with: rocforge --recipes {} check",
+                written.len(),
+                dir.display(),
+                dir.join("recipes").display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

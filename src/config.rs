@@ -1,0 +1,139 @@
+//! rocforge's own configuration: `rocforge.toml` at the catalog root, then the user's
+//! `~/.config/rocforge/config.toml` (or the file `ROCFORGE_CONFIG` names), later files winning.
+//!
+//! Today it maps URL prefixes to mirrors, for air-gapped machines and tests:
+//!
+//! ```toml
+//! [mirrors]
+//! "https://github.com/ROCm/" = "file:///srv/mirror/ROCm/"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Diagnostics, SourceFile};
+use crate::recipe::reader::{self, TableReader};
+
+pub const CATALOG_CONFIG: &str = "rocforge.toml";
+
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// URL prefix → replacement prefix. The longest matching prefix wins.
+    pub mirrors: BTreeMap<String, String>,
+    /// The files that were read, in order, for `--verbose` and error messages.
+    pub files: Vec<PathBuf>,
+}
+
+impl Config {
+    /// Reads the catalog's config (if any) and the user's, the user's overriding.
+    pub fn load(catalog_root: Option<&Path>) -> Result<Config, Diagnostics> {
+        let mut config = Config::default();
+        let mut d = Diagnostics::default();
+        let mut files = Vec::new();
+        if let Some(root) = catalog_root {
+            files.push(root.join(CATALOG_CONFIG));
+        }
+        match std::env::var_os("ROCFORGE_CONFIG") {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if !p.is_file() {
+                    d.push(
+                        Diagnostic::new(format!(
+                            "ROCFORGE_CONFIG names {}, which does not exist",
+                            p.display()
+                        ))
+                        .hint("point ROCFORGE_CONFIG at a TOML file, or unset it"),
+                    );
+                }
+                files.push(p);
+            }
+            None => {
+                if let Some(dir) = user_config_dir() {
+                    files.push(dir.join("rocforge/config.toml"));
+                }
+            }
+        }
+        for path in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let file = SourceFile::new(crate::catalog::display_path(&path), text);
+            config.merge(&file, &mut d);
+            config.files.push(path);
+        }
+        if d.is_empty() { Ok(config) } else { Err(d) }
+    }
+
+    fn merge(&mut self, file: &std::sync::Arc<SourceFile>, d: &mut Diagnostics) {
+        let Some(doc) = reader::parse(file, d) else {
+            return;
+        };
+        let mut r = TableReader::new(file, &doc, "");
+        if let Some(mirrors) = r.opt_str_map("mirrors", d) {
+            for (from, to) in mirrors {
+                if !has_scheme(&from) || !has_scheme(&to) {
+                    d.push(
+                        Diagnostic::new(format!(
+                            "mirror \"{from}\" = \"{}\" must map one URL prefix to another",
+                            to.value
+                        ))
+                        .at(file, to.span.clone(), "expected a URL with a scheme")
+                        .hint("e.g. \"https://github.com/ROCm/\" = \"file:///srv/mirror/ROCm/\""),
+                    );
+                    continue;
+                }
+                self.mirrors.insert(from, to.value);
+            }
+        }
+        r.finish(d);
+    }
+
+    /// The URL to fetch instead of `url`, if a mirror covers it.
+    pub fn mirror(&self, url: &str) -> Option<String> {
+        self.mirrors
+            .iter()
+            .filter(|(from, _)| url.starts_with(from.as_str()))
+            .max_by_key(|(from, _)| from.len())
+            .map(|(from, to)| format!("{to}{}", &url[from.len()..]))
+    }
+
+    /// `url` with its mirror applied, or unchanged.
+    pub fn resolve(&self, url: &str) -> String {
+        self.mirror(url).unwrap_or_else(|| url.to_string())
+    }
+}
+
+fn has_scheme(s: &str) -> bool {
+    ["https://", "http://", "file://", "git://", "ssh://"]
+        .iter()
+        .any(|p| s.starts_with(p))
+}
+
+fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins() {
+        let mut c = Config::default();
+        c.mirrors
+            .insert("https://github.com/".into(), "file:///m/gh/".into());
+        c.mirrors
+            .insert("https://github.com/ROCm/".into(), "file:///m/rocm/".into());
+        assert_eq!(
+            c.resolve("https://github.com/ROCm/rocBLAS.git"),
+            "file:///m/rocm/rocBLAS.git"
+        );
+        assert_eq!(
+            c.resolve("https://github.com/x/y.git"),
+            "file:///m/gh/x/y.git"
+        );
+        assert_eq!(c.resolve("https://example.org/z"), "https://example.org/z");
+    }
+}

@@ -1,0 +1,268 @@
+//! Derived files and overlays: declarative steps after patching.
+//!
+//! Tensile picks logic files by a codename prefix in the file name (its architecture map sends
+//! gfx900 to `vega10`). A derivation copies the vega10 logic under the target's own prefix,
+//! renaming files and rewriting the architecture fields and ISA inside them; the Tensile patch
+//! maps the target to that prefix. An overlay replaces a directory of the source with the
+//! user's own (e.g. tuned logic).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::arch::ArchTable;
+use crate::recipe::{Derive, is_inner_path};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeriveError {
+    #[error("derivation source {from} does not exist in the patched tree of {component}")]
+    MissingFrom { component: String, from: String },
+    #[error(
+        "derivation for {arch} would overwrite {path}, which already exists in {component}'s source"
+    )]
+    Exists {
+        component: String,
+        arch: String,
+        path: String,
+    },
+    #[error("overlay {spec}: {why}")]
+    Overlay { spec: String, why: String },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl DeriveError {
+    pub fn hint(&self) -> String {
+        match self {
+            DeriveError::MissingFrom { .. } => "the upstream layout changed: fix `from` in the recipe's [[derive]]".into(),
+            DeriveError::Exists { .. } => "upstream now ships this target's files: drop the [[derive]] for it".into(),
+            DeriveError::Overlay { .. } => "write --overlay COMPONENT:PATH_IN_SOURCE=LOCAL_DIR, e.g. rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic".into(),
+            DeriveError::Io { .. } => "check free disk space".into(),
+        }
+    }
+}
+
+/// The variables of one processor, built in plus the recipe's own.
+pub fn vars_for(arch: &str, table: &ArchTable, d: &Derive) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::new();
+    vars.insert("arch".to_string(), arch.to_string());
+    if let Some(a) = table.get(arch) {
+        let (maj, min, step) = a.kfd_triple();
+        vars.insert("major".into(), maj.to_string());
+        vars.insert("minor".into(), min.to_string());
+        vars.insert("stepping".into(), step.to_string());
+        vars.insert("isa".into(), format!("{maj}, {min}, {step}"));
+    }
+    if let Some(own) = d.vars.get(arch) {
+        vars.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    vars
+}
+
+pub fn substitute(template: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = template.to_string();
+    for (k, v) in vars {
+        out = out.replace(&format!("{{{k}}}"), v);
+    }
+    out
+}
+
+/// Runs every derivation whose arches include a targeted processor.
+pub fn apply(
+    component: &str,
+    tree: &Path,
+    derives: &[Derive],
+    arches: &[&str],
+    table: &ArchTable,
+) -> Result<(), DeriveError> {
+    for d in derives {
+        for arch in arches.iter().filter(|a| d.arches.iter().any(|x| x == *a)) {
+            let vars = vars_for(arch, table, d);
+            let from = tree.join(&d.from);
+            if !from.exists() {
+                return Err(DeriveError::MissingFrom {
+                    component: component.into(),
+                    from: d.from.clone(),
+                });
+            }
+            let to_rel = substitute(&d.to, &vars);
+            let to = tree.join(&to_rel);
+            if to.exists() {
+                return Err(DeriveError::Exists {
+                    component: component.into(),
+                    arch: arch.to_string(),
+                    path: to_rel,
+                });
+            }
+            let rename: Vec<(String, String)> = d
+                .rename
+                .iter()
+                .map(|(a, b)| (a.clone(), substitute(b, &vars)))
+                .collect();
+            let replace: Vec<(String, String)> = d
+                .replace
+                .iter()
+                .map(|(a, b)| (a.clone(), substitute(b, &vars)))
+                .collect();
+            copy_rewritten(&from, &to, &rename, &replace)?;
+        }
+    }
+    Ok(())
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> DeriveError + '_ {
+    move |source| DeriveError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn copy_rewritten(
+    from: &Path,
+    to: &Path,
+    rename: &[(String, String)],
+    replace: &[(String, String)],
+) -> Result<(), DeriveError> {
+    let meta = std::fs::symlink_metadata(from).map_err(io(from))?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(to).map_err(io(to))?;
+        let mut entries: Vec<_> = std::fs::read_dir(from)
+            .map_err(io(from))?
+            .flatten()
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let mut name = e.file_name().to_string_lossy().into_owned();
+            for (a, b) in rename {
+                name = name.replace(a.as_str(), b);
+            }
+            copy_rewritten(&e.path(), &to.join(name), rename, replace)?;
+        }
+        return Ok(());
+    }
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(from).map_err(io(from))?;
+        std::os::unix::fs::symlink(target, to).map_err(io(to))?;
+        return Ok(());
+    }
+    let bytes = std::fs::read(from).map_err(io(from))?;
+    let out = match String::from_utf8(bytes) {
+        Ok(mut text) => {
+            for (a, b) in replace {
+                text = text.replace(a.as_str(), b);
+            }
+            text.into_bytes()
+        }
+        // Binary files are copied as they are: text rewriting would corrupt them.
+        Err(e) => e.into_bytes(),
+    };
+    std::fs::write(to, out).map_err(io(to))?;
+    std::fs::set_permissions(to, meta.permissions()).map_err(io(to))?;
+    Ok(())
+}
+
+/// `--overlay COMPONENT:PATH=DIR`: replace PATH of COMPONENT's source with DIR's contents.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overlay {
+    pub component: String,
+    pub dest: String,
+    #[serde(skip)]
+    pub dir: PathBuf,
+    /// Content digest of DIR: part of the source and content keys.
+    pub sha256: String,
+}
+
+impl Overlay {
+    pub fn parse(spec: &str) -> Result<Overlay, DeriveError> {
+        let err = |why: &str| DeriveError::Overlay {
+            spec: spec.to_string(),
+            why: why.to_string(),
+        };
+        let (component, rest) = spec
+            .split_once(':')
+            .ok_or_else(|| err("missing COMPONENT:"))?;
+        let (dest, dir) = rest
+            .split_once('=')
+            .ok_or_else(|| err("missing =LOCAL_DIR"))?;
+        if !is_inner_path(dest) {
+            return Err(err(
+                "the path inside the source must be relative and stay inside it",
+            ));
+        }
+        let dir = PathBuf::from(dir);
+        if !dir.is_dir() {
+            return Err(err(&format!("{} is not a directory", dir.display())));
+        }
+        let sha256 = hash_tree(&dir).map_err(|source| DeriveError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        Ok(Overlay {
+            component: component.to_string(),
+            dest: dest.to_string(),
+            dir,
+            sha256,
+        })
+    }
+
+    pub fn apply(&self, tree: &Path) -> Result<(), DeriveError> {
+        let dest = tree.join(&self.dest);
+        if dest.exists() {
+            crate::fsutil::remove_tree(&dest).map_err(io(&dest))?;
+        }
+        copy_rewritten(&self.dir, &dest, &[], &[])
+    }
+}
+
+/// A content digest of a directory: relative paths, kinds, exec bits and contents, in sorted
+/// order, so the same tree hashes the same on every machine.
+pub fn hash_tree(dir: &Path) -> std::io::Result<String> {
+    let mut h = Sha256::new();
+    hash_into(dir, Path::new(""), &mut h)?;
+    Ok(hex::encode(h.finalize()))
+}
+
+fn hash_into(root: &Path, rel: &Path, h: &mut Sha256) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = rel.join(e.file_name());
+        let meta = std::fs::symlink_metadata(e.path())?;
+        let name = path.to_string_lossy();
+        if meta.is_dir() {
+            h.update(format!("d {name}\0").as_bytes());
+            hash_into(root, &path, h)?;
+        } else if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(e.path())?;
+            h.update(format!("l {name}\0{}\0", target.to_string_lossy()).as_bytes());
+        } else {
+            let exec = meta.permissions().mode() & 0o111 != 0;
+            let bytes = std::fs::read(e.path())?;
+            h.update(format!("f {name}\0{}\0{}\0", exec as u8, bytes.len()).as_bytes());
+            h.update(&bytes);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_uses_every_var() {
+        let mut v = BTreeMap::new();
+        v.insert("arch".into(), "gfx90c".into());
+        v.insert("codename".into(), "renoir".into());
+        assert_eq!(
+            substitute("asm_full/{codename}/{arch}_{x}", &v),
+            "asm_full/renoir/gfx90c_{x}"
+        );
+    }
+}

@@ -1,0 +1,391 @@
+//! Git sources.
+//!
+//! Two paths, chosen per source:
+//! - libgit2 (git2) for ordinary repositories: objects are fetched into a bare repository in the
+//!   cache (shallow, depth 1, where the transport allows: libgit2 refuses shallow fetches over
+//!   `file://`), and the pinned commit's tree is checked out into the staging directory.
+//! - the git CLI for what libgit2 cannot do: monorepos (`subdir`/`paths`), fetched as a partial
+//!   clone (`--filter=blob:none`) with a sparse checkout of just the needed paths, and
+//!   repositories with submodules.
+//!
+//! Either way the commit a tag resolves to is compared with the locked one.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::process::{Cmd, ProcessError};
+use crate::recipe::GitRef;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot reach {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("{url} has no {what}")]
+    MissingRef { url: String, what: String },
+    #[error("tag {tag} of {url} now points at {found}, but the lock pins {locked}")]
+    Moved {
+        url: String,
+        tag: String,
+        locked: String,
+        found: String,
+    },
+    #[error("git failed for {url}: {message}")]
+    Other { url: String, message: String },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl GitError {
+    pub fn hint(&self) -> String {
+        match self {
+            GitError::Unreachable { .. } => "check the network and the URL; on an air-gapped machine map the URL to a mirror in rocforge.toml ([mirrors] \"https://github.com/ROCm/\" = \"file:///srv/mirror/ROCm/\")".into(),
+            GitError::MissingRef { .. } => "check the tag or rev in the recipe (`git ls-remote URL` lists what the repository has)".into(),
+            GitError::Moved { .. } => "the tag was moved upstream; if the new commit is intended, run `rocforge lock` to re-pin it and review the change".into(),
+            GitError::Other { .. } => "run with ROCFORGE_LOG=debug to see every git command".into(),
+            GitError::Io { .. } => "check free disk space and permissions of the cache directory".into(),
+        }
+    }
+}
+
+fn other(url: &str) -> impl Fn(git2::Error) -> GitError + '_ {
+    move |e| classify(url, e.message().to_string())
+}
+
+fn classify(url: &str, message: String) -> GitError {
+    let m = message.to_ascii_lowercase();
+    let unreachable = [
+        "could not resolve",
+        "failed to resolve",
+        "connection refused",
+        "failed to connect",
+        "could not read from remote",
+        "unable to connect",
+        "not found",
+        "does not appear to be a git repository",
+        "no such file or directory",
+        "timed out",
+        "could not find repository",
+        "unsupported url protocol",
+    ];
+    if unreachable.iter().any(|p| m.contains(p)) {
+        GitError::Unreachable {
+            url: url.to_string(),
+            message: message.trim().to_string(),
+        }
+    } else {
+        GitError::Other {
+            url: url.to_string(),
+            message: message.trim().to_string(),
+        }
+    }
+}
+
+fn from_process(url: &str, e: ProcessError) -> GitError {
+    match &e {
+        ProcessError::Spawn { .. } => GitError::Other {
+            url: url.to_string(),
+            message: format!("{e}; is git installed?"),
+        },
+        ProcessError::Failed { stderr, .. } => classify(url, stderr.trim().to_string()),
+    }
+}
+
+/// Resolves a tag to the commit it names (peeling annotated tags), asking the remote.
+pub fn resolve_tag(url: &str, tag: &str) -> Result<String, GitError> {
+    let out = git()
+        .args(["ls-remote", "--tags", url])
+        .arg(format!("refs/tags/{tag}"))
+        .arg(format!("refs/tags/{tag}^{{}}"))
+        .run()
+        .map_err(|e| from_process(url, e))?;
+    let mut plain = None;
+    for line in out.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(id), Some(name)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if name.ends_with("^{}") {
+            return Ok(id.to_string());
+        }
+        plain = Some(id.to_string());
+    }
+    plain.ok_or_else(|| GitError::MissingRef {
+        url: url.to_string(),
+        what: format!("tag \"{tag}\""),
+    })
+}
+
+fn git() -> Cmd {
+    Cmd::new("git")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_ADVICE", "0")
+        .arg("-c")
+        .arg("advice.detachedHead=false")
+}
+
+/// The cache directory of a URL's object store.
+pub fn store_dir(cache: &Path, url: &str) -> PathBuf {
+    let digest = hex::encode(Sha256::digest(url.as_bytes()));
+    cache.join("git").join(&digest[..24])
+}
+
+/// What a fetch produced.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub commit: String,
+    /// Commit time, for SOURCE_DATE_EPOCH.
+    pub time: i64,
+}
+
+/// The libgit2 path: fetches `reference` of `url` into the cached bare repository and checks
+/// the commit's tree out into `dest` (which must exist and be empty). `locked` is the commit
+/// the lock pins, if any; the fetched commit must equal it.
+pub fn fetch_and_checkout(
+    cache: &Path,
+    url: &str,
+    reference: &GitRef,
+    locked: Option<&str>,
+    dest: &Path,
+) -> Result<Fetched, GitError> {
+    let dir = store_dir(cache, url);
+    let io = |source| GitError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let repo = match git2::Repository::open_bare(&dir) {
+        Ok(r) => r,
+        Err(_) => git2::Repository::init_bare(&dir).map_err(other(url))?,
+    };
+    let commit_id = match reference {
+        GitRef::Rev(rev) => {
+            if repo
+                .find_commit(git2::Oid::from_str(rev).map_err(other(url))?)
+                .is_err()
+            {
+                fetch(&repo, url, &[format!("+{rev}:refs/rocforge/{rev}")]).or_else(|_| {
+                    fetch(
+                        &repo,
+                        url,
+                        &[
+                            "+refs/tags/*:refs/tags/*".into(),
+                            "+refs/heads/*:refs/rocforge/heads/*".into(),
+                        ],
+                    )
+                })?;
+            }
+            rev.clone()
+        }
+        GitRef::Tag(tag) => {
+            let local = peel_tag(&repo, tag);
+            // A cached tag is trusted only when it agrees with the lock; otherwise ask the remote.
+            let known = match (&local, locked) {
+                (Some(c), Some(l)) if c == l => Some(c.clone()),
+                (Some(c), None) => Some(c.clone()),
+                _ => None,
+            };
+            match known {
+                Some(c) => c,
+                None => {
+                    fetch(&repo, url, &[format!("+refs/tags/{tag}:refs/tags/{tag}")])?;
+                    peel_tag(&repo, tag).ok_or_else(|| GitError::MissingRef {
+                        url: url.to_string(),
+                        what: format!("tag \"{tag}\""),
+                    })?
+                }
+            }
+        }
+    };
+    if let (Some(l), GitRef::Tag(tag)) = (locked, reference)
+        && l != commit_id
+    {
+        return Err(GitError::Moved {
+            url: url.to_string(),
+            tag: tag.clone(),
+            locked: l.to_string(),
+            found: commit_id,
+        });
+    }
+    let oid = git2::Oid::from_str(&commit_id).map_err(other(url))?;
+    let commit = repo.find_commit(oid).map_err(|_| GitError::MissingRef {
+        url: url.to_string(),
+        what: format!("commit {commit_id}"),
+    })?;
+    let mut co = git2::build::CheckoutBuilder::new();
+    co.target_dir(dest).force().recreate_missing(true);
+    repo.checkout_tree(commit.as_object(), Some(&mut co))
+        .map_err(other(url))?;
+    Ok(Fetched {
+        commit: commit_id,
+        time: commit.time().seconds(),
+    })
+}
+
+fn peel_tag(repo: &git2::Repository, tag: &str) -> Option<String> {
+    let r = repo.find_reference(&format!("refs/tags/{tag}")).ok()?;
+    Some(r.peel_to_commit().ok()?.id().to_string())
+}
+
+fn fetch(repo: &git2::Repository, url: &str, refspecs: &[String]) -> Result<(), GitError> {
+    let mut remote = repo.remote_anonymous(url).map_err(other(url))?;
+    let mut opts = git2::FetchOptions::new();
+    opts.download_tags(git2::AutotagOption::None);
+    // libgit2 refuses shallow fetches over the local transport.
+    if !url.starts_with("file://") && !url.starts_with('/') {
+        opts.depth(1);
+    }
+    let specs: Vec<&str> = refspecs.iter().map(String::as_str).collect();
+    tracing::info!(target: "rocforge::process", "libgit2 fetch {url} {}", specs.join(" "));
+    remote
+        .fetch(&specs, Some(&mut opts), None)
+        .map_err(other(url))
+}
+
+/// The git CLI path: a partial clone with a sparse checkout of `paths` (empty = everything),
+/// submodules when asked. The working tree, without `.git`, ends up in `dest`.
+pub fn sparse_fetch(
+    url: &str,
+    reference: &GitRef,
+    locked: Option<&str>,
+    paths: &[String],
+    submodules: bool,
+    dest: &Path,
+) -> Result<Fetched, GitError> {
+    let work = tempfile::Builder::new()
+        .prefix(".rocforge-clone-")
+        .tempdir_in(dest.parent().unwrap_or(Path::new(".")))
+        .map_err(|source| GitError::Io {
+            path: dest.display().to_string(),
+            source,
+        })?;
+    let repo = work.path();
+    let run = |cmd: Cmd| cmd.run().map_err(|e| from_process(url, e));
+    run(git().args(["init", "-q"]).arg(repo))?;
+    run(git()
+        .arg("-C")
+        .arg(repo)
+        .args(["remote", "add", "origin", url]))?;
+    // A tag is fetched into its own ref so it can be peeled; a rev by its commit ID.
+    let (want, refspec) = match reference {
+        GitRef::Rev(rev) => (rev.clone(), rev.clone()),
+        GitRef::Tag(tag) => (
+            format!("refs/tags/{tag}"),
+            format!("+refs/tags/{tag}:refs/tags/{tag}"),
+        ),
+    };
+    let fetch = git()
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "-c",
+            "protocol.version=2",
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--filter=blob:none",
+            "--depth=1",
+            "origin",
+        ])
+        .arg(&refspec);
+    run(fetch).map_err(|e| match e {
+        GitError::Other { message, .. }
+            if message.contains("couldn't find remote ref") || message.contains("not our ref") =>
+        {
+            GitError::MissingRef {
+                url: url.to_string(),
+                what: want.clone(),
+            }
+        }
+        e => e,
+    })?;
+    let commit = match reference {
+        GitRef::Rev(rev) => rev.clone(),
+        GitRef::Tag(tag) => run(git()
+            .arg("-C")
+            .arg(repo)
+            .args(["rev-parse", "--verify"])
+            .arg(format!("refs/tags/{tag}^{{commit}}")))?
+        .trim()
+        .to_string(),
+    };
+    if let (Some(l), GitRef::Tag(tag)) = (locked, reference)
+        && l != commit
+    {
+        return Err(GitError::Moved {
+            url: url.to_string(),
+            tag: tag.clone(),
+            locked: l.to_string(),
+            found: commit,
+        });
+    }
+    if !paths.is_empty() {
+        run(git()
+            .arg("-C")
+            .arg(repo)
+            .args(["sparse-checkout", "set", "--no-cone"])
+            .args(paths.iter().map(|p| format!("/{p}/"))))?;
+    }
+    run(git()
+        .arg("-C")
+        .arg(repo)
+        .args(["checkout", "-q", "--detach"])
+        .arg(&commit))?;
+    if submodules {
+        run(git().arg("-C").arg(repo).args([
+            "submodule",
+            "update",
+            "-q",
+            "--init",
+            "--recursive",
+            "--depth=1",
+        ]))?;
+    }
+    let time: i64 = run(git()
+        .arg("-C")
+        .arg(repo)
+        .args(["show", "-s", "--format=%ct", "HEAD"]))?
+    .trim()
+    .parse()
+    .unwrap_or(0);
+    move_tree_without_git(repo, dest).map_err(|source| GitError::Io {
+        path: dest.display().to_string(),
+        source,
+    })?;
+    Ok(Fetched { commit, time })
+}
+
+/// Moves every entry of `from` except git metadata into `to`.
+fn move_tree_without_git(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        std::fs::rename(entry.path(), to.join(&name))?;
+    }
+    strip_git_files(to)
+}
+
+/// Submodule checkouts leave `.git` files (gitlinks) behind; a source tree carries none.
+fn strip_git_files(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let ft = entry.file_type()?;
+        if entry.file_name() == ".git" {
+            if ft.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        } else if ft.is_dir() {
+            strip_git_files(&entry.path())?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,670 @@
+//! From recipe to exact, patched source tree: resolve the pin, fetch, patch, derive, overlay,
+//! and commit the tree to the source cache under a key of everything that went into it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::cache::Cache;
+use super::derive::{self, DeriveError, Overlay, hash_tree};
+use super::download::{self, DownloadError, DownloadOptions};
+use super::git::{self, GitError};
+use super::lock::{Lockfile, Pin};
+use super::patch::{self, PatchError, PatchFile};
+use crate::arch::TargetId;
+use crate::catalog::{Catalog, CatalogRoot};
+use crate::config::Config;
+use crate::progress::Reporter;
+use crate::recipe::{Derive, ExtraInput, GitRef, Recipe, Source};
+
+pub const SOURCE_KEY_SCHEMA: &str = "rocforge.source/1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{component}: {source}")]
+    Git { component: String, source: GitError },
+    #[error("{component}: {source}")]
+    Download {
+        component: String,
+        source: DownloadError,
+    },
+    #[error("{component}: {source}")]
+    Patch {
+        component: String,
+        source: Box<PatchError>,
+    },
+    #[error("{component}: {source}")]
+    Derive {
+        component: String,
+        source: DeriveError,
+    },
+    #[error(
+        "{component}: tag {tag} of {url} is not pinned in rocforge.lock, and --locked refuses unpinned inputs"
+    )]
+    Unlocked {
+        component: String,
+        url: String,
+        tag: String,
+    },
+    #[error("{component}: rocforge.lock pins {locked}, but the recipe now says {recipe}")]
+    Stale {
+        component: String,
+        locked: String,
+        recipe: String,
+    },
+    #[error("{component}: path source {path}: {why}")]
+    Path {
+        component: String,
+        path: String,
+        why: String,
+    },
+    #[error("{component}: cannot unpack {what}: {why}")]
+    Unpack {
+        component: String,
+        what: String,
+        why: String,
+    },
+    #[error("{component}: {path}: {source}")]
+    Io {
+        component: String,
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl SourceError {
+    pub fn hint(&self) -> String {
+        match self {
+            SourceError::Git { source, .. } => source.hint(),
+            SourceError::Download { source, .. } => source.hint(),
+            SourceError::Patch { source, .. } => source.hint(),
+            SourceError::Derive { source, .. } => source.hint(),
+            SourceError::Unlocked { .. } => "run `rocforge lock` and commit rocforge.lock".into(),
+            SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
+            SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
+            SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
+            SourceError::Io { .. } => "check free disk space and permissions of the cache directory (ROCFORGE_CACHE)".into(),
+        }
+    }
+}
+
+/// Everything `prepare` needs besides the recipe and targets.
+pub struct Sources<'a> {
+    pub catalog: &'a Catalog,
+    pub lock: &'a Lockfile,
+    pub config: &'a Config,
+    pub cache: &'a Cache,
+    pub overlays: &'a [Overlay],
+    /// `--locked`: refuse unpinned or stale inputs instead of resolving them.
+    pub locked: bool,
+    pub reporter: &'a dyn Reporter,
+    pub download: DownloadOptions,
+    /// Never touch the network: an unlocked tag that the cache does not know is an error.
+    pub offline: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Prepared {
+    pub component: String,
+    pub key: String,
+    /// The patched tree.
+    pub tree: PathBuf,
+    pub commit: Option<String>,
+    /// SOURCE_DATE_EPOCH for the build: the commit time for git sources, else 0.
+    pub source_date_epoch: i64,
+    /// True when the cache already held the tree: nothing was fetched.
+    pub cached: bool,
+    /// Extra inputs: name and the file or directory the build mounts at /inputs/<name>.
+    pub inputs: Vec<(String, PathBuf)>,
+}
+
+/// Where the source comes from, pinned: part of the source key.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+enum Origin {
+    Git {
+        url: String,
+        commit: String,
+        subdir: Option<String>,
+        paths: Vec<String>,
+        submodules: bool,
+    },
+    Url {
+        sha256: String,
+    },
+    Path {
+        sha256: String,
+    },
+}
+
+#[derive(Serialize)]
+struct SourceKeyInput<'a> {
+    schema: &'static str,
+    origin: &'a Origin,
+    patches: Vec<(String, String)>,
+    derive: Vec<(&'a str, &'a Derive)>,
+    overlays: Vec<&'a Overlay>,
+}
+
+#[derive(Serialize)]
+struct SourceMeta<'a> {
+    release: &'a str,
+    component: &'a str,
+    targets: &'a [TargetId],
+    key: &'a str,
+    origin: &'a Origin,
+    patches: Vec<(String, String)>,
+    source_date_epoch: i64,
+}
+
+/// The commit a git source is pinned to, without fetching when the lock or cache knows it.
+pub fn resolve_commit(s: &Sources<'_>, recipe: &Recipe) -> Result<Option<String>, SourceError> {
+    let Source::Git {
+        url,
+        reference,
+        subdir,
+        paths,
+        submodules,
+    } = &recipe.source
+    else {
+        return Ok(None);
+    };
+    let component = recipe.name.value.clone();
+    match s.lock.pin(&s.catalog.release.name, recipe) {
+        Pin::Commit(c) => return Ok(Some(c)),
+        Pin::NotGit => return Ok(None),
+        Pin::Stale {
+            locked,
+            recipe: now,
+        } => {
+            if s.locked {
+                return Err(SourceError::Stale {
+                    component,
+                    locked,
+                    recipe: now,
+                });
+            }
+            s.reporter.note(&format!(
+                "{component}: rocforge.lock is stale ({locked}); resolving {now} afresh"
+            ));
+        }
+        Pin::Unlocked => {
+            if s.locked {
+                let GitRef::Tag(tag) = reference else {
+                    unreachable!("revs are always pinned")
+                };
+                return Err(SourceError::Unlocked {
+                    component,
+                    url: url.clone(),
+                    tag: tag.clone(),
+                });
+            }
+        }
+    }
+    let GitRef::Tag(tag) = reference else {
+        unreachable!("revs are always pinned")
+    };
+    let fetch_url = s.config.resolve(url);
+    let unknown = || SourceError::Unlocked {
+        component: component.clone(),
+        url: url.clone(),
+        tag: tag.clone(),
+    };
+    // The libgit2 path keeps tags in its cached object store: no network for a repeat.
+    if subdir.is_none()
+        && paths.is_empty()
+        && !submodules
+        && let Ok(repo) = git2::Repository::open_bare(git::store_dir(s.cache.root(), &fetch_url))
+        && let Ok(r) = repo.find_reference(&format!("refs/tags/{tag}"))
+        && let Ok(c) = r.peel_to_commit()
+    {
+        return Ok(Some(c.id().to_string()));
+    }
+    if s.offline {
+        return Err(unknown());
+    }
+    git::resolve_tag(&fetch_url, tag)
+        .map(Some)
+        .map_err(|source| SourceError::Git { component, source })
+}
+
+/// What a prepared tree is made of, and its key; computed without fetching anything.
+pub struct SourcePlan {
+    pub key: String,
+    pub commit: Option<String>,
+    origin: Origin,
+    patch_files: Vec<PatchFile>,
+    patch_ids: Vec<(String, String)>,
+}
+
+/// The source key of `recipe` for `targets`.
+pub fn source_plan(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    targets: &[TargetId],
+) -> Result<SourcePlan, SourceError> {
+    let component = recipe.name.value.as_str();
+    let release = &s.catalog.release.name;
+    let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| SourceError::Io {
+            component: component.to_string(),
+            path,
+            source,
+        }
+    };
+    let commit = resolve_commit(s, recipe)?;
+    let origin = match &recipe.source {
+        Source::Git {
+            url,
+            subdir,
+            paths,
+            submodules,
+            ..
+        } => Origin::Git {
+            url: url.clone(),
+            commit: commit.clone().expect("git sources resolve to a commit"),
+            subdir: subdir.clone(),
+            paths: paths.clone(),
+            submodules: *submodules,
+        },
+        Source::Url { sha256, .. } => Origin::Url {
+            sha256: sha256.clone(),
+        },
+        Source::Path { path } => {
+            let dir = path_source_dir(s.catalog, component, path)?;
+            Origin::Path {
+                sha256: hash_tree(&dir).map_err(io(&dir))?,
+            }
+        }
+    };
+    let patch_files: Vec<PatchFile> = recipe
+        .patches
+        .series(arches.iter().copied())
+        .into_iter()
+        .map(|p| {
+            let bytes = s
+                .catalog
+                .root
+                .read_patch(release, component, p)
+                .map_err(io(Path::new(
+                    &s.catalog.root.patch_display(release, component, p),
+                )))?;
+            Ok(PatchFile {
+                name: s.catalog.root.patch_display(release, component, p),
+                bytes,
+            })
+        })
+        .collect::<Result<_, SourceError>>()?;
+    let patch_ids: Vec<(String, String)> = recipe
+        .patches
+        .series(arches.iter().copied())
+        .iter()
+        .zip(&patch_files)
+        .map(|(name, f)| (name.value.clone(), hex::encode(Sha256::digest(&f.bytes))))
+        .collect();
+    let derives: Vec<(&str, &Derive)> = arches
+        .iter()
+        .flat_map(|a| {
+            recipe
+                .derive
+                .iter()
+                .filter(move |d| d.arches.iter().any(|x| x == a))
+                .map(move |d| (*a, d))
+        })
+        .collect();
+    let overlays: Vec<&Overlay> = s
+        .overlays
+        .iter()
+        .filter(|o| o.component == component)
+        .collect();
+    let key_input = SourceKeyInput {
+        schema: SOURCE_KEY_SCHEMA,
+        origin: &origin,
+        patches: patch_ids.clone(),
+        derive: derives,
+        overlays,
+    };
+    let key = hex::encode(Sha256::digest(
+        serde_json::to_vec(&key_input).expect("plain data"),
+    ));
+    Ok(SourcePlan {
+        key,
+        commit,
+        origin,
+        patch_files,
+        patch_ids,
+    })
+}
+
+/// Prepares the patched source of `recipe` for `targets`.
+pub fn prepare(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    targets: &[TargetId],
+) -> Result<Prepared, SourceError> {
+    let component = recipe.name.value.as_str();
+    let release = &s.catalog.release.name;
+    let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| SourceError::Io {
+            component: component.to_string(),
+            path,
+            source,
+        }
+    };
+    let SourcePlan {
+        key,
+        commit,
+        origin,
+        patch_files,
+        patch_ids,
+    } = source_plan(s, recipe, targets)?;
+    let overlays: Vec<&Overlay> = s
+        .overlays
+        .iter()
+        .filter(|o| o.component == component)
+        .collect();
+    let entry = s.cache.source_dir(&key);
+    let inputs = fetch_inputs(s, component, &recipe.inputs)?;
+
+    let done = |cached: bool, epoch: i64| Prepared {
+        component: component.to_string(),
+        key: key.clone(),
+        tree: entry.join("tree"),
+        commit: commit.clone(),
+        source_date_epoch: epoch,
+        cached,
+        inputs: inputs.clone(),
+    };
+    if let Some(epoch) = read_epoch(&entry) {
+        return Ok(done(true, epoch));
+    }
+    let _lock = s
+        .cache
+        .lock(
+            &format!("src-{key}"),
+            Duration::from_secs(6 * 3600),
+            &|| {
+                s.reporter.note(&format!(
+                    "{component}: waiting for another rocforge process preparing the same source"
+                ))
+            },
+        )
+        .map_err(io(s.cache.root()))?;
+    if let Some(epoch) = read_epoch(&entry) {
+        return Ok(done(true, epoch));
+    }
+
+    let staging = crate::fsutil::staging_dir(&entry).map_err(io(&entry))?;
+    // Whatever happens below, a failure removes the staging directory: no half-made entry.
+    let result = (|| -> Result<i64, SourceError> {
+        let tree = staging.join("tree");
+        std::fs::create_dir_all(&tree).map_err(io(&tree))?;
+        let task = s.reporter.task(&format!("fetch {component}"), None, false);
+        let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
+        task.finish(&format!("fetched {component}"));
+        if !patch_files.is_empty() {
+            patch::apply_series(&tree, &patch_files).map_err(|source| SourceError::Patch {
+                component: component.to_string(),
+                source: Box::new(source),
+            })?;
+        }
+        derive::apply(component, &tree, &recipe.derive, &arches, &s.catalog.arches).map_err(
+            |source| SourceError::Derive {
+                component: component.to_string(),
+                source,
+            },
+        )?;
+        for o in &overlays {
+            o.apply(&tree).map_err(|source| SourceError::Derive {
+                component: component.to_string(),
+                source,
+            })?;
+        }
+        let meta = SourceMeta {
+            release,
+            component,
+            targets,
+            key: &key,
+            origin: &origin,
+            patches: patch_ids.clone(),
+            source_date_epoch: epoch,
+        };
+        let meta_path = staging.join("source.json");
+        crate::fsutil::write_atomic(
+            &meta_path,
+            &serde_json::to_vec_pretty(&meta).expect("plain data"),
+        )
+        .map_err(io(&meta_path))?;
+        Ok(epoch)
+    })();
+    match result {
+        Ok(epoch) => {
+            std::fs::rename(&staging, &entry).map_err(io(&entry))?;
+            crate::fsutil::sync_dir(entry.parent().unwrap_or(Path::new(".")));
+            Ok(done(false, epoch))
+        }
+        Err(e) => {
+            let _ = crate::fsutil::remove_tree(&staging);
+            Err(e)
+        }
+    }
+}
+
+fn read_epoch(entry: &Path) -> Option<i64> {
+    let text = std::fs::read(entry.join("source.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    v.get("source_date_epoch")?.as_i64()
+}
+
+fn path_source_dir(catalog: &Catalog, component: &str, path: &str) -> Result<PathBuf, SourceError> {
+    let err = |why: String| SourceError::Path {
+        component: component.to_string(),
+        path: path.to_string(),
+        why,
+    };
+    match &catalog.root {
+        CatalogRoot::Embedded => Err(err(
+            "the built-in catalog has no directory to resolve it against".into(),
+        )),
+        CatalogRoot::Dir(recipes) => {
+            let dir = recipes.join(&catalog.release.name).join(path);
+            if dir.is_dir() {
+                Ok(dir)
+            } else {
+                Err(err(format!("{} is not a directory", dir.display())))
+            }
+        }
+    }
+}
+
+fn fetch_origin(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    origin: &Origin,
+    tree: &Path,
+    staging: &Path,
+) -> Result<i64, SourceError> {
+    let component = recipe.name.value.as_str();
+    match (&recipe.source, origin) {
+        (
+            Source::Git {
+                url,
+                reference,
+                subdir,
+                paths,
+                submodules,
+            },
+            Origin::Git { commit, .. },
+        ) => {
+            let fetch_url = s.config.resolve(url);
+            if fetch_url != *url {
+                s.reporter.note(&format!(
+                    "{component}: fetching {url} from mirror {fetch_url}"
+                ));
+            }
+            let locked = Some(commit.as_str());
+            let git_err = |source| SourceError::Git {
+                component: component.to_string(),
+                source,
+            };
+            let fetched = if subdir.is_none() && paths.is_empty() && !submodules {
+                git::fetch_and_checkout(s.cache.root(), &fetch_url, reference, locked, tree)
+                    .map_err(git_err)?
+            } else {
+                // A monorepo component: its root plus the other paths it needs. The tree's root
+                // is the repository root so relative paths between them keep working.
+                let mut wanted: Vec<String> = subdir.iter().cloned().collect();
+                wanted.extend(paths.iter().cloned());
+                git::sparse_fetch(&fetch_url, reference, locked, &wanted, *submodules, tree)
+                    .map_err(git_err)?
+            };
+            Ok(fetched.time)
+        }
+        (Source::Url { url, sha256 }, _) => {
+            let file = fetch_file(s, component, url, sha256)?;
+            unpack_tar(component, &file, tree, true)?;
+            let _ = staging;
+            Ok(0)
+        }
+        (Source::Path { path }, _) => {
+            let dir = path_source_dir(s.catalog, component, path)?;
+            copy_dir(&dir, tree).map_err(|source| SourceError::Io {
+                component: component.to_string(),
+                path: dir.display().to_string(),
+                source,
+            })?;
+            Ok(0)
+        }
+        _ => unreachable!("origin is built from the same source"),
+    }
+}
+
+fn fetch_file(
+    s: &Sources<'_>,
+    component: &str,
+    url: &str,
+    sha256: &str,
+) -> Result<PathBuf, SourceError> {
+    let dest = s.cache.download_path(sha256);
+    let fetch_url = s.config.resolve(url);
+    if fetch_url != url {
+        s.reporter.note(&format!(
+            "{component}: downloading {url} from mirror {fetch_url}"
+        ));
+    }
+    let client = download::client_with(&s.download);
+    download::download(&client, &fetch_url, sha256, &dest, &s.download, s.reporter)
+        .map(|d| d.path)
+        .map_err(|source| SourceError::Download {
+            component: component.to_string(),
+            source,
+        })
+}
+
+fn fetch_inputs(
+    s: &Sources<'_>,
+    component: &str,
+    inputs: &[ExtraInput],
+) -> Result<Vec<(String, PathBuf)>, SourceError> {
+    let mut out = Vec::new();
+    for input in inputs {
+        let file = fetch_file(s, component, &input.url, &input.sha256)?;
+        if !input.unpack {
+            out.push((input.name.clone(), file));
+            continue;
+        }
+        let dir = s.cache.root().join("inputs").join(&input.sha256);
+        if !dir.is_dir() {
+            let staging = crate::fsutil::staging_dir(&dir).map_err(|source| SourceError::Io {
+                component: component.to_string(),
+                path: dir.display().to_string(),
+                source,
+            })?;
+            if let Err(e) = unpack_tar(component, &file, &staging, false) {
+                let _ = crate::fsutil::remove_tree(&staging);
+                return Err(e);
+            }
+            // Another process may have won the race; its copy is identical.
+            if std::fs::rename(&staging, &dir).is_err() {
+                let _ = crate::fsutil::remove_tree(&staging);
+            }
+        }
+        out.push((input.name.clone(), dir));
+    }
+    Ok(out)
+}
+
+/// Unpacks a tar archive (plain, gzip or zstd, told apart by magic bytes). With `strip_top`, a
+/// single top-level directory is removed, as source tarballs wrap everything in one.
+/// The tar crate refuses absolute paths and `..` components while unpacking.
+fn unpack_tar(
+    component: &str,
+    file: &Path,
+    dest: &Path,
+    strip_top: bool,
+) -> Result<(), SourceError> {
+    use std::io::Read;
+    let err = |why: String| SourceError::Unpack {
+        component: component.to_string(),
+        what: file.display().to_string(),
+        why,
+    };
+    let mut f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
+    let mut magic = [0u8; 4];
+    let n = f.read(&mut magic).map_err(|e| err(e.to_string()))?;
+    drop(f);
+    let f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
+    let reader: Box<dyn Read> = if n >= 2 && magic[..2] == [0x1f, 0x8b] {
+        Box::new(flate2::read::GzDecoder::new(f))
+    } else if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
+        Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| err(e.to_string()))?)
+    } else {
+        Box::new(f)
+    };
+    let unpacked = dest.join(".unpack");
+    std::fs::create_dir_all(&unpacked).map_err(|e| err(e.to_string()))?;
+    let mut archive = tar::Archive::new(reader);
+    archive.set_preserve_permissions(true);
+    archive.set_overwrite(false);
+    archive.unpack(&unpacked).map_err(|e| err(e.to_string()))?;
+    let entries: Vec<_> = std::fs::read_dir(&unpacked)
+        .map_err(|e| err(e.to_string()))?
+        .flatten()
+        .collect();
+    let root =
+        if strip_top && entries.len() == 1 && entries[0].file_type().is_ok_and(|t| t.is_dir()) {
+            entries[0].path()
+        } else {
+            unpacked.clone()
+        };
+    for e in std::fs::read_dir(&root)
+        .map_err(|e| err(e.to_string()))?
+        .flatten()
+    {
+        std::fs::rename(e.path(), dest.join(e.file_name())).map_err(|e| err(e.to_string()))?;
+    }
+    crate::fsutil::remove_tree(&unpacked).map_err(|e| err(e.to_string()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
+        } else {
+            std::fs::copy(e.path(), dest)?;
+        }
+    }
+    Ok(())
+}

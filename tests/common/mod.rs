@@ -1,0 +1,191 @@
+//! Shared test machinery: the real binary, git repositories made by the test, and a git daemon
+//! serving them on 127.0.0.1.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs rocforge in `dir` with a private cache, store and config.
+pub fn rocforge_env(dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> Out {
+    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
+    cmd.current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env_remove("GITHUB_ACTIONS")
+        .env("ROCFORGE_CACHE", dir.join("cache"))
+        .env("ROCFORGE_STORE", dir.join("store"))
+        .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))
+        .env("HOME", dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run rocforge");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn rocforge(dir: &Path, args: &[&str]) -> Out {
+    rocforge_env(dir, &[], args)
+}
+
+pub fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = rocforge(dir, args);
+    assert_eq!(
+        o.code, 0,
+        "rocforge {args:?} failed:\nstdout: {}\nstderr: {}",
+        o.stdout, o.stderr
+    );
+    o.stdout
+}
+
+pub fn fails(dir: &Path, args: &[&str]) -> String {
+    let o = rocforge(dir, args);
+    assert_eq!(
+        o.code, 1,
+        "rocforge {args:?} should fail:\nstdout: {}\nstderr: {}",
+        o.stdout, o.stderr
+    );
+    o.stderr
+}
+
+/// Runs git with a fixed identity and dates, so commits are reproducible.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@localhost")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@localhost")
+        .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository at `dir` holding `files`, committed and tagged.
+pub fn make_repo(dir: &Path, files: &[(&str, &str)], tag: &str) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    // Served repositories allow partial clones (servers like GitHub do).
+    git(dir, &["config", "uploadpack.allowFilter", "true"]);
+    git(dir, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    commit_files(dir, files, "initial");
+    git(dir, &["tag", "-a", tag, "-m", tag]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+pub fn commit_files(dir: &Path, files: &[(&str, &str)], message: &str) -> String {
+    for (path, text) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+/// `git daemon` on 127.0.0.1 serving every repository under `base`; killed on drop.
+pub struct GitDaemon {
+    child: Child,
+    pub port: u16,
+}
+
+impl GitDaemon {
+    pub fn start(base: &Path) -> GitDaemon {
+        let port = free_port();
+        // Run git-daemon itself: killing a `git daemon` wrapper would orphan the real server.
+        let exec_path = Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git must be installed");
+        let exec_path = PathBuf::from(String::from_utf8_lossy(&exec_path.stdout).trim());
+        let child = Command::new(exec_path.join("git-daemon"))
+            .args(["--reuseaddr", "--export-all", "--listen=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", base.display()))
+            .arg(base)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon (part of git) must be installed");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "git daemon did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        GitDaemon { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("git://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file under `dir` with its contents, for comparing trees.
+pub fn tree_contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push((
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out
+}

@@ -1,0 +1,640 @@
+//! `rocforge fetch`, `lock`, `dev`, `patch export` and `gc` against git repositories made by the
+//! test and served by `git daemon` on 127.0.0.1, through a mirror mapping in rocforge.toml.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const CMAKE: &str =
+    "cmake_minimum_required(VERSION 3.16)\nset(TARGETS gfx900)\nproject(hip-core)\n";
+const PATCH: &str = "Accept gfx90c in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -1,3 +1,3 @@\n cmake_minimum_required(VERSION 3.16)\n-set(TARGETS gfx900)\n+set(TARGETS gfx900 gfx90c)\n project(hip-core)\n";
+
+struct World {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    origin: PathBuf,
+    daemon: GitDaemon,
+}
+
+impl World {
+    fn path(&self) -> &Path {
+        &self.root
+    }
+    fn recipe(&self, name: &str, text: &str) {
+        std::fs::write(
+            self.root.join(format!("recipes/line-1.0/{name}.toml")),
+            text,
+        )
+        .unwrap();
+    }
+    fn patch(&self, component: &str, name: &str, text: &str) {
+        let dir = self.root.join(format!("patches/line-1.0/{component}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    fn fetch(&self, component: &str) -> PathBuf {
+        PathBuf::from(
+            ok(
+                self.path(),
+                &[
+                    "--recipes",
+                    "recipes",
+                    "fetch",
+                    component,
+                    "--arch",
+                    "gfx90c",
+                ],
+            )
+            .trim(),
+        )
+    }
+}
+
+/// A catalog whose recipes name https://example.invalid/ROCm/… and a mirror that maps those
+/// URLs to the git daemon, so the mirror path is exercised by every test.
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("catalog");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(root.join("recipes/line-1.0")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/line-1.0/release.toml"),
+        root.join("recipes/line-1.0/release.toml"),
+    )
+    .unwrap();
+    make_repo(
+        &origin.join("hip-core.git"),
+        &[
+            ("CMakeLists.txt", CMAKE),
+            ("src/kernel.hip", "__global__ void k() {}\n"),
+        ],
+        "v1.0.0",
+    );
+    let daemon = GitDaemon::start(&origin);
+    std::fs::write(
+        root.join("rocforge.toml"),
+        format!(
+            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n",
+            daemon.url()
+        ),
+    )
+    .unwrap();
+    let w = World {
+        _tmp: tmp,
+        root,
+        origin,
+        daemon,
+    };
+    w.recipe(
+        "hip-core",
+        "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    w.patch("hip-core", "0001-accept-gfx90c.patch", PATCH);
+    w
+}
+
+#[test]
+fn fetch_gives_the_patched_tree_and_a_second_fetch_is_a_no_op() {
+    let w = world();
+    let tree = w.fetch("hip-core");
+    assert!(
+        tree.starts_with(w.path().join("cache/src")),
+        "{}",
+        tree.display()
+    );
+    let cmake = std::fs::read_to_string(tree.join("CMakeLists.txt")).unwrap();
+    assert!(cmake.contains("set(TARGETS gfx900 gfx90c)"), "{cmake}");
+    assert!(
+        !tree.join(".git").exists(),
+        "a source tree carries no git metadata"
+    );
+    let stores: Vec<_> = std::fs::read_dir(w.path().join("cache/git"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(stores.len(), 1);
+    assert!(
+        stores[0].path().join("shallow").is_file(),
+        "libgit2 fetched shallow over git://"
+    );
+
+    let again = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(again.code, 0);
+    assert_eq!(PathBuf::from(again.stdout.trim()), tree);
+    assert!(
+        again.stderr.contains("already in the source cache"),
+        "{}",
+        again.stderr
+    );
+    // The repeat needs no network: stop the server and fetch again.
+    drop(w.daemon);
+    let offline = rocforge(
+        &w.root,
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(offline.code, 0, "{}", offline.stderr);
+}
+
+#[test]
+fn lock_pins_tags_and_check_detects_drift() {
+    let w = world();
+    let head = git(&w.origin.join("hip-core.git"), &["rev-parse", "HEAD"]);
+    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    assert!(out.contains("1 source(s)"), "{out}");
+    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    assert!(lock.contains(&head), "{lock}");
+    assert!(
+        lock.contains("git = \"https://example.invalid/ROCm/hip-core.git\""),
+        "the lock records the recipe's URL, not the mirror: {lock}"
+    );
+    ok(
+        w.path(),
+        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
+    );
+    // Locking again changes no byte.
+    ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    assert_eq!(
+        lock,
+        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+    );
+
+    // The plan now uses the locked commit.
+    let plan: serde_json::Value = serde_json::from_str(&ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(plan["sources_locked"], true);
+
+    let recipe = w.path().join("recipes/line-1.0/hip-core.toml");
+    std::fs::write(
+        &recipe,
+        std::fs::read_to_string(&recipe)
+            .unwrap()
+            .replace("v1.0.0", "v1.0.1"),
+    )
+    .unwrap();
+    let err = fails(
+        w.path(),
+        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
+    );
+    assert!(err.contains("locked https://example.invalid/ROCm/hip-core.git tag:v1.0.0, recipe says https://example.invalid/ROCm/hip-core.git tag:v1.0.1"), "{err}");
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--locked",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(err.contains("rocforge.lock pins"), "{err}");
+}
+
+#[test]
+fn a_moved_tag_is_refused_against_the_lock() {
+    let w = world();
+    ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    let repo = w.origin.join("hip-core.git");
+    commit_files(
+        &repo,
+        &[("src/kernel.hip", "__global__ void k2() {}\n")],
+        "moved",
+    );
+    git(&repo, &["tag", "-f", "-a", "v1.0.0", "-m", "moved"]);
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--locked",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(
+        err.contains("tag v1.0.0 of") && err.contains("now points at"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rocforge lock"),
+        "the hint says how to re-pin: {err}"
+    );
+}
+
+#[test]
+fn unlocked_inputs_are_refused_with_locked() {
+    let w = world();
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--locked",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(err.contains("is not pinned in rocforge.lock"), "{err}");
+}
+
+#[test]
+fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
+    let w = world();
+    w.patch(
+        "hip-core",
+        "0001-accept-gfx90c.patch",
+        &PATCH.replace(
+            " cmake_minimum_required(VERSION 3.16)",
+            " cmake_minimum_required(VERSION 3.21)",
+        ),
+    );
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(err.contains("0001-accept-gfx90c.patch"), "{err}");
+    assert!(err.contains("CMakeLists.txt"), "{err}");
+    assert!(err.contains("@@ -1,3 +1,3 @@"), "{err}");
+    assert!(
+        err.contains("VERSION 3.21") || err.contains("VERSION 3.16"),
+        "{err}"
+    );
+    let src = w.path().join("cache/src");
+    let left: Vec<_> = std::fs::read_dir(&src)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "nothing half-patched remains: {left:?}");
+}
+
+#[test]
+fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
+    let w = world();
+    make_repo(
+        &w.origin.join("rocm-libraries.git"),
+        &[
+            ("projects/rocblas/CMakeLists.txt", "project(rocblas)\n"),
+            ("shared/tensile/Tensile/Common.py", "SupportedISA = []\n"),
+            ("projects/miopen/huge.bin", "not needed\n"),
+            ("README.md", "monorepo\n"),
+        ],
+        "rocm-7.1.0",
+    );
+    w.recipe(
+        "rocblas",
+        "name = \"rocblas\"\nversion = \"5.1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocm-libraries.git\"\ntag = \"rocm-7.1.0\"\nsubdir = \"projects/rocblas\"\npaths = [\"shared/tensile\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    let o = rocforge_env(
+        w.path(),
+        &[("ROCFORGE_LOG", Path::new("info"))],
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // Every git command is logged in full: a partial clone, then a sparse checkout.
+    assert!(o.stderr.contains("--filter=blob:none"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("sparse-checkout set --no-cone /projects/rocblas/ /shared/tensile/"),
+        "{}",
+        o.stderr
+    );
+    let tree = PathBuf::from(o.stdout.trim());
+    assert!(tree.join("projects/rocblas/CMakeLists.txt").is_file());
+    assert!(tree.join("shared/tensile/Tensile/Common.py").is_file());
+    assert!(
+        !tree.join("projects/miopen").exists(),
+        "paths outside the sparse set stay out"
+    );
+    assert!(!tree.join(".git").exists());
+}
+
+#[test]
+fn submodules_are_fetched_when_asked() {
+    let w = world();
+    make_repo(
+        &w.origin.join("sub.git"),
+        &[("sub.txt", "from the submodule\n")],
+        "s1",
+    );
+    let repo = w.origin.join("with-sub.git");
+    make_repo(&repo, &[("main.txt", "main\n")], "v0");
+    git(
+        &repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &format!("{}sub.git", w.daemon.url()),
+            "third_party/sub",
+        ],
+    );
+    git(&repo, &["commit", "-q", "-m", "add submodule"]);
+    git(&repo, &["tag", "-a", "v1", "-m", "v1"]);
+    w.recipe(
+        "with-sub",
+        "name = \"with-sub\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/with-sub.git\"\ntag = \"v1\"\nsubmodules = true\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    let tree = w.fetch("with-sub");
+    assert_eq!(
+        std::fs::read_to_string(tree.join("third_party/sub/sub.txt")).unwrap(),
+        "from the submodule\n"
+    );
+    assert!(!tree.join("third_party/sub/.git").exists());
+}
+
+#[test]
+fn derived_tensile_logic_for_gfx90c_from_vega10() {
+    let w = world();
+    let logic = "library/src/blas3/Tensile/Logic/asm_full";
+    make_repo(
+        &w.origin.join("rocBLAS.git"),
+        &[
+            (
+                &format!("{logic}/vega10/vega10_Cijk_Ailk_Bljk_SB.yaml"),
+                "- {MinimumRequiredVersion: 4.33.0}\n- vega10\n- gfx900\n- [Device 6860, Device 687f]\n- ISA: [9, 0, 0]\n",
+            ),
+            (
+                &format!("{logic}/vega20/vega20_Cijk_Ailk_Bljk_SB.yaml"),
+                "- vega20\n- gfx906\n",
+            ),
+        ],
+        "rocm-6.4.4",
+    );
+    w.recipe(
+        "rocblas",
+        &format!(
+            "name = \"rocblas\"\nversion = \"4.4.1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocBLAS.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[derive]]\narches = [\"gfx90c\", \"gfx902\"]\nfrom = \"{logic}/vega10\"\nto = \"{logic}/{{codename}}\"\nrename = [[\"vega10_\", \"{{codename}}_\"]]\nreplace = [[\"vega10\", \"{{codename}}\"], [\"gfx900\", \"{{arch}}\"], [\"[9, 0, 0]\", \"[{{isa}}]\"]]\n\n[derive.vars.gfx90c]\ncodename = \"renoir\"\n\n[derive.vars.gfx902]\ncodename = \"raven\"\n"
+        ),
+    );
+    let tree = w.fetch("rocblas");
+    let derived =
+        std::fs::read_to_string(tree.join(format!("{logic}/renoir/renoir_Cijk_Ailk_Bljk_SB.yaml")))
+            .unwrap();
+    assert_eq!(
+        derived,
+        "- {MinimumRequiredVersion: 4.33.0}\n- renoir\n- gfx90c\n- [Device 6860, Device 687f]\n- ISA: [9, 0, 12]\n"
+    );
+    assert!(
+        tree.join(format!("{logic}/vega10/vega10_Cijk_Ailk_Bljk_SB.yaml"))
+            .is_file(),
+        "the original stays"
+    );
+    assert!(
+        !tree.join(format!("{logic}/raven")).exists(),
+        "only targeted processors are derived"
+    );
+
+    // An overlay replaces the derived logic, and changes the key.
+    let mine = w.path().join("my-logic");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("renoir_Cijk_Ailk_Bljk_SB.yaml"), "- tuned\n").unwrap();
+    let spec = format!("rocblas:{logic}/renoir={}", mine.display());
+    let tuned = PathBuf::from(
+        ok(
+            w.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "fetch",
+                "rocblas",
+                "--arch",
+                "gfx90c",
+                "--overlay",
+                &spec,
+            ],
+        )
+        .trim(),
+    );
+    assert_ne!(tuned, tree);
+    assert_eq!(
+        std::fs::read_to_string(
+            tuned.join(format!("{logic}/renoir/renoir_Cijk_Ailk_Bljk_SB.yaml"))
+        )
+        .unwrap(),
+        "- tuned\n"
+    );
+    let key = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "plan",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(w.path(), &args)).unwrap();
+        v["steps"][0]["key"].as_str().unwrap().to_string()
+    };
+    assert_ne!(
+        key(&[]),
+        key(&["--overlay", &spec]),
+        "overlays are part of the content key"
+    );
+}
+
+#[test]
+fn two_processes_fetching_the_same_source_build_it_once() {
+    let w = world();
+    std::fs::write(w.path().join("no-user-config.toml"), "").unwrap();
+    let spawn = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocforge"))
+            .current_dir(w.path())
+            .args([
+                "--recipes",
+                "recipes",
+                "fetch",
+                "hip-core",
+                "--arch",
+                "gfx90c",
+            ])
+            .env("ROCFORGE_CACHE", w.path().join("cache"))
+            .env("ROCFORGE_CONFIG", w.path().join("no-user-config.toml"))
+            .env("HOME", w.path())
+            .output()
+            .unwrap()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let entries: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(entries.len(), 1, "one entry, no leftovers: {entries:?}");
+}
+
+#[test]
+fn unreachable_sources_name_the_url_and_the_mirror_hint() {
+    let w = world();
+    std::fs::write(w.path().join("rocforge.toml"), "").unwrap();
+    w.recipe(
+        "hip-core",
+        "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"git://127.0.0.1:1/nothing.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(err.contains("git://127.0.0.1:1/nothing.git"), "{err}");
+    assert!(err.contains("mirror"), "{err}");
+}
+
+#[test]
+fn missing_tag_is_named() {
+    let w = world();
+    let recipe = w.path().join("recipes/line-1.0/hip-core.toml");
+    std::fs::write(
+        &recipe,
+        std::fs::read_to_string(&recipe)
+            .unwrap()
+            .replace("v1.0.0", "v9.9.9"),
+    )
+    .unwrap();
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(err.contains("v9.9.9"), "{err}");
+}
+
+#[test]
+fn dev_then_patch_export_round_trips_the_series() {
+    let w = world();
+    let out = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "dev",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    let checkout = w.path().join(out.trim());
+    assert!(
+        std::fs::read_to_string(checkout.join("CMakeLists.txt"))
+            .unwrap()
+            .contains("gfx90c")
+    );
+    let log = git(&checkout, &["log", "--format=%s", "rocforge-base..HEAD"]);
+    assert_eq!(log, "Accept gfx90c in the target list.");
+
+    // A patch author adds a commit; export writes it as a second patch.
+    commit_files(
+        &checkout,
+        &[("src/kernel.hip", "__global__ void k() { /* gfx902 */ }\n")],
+        "Mark the kernel for gfx902",
+    );
+    let exported = ok(
+        w.path(),
+        &["--recipes", "recipes", "patch", "export", "hip-core"],
+    );
+    let files: Vec<&str> = exported.lines().collect();
+    assert_eq!(files.len(), 2, "{exported}");
+    assert!(
+        files[1].ends_with("0002-mark-the-kernel-for-gfx902.patch"),
+        "{exported}"
+    );
+    let text = std::fs::read_to_string(w.path().join(files[1])).unwrap();
+    assert!(
+        text.contains("Mark the kernel for gfx902"),
+        "the header names the purpose: {text}"
+    );
+}
+
+#[test]
+fn gc_removes_trees_the_catalog_no_longer_produces() {
+    let w = world();
+    let old = w.fetch("hip-core");
+    w.patch(
+        "hip-core",
+        "0001-accept-gfx90c.patch",
+        &PATCH.replace("gfx900 gfx90c", "gfx900 gfx90c gfx902"),
+    );
+    let new = w.fetch("hip-core");
+    assert_ne!(old, new);
+    let dry = ok(w.path(), &["--recipes", "recipes", "gc", "--dry-run"]);
+    assert!(dry.contains("would remove line-1.0/hip-core"), "{dry}");
+    assert!(old.exists(), "--dry-run removes nothing");
+    ok(w.path(), &["--recipes", "recipes", "gc"]);
+    assert!(!old.exists());
+    assert!(new.exists(), "the current tree stays");
+}
