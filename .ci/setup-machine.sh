@@ -18,8 +18,9 @@ packages=(
     # basics
     git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck
     cmake ninja-build
-    # containers: podman (runc, not crun: hybrid cgroups), rootless podman, docker, debootstrap
-    podman runc uidmap slirp4netns fuse-overlayfs containernetworking-plugins iptables
+    # containers: podman (runc, not crun: hybrid cgroups), rootless podman (uidmap, slirp4netns;
+    # native overlay, so no fuse-overlayfs), docker, debootstrap
+    podman runc uidmap slirp4netns containernetworking-plugins iptables
     docker.io debootstrap
     # HIP: Debian's hipcc pulls clang-15, lld-15, rocm-device-libs, libamdhip64-dev;
     # llvm-15 has llvm-objcopy-15, clang-tools-15 has clang-offload-bundler-15.

@@ -49,7 +49,11 @@ fn main() {
     sh(&repo, "git", &["tag", "v1"]);
     let cat = d.join("catalog");
     std::fs::create_dir_all(cat.join("recipes/b-1")).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arches.toml"), cat.join("recipes/arches.toml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/arches.toml"),
+        cat.join("recipes/arches.toml"),
+    )
+    .unwrap();
     std::fs::write(cat.join("recipes/b-1/release.toml"), "name = \"b-1\"\nversion = \"1\"\nimage = \"localhost/b:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n").unwrap();
     std::fs::write(
         cat.join("recipes/b-1/lib.toml"),
@@ -68,14 +72,32 @@ fn main() {
             .env("ROCFORGE_CONFIG", d.join("none.toml"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     std::fs::write(d.join("none.toml"), "").unwrap();
-    let st = Command::new(exe).current_dir(&cat).args(["--recipes", "recipes", "--quiet", "lock", "--skip-images"]).env("ROCFORGE_CONFIG", d.join("none.toml")).status().unwrap();
+    let st = Command::new(exe)
+        .current_dir(&cat)
+        .args(["--recipes", "recipes", "--quiet", "lock", "--skip-images"])
+        .env("ROCFORGE_CONFIG", d.join("none.toml"))
+        .status()
+        .unwrap();
     assert!(st.success());
     let cold = time(fetch);
     let checkout = d.join("checkout");
-    sh(d, "git", &["clone", "-q", repo.to_str().unwrap(), checkout.to_str().unwrap()]);
+    sh(
+        d,
+        "git",
+        &[
+            "clone",
+            "-q",
+            repo.to_str().unwrap(),
+            checkout.to_str().unwrap(),
+        ],
+    );
     let mut ours = Vec::new();
     let mut peer = Vec::new();
     for _ in 0..RUNS {
@@ -84,7 +106,16 @@ fn main() {
     }
     let (o, p) = (median(ours), median(peer));
     println!("cached fetch benchmark (3,000-file source, median of {RUNS})");
-    println!("  first fetch (clone + checkout)      {:8.1} ms", cold.as_secs_f64() * 1e3);
-    println!("  rocforge fetch, cached              {o:8.1} ms   goal <= 20 ms   {}", if o <= 20.0 { "met" } else { "MISSED" });
-    println!("  git checkout -q v1 (already there)  {p:8.1} ms   ratio rocforge/git = {:.2}", o / p);
+    println!(
+        "  first fetch (clone + checkout)      {:8.1} ms",
+        cold.as_secs_f64() * 1e3
+    );
+    println!(
+        "  rocforge fetch, cached              {o:8.1} ms   goal <= 20 ms   {}",
+        if o <= 20.0 { "met" } else { "MISSED" }
+    );
+    println!(
+        "  git checkout -q v1 (already there)  {p:8.1} ms   ratio rocforge/git = {:.2}",
+        o / p
+    );
 }

@@ -79,39 +79,51 @@ build_base() {
     tmp=$(mktemp -d /var/tmp/rocforge-test-base.XXXXXX)
     # shellcheck disable=SC2064 # expand $tmp now
     trap "rm -rf '$tmp'" EXIT
-    timed "debootstrap" debootstrap --variant="$VARIANT" "$SUITE" "$tmp/root" "$MIRROR" \
-        >"$tmp/debootstrap.log" 2>&1 \
-        || { tail -n 30 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
+    timed "debootstrap" run_debootstrap "$tmp"
     rm -rf "$tmp/root/var/cache/apt/archives/"*.deb "$tmp/root/var/lib/apt/lists/"*
     timed "podman import base" import_rootfs "$tmp/root" "$want"
     rm -rf "$tmp"
     trap - EXIT
 }
 
+run_debootstrap() {
+    local tmp="$1"
+    debootstrap --variant="$VARIANT" "$SUITE" "$tmp/root" "$MIRROR" >"$tmp/debootstrap.log" 2>&1 \
+        || { tail -n 30 "$tmp/debootstrap.log" >&2; return 1; }
+}
+
 import_rootfs() {
     local root="$1" inputs="$2"
     tar --numeric-owner --xattrs -C "$root" -c . \
-        | rf_podman import \
+        | rf_podman import --quiet \
             --change 'CMD ["/bin/bash"]' \
             --change "LABEL $ROCFORGE_INPUTS_LABEL=$inputs" \
             - "$ROCFORGE_TEST_BASE" >/dev/null
-    # Drop the previous image if the tag moved; it is no longer used.
-    rf_podman image prune -f >/dev/null
 }
 
 build_builder() {
-    local want
+    local want buildlog=/var/log/rocforge-test-builder-build.log
     want=$(builder_inputs)
     if [ "$(inputs_of "$ROCFORGE_TEST_BUILDER" rf_podman)" = "$want" ]; then
         log "$ROCFORGE_TEST_BUILDER is up to date"
         return 0
     fi
     log "building $ROCFORGE_TEST_BUILDER from ${CONTAINERFILE#"$ROCFORGE_ROOT"/}"
-    rf_podman build --quiet --timestamp 0 --pull=never \
+    rf_podman build --timestamp 0 --pull=never \
         --label "$ROCFORGE_INPUTS_LABEL=$want" \
-        -f "$CONTAINERFILE" -t "$ROCFORGE_TEST_BUILDER" "$ROCFORGE_ROOT/containers" >/dev/null \
-        || die "podman build of $ROCFORGE_TEST_BUILDER failed"
-    rf_podman image prune -f >/dev/null
+        -f "$CONTAINERFILE" -t "$ROCFORGE_TEST_BUILDER" "$ROCFORGE_ROOT/containers" \
+        >"$buildlog" 2>&1 \
+        || { tail -n 40 "$buildlog" >&2; die "podman build of $ROCFORGE_TEST_BUILDER failed (log: $buildlog)"; }
+}
+
+# remove_replaced ENGINE...: remove the images the tags pointed at before this run, when the tags
+# moved (builder first: it is the base's child). Only those IDs: other images in the store
+# belong to others; one still in use stays.
+remove_replaced() {
+    local id
+    for id in "${replaced[@]}"; do
+        "$@" rmi "$id" >/dev/null 2>&1 || true
+    done
 }
 
 # The builder must compile HIP for gfx90c and gfx902, with hipcc and with clang++-15 the way
@@ -140,13 +152,15 @@ verify_builder() {
 
 # Load both images into the test docker daemon, when one answers, unless it has them already.
 load_into_docker() {
-    local host="${DOCKER_HOST:-$ROCFORGE_DOCKER_HOST}" cli image
+    local host="${DOCKER_HOST:-$ROCFORGE_DOCKER_HOST}" cli image old
     if ! cli=$(docker_cli "$host"); then
         log "no docker daemon answers at $host; images not loaded into docker (run scripts/start-docker.sh)"
         return 0
     fi
-    for image in "$ROCFORGE_TEST_BASE" "$ROCFORGE_TEST_BUILDER"; do
-        if [ "$(image_id "$image" "$cli" -H "$host")" = "$(image_id "$image" rf_podman)" ]; then
+    replaced=()
+    for image in "$ROCFORGE_TEST_BUILDER" "$ROCFORGE_TEST_BASE"; do
+        old=$(image_id "$image" "$cli" -H "$host")
+        if [ "$old" = "$(image_id "$image" rf_podman)" ]; then
             log "docker at $host has $image"
             continue
         fi
@@ -155,11 +169,22 @@ load_into_docker() {
         [ "$(image_id "$image" "$cli" -H "$host")" = "$(image_id "$image" rf_podman)" ] \
             || die "docker at $host has a different ID for $image after loading"
         log "loaded $image into docker at $host"
+        [ -z "$old" ] || replaced+=("$old")
     done
+    remove_replaced "$cli" -H "$host"
 }
 
+old_ids=("$(image_id "$ROCFORGE_TEST_BUILDER" rf_podman)" "$(image_id "$ROCFORGE_TEST_BASE" rf_podman)")
 timed "base image" build_base
 timed "builder image" build_builder
+replaced=()
+for id in "${old_ids[@]}"; do
+    if [ -n "$id" ] && [ "$id" != "$(image_id "$ROCFORGE_TEST_BASE" rf_podman)" ] \
+        && [ "$id" != "$(image_id "$ROCFORGE_TEST_BUILDER" rf_podman)" ]; then
+        replaced+=("$id")
+    fi
+done
+remove_replaced rf_podman
 timed "verify builder (HIP compile)" verify_builder
 timed "load into docker" load_into_docker
 rf_podman images --filter reference='localhost/rocforge-test-*' \

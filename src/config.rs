@@ -1,11 +1,13 @@
 //! rocforge's own configuration: `rocforge.toml` at the catalog root, then the user's
 //! `~/.config/rocforge/config.toml` (or the file `ROCFORGE_CONFIG` names), later files winning.
 //!
-//! Today it maps URL prefixes to mirrors, for air-gapped machines and tests:
-//!
 //! ```toml
-//! [mirrors]
+//! [mirrors]                       # URL prefixes to mirrors, for air-gapped machines and tests
 //! "https://github.com/ROCm/" = "file:///srv/mirror/ROCm/"
+//!
+//! [runtime]                       # extra container runtime arguments some hosts need
+//! podman = ["--runtime", "runc"]  # before the subcommand
+//! podman-run = ["--ulimit", "nofile=20000:20000"]   # after `podman run`
 //! ```
 
 use std::collections::BTreeMap;
@@ -20,6 +22,12 @@ pub const CATALOG_CONFIG: &str = "rocforge.toml";
 pub struct Config {
     /// URL prefix → replacement prefix. The longest matching prefix wins.
     pub mirrors: BTreeMap<String, String>,
+    /// Extra runtime arguments: `[runtime] podman = [...]` (before the subcommand),
+    /// `podman-run = [...]` (after `run`), and the same for docker.
+    pub podman_args: Vec<String>,
+    pub podman_run_args: Vec<String>,
+    pub docker_args: Vec<String>,
+    pub docker_run_args: Vec<String>,
     /// The files that were read, in order, for `--verbose` and error messages.
     pub files: Vec<PathBuf>,
 }
@@ -84,6 +92,28 @@ impl Config {
                 }
                 self.mirrors.insert(from, to.value);
             }
+        }
+        if let Some(mut rt) = r.opt_table("runtime", d) {
+            let list = |rt: &mut TableReader<'_, '_>,
+                        key: &'static str,
+                        d: &mut Diagnostics|
+             -> Option<Vec<String>> {
+                rt.opt_str_list(key, d)
+                    .map(|v| v.into_iter().map(|s| s.value).collect())
+            };
+            if let Some(v) = list(&mut rt, "podman", d) {
+                self.podman_args = v;
+            }
+            if let Some(v) = list(&mut rt, "podman-run", d) {
+                self.podman_run_args = v;
+            }
+            if let Some(v) = list(&mut rt, "docker", d) {
+                self.docker_args = v;
+            }
+            if let Some(v) = list(&mut rt, "docker-run", d) {
+                self.docker_run_args = v;
+            }
+            rt.finish(d);
         }
         r.finish(d);
     }

@@ -4,15 +4,18 @@
 //! printing; everything here returns values and typed errors.
 
 pub mod arch;
+pub mod build;
 pub mod catalog;
 pub mod config;
 pub mod diag;
 pub mod fsutil;
+pub mod inspect;
 pub mod oci;
 pub mod plan;
 pub mod process;
 pub mod progress;
 pub mod recipe;
+pub mod runtime;
 pub mod source;
 pub mod store;
 pub mod units;

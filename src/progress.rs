@@ -10,6 +10,8 @@ pub trait Task: Send + Sync {
     /// Sets the amount done outright (e.g. after resuming a partial download).
     fn set_position(&self, pos: u64);
     fn finish(&self, message: &str);
+    /// What the task is doing now (a build phase); shown beside its label.
+    fn set_message(&self, _message: &str) {}
 }
 
 pub trait Reporter: Send + Sync {

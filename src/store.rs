@@ -1,13 +1,14 @@
-//! The content-addressed store of install trees, as the planner sees it: which keys are
-//! present, and the hash input of a component's most recent entry (to say what changed).
+//! The content-addressed store of install trees.
 //!
-//! Layout: `<store>/<key>/meta.json`, `<store>/<key>/hash-input.json`, `<store>/<key>/tree/`.
-//! An entry exists only once its directory has been renamed into place, so a present
-//! `meta.json` means a complete entry.
+//! Layout: `<store>/<key>/{meta.json, hash-input.json, build.log, tree/}`. An entry is
+//! assembled in `<store>/.tmp-<key>-…`, under the lock `<store>/.locks/<key>.lock`, and renamed
+//! into place, so a present `meta.json` means a complete entry and a kill -9 at any moment
+//! leaves none half-made. Locally built builder images are recorded in `<store>/.images/`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,30 @@ pub struct EntryMeta {
     pub key: String,
     /// Seconds since the epoch when the entry was committed.
     pub committed: u64,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub release: String,
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// podman, docker or host.
+    #[serde(default)]
+    pub runtime: String,
+    /// False for host builds: their output depends on the host.
+    #[serde(default = "yes")]
+    pub reproducible: bool,
+    #[serde(default)]
+    pub image: Option<crate::plan::key::ImageRef>,
+    #[serde(default)]
+    pub started: u64,
+    #[serde(default)]
+    pub duration_secs: f64,
+    #[serde(default)]
+    pub source_commit: Option<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What the planner asks of a store. A trait so plans can be computed against a fake in
@@ -25,6 +50,20 @@ pub trait StoreView {
     fn contains(&self, key: &str) -> bool;
     /// Hash input of the newest entry for `component`, if any.
     fn previous(&self, component: &str) -> Option<serde_json::Value>;
+    /// Recorded build durations, to schedule the longest path first.
+    fn duration(&self, _component: &str) -> Option<f64> {
+        None
+    }
+    /// A builder image built locally by `rocforge image build` for this release line.
+    fn local_image(&self, _release: &str) -> Option<LocalImage> {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LocalImage {
+    pub reference: String,
+    pub id: String,
 }
 
 /// A store that has nothing: every component is new.
@@ -42,6 +81,82 @@ impl StoreView for EmptyStore {
 pub struct Store {
     root: PathBuf,
     newest: OnceLock<BTreeMap<String, EntryMeta>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("no store entry {0}")]
+    NotFound(String),
+}
+
+impl StoreError {
+    pub fn hint(&self) -> String {
+        match self {
+            StoreError::Io { .. } => "check free disk space and permissions of the store (--store, ROCFORGE_STORE)".into(),
+            StoreError::NotFound(_) => "`rocforge store list` shows the entries; a key prefix of 8 or more characters is enough".into(),
+        }
+    }
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A reserved entry being assembled; dropped without `commit`, it is removed.
+pub struct Staging {
+    pub dir: PathBuf,
+    pub key: String,
+    final_dir: PathBuf,
+    _lock: crate::source::cache::Lock,
+    committed: bool,
+}
+
+impl Staging {
+    pub fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("build.log")
+    }
+
+    /// Writes the metadata and renames the entry into place.
+    pub fn commit(
+        mut self,
+        meta: &EntryMeta,
+        hash_input: &serde_json::Value,
+    ) -> Result<PathBuf, StoreError> {
+        let hi = self.dir.join("hash-input.json");
+        crate::fsutil::write_atomic(
+            &hi,
+            &serde_json::to_vec_pretty(hash_input).expect("plain data"),
+        )
+        .map_err(io(&hi))?;
+        // meta.json last: its presence marks a complete entry.
+        let m = self.dir.join("meta.json");
+        crate::fsutil::write_atomic(&m, &serde_json::to_vec_pretty(meta).expect("plain data"))
+            .map_err(io(&m))?;
+        std::fs::rename(&self.dir, &self.final_dir).map_err(io(&self.final_dir))?;
+        crate::fsutil::sync_dir(self.final_dir.parent().unwrap_or(Path::new(".")));
+        self.committed = true;
+        Ok(self.final_dir.clone())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = crate::fsutil::remove_tree(&self.dir);
+        }
+    }
 }
 
 impl Store {
@@ -72,19 +187,108 @@ impl Store {
         self.root.join(key)
     }
 
+    pub fn tree(&self, key: &str) -> PathBuf {
+        self.root.join(key).join("tree")
+    }
+
+    fn locks(&self) -> crate::source::cache::Cache {
+        // The cache's lock helper, rooted in the store: `<store>/locks` would collide with
+        // entry names, so locks live in `<store>/.locks`.
+        crate::source::cache::Cache::new(self.root.join(".locks-root"))
+    }
+
+    /// Reserves `key` for building. Returns None when another process committed it meanwhile
+    /// (the caller then uses that entry). Waits while another process builds the same key.
+    pub fn reserve(&self, key: &str, on_wait: &dyn Fn()) -> Result<Option<Staging>, StoreError> {
+        std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
+        let lock = self
+            .locks()
+            .lock(key, Duration::from_secs(48 * 3600), on_wait)
+            .map_err(io(&self.root))?;
+        if self.contains(key) {
+            return Ok(None);
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(&format!(".tmp-{key}-"))
+            .tempdir_in(&self.root)
+            .map_err(io(&self.root))?
+            .keep();
+        std::fs::create_dir_all(dir.join("tree")).map_err(io(&dir))?;
+        Ok(Some(Staging {
+            dir,
+            key: key.to_string(),
+            final_dir: self.entry_dir(key),
+            _lock: lock,
+            committed: false,
+        }))
+    }
+
+    /// Removes staging directories of killed runs (their lock is free).
+    pub fn clean_staging(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        let Ok(rd) = std::fs::read_dir(&self.root) else {
+            return removed;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix(".tmp-") else {
+                continue;
+            };
+            let key = rest.split('-').next().unwrap_or_default();
+            if let Ok(_lock) = self.locks().lock(key, Duration::ZERO, &|| {}) {
+                let _ = crate::fsutil::remove_tree(&e.path());
+                removed.push(e.path());
+            }
+        }
+        removed
+    }
+
+    pub fn entries(&self) -> Vec<EntryMeta> {
+        let Ok(rd) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        let mut out: Vec<EntryMeta> = rd
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .filter_map(|e| {
+                serde_json::from_slice(&std::fs::read(e.path().join("meta.json")).ok()?).ok()
+            })
+            .collect();
+        out.sort_by(|a, b| (a.committed, &a.component).cmp(&(b.committed, &b.component)));
+        out
+    }
+
+    /// The entry whose key is `key` or starts with it (at least 8 characters).
+    pub fn find(&self, key: &str) -> Result<EntryMeta, StoreError> {
+        let matches: Vec<EntryMeta> = self
+            .entries()
+            .into_iter()
+            .filter(|e| key.len() >= 8 && e.key.starts_with(key))
+            .collect();
+        match matches.len() {
+            1 => Ok(matches.into_iter().next().expect("one match")),
+            _ => Err(StoreError::NotFound(key.to_string())),
+        }
+    }
+
+    pub fn remove(&self, key: &str) -> Result<(), StoreError> {
+        let dir = self.entry_dir(key);
+        // Rename first so a crash mid-removal never leaves a half-entry under the key.
+        let doomed = self.root.join(format!(".tmp-{key}-gc"));
+        std::fs::rename(&dir, &doomed).map_err(io(&dir))?;
+        crate::fsutil::remove_tree(&doomed).map_err(io(&doomed))
+    }
+
+    pub fn record_local_image(&self, release: &str, image: &LocalImage) -> Result<(), StoreError> {
+        let p = self.root.join(".images").join(format!("{release}.json"));
+        crate::fsutil::write_atomic(&p, &serde_json::to_vec_pretty(image).expect("plain data"))
+            .map_err(io(&p))
+    }
+
     fn newest(&self) -> &BTreeMap<String, EntryMeta> {
         self.newest.get_or_init(|| {
             let mut map: BTreeMap<String, EntryMeta> = BTreeMap::new();
-            let Ok(rd) = std::fs::read_dir(&self.root) else {
-                return map;
-            };
-            for e in rd.flatten() {
-                let Ok(text) = std::fs::read(e.path().join("meta.json")) else {
-                    continue;
-                };
-                let Ok(meta) = serde_json::from_slice::<EntryMeta>(&text) else {
-                    continue;
-                };
+            for meta in self.entries() {
                 let newer = map
                     .get(&meta.component)
                     .is_none_or(|m| (m.committed, &m.key) < (meta.committed, &meta.key));
@@ -105,6 +309,18 @@ impl StoreView for Store {
     fn previous(&self, component: &str) -> Option<serde_json::Value> {
         let meta = self.newest().get(component)?;
         let text = std::fs::read(self.root.join(&meta.key).join("hash-input.json")).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    fn duration(&self, component: &str) -> Option<f64> {
+        self.newest()
+            .get(component)
+            .map(|m| m.duration_secs)
+            .filter(|d| *d > 0.0)
+    }
+
+    fn local_image(&self, release: &str) -> Option<LocalImage> {
+        let text = std::fs::read(self.root.join(".images").join(format!("{release}.json"))).ok()?;
         serde_json::from_slice(&text).ok()
     }
 }

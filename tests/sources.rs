@@ -647,17 +647,42 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     std::fs::create_dir_all(pkg.join("src")).unwrap();
     std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
     std::fs::write(pkg.join("src/kernel.hip"), "__global__ void k() {}\n").unwrap();
-    let status = std::process::Command::new("tar").arg("-C").arg(&srv_dir).arg("-czf").arg(srv_dir.join("pkg-1.0.tar.gz")).arg("pkg-1.0").status().unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&srv_dir)
+        .arg("-czf")
+        .arg(srv_dir.join("pkg-1.0.tar.gz"))
+        .arg("pkg-1.0")
+        .status()
+        .unwrap();
     assert!(status.success());
     std::fs::create_dir_all(srv_dir.join("data/m")).unwrap();
-    std::fs::write(srv_dir.join("data/m/matrix.mtx"), "%%MatrixMarket matrix\n1 1 1\n1 1 1.0\n").unwrap();
-    let status = std::process::Command::new("tar").arg("-C").arg(srv_dir.join("data")).arg("-czf").arg(srv_dir.join("matrices.tar.gz")).arg("m").status().unwrap();
+    std::fs::write(
+        srv_dir.join("data/m/matrix.mtx"),
+        "%%MatrixMarket matrix\n1 1 1\n1 1 1.0\n",
+    )
+    .unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(srv_dir.join("data"))
+        .arg("-czf")
+        .arg(srv_dir.join("matrices.tar.gz"))
+        .arg("m")
+        .status()
+        .unwrap();
     assert!(status.success());
-    std::fs::write(srv_dir.join("tensile-4.43.0-py3-none-any.whl"), b"PK\x03\x04 a wheel").unwrap();
+    std::fs::write(
+        srv_dir.join("tensile-4.43.0-py3-none-any.whl"),
+        b"PK\x03\x04 a wheel",
+    )
+    .unwrap();
     let server = HttpServer::start(&srv_dir);
     std::fs::write(
         w.path().join("rocforge.toml"),
-        format!("[mirrors]\n\"https://example.invalid/dl/\" = \"{}\"\n", server.url()),
+        format!(
+            "[mirrors]\n\"https://example.invalid/dl/\" = \"{}\"\n",
+            server.url()
+        ),
     )
     .unwrap();
     let tar_sha = sha256_file(&srv_dir.join("pkg-1.0.tar.gz"));
@@ -670,15 +695,36 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     };
     w.recipe("pkg", &recipe(&tar_sha));
     w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
-    let o = rocforge(w.path(), &["--recipes", "recipes", "--format", "json", "fetch", "pkg", "--arch", "gfx90c"]);
+    let o = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--format",
+            "json",
+            "fetch",
+            "pkg",
+            "--arch",
+            "gfx90c",
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
-    assert!(std::fs::read_to_string(tree.join("CMakeLists.txt")).unwrap().contains("gfx90c"), "patched, top directory stripped");
+    assert!(
+        std::fs::read_to_string(tree.join("CMakeLists.txt"))
+            .unwrap()
+            .contains("gfx90c"),
+        "patched, top directory stripped"
+    );
     let inputs = v["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
     let matrices = PathBuf::from(inputs[0][1].as_str().unwrap());
-    assert!(matrices.join("m/matrix.mtx").is_file(), "unpacked input: {}", matrices.display());
+    assert!(
+        matrices.join("m/matrix.mtx").is_file(),
+        "unpacked input: {}",
+        matrices.display()
+    );
     let wheel = PathBuf::from(inputs[1][1].as_str().unwrap());
     assert_eq!(std::fs::read(wheel).unwrap(), b"PK\x03\x04 a wheel");
 
@@ -686,10 +732,22 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     std::fs::remove_dir_all(w.path().join("cache")).unwrap();
     let wrong = "0".repeat(64);
     w.recipe("pkg", &recipe(&wrong));
-    let err = fails(w.path(), &["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"]);
+    let err = fails(
+        w.path(),
+        &["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"],
+    );
     assert!(err.contains(&wrong) && err.contains(&tar_sha), "{err}");
     let src = w.path().join("cache/src");
     assert!(!src.exists() || std::fs::read_dir(&src).unwrap().next().is_none());
-    let downloads: Vec<_> = std::fs::read_dir(w.path().join("cache/downloads")).unwrap().flatten().map(|e| e.file_name()).collect();
-    assert!(downloads.iter().all(|n| !n.to_string_lossy().ends_with(".part")), "{downloads:?}");
+    let downloads: Vec<_> = std::fs::read_dir(w.path().join("cache/downloads"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        downloads
+            .iter()
+            .all(|n| !n.to_string_lossy().ends_with(".part")),
+        "{downloads:?}"
+    );
 }

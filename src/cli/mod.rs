@@ -1,7 +1,9 @@
 //! Command definitions and their output. Only this module (and main) prints.
 
 mod arch_cmd;
+mod build_cmd;
 mod catalog_cmds;
+mod inspect_cmd;
 mod plan_cmd;
 pub mod progress;
 mod sources;
@@ -138,6 +140,50 @@ Edit, then commit (amend, rebase, add commits) as usual, and write the series ba
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Build components and every dependency the store lacks, in reproducible containers
+    #[command(after_help = "\
+Each component is built in the release line's builder image with the network off, sources
+mounted read-only and dependencies mounted read-only under the release prefix, then committed
+to the store under its content key. A second run with the same inputs does nothing. Ctrl-C
+stops the containers it started; finished components stay in the store.
+
+Examples:
+  rocforge build rocsparse --arch gfx90c
+  rocforge build rocsolver --arch gfx90c,gfx902 --jobs 8 --keep-going
+  rocforge build rocprim --arch gfx902 --runtime host      # no containers (not reproducible)
+  rocforge build rocblas --dry-run                         # the plan, nothing built")]
+    Build {
+        /// Components to build [default: the whole release line]
+        components: Vec<String>,
+        /// Total compile jobs [default: one per 2.5 GiB of available memory, at most one per core]
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// podman, docker or host [default: podman if it works, else docker]
+        #[arg(long, value_enum)]
+        runtime: Option<build_cmd::RuntimeChoice>,
+        /// Keep building what does not depend on a failed component
+        #[arg(long)]
+        keep_going: bool,
+        /// Print the plan; build nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
+        #[arg(long, value_name = "SPEC")]
+        overlay: Vec<String>,
+    },
+    /// Builder images
+    #[command(subcommand)]
+    Image(ImageCommand),
+    /// Check this machine before hours of work: runtime, builder image, disk and memory against the plan
+    Doctor {
+        /// Components whose plan to check against [default: the whole release line]
+        components: Vec<String>,
+        #[arg(long, value_enum)]
+        runtime: Option<build_cmd::RuntimeChoice>,
+    },
+    /// The store of built install trees
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Patch series maintenance
     #[command(subcommand)]
     Patch(PatchCommand),
@@ -153,6 +199,25 @@ Edit, then commit (amend, rebase, add commits) as usual, and write the series ba
     /// The built-in catalog
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
+    #[command(after_help = "\
+PATH is a shared library, executable, object, static archive, code object or bundle, or a
+directory (an install prefix), read recursively. With --against, prints a library x target
+table (present, only the nearest target's code so a spoof is needed, MISSING) and exits 1 when
+anything is missing or a file could not be read.
+
+Examples:
+  rocforge inspect /opt/rocforge/lib/librocsparse.so
+  rocforge inspect --against gfx90c,gfx902 /opt/rocforge
+  rocforge inspect --format json build/libfoo.so")]
+    Inspect {
+        /// Files or directories to read
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
+        #[arg(long, value_name = "LIST")]
+        against: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -163,6 +228,31 @@ pub enum ArchCommand {
     Show {
         /// A target ID (gfx90c, gfx90c:xnack-) or a KFD gfx_target_version number (90012)
         target: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImageCommand {
+    /// Build the release line's builder image locally from containers/Containerfile.<release>
+    Build {
+        #[arg(long, value_enum)]
+        runtime: Option<build_cmd::RuntimeChoice>,
+        /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
+        #[arg(long, value_name = "FILE")]
+        containerfile: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StoreCommand {
+    /// Every entry: key, component, version, targets, runtime
+    List,
+    /// One entry in full (a key prefix of 8 or more characters is enough)
+    Show { key: String },
+    /// Remove entries superseded by a newer build of the same component and targets
+    Gc {
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -263,8 +353,40 @@ pub fn run(args: Args) -> Result<ExitCode> {
             sources::patch_export(g, component, dir.as_deref())
         }
         Command::Gc { dry_run } => sources::gc(g, *dry_run),
+        Command::Build {
+            components,
+            jobs,
+            runtime,
+            keep_going,
+            dry_run,
+            overlay,
+        } => build_cmd::build(
+            g,
+            build_cmd::BuildArgs {
+                components,
+                jobs: *jobs,
+                runtime: *runtime,
+                keep_going: *keep_going,
+                dry_run: *dry_run,
+                overlays: overlay,
+            },
+        ),
+        Command::Image(ImageCommand::Build {
+            runtime,
+            containerfile,
+        }) => build_cmd::image_build(g, *runtime, containerfile.clone()),
+        Command::Doctor {
+            components,
+            runtime,
+        } => build_cmd::doctor(g, components, *runtime),
+        Command::Store(StoreCommand::List) => build_cmd::store_list(g),
+        Command::Store(StoreCommand::Show { key }) => build_cmd::store_show(g, key),
+        Command::Store(StoreCommand::Gc { dry_run }) => build_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
+        Command::Inspect { paths, against } => {
+            inspect_cmd::inspect_cmd(g, paths, against.as_deref())
+        }
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {
                 Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")

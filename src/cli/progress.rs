@@ -37,6 +37,9 @@ impl Task for BarTask {
     fn set_position(&self, pos: u64) {
         self.bar.set_position(pos);
     }
+    fn set_message(&self, message: &str) {
+        self.bar.set_message(message.to_string());
+    }
     fn finish(&self, message: &str) {
         self.bar.finish_and_clear();
         let _ = self.multi.println(format!(

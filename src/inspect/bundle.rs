@@ -417,7 +417,10 @@ mod tests {
         assert_eq!((k.as_str(), t.as_str()), ("hipv4", "amdgcn-amd-amdhsa-"));
         assert_eq!(id.unwrap().to_string(), "gfx90c:xnack-");
         let (k, t, id) = split_id("host-x86_64-unknown-linux");
-        assert_eq!((k.as_str(), t.as_str(), id), ("host", "x86_64-unknown-linux", None));
+        assert_eq!(
+            (k.as_str(), t.as_str(), id),
+            ("host", "x86_64-unknown-linux", None)
+        );
         let (_, _, id) = split_id("hipv4-amdgcn-amd-amdhsa--gfx9-generic");
         assert_eq!(id.unwrap().arch, "gfx9-generic");
     }
@@ -428,7 +431,11 @@ mod tests {
         let z = zstd::encode_all(&raw[..], 3).unwrap();
         assert_eq!(decompress(1, &z, 100_000).unwrap().len(), 100_000);
         assert!(decompress(1, &z, 10).unwrap_err().contains("more than"));
-        assert!(decompress(1, &z, u32::MAX as u64).unwrap_err().contains("declares"));
+        assert!(
+            decompress(1, &z, u32::MAX as u64)
+                .unwrap_err()
+                .contains("declares")
+        );
         assert!(decompress(1, &z, 1 << 63).unwrap_err().contains("limit"));
     }
 }

@@ -28,7 +28,7 @@ pub enum RuntimeKind {
     Host,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct ImageRef {
     pub reference: String,
     /// `sha256:…` from rocforge.lock, or a local image ID.

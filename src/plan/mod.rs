@@ -127,14 +127,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         v
     };
     let order = closure_in_order(catalog, &roots);
-    let image = ImageRef {
-        reference: catalog.release.image.clone(),
-        digest: req
-            .lock
-            .image(&catalog.release.name, &catalog.release.image)
-            .map(|i| i.digest.clone()),
-        local: false,
-    };
+    let image = image_ref(catalog, &req.lock, store);
     let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
@@ -209,6 +202,31 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         steps,
         estimate,
     })
+}
+
+/// The builder image as keys see it: the locked digest; else an image built locally by
+/// `rocforge image build` (by its ID, marked local); else the bare reference (unpinned).
+pub fn image_ref(catalog: &Catalog, lock: &Lockfile, store: &dyn StoreView) -> ImageRef {
+    let reference = catalog.release.image.clone();
+    if let Some(i) = lock.image(&catalog.release.name, &reference) {
+        return ImageRef {
+            reference,
+            digest: Some(i.digest.clone()),
+            local: false,
+        };
+    }
+    match store.local_image(&catalog.release.name) {
+        Some(l) if l.reference == reference => ImageRef {
+            reference,
+            digest: Some(l.id),
+            local: true,
+        },
+        _ => ImageRef {
+            reference,
+            digest: None,
+            local: false,
+        },
+    }
 }
 
 fn component_input(

@@ -210,7 +210,10 @@ impl HttpServer {
             .expect("python3 must be installed");
         let start = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(start.elapsed() < Duration::from_secs(10), "http.server did not start");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "http.server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         HttpServer { child, port }

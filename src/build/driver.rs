@@ -1,0 +1,112 @@
+//! Turns a recipe's `[build]` into the commands run in the build environment.
+//!
+//! Inside the container: the patched source at /src (read-only), dependencies' install trees
+//! merged at the release prefix (read-only), a scratch build directory at /build, extra inputs
+//! at /inputs/<name> (read-only), a ccache directory at /ccache, and the output collected
+//! through DESTDIR=/out. Every recipe value reaches the shell quoted: no recipe string can
+//! inject a command.
+
+use std::collections::BTreeMap;
+
+use crate::plan::GpuFlags;
+use crate::process::shell_quote;
+use crate::recipe::{BuildSystem, Recipe, Source};
+
+pub const SRC: &str = "/src";
+pub const BUILD: &str = "/build";
+pub const OUT: &str = "/out";
+pub const CCACHE: &str = "/ccache";
+pub const INPUTS: &str = "/inputs";
+
+/// The shell script for a cmake or script build; None for `copy`, which needs no runtime.
+pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> Option<String> {
+    let root = match &recipe.source {
+        Source::Git {
+            subdir: Some(s), ..
+        } => format!("{SRC}/{s}"),
+        _ => SRC.to_string(),
+    };
+    match &recipe.build.system {
+        BuildSystem::Cmake => {
+            let mut args: Vec<String> = vec![
+                format!("-DCMAKE_INSTALL_PREFIX={prefix}"),
+                format!("-DCMAKE_PREFIX_PATH={prefix}"),
+            ];
+            args.extend(recipe.build.args.iter().cloned());
+            args.extend(flags.cmake.iter().cloned());
+            // Tensile ignores -j; it reads its own thread count.
+            if recipe
+                .build
+                .args
+                .iter()
+                .any(|a| a.starts_with("-DTensile_"))
+            {
+                args.push(format!("-DTensile_CPU_THREADS={jobs}"));
+            }
+            let quoted = args
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Some(format!(
+                "set -eu\n\
+                 launcher=\"\"\n\
+                 if command -v ccache >/dev/null 2>&1; then launcher=\"-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache\"; fi\n\
+                 generator=\"\"\n\
+                 if command -v ninja >/dev/null 2>&1; then generator=\"-G Ninja\"; fi\n\
+                 echo '==> configure'\n\
+                 cmake -S {root} -B {BUILD} $generator $launcher {quoted}\n\
+                 echo '==> build'\n\
+                 cmake --build {BUILD} --parallel {jobs}\n\
+                 echo '==> install'\n\
+                 DESTDIR={OUT} cmake --install {BUILD}\n",
+                root = shell_quote(&root),
+            ))
+        }
+        BuildSystem::Script { script } => Some(format!(
+            "set -eu\ncd {}\necho '==> build'\n{script}\n",
+            shell_quote(&root)
+        )),
+        BuildSystem::Copy { .. } => None,
+    }
+}
+
+/// The fixed environment of a build: nothing from the host.
+pub fn environment(
+    recipe: &Recipe,
+    flags: &GpuFlags,
+    prefix: &str,
+    jobs: usize,
+    source_date_epoch: i64,
+) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("SOURCE_DATE_EPOCH".into(), source_date_epoch.to_string());
+    env.insert("LC_ALL".into(), "C".into());
+    env.insert("TZ".into(), "UTC".into());
+    env.insert("HOME".into(), format!("{BUILD}/.home"));
+    env.insert("CCACHE_DIR".into(), CCACHE.into());
+    env.insert("CCACHE_BASEDIR".into(), SRC.into());
+    env.insert("SRC".into(), SRC.into());
+    env.insert("BUILD".into(), BUILD.into());
+    env.insert("DESTDIR".into(), OUT.into());
+    env.insert("PREFIX".into(), prefix.into());
+    env.insert("JOBS".into(), jobs.to_string());
+    // Tools that ignore -j: PyTorch reads MAX_JOBS, CMake's default build reads this.
+    env.insert("MAX_JOBS".into(), jobs.to_string());
+    env.insert("CMAKE_BUILD_PARALLEL_LEVEL".into(), jobs.to_string());
+    env.extend(recipe.build.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env.extend(flags.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recipe_strings_are_quoted() {
+        assert_eq!(shell_quote("-DX=a;b"), "'-DX=a;b'");
+        assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,504 @@
+//! Builds a plan: each component that the store lacks, in dependency order, independent ones in
+//! parallel, in the chosen runtime, committed to the store.
+
+pub mod driver;
+pub mod jobs;
+pub mod schedule;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::plan::{Plan, Step};
+use crate::progress::Reporter;
+use crate::recipe::BuildSystem;
+use crate::runtime::{ContainerRuntime, Kind, Mount, RunSpec};
+use crate::source::prepare::{self, Sources};
+use crate::store::{EntryMeta, Store, StoreView};
+
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Total compile jobs across concurrently building components.
+    pub jobs: usize,
+    /// Components built side by side at most.
+    pub parallel: usize,
+    pub keep_going: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "lowercase")]
+pub enum StepResult {
+    /// Already in the store (or built meanwhile by another rocforge process).
+    Cached {
+        tree: PathBuf,
+    },
+    Built {
+        tree: PathBuf,
+        seconds: f64,
+    },
+    Failed {
+        error: String,
+        hint: String,
+        log: Option<PathBuf>,
+        tail: Vec<String>,
+    },
+    /// Not built: a dependency failed, or the run was stopped.
+    Skipped {
+        because: Option<String>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub struct BuildReport {
+    pub steps: Vec<(String, StepResult)>,
+}
+
+impl BuildReport {
+    pub fn ok(&self) -> bool {
+        self.steps
+            .iter()
+            .all(|(_, r)| matches!(r, StepResult::Cached { .. } | StepResult::Built { .. }))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error("{0}")]
+    Source(#[from] prepare::SourceError),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("{0}")]
+    Runtime(#[from] crate::runtime::RuntimeError),
+    #[error("{component}: the build failed (exit {code})")]
+    Failed { component: String, code: String },
+    #[error("{component}: the build installed nothing under {prefix}")]
+    NothingInstalled { component: String, prefix: String },
+    #[error("{component}: {what}: {source}")]
+    Io {
+        component: String,
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{component}: stopped")]
+    Stopped { component: String },
+}
+
+impl StepError {
+    fn hint(&self) -> String {
+        match self {
+            StepError::Source(e) => e.hint(),
+            StepError::Store(e) => e.hint(),
+            StepError::Runtime(e) => e.hint(),
+            StepError::Failed { .. } => "read the log; `rocforge fetch COMPONENT` gives the exact source tree to reproduce it".into(),
+            StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
+            StepError::Io { .. } => "check free disk space".into(),
+            StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
+        }
+    }
+}
+
+pub struct Builder<'a> {
+    pub plan: &'a Plan,
+    pub sources: Sources<'a>,
+    pub store: &'a Store,
+    pub runtime: &'a dyn ContainerRuntime,
+    pub reporter: &'a dyn Reporter,
+    pub options: BuildOptions,
+    /// Set by Ctrl-C: no new component starts, running containers are stopped.
+    pub stop: &'a AtomicBool,
+    /// Names of running containers, for Ctrl-C.
+    pub running: &'a Mutex<Vec<String>>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Builder<'_> {
+    /// The image as the runtime must be told: pinned by digest or local ID when known.
+    pub fn image_for_run(&self) -> String {
+        let image = &self.plan.image;
+        match (&image.digest, image.local) {
+            (Some(id), true) => id.clone(),
+            (Some(digest), false) => {
+                let repo = image
+                    .reference
+                    .rsplit_once(':')
+                    .filter(|(_, tag)| !tag.contains('/'))
+                    .map_or(image.reference.as_str(), |(r, _)| r);
+                format!("{repo}@{digest}")
+            }
+            (None, _) => image.reference.clone(),
+        }
+    }
+
+    pub fn run(&self) -> BuildReport {
+        for name in self.runtime.reap_stale() {
+            self.reporter.note(&format!(
+                "removed container {name} left by a killed rocforge run"
+            ));
+        }
+        for dir in self.store.clean_staging() {
+            self.reporter
+                .note(&format!("removed unfinished store entry {}", dir.display()));
+        }
+        let steps = &self.plan.steps;
+        let index: std::collections::BTreeMap<&str, usize> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.component.as_str(), i))
+            .collect();
+        let nodes: Vec<schedule::Node> = steps
+            .iter()
+            .map(|s| schedule::Node {
+                deps: s
+                    .depends
+                    .iter()
+                    .filter_map(|d| index.get(d.as_str()).copied())
+                    .collect(),
+                weight: self
+                    .store
+                    .duration(&s.component)
+                    .unwrap_or(s.resources.hours * 3600.0),
+            })
+            .collect();
+        let results: Vec<Mutex<Option<StepResult>>> =
+            steps.iter().map(|_| Mutex::new(None)).collect();
+        let active = std::sync::atomic::AtomicUsize::new(0);
+        let outcomes = schedule::run(
+            &nodes,
+            self.options.parallel,
+            self.options.keep_going,
+            self.stop,
+            |i| {
+                let n = active.fetch_add(1, Ordering::SeqCst) + 1;
+                let r = self.step(&steps[i], n);
+                active.fetch_sub(1, Ordering::SeqCst);
+                let ok = matches!(r, StepResult::Cached { .. } | StepResult::Built { .. });
+                *results[i].lock().expect("not poisoned") = Some(r);
+                ok
+            },
+        );
+        let steps_out = steps
+            .iter()
+            .zip(results)
+            .zip(outcomes)
+            .map(|((s, r), o)| {
+                let r =
+                    r.into_inner()
+                        .expect("not poisoned")
+                        .unwrap_or_else(|| StepResult::Skipped {
+                            because: match o {
+                                schedule::Outcome::Skipped(Some(j)) => {
+                                    Some(steps[j].component.clone())
+                                }
+                                _ => None,
+                            },
+                        });
+                (s.component.clone(), r)
+            })
+            .collect();
+        BuildReport { steps: steps_out }
+    }
+
+    fn step(&self, step: &Step, running: usize) -> StepResult {
+        if self.store.contains(&step.key.0) {
+            return StepResult::Cached {
+                tree: self.store.tree(&step.key.0),
+            };
+        }
+        let log_dir = self.store.root().join(".logs");
+        let log = log_dir.join(format!("{}-{}.log", step.component, step.key.short()));
+        match self.build_step(step, running, &log) {
+            Ok(Some(seconds)) => StepResult::Built {
+                tree: self.store.tree(&step.key.0),
+                seconds,
+            },
+            Ok(None) => StepResult::Cached {
+                tree: self.store.tree(&step.key.0),
+            },
+            Err(e) => {
+                let tail = std::fs::read_to_string(&log)
+                    .map(|t| {
+                        let lines: Vec<&str> = t.lines().collect();
+                        lines[lines.len().saturating_sub(40)..]
+                            .iter()
+                            .map(|l| l.to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                StepResult::Failed {
+                    error: e.to_string(),
+                    hint: e.hint(),
+                    log: log.exists().then_some(log),
+                    tail,
+                }
+            }
+        }
+    }
+
+    /// Some(seconds) when built here, None when another process committed it meanwhile.
+    fn build_step(
+        &self,
+        step: &Step,
+        running: usize,
+        log: &Path,
+    ) -> Result<Option<f64>, StepError> {
+        let component = step.component.as_str();
+        let io = |what: &str| {
+            let what = what.to_string();
+            move |source| StepError::Io {
+                component: component.to_string(),
+                what,
+                source,
+            }
+        };
+        let recipe = self
+            .sources
+            .catalog
+            .get(component)
+            .expect("plan steps come from the catalog");
+        let task = self
+            .reporter
+            .task(&format!("{component} {}", step.key.short()), None, false);
+        let Some(staging) = self.store.reserve(&step.key.0, &|| {
+            self.reporter.note(&format!(
+                "{component}: waiting for another rocforge process building the same key"
+            ))
+        })?
+        else {
+            task.finish(&format!("{component}: built by another rocforge process"));
+            return Ok(None);
+        };
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(StepError::Stopped {
+                component: component.into(),
+            });
+        }
+        std::fs::create_dir_all(log.parent().unwrap_or(Path::new(".")))
+            .map_err(io("log directory"))?;
+        std::fs::write(log, "").map_err(io("log"))?;
+        task.set_message("sources");
+        let started = now();
+        let clock = Instant::now();
+        let prepared = prepare::prepare(&self.sources, recipe, &self.plan.targets)?;
+        let prefix = self.sources.catalog.release.prefix.clone();
+        let prefix_rel = prefix.trim_start_matches('/').to_string();
+        let jobs = jobs::share(
+            self.options.jobs,
+            running,
+            step.resources.memory_bytes,
+            jobs::available_memory(),
+        );
+
+        match &recipe.build.system {
+            BuildSystem::Copy { dest } => {
+                task.set_message("copy");
+                copy_tree(&prepared.tree, &staging.tree().join(dest)).map_err(io("copy"))?;
+            }
+            _ => {
+                let scratch = self.sources.cache.root().join("builds").join(&step.key.0);
+                crate::fsutil::remove_tree(&scratch).map_err(io("build directory"))?;
+                std::fs::create_dir_all(scratch.join("build/.home"))
+                    .map_err(io("build directory"))?;
+                std::fs::create_dir_all(scratch.join("out")).map_err(io("output directory"))?;
+                let deps = scratch.join("deps");
+                std::fs::create_dir_all(&deps).map_err(io("dependency tree"))?;
+                for d in &step.depends {
+                    let dep = self.plan.step(d).expect("dependencies are in the plan");
+                    link_tree(&self.store.tree(&dep.key.0), &deps)
+                        .map_err(io("dependency tree"))?;
+                }
+                let ccache = self.sources.cache.root().join("ccache").join(
+                    &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                        self.image_for_run().as_bytes(),
+                    ))[..16],
+                );
+                std::fs::create_dir_all(&ccache).map_err(io("ccache"))?;
+                let mut mounts = vec![
+                    Mount {
+                        host: prepared.tree.clone(),
+                        container: driver::SRC.into(),
+                        read_only: true,
+                    },
+                    Mount {
+                        host: scratch.join("build"),
+                        container: driver::BUILD.into(),
+                        read_only: false,
+                    },
+                    Mount {
+                        host: scratch.join("out"),
+                        container: driver::OUT.into(),
+                        read_only: false,
+                    },
+                    Mount {
+                        host: deps.clone(),
+                        container: prefix.clone(),
+                        read_only: true,
+                    },
+                    Mount {
+                        host: ccache,
+                        container: driver::CCACHE.into(),
+                        read_only: false,
+                    },
+                ];
+                for (name, path) in &prepared.inputs {
+                    mounts.push(Mount {
+                        host: path.clone(),
+                        container: format!("{}/{name}", driver::INPUTS),
+                        read_only: true,
+                    });
+                }
+                let script = driver::script(recipe, &step.gpu_flags, &prefix, jobs)
+                    .expect("cmake and script builds have a script");
+                let spec = RunSpec {
+                    name: format!(
+                        "rocforge-{component}-{}-{}",
+                        step.key.short(),
+                        std::process::id()
+                    ),
+                    image: self.image_for_run(),
+                    mounts,
+                    env: driver::environment(
+                        recipe,
+                        &step.gpu_flags,
+                        &prefix,
+                        jobs,
+                        prepared.source_date_epoch,
+                    ),
+                    workdir: driver::BUILD.into(),
+                    script,
+                    network: false,
+                    labels: [
+                        ("rocforge.component".to_string(), component.to_string()),
+                        ("rocforge.key".to_string(), step.key.0.clone()),
+                    ]
+                    .into(),
+                };
+                task.set_message(&format!("building, -j{jobs}"));
+                self.running
+                    .lock()
+                    .expect("not poisoned")
+                    .push(spec.name.clone());
+                let exit = with_phases(log, &*task, || self.runtime.run(&spec, log));
+                self.running
+                    .lock()
+                    .expect("not poisoned")
+                    .retain(|n| n != &spec.name);
+                let exit = exit?;
+                if self.stop.load(Ordering::SeqCst) {
+                    return Err(StepError::Stopped {
+                        component: component.into(),
+                    });
+                }
+                if !exit.success() {
+                    task.finish(&format!("{component}: FAILED"));
+                    return Err(StepError::Failed {
+                        component: component.into(),
+                        code: exit
+                            .0
+                            .map_or("killed by a signal".into(), |c| c.to_string()),
+                    });
+                }
+                let installed = scratch.join("out").join(&prefix_rel);
+                if !installed.is_dir() {
+                    return Err(StepError::NothingInstalled {
+                        component: component.into(),
+                        prefix,
+                    });
+                }
+                std::fs::remove_dir(staging.tree()).map_err(io("store staging"))?;
+                std::fs::rename(&installed, staging.tree()).map_err(io("store staging"))?;
+                let _ = crate::fsutil::remove_tree(&scratch);
+            }
+        }
+        std::fs::copy(log, staging.log()).map_err(io("log"))?;
+        let seconds = clock.elapsed().as_secs_f64();
+        let meta = EntryMeta {
+            component: component.into(),
+            key: step.key.0.clone(),
+            committed: now(),
+            version: step.version.clone(),
+            release: self.plan.release.clone(),
+            targets: self.plan.targets.iter().map(|t| t.to_string()).collect(),
+            runtime: self.runtime.kind().to_string(),
+            reproducible: self.runtime.kind() != Kind::Host,
+            image: Some(self.plan.image.clone()),
+            started,
+            duration_secs: seconds,
+            source_commit: prepared.commit.clone(),
+        };
+        staging.commit(&meta, &step.hash_input.to_value())?;
+        task.finish(&format!(
+            "{component}: built in {}",
+            crate::units::format_duration(seconds as u64)
+        ));
+        Ok(Some(seconds))
+    }
+}
+
+/// Runs `f` while following `log` and showing its current phase (`==> configure`, …) on `task`.
+fn with_phases<T>(log: &Path, task: &dyn crate::progress::Task, f: impl FnOnce() -> T) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut last = String::new();
+            while !done.load(Ordering::SeqCst) {
+                if let Ok(text) = std::fs::read_to_string(log)
+                    && let Some(phase) = text.lines().rev().find_map(|l| l.strip_prefix("==> "))
+                    && phase != last
+                {
+                    last = phase.to_string();
+                    task.set_message(phase);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        let out = f();
+        done.store(true, Ordering::SeqCst);
+        out
+    })
+}
+
+/// Lays `from`'s files into `to` as hard links (copies across filesystems), merging
+/// dependencies' install trees into one prefix.
+fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            link_tree(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            if !dest.exists() {
+                std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dest)?;
+            }
+        } else if !dest.exists() && std::fs::hard_link(e.path(), &dest).is_err() {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
+        } else {
+            std::fs::copy(e.path(), dest)?;
+        }
+    }
+    Ok(())
+}

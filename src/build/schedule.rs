@@ -1,0 +1,213 @@
+//! Runs a dependency graph of jobs in parallel: independent jobs side by side within a number
+//! of slots, the longest remaining path first, failures stopping only what depends on them
+//! when asked to keep going.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub deps: Vec<usize>,
+    /// Expected duration (seconds, or any consistent unit): for priorities only.
+    pub weight: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    Failed,
+    /// Not run: a dependency failed (its index), or the run was stopped (None).
+    Skipped(Option<usize>),
+}
+
+/// Priority of each node: its weight plus the longest chain of dependents after it.
+pub fn priorities(nodes: &[Node]) -> Vec<f64> {
+    let mut dependents = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for &d in &n.deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut prio = vec![f64::NAN; nodes.len()];
+    // Nodes come in dependency order (deps first), so walk backwards.
+    for i in (0..nodes.len()).rev() {
+        let tail = dependents[i].iter().map(|&j| prio[j]).fold(0.0, f64::max);
+        prio[i] = nodes[i].weight + tail;
+    }
+    prio
+}
+
+/// Runs `work(i)` for every node once its dependencies are done, at most `slots` at a time.
+/// Nodes must be in dependency order. `work` returns true on success.
+pub fn run<F>(
+    nodes: &[Node],
+    slots: usize,
+    keep_going: bool,
+    stop: &AtomicBool,
+    work: F,
+) -> Vec<Outcome>
+where
+    F: Fn(usize) -> bool + Sync,
+{
+    let slots = slots.max(1);
+    let prio = priorities(nodes);
+    let mut outcome: Vec<Option<Outcome>> = vec![None; nodes.len()];
+    let mut waiting: Vec<usize> = nodes.iter().map(|n| n.deps.len()).collect();
+    let mut dependents = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for &d in &n.deps {
+            dependents[d].push(i);
+        }
+    }
+    // Ready set ordered by priority (highest first), then index for determinism.
+    let key = |i: usize| (std::cmp::Reverse(ordered(prio[i])), i);
+    let mut ready: BTreeSet<(std::cmp::Reverse<u64>, usize)> = (0..nodes.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(key)
+        .collect();
+    let mut running = 0usize;
+    let mut failed = false;
+    let (tx, rx) = mpsc::channel::<(usize, bool)>();
+    std::thread::scope(|scope| {
+        loop {
+            let halted = stop.load(Ordering::SeqCst) || (failed && !keep_going);
+            while !halted && running < slots {
+                let Some(next) = ready.pop_first() else { break };
+                let i = next.1;
+                running += 1;
+                let tx = tx.clone();
+                let work = &work;
+                scope.spawn(move || {
+                    let ok = work(i);
+                    let _ = tx.send((i, ok));
+                });
+            }
+            if running == 0 {
+                break;
+            }
+            let Ok((i, ok)) = rx.recv() else { break };
+            running -= 1;
+            outcome[i] = Some(if ok { Outcome::Done } else { Outcome::Failed });
+            if ok {
+                for &j in &dependents[i] {
+                    waiting[j] -= 1;
+                    if waiting[j] == 0 && outcome[j].is_none() {
+                        ready.insert(key(j));
+                    }
+                }
+            } else {
+                failed = true;
+                // Everything downstream of a failure is skipped, naming the failure.
+                let mut todo = dependents[i].clone();
+                while let Some(j) = todo.pop() {
+                    if outcome[j].is_none() {
+                        outcome[j] = Some(Outcome::Skipped(Some(i)));
+                        ready.remove(&key(j));
+                        todo.extend(dependents[j].iter().copied());
+                    }
+                }
+            }
+        }
+    });
+    outcome
+        .into_iter()
+        .map(|o| o.unwrap_or(Outcome::Skipped(None)))
+        .collect()
+}
+
+/// f64 priorities as an order-preserving integer (all are finite and non-negative).
+fn ordered(x: f64) -> u64 {
+    (x.max(0.0) * 1e6) as u64
+}
+
+/// The lower bound on any schedule's makespan: the critical path, or the total work spread
+/// over every slot, whichever is larger.
+pub fn lower_bound(nodes: &[Node], slots: usize) -> f64 {
+    let mut finish = vec![0.0f64; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        finish[i] = n.weight + n.deps.iter().map(|&d| finish[d]).fold(0.0, f64::max);
+    }
+    let critical = finish.iter().copied().fold(0.0, f64::max);
+    let total: f64 = nodes.iter().map(|n| n.weight).sum();
+    critical.max(total / slots.max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn chain_and_leaves() -> Vec<Node> {
+        // 0 -> 1 -> 2 is the long chain; 3, 4, 5 are independent leaves.
+        vec![
+            Node {
+                deps: vec![],
+                weight: 3.0,
+            },
+            Node {
+                deps: vec![0],
+                weight: 3.0,
+            },
+            Node {
+                deps: vec![1],
+                weight: 3.0,
+            },
+            Node {
+                deps: vec![],
+                weight: 1.0,
+            },
+            Node {
+                deps: vec![],
+                weight: 1.0,
+            },
+            Node {
+                deps: vec![],
+                weight: 1.0,
+            },
+        ]
+    }
+
+    #[test]
+    fn longest_path_starts_first() {
+        let order = Mutex::new(Vec::new());
+        let stop = AtomicBool::new(false);
+        let out = run(&chain_and_leaves(), 1, false, &stop, |i| {
+            order.lock().unwrap().push(i);
+            true
+        });
+        assert!(out.iter().all(|o| *o == Outcome::Done));
+        assert_eq!(
+            order.into_inner().unwrap()[0],
+            0,
+            "the head of the longest chain goes first"
+        );
+    }
+
+    #[test]
+    fn keep_going_runs_what_does_not_depend_on_a_failure() {
+        let stop = AtomicBool::new(false);
+        let out = run(&chain_and_leaves(), 2, true, &stop, |i| i != 0);
+        assert_eq!(out[0], Outcome::Failed);
+        assert_eq!(out[1], Outcome::Skipped(Some(0)));
+        assert_eq!(out[2], Outcome::Skipped(Some(0)));
+        assert_eq!(&out[3..], &[Outcome::Done, Outcome::Done, Outcome::Done]);
+    }
+
+    #[test]
+    fn without_keep_going_nothing_new_starts_after_a_failure() {
+        let stop = AtomicBool::new(false);
+        let out = run(&chain_and_leaves(), 1, false, &stop, |i| i != 0);
+        assert_eq!(out[0], Outcome::Failed);
+        assert!(
+            out[3..].iter().all(|o| *o == Outcome::Skipped(None)),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn lower_bound_is_critical_path_or_work_over_slots() {
+        assert_eq!(lower_bound(&chain_and_leaves(), 1), 12.0);
+        assert_eq!(lower_bound(&chain_and_leaves(), 4), 9.0);
+    }
+}

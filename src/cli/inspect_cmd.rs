@@ -1,0 +1,209 @@
+//! `inspect`: the GPU code in built files, and `--against` coverage tables.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::arch_cmd::arch_table;
+use super::{Format, Global, Result, only_text_or_json};
+use rocforge::diag::Diagnostic;
+use rocforge::inspect::codeobject::Feature;
+use rocforge::inspect::{self, CodeObject, CoverageReport, Image, Inventory, Status};
+
+fn fail(e: inspect::InspectError) -> super::CliError {
+    Diagnostic::new(e.to_string())
+        .hint(
+            "give a file (library, executable, object, archive, code object) or an install prefix",
+        )
+        .into()
+}
+
+pub fn inspect_cmd(g: &Global, paths: &[PathBuf], against: Option<&str>) -> Result<ExitCode> {
+    only_text_or_json(g, "inspect")?;
+    if let Some(list) = against {
+        let table = arch_table(g)?;
+        let requested = table
+            .resolve_list(list)
+            .map_err(|e| Diagnostic::new(format!("--against: {e}")).hint(e.hint()))?;
+        let report = inspect::coverage(paths, &requested, &table).map_err(fail)?;
+        if g.format == Format::Json {
+            let mut v = serde_json::to_value(&report).unwrap_or_default();
+            v["schema"] = json!("rocforge.coverage/1");
+            v["complete"] = json!(report.complete());
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        } else {
+            print_coverage(&report);
+        }
+        return Ok(if report.complete() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let mut inventories = Vec::new();
+    for p in paths {
+        inventories.push(inspect::inspect(p).map_err(fail)?);
+    }
+    let ok = inventories.iter().all(|i| i.errors.is_empty());
+    if g.format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"schema": "rocforge.inspect/1", "inventories": inventories})
+            )
+            .unwrap_or_default()
+        );
+    } else {
+        for inv in &inventories {
+            print_inventory(inv);
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn feature(f: Feature) -> &'static str {
+    match f {
+        Feature::Unsupported => "unsupported",
+        Feature::Any => "any",
+        Feature::Off => "off",
+        Feature::On => "on",
+    }
+}
+
+fn describe_code_object(c: &CodeObject) -> String {
+    let version = c.version.map_or("code object (not HSA)".to_string(), |v| {
+        format!("code object v{v}")
+    });
+    let generic = c
+        .generic_version
+        .map_or(String::new(), |g| format!(", generic version {g}"));
+    format!(
+        "{version} {} (e_flags mach {:#04x}), xnack {}, sramecc {}{generic}",
+        c.processor,
+        c.mach,
+        feature(c.xnack),
+        feature(c.sramecc)
+    )
+}
+
+fn describe_image(image: &Image, size: u64) -> String {
+    match image {
+        Image::Empty => "empty".into(),
+        Image::CodeObject(c) => describe_code_object(c),
+        Image::Bitcode => format!("LLVM bitcode, {size} bytes"),
+        Image::Other => format!("other data, {size} bytes"),
+        Image::Invalid { reason } => format!("invalid: {reason}"),
+    }
+}
+
+fn print_inventory(inv: &Inventory) {
+    for f in &inv.files {
+        println!("{}: {}", f.path, f.kind.replace('-', " "));
+        if let Some(c) = &f.code_object {
+            println!("  {}", describe_code_object(c));
+        }
+        for c in &f.containers {
+            for b in &c.bundles {
+                let what = match (&b.compression, b.format) {
+                    (Some(z), _) => format!(
+                        "compressed offload bundle (CCOB v{}, {}, {} -> {} bytes, hash {})",
+                        z.version,
+                        z.method,
+                        z.compressed_size,
+                        z.uncompressed_size,
+                        if z.hash_ok { "ok" } else { "MISMATCH" }
+                    ),
+                    (None, "offload-binary") => "OffloadBinary".into(),
+                    (None, _) => "offload bundle".into(),
+                };
+                println!(
+                    "  {} at {:#x}: {what}, {} entries",
+                    c.place,
+                    b.offset,
+                    b.entries.len()
+                );
+                let w = b.entries.iter().map(|e| e.id.len()).max().unwrap_or(0);
+                for e in &b.entries {
+                    println!("    {:w$}  {}", e.id, describe_image(&e.image, e.size));
+                }
+            }
+        }
+        for p in &f.problems {
+            println!("  problem: {p}");
+        }
+    }
+    for t in &inv.tensile {
+        let dir = if t.dir.is_empty() { "." } else { &t.dir };
+        println!("Tensile library files in {dir}:");
+        let w = t
+            .targets
+            .iter()
+            .map(|x| x.target.to_string().len())
+            .max()
+            .unwrap_or(0);
+        for x in &t.targets {
+            println!(
+                "  {:w$}  {} index, {} code object file(s)",
+                x.target.to_string(),
+                x.index,
+                x.code_objects
+            );
+        }
+    }
+    for e in &inv.errors {
+        println!("error: {e}");
+    }
+}
+
+fn print_coverage(r: &CoverageReport) {
+    let cell = |s: &Status| match s {
+        Status::Present { .. } => "present".to_string(),
+        Status::OnlyCompatible { nearest, .. } => format!("only {nearest} (spoof)"),
+        Status::Missing => "MISSING".to_string(),
+    };
+    let mut header = vec!["library".to_string()];
+    header.extend(r.requested.iter().map(|t| t.to_string()));
+    let rows: Vec<Vec<String>> = r
+        .rows
+        .iter()
+        .map(|row| {
+            let mut v = vec![row.library.clone()];
+            v.extend(row.targets.iter().map(|c| cell(&c.status)));
+            v
+        })
+        .collect();
+    let mut w: Vec<usize> = header.iter().map(String::len).collect();
+    for row in &rows {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:w$}", w = w[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    println!("{}", line(&header));
+    for row in &rows {
+        println!("{}", line(row));
+    }
+    let missing = r.missing().count();
+    println!(
+        "{} librar{} with GPU code, {missing} missing",
+        r.rows.len(),
+        if r.rows.len() == 1 { "y" } else { "ies" }
+    );
+    for e in &r.errors {
+        println!("error: {e}");
+    }
+}

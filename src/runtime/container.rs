@@ -1,0 +1,239 @@
+//! podman and docker, driven through their command lines. Every command is logged in full.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{
+    ContainerRuntime, Exit, Kind, LABEL, LABEL_PID, RunSpec, RuntimeArgs, RuntimeError, pid_alive,
+};
+use crate::process::{Cmd, shell_quote};
+
+pub struct Container {
+    kind: Kind,
+    args: RuntimeArgs,
+}
+
+impl Container {
+    pub fn new(kind: Kind, args: RuntimeArgs) -> Self {
+        Self { kind, args }
+    }
+
+    fn program(&self) -> &'static str {
+        match self.kind {
+            Kind::Docker => "docker",
+            _ => "podman",
+        }
+    }
+
+    fn base(&self) -> Vec<String> {
+        let mut v = vec![self.program().to_string()];
+        v.extend(self.args.global.iter().cloned());
+        v
+    }
+
+    fn cmd(&self, args: &[&str]) -> Cmd {
+        let base = self.base();
+        Cmd::new(&base[0])
+            .args(base[1..].iter())
+            .args(args.iter().copied())
+    }
+
+    /// The full `run` command line for a spec.
+    pub fn run_args(&self, spec: &RunSpec) -> Vec<String> {
+        let mut a = self.base();
+        a.extend(["run", "--rm"].map(String::from));
+        a.push(format!("--name={}", spec.name));
+        a.push(format!("--label={LABEL}=1"));
+        a.push(format!("--label={LABEL_PID}={}", std::process::id()));
+        for (k, v) in &spec.labels {
+            a.push(format!("--label={k}={v}"));
+        }
+        if !spec.network {
+            a.push("--network=none".into());
+        }
+        // Outputs belong to whoever runs rocforge: rootless podman maps the user in; docker
+        // and rootful podman run the build as that uid.
+        let (uid, gid) = ids();
+        if uid != 0 {
+            match self.kind {
+                Kind::Podman => a.push("--userns=keep-id".into()),
+                _ => a.push(format!("--user={uid}:{gid}")),
+            }
+        }
+        a.extend(self.args.run.iter().cloned());
+        for m in &spec.mounts {
+            a.push("--volume".into());
+            a.push(format!(
+                "{}:{}{}",
+                m.host.display(),
+                m.container,
+                if m.read_only { ":ro" } else { "" }
+            ));
+        }
+        for (k, v) in &spec.env {
+            a.push("--env".into());
+            a.push(format!("{k}={v}"));
+        }
+        a.push(format!("--workdir={}", spec.workdir));
+        a.push(spec.image.clone());
+        a.extend(["sh", "-c"].map(String::from));
+        a.push(format!("umask 022 && {}", spec.script));
+        a
+    }
+}
+
+pub fn ids() -> (u32, u32) {
+    // SAFETY: getuid/getgid cannot fail.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+fn append(log: &Path, text: &str) -> Result<std::fs::File, RuntimeError> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|source| RuntimeError::Log {
+            path: log.display().to_string(),
+            source,
+        })?;
+    let _ = f.write_all(text.as_bytes());
+    Ok(f)
+}
+
+impl ContainerRuntime for Container {
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    fn run(&self, spec: &RunSpec, log: &Path) -> Result<Exit, RuntimeError> {
+        let args = self.run_args(spec);
+        let line = args
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        tracing::info!(target: "rocforge::process", "run: {line}");
+        let file = append(log, &format!("$ {line}\n"))?;
+        let err = file.try_clone().map_err(|source| RuntimeError::Log {
+            path: log.display().to_string(),
+            source,
+        })?;
+        let status = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .status()
+            .map_err(|e| RuntimeError::Spawn {
+                command: line.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Exit(status.code()))
+    }
+
+    fn stop(&self, name: &str) {
+        let _ = self.cmd(&["rm", "--force", name]).run();
+    }
+
+    fn image_id(&self, image: &str) -> Option<String> {
+        let out = self
+            .cmd(&["image", "inspect", "--format", "{{.Id}}", image])
+            .run()
+            .ok()?;
+        let id = out.trim();
+        (!id.is_empty()).then(|| {
+            if id.starts_with("sha256:") {
+                id.to_string()
+            } else {
+                format!("sha256:{id}")
+            }
+        })
+    }
+
+    fn reap_stale(&self) -> Vec<String> {
+        let format = format!("{{{{.Names}}}}\t{{{{index .Labels \"{LABEL_PID}\"}}}}");
+        let Ok(out) = self
+            .cmd(&[
+                "ps",
+                "--all",
+                "--filter",
+                &format!("label={LABEL}"),
+                "--format",
+                &format,
+            ])
+            .run()
+        else {
+            return Vec::new();
+        };
+        let mut reaped = Vec::new();
+        for line in out.lines() {
+            let mut parts = line.split('\t');
+            let (Some(name), Some(pid)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let alive = pid.trim().parse::<u32>().is_ok_and(pid_alive);
+            if !alive {
+                self.stop(name.trim());
+                reaped.push(name.trim().to_string());
+            }
+        }
+        reaped
+    }
+
+    fn version(&self) -> Result<String, RuntimeError> {
+        let format = match self.kind {
+            Kind::Docker => "{{.Server.Version}}",
+            _ => "{{.Client.Version}}",
+        };
+        self.cmd(&["version", "--format", format])
+            .run()
+            .map(|v| format!("{} {}", self.program(), v.trim()))
+            .map_err(|e| RuntimeError::Unusable {
+                runtime: self.program().to_string(),
+                message: e.to_string(),
+            })
+    }
+
+    fn build_image(
+        &self,
+        containerfile: &Path,
+        context: &Path,
+        tag: &str,
+        log: &Path,
+    ) -> Result<Exit, RuntimeError> {
+        let mut args = self.base();
+        args.push("build".into());
+        if self.kind == Kind::Podman {
+            // Same inputs, same image ID.
+            args.push("--timestamp=0".into());
+        }
+        args.push("--file".into());
+        args.push(containerfile.display().to_string());
+        args.push("--tag".into());
+        args.push(tag.to_string());
+        args.push(context.display().to_string());
+        let line = args
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        tracing::info!(target: "rocforge::process", "run: {line}");
+        let file = append(log, &format!("$ {line}\n"))?;
+        let err = file.try_clone().map_err(|source| RuntimeError::Log {
+            path: log.display().to_string(),
+            source,
+        })?;
+        let status = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .env("DOCKER_BUILDKIT", "0")
+            .stdin(std::process::Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .status()
+            .map_err(|e| RuntimeError::Spawn {
+                command: line,
+                message: e.to_string(),
+            })?;
+        Ok(Exit(status.code()))
+    }
+}

@@ -1,0 +1,168 @@
+//! Where build commands run: podman, docker, or the host. Builds talk to a [`ContainerRuntime`],
+//! so the scheduler and drivers are the same for all three and unit tests can use a fake.
+
+pub mod container;
+pub mod host;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The label every container rocforge starts carries, so stale ones can be found and reaped
+/// after a killed run (podman's conmon outlives a killed driver).
+pub const LABEL: &str = "rocforge";
+pub const LABEL_PID: &str = "rocforge.pid";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Mount {
+    pub host: PathBuf,
+    pub container: String,
+    pub read_only: bool,
+}
+
+/// One command to run in the build environment.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub name: String,
+    pub image: String,
+    pub mounts: Vec<Mount>,
+    /// The complete environment: nothing from the host leaks in.
+    pub env: BTreeMap<String, String>,
+    pub workdir: String,
+    /// Run through `sh -c` after `umask 022`.
+    pub script: String,
+    /// Network access; builds run with none (sources were fetched before).
+    pub network: bool,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no container runtime found: neither podman nor docker answers")]
+    NoneFound,
+    #[error("{runtime} is not usable: {message}")]
+    Unusable { runtime: String, message: String },
+    #[error("`{command}` could not start: {message}")]
+    Spawn { command: String, message: String },
+    #[error("image {image} is not available to {runtime}")]
+    NoImage { runtime: String, image: String },
+    #[error("cannot write the log {path}: {source}")]
+    Log {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl RuntimeError {
+    pub fn hint(&self) -> String {
+        match self {
+            RuntimeError::NoneFound => "install podman (`sudo apt install podman`, `sudo dnf install podman`) or docker; or pass --runtime host to build without containers (not reproducible)".into(),
+            RuntimeError::Unusable { .. } => "run `rocforge doctor`; some hosts need extra runtime arguments in rocforge.toml ([runtime] podman-args = [\"--runtime\", \"runc\"])".into(),
+            RuntimeError::Spawn { .. } => "check that the runtime is installed and on PATH".into(),
+            RuntimeError::NoImage { image, .. } => format!("pull it, or build it locally with `rocforge image build` (image {image})"),
+            RuntimeError::Log { .. } => "check free disk space".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Podman,
+    Docker,
+    Host,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Podman => "podman",
+            Kind::Docker => "docker",
+            Kind::Host => "host",
+        })
+    }
+}
+
+/// The outcome of a run: exit code (None when killed by a signal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit(pub Option<i32>);
+
+impl Exit {
+    pub fn success(&self) -> bool {
+        self.0 == Some(0)
+    }
+}
+
+pub trait ContainerRuntime: Send + Sync {
+    fn kind(&self) -> Kind;
+    /// Runs `spec`, appending its output to `log`. Blocks until it ends.
+    fn run(&self, spec: &RunSpec, log: &Path) -> Result<Exit, RuntimeError>;
+    /// Stops a running build by name (Ctrl-C).
+    fn stop(&self, name: &str);
+    /// The local image ID of `image`, if present.
+    fn image_id(&self, image: &str) -> Option<String>;
+    /// Removes containers labelled by rocforge processes that no longer exist.
+    fn reap_stale(&self) -> Vec<String>;
+    /// Version line for doctor and artifact metadata.
+    fn version(&self) -> Result<String, RuntimeError>;
+    /// Builds an image from a Containerfile.
+    fn build_image(
+        &self,
+        containerfile: &Path,
+        context: &Path,
+        tag: &str,
+        log: &Path,
+    ) -> Result<Exit, RuntimeError>;
+    /// Container paths are used as they are; the host runtime maps them to host paths.
+    fn path_in(&self, spec: &RunSpec, container_path: &str) -> String {
+        let _ = spec;
+        container_path.to_string()
+    }
+}
+
+/// Extra arguments for a runtime, from rocforge.toml `[runtime]`.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeArgs {
+    /// Before the subcommand (e.g. `--runtime runc` for podman on hybrid-cgroup hosts).
+    pub global: Vec<String>,
+    /// After `run` (e.g. `--ulimit nofile=20000:20000`).
+    pub run: Vec<String>,
+}
+
+/// Picks the runtime: the one asked for, else podman, else docker.
+pub fn detect(
+    wanted: Option<Kind>,
+    podman: RuntimeArgs,
+    docker: RuntimeArgs,
+) -> Result<Box<dyn ContainerRuntime>, RuntimeError> {
+    match wanted {
+        Some(Kind::Host) => Ok(Box::new(host::Host)),
+        Some(Kind::Podman) => {
+            let r = container::Container::new(Kind::Podman, podman);
+            r.version()?;
+            Ok(Box::new(r))
+        }
+        Some(Kind::Docker) => {
+            let r = container::Container::new(Kind::Docker, docker);
+            r.version()?;
+            Ok(Box::new(r))
+        }
+        None => {
+            let p = container::Container::new(Kind::Podman, podman);
+            if p.version().is_ok() {
+                return Ok(Box::new(p));
+            }
+            let d = container::Container::new(Kind::Docker, docker);
+            if d.version().is_ok() {
+                return Ok(Box::new(d));
+            }
+            Err(RuntimeError::NoneFound)
+        }
+    }
+}
+
+/// Is a process with this pid alive? Used to find containers of killed rocforge runs.
+pub fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}

@@ -1,0 +1,429 @@
+//! `rocforge build` for real: a HIP shared library and a program linking it, both for
+//! gfx90c,gfx902, compiled by Debian's hipcc inside the test builder image, in podman (root and
+//! rootless) and docker. The machine set-up (.ci/setup-machine.sh) builds the images; when
+//! CI=true a missing tool fails these tests, locally they skip and say why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
+const PATCH: &str = "Accept gfx90c and gfx902 in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -11,7 +11,7 @@ foreach(t IN LISTS GPU_TARGETS)\n   list(APPEND OFFLOAD \"--offload-arch=${t}\")\n endforeach()\n \n-set(SUPPORTED_TARGETS gfx900)\n+set(SUPPORTED_TARGETS gfx900 gfx90c gfx902)\n add_library(hipcore SHARED src/scale.hip)\n set_source_files_properties(src/scale.hip PROPERTIES LANGUAGE CXX)\n target_compile_options(hipcore PRIVATE -x hip ${OFFLOAD})\n";
+
+/// Whether `tool` works here; in CI its absence is a failure, locally a skip.
+fn require(what: &str, ok: bool) -> bool {
+    if ok {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what} is required in CI (.ci/setup-machine.sh installs it)");
+    }
+    eprintln!("skipping: {what} is not available here (run .ci/setup-machine.sh)");
+    false
+}
+
+fn podman_ready() -> bool {
+    let ok = Command::new("podman")
+        .args(["image", "exists", IMAGE])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    require(&format!("podman with the image {IMAGE}"), ok)
+}
+
+fn containers_conf() -> PathBuf {
+    manifest().join("containers/containers.conf")
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    origin: PathBuf,
+    _daemon: GitDaemon,
+}
+
+impl Fixture {
+    fn path(&self) -> &Path {
+        &self.root
+    }
+
+    fn build(&self, env: &[(&str, &Path)], args: &[&str]) -> Out {
+        let conf = containers_conf();
+        let mut all_env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
+        all_env.extend_from_slice(env);
+        let mut full = vec!["--recipes", "recipes", "build", "--arch", "gfx90c,gfx902"];
+        full.extend_from_slice(args);
+        rocforge_env(self.path(), &all_env, &full)
+    }
+}
+
+/// The fixture catalog: hipcore (a HIP shared library, patched), hipapp (links it) and
+/// hipextra (independent of both), sources in git repositories served by git daemon.
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("catalog");
+    let origin = tmp.path().join("origin");
+    let src = manifest().join("tests/fixtures/hip-build");
+    for name in ["hipcore", "hipapp"] {
+        let repo = origin.join(format!("{name}.git"));
+        copy_dir(&src.join(name), &repo);
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "import"]);
+        git(&repo, &["tag", "v1"]);
+    }
+    make_repo(
+        &origin.join("hipextra.git"),
+        &[("share/hipextra/README", "extra data\n")],
+        "v1",
+    );
+    let daemon = GitDaemon::start(&origin);
+    std::fs::create_dir_all(root.join("recipes/test-1.0")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("recipes/test-1.0/release.toml"),
+        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{IMAGE}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\", \"gfx902\"]\n"),
+    )
+    .unwrap();
+    let url = daemon.url();
+    std::fs::write(
+        root.join("recipes/test-1.0/hipcore.toml"),
+        format!("name = \"hipcore\"\nversion = \"1.0\"\nsummary = \"HIP library\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipcore.git\"\ntag = \"v1\"\n\n[patches]\nall = [\"0001-accept-gfx90c-and-gfx902.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_CXX_COMPILER=hipcc\", \"-DCMAKE_BUILD_TYPE=Release\"]\n\n[resources]\nhours = 0.1\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("recipes/test-1.0/hipapp.toml"),
+        format!("name = \"hipapp\"\nversion = \"1.0\"\nsummary = \"program linking hipcore\"\nlicense = \"MIT\"\ndepends = [\"hipcore\"]\n\n[source]\ngit = \"{url}hipapp.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\"]\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("recipes/test-1.0/hipextra.toml"),
+        format!("name = \"hipextra\"\nversion = \"1.0\"\nsummary = \"independent data\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipextra.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/hipextra-src\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("patches/test-1.0/hipcore")).unwrap();
+    std::fs::write(
+        root.join("patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch"),
+        PATCH,
+    )
+    .unwrap();
+    Fixture {
+        _tmp: tmp,
+        root,
+        origin,
+        _daemon: daemon,
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn keys(f: &Fixture) -> Vec<(String, String, String)> {
+    let v: serde_json::Value = serde_json::from_str(&ok(
+        f.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--arch",
+            "gfx90c,gfx902",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["component"].as_str().unwrap().into(),
+                s["key"].as_str().unwrap().into(),
+                s["status"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+fn results(out: &Out) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s[0].as_str().unwrap().to_string(),
+                s[1]["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn store_tree(f: &Fixture, key: &str) -> PathBuf {
+    f.path().join("store").join(key).join("tree")
+}
+
+/// Runs the built program in the builder image with the store trees as the prefix: it loads
+/// libhipcore and the HIP runtime, then finds no GPU (there is none here) and says so.
+fn run_program(f: &Fixture, app: &str, core: &str) -> (Option<i32>, String) {
+    let out = Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args(["run", "--rm", "--network=none"])
+        .arg("-v")
+        .arg(format!("{}:/opt/app:ro", store_tree(f, app).display()))
+        .arg("-v")
+        .arg(format!("{}:/opt/core:ro", store_tree(f, core).display()))
+        .args([
+            "-e",
+            "LD_LIBRARY_PATH=/opt/core/lib",
+            IMAGE,
+            "/opt/app/bin/hipapp",
+        ])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    let first = f.build(&[], &["--format", "json"]);
+    assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
+    let mut r = results(&first);
+    r.sort();
+    assert_eq!(
+        r,
+        [
+            ("hipapp", "built"),
+            ("hipcore", "built"),
+            ("hipextra", "built")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let k = keys(&f);
+    let key = |c: &str| k.iter().find(|x| x.0 == c).unwrap().1.clone();
+    let lib = store_tree(&f, &key("hipcore")).join("lib/libhipcore.so");
+    let bytes = std::fs::read(&lib).unwrap();
+    assert!(
+        contains(&bytes, "hipv4-amdgcn-amd-amdhsa--gfx90c"),
+        "no gfx90c code object in {}",
+        lib.display()
+    );
+    assert!(
+        contains(&bytes, "hipv4-amdgcn-amd-amdhsa--gfx902"),
+        "no gfx902 code object"
+    );
+    assert!(
+        store_tree(&f, &key("hipcore"))
+            .join("include/hipcore.h")
+            .is_file()
+    );
+    assert!(
+        store_tree(&f, &key("hipextra"))
+            .join("share/hipextra-src/share/hipextra/README")
+            .is_file()
+    );
+    let (code, text) = run_program(&f, &key("hipapp"), &key("hipcore"));
+    assert_eq!(
+        code,
+        Some(2),
+        "the program links libhipcore, loads, and reports no GPU: {text}"
+    );
+    assert!(text.contains("no GPU"), "{text}");
+    // Metadata records how it was built.
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            f.path()
+                .join("store")
+                .join(key("hipcore"))
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["runtime"], "podman");
+    assert_eq!(meta["reproducible"], true);
+    assert!(
+        f.path()
+            .join("store")
+            .join(key("hipcore"))
+            .join("build.log")
+            .is_file()
+    );
+
+    let second = f.build(&[], &["--format", "json"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        results(&second).iter().all(|(_, r)| r == "cached"),
+        "{:?}",
+        results(&second)
+    );
+    assert!(keys(&f).iter().all(|(_, _, s)| s == "cached"));
+
+    // Changing one patch rebuilds exactly that component and its dependents.
+    let p = f
+        .path()
+        .join("patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch");
+    std::fs::write(
+        &p,
+        PATCH.replace(
+            "Accept gfx90c and gfx902 in the target list.",
+            "Accept gfx90c and gfx902 (Raven, Renoir) in the target list.",
+        ),
+    )
+    .unwrap();
+    let third = f.build(&[], &["--format", "json"]);
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    let r = results(&third);
+    assert_eq!(r.iter().find(|x| x.0 == "hipcore").unwrap().1, "built");
+    assert_eq!(r.iter().find(|x| x.0 == "hipapp").unwrap().1, "built");
+    assert_eq!(r.iter().find(|x| x.0 == "hipextra").unwrap().1, "cached");
+}
+
+fn tree_hashes(dir: &Path) -> Vec<(String, String)> {
+    tree_contents(dir)
+        .into_iter()
+        .map(|(p, b)| {
+            use sha2::{Digest, Sha256};
+            (p, hex::encode(Sha256::digest(&b)))
+        })
+        .collect()
+}
+
+#[test]
+fn two_clean_builds_into_two_stores_give_identical_trees() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    let a = f.path().join("store-a");
+    let b = f.path().join("store-b");
+    for (store, cache) in [(&a, "cache-a"), (&b, "cache-b")] {
+        let cache = f.path().join(cache);
+        let o = f.build(
+            &[
+                ("ROCFORGE_STORE", store.as_path()),
+                ("ROCFORGE_CACHE", cache.as_path()),
+            ],
+            &["hipapp"],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    let k = keys(&f);
+    for (component, key, _) in k.iter().filter(|x| x.0 != "hipextra") {
+        let ta = tree_hashes(&a.join(key).join("tree"));
+        let tb = tree_hashes(&b.join(key).join("tree"));
+        assert!(!ta.is_empty());
+        assert_eq!(ta, tb, "{component} differs between two clean builds");
+    }
+}
+
+#[test]
+fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .current_dir(f.path())
+        .args([
+            "--recipes",
+            "recipes",
+            "build",
+            "--arch",
+            "gfx90c,gfx902",
+            "hipapp",
+        ])
+        .env("CONTAINERS_CONF", containers_conf())
+        .env("ROCFORGE_CACHE", f.path().join("cache"))
+        .env("ROCFORGE_STORE", f.path().join("store"))
+        .env("ROCFORGE_CONFIG", f.path().join("no-user-config.toml"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until a build is under way (its log says so), then kill -9.
+    let logs = f.path().join("store/.logs");
+    let start = std::time::Instant::now();
+    loop {
+        let busy = std::fs::read_dir(&logs)
+            .map(|d| {
+                d.flatten().any(|e| {
+                    std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("==> build"))
+                })
+            })
+            .unwrap_or(false);
+        if busy {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 300, "no build started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Whatever was committed is complete; nothing half-made sits under a key.
+    for e in std::fs::read_dir(f.path().join("store")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') {
+            assert!(
+                e.path().join("meta.json").is_file(),
+                "incomplete entry {name}"
+            );
+        }
+    }
+    let rerun = f.build(&[], &["hipapp", "--format", "json"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    assert!(
+        rerun.stderr.contains("left by a killed rocforge run")
+            || rerun.stderr.contains("unfinished store entry"),
+        "the rerun cleans up: {}",
+        rerun.stderr
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let (code, text) = {
+        let k = keys(&f);
+        let key = |c: &str| k.iter().find(|x| x.0 == c).unwrap().1.clone();
+        run_program(&f, &key("hipapp"), &key("hipcore"))
+    };
+    assert_eq!(code, Some(2), "{text}");
+    let _ = &f.origin;
+}

@@ -1,0 +1,478 @@
+//! `rocforge inspect` against code compiled here: Debian's hipcc (clang 15) for objects,
+//! shared libraries and executables; clang-19 for compressed bundles and gfx9-generic; and
+//! synthetic CCOB v1/v3/zlib bundles built from those real code objects. Hostile inputs
+//! (every truncation, byte flips, absurd sizes) must give errors, never panics.
+//!
+//! The compilers are required when CI=true; elsewhere a test without them is skipped.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use md5::{Digest, Md5};
+use object::{Object, ObjectSection};
+use rocforge::arch::{ArchTable, TargetId};
+use rocforge::catalog::{CatalogRoot, load_arches};
+use rocforge::diag::Diagnostics;
+use rocforge::inspect::{self, Image, Status, inspect_bytes};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inspect")
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(tool))
+            .find(|f| f.is_file())
+    })
+}
+
+/// The tool, or `None` (skip) when it is missing outside CI; in CI a missing tool fails.
+fn require(tool: &str) -> Option<PathBuf> {
+    let found = which(tool);
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "{tool} is required in CI (apt-get install hipcc clang-19 clang-tools-19 lld-19)"
+            );
+        }
+        eprintln!("skipping: {tool} is not installed");
+    }
+    found
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().expect("spawn compiler");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Everything compiled once per test process.
+struct Built {
+    dir: tempfile::TempDir,
+}
+
+impl Built {
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+}
+
+fn hipcc_built() -> Option<&'static Built> {
+    static BUILT: OnceLock<Option<Built>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let hipcc = require("hipcc")?;
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let f = fixtures();
+            std::fs::create_dir_all(d.join("prefix/lib/rocblas/library")).unwrap();
+            std::fs::create_dir_all(d.join("prefix/bin")).unwrap();
+            let hip = |args: &[&str]| {
+                run(Command::new(&hipcc).current_dir(d).args(args));
+            };
+            let (a, b, main) = (f.join("a.hip"), f.join("b.hip"), f.join("main.hip"));
+            let (a, b, main) = (
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                main.to_str().unwrap(),
+            );
+            let two = ["--offload-arch=gfx90c", "--offload-arch=gfx902"];
+            // Object for two targets; one for a single target.
+            hip(&[&two[..], &["-c", a, "-o", "a.o"]].concat());
+            hip(&["--offload-arch=gfx90c", "-c", a, "-o", "single.o"]);
+            // Shared library of two source files: two bundles in .hip_fatbin.
+            hip(&[
+                &two[..],
+                &["-fPIC", "-shared", a, b, "-o", "prefix/lib/libab.so"],
+            ]
+            .concat());
+            // Library built only for gfx900: gfx90c and gfx902 need a spoof.
+            hip(&[
+                "--offload-arch=gfx900",
+                "-fPIC",
+                "-shared",
+                a,
+                "-o",
+                "prefix/lib/libold.so",
+            ]);
+            // Executable with xnack-specific target IDs.
+            hip(&[
+                "--offload-arch=gfx90c:xnack-",
+                "--offload-arch=gfx902:xnack+",
+                a,
+                main,
+                "-o",
+                "prefix/bin/app",
+            ]);
+            // A static archive of the two-target object.
+            run(Command::new("ar")
+                .current_dir(d)
+                .args(["rcs", "liba.a", "a.o"]));
+            // Tensile-like files: a lazy-loading index and a kernel bundle for gfx90c only.
+            let single = std::fs::read(d.join("single.o")).unwrap();
+            let lib = d.join("prefix/lib/rocblas/library");
+            std::fs::write(lib.join("TensileLibrary_lazy_gfx90c.dat"), b"index").unwrap();
+            std::fs::write(
+                lib.join("TensileLibrary_Type_SS_gfx90c.co"),
+                fatbin(&single),
+            )
+            .unwrap();
+            Some(Built { dir })
+        })
+        .as_ref()
+}
+
+fn clang19_built() -> Option<&'static Built> {
+    static BUILT: OnceLock<Option<Built>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let clang = require("clang++-19")?;
+            let dir = tempfile::tempdir().unwrap();
+            let bare = fixtures().join("bare.hip");
+            let cc = |args: &[&str], out: &str| {
+                run(Command::new(&clang)
+                    .current_dir(dir.path())
+                    .args(["-x", "hip", "-nogpuinc", "-nogpulib", "-c"])
+                    .args(args)
+                    .arg(&bare)
+                    .args(["-o", out]));
+            };
+            cc(
+                &[
+                    "--offload-arch=gfx90c",
+                    "--offload-arch=gfx902",
+                    "--offload-compress",
+                ],
+                "compressed.o",
+            );
+            cc(
+                &["--offload-arch=gfx9-generic", "-mcode-object-version=6"],
+                "generic.o",
+            );
+            cc(
+                &["--offload-arch=gfx90c", "--offload-new-driver", "-fgpu-rdc"],
+                "newdriver.o",
+            );
+            Some(Built { dir })
+        })
+        .as_ref()
+}
+
+fn fatbin(elf: &[u8]) -> Vec<u8> {
+    let file = object::File::parse(elf).unwrap();
+    file.section_by_name(".hip_fatbin")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec()
+}
+
+fn table() -> ArchTable {
+    let mut d = Diagnostics::default();
+    let t = load_arches(&CatalogRoot::Embedded, &mut d).unwrap();
+    assert!(d.is_empty());
+    t
+}
+
+fn tid(s: &str) -> TargetId {
+    rocforge::inspect::bundle::parse_target_id(s).unwrap()
+}
+
+fn targets_of(path: &Path) -> Vec<String> {
+    let inv = inspect::inspect(path).unwrap();
+    assert!(inv.errors.is_empty(), "{:?}", inv.errors);
+    inv.files[0]
+        .targets()
+        .iter()
+        .map(|t| t.to_string())
+        .collect()
+}
+
+#[test]
+fn hipcc_objects_libraries_and_executables() {
+    let Some(b) = hipcc_built() else { return };
+    assert_eq!(targets_of(&b.path("a.o")), ["gfx902", "gfx90c"]);
+    assert_eq!(targets_of(&b.path("single.o")), ["gfx90c"]);
+    assert_eq!(
+        targets_of(&b.path("prefix/bin/app")),
+        ["gfx902:xnack+", "gfx90c:xnack-"]
+    );
+    // Two source files: two bundles laid end to end, both walked.
+    let inv = inspect::inspect(&b.path("prefix/lib/libab.so")).unwrap();
+    let f = &inv.files[0];
+    assert_eq!(f.kind, "shared-object");
+    assert_eq!(f.containers[0].bundles.len(), 2);
+    for bundle in &f.containers[0].bundles {
+        let co: Vec<_> = bundle
+            .entries
+            .iter()
+            .filter_map(|e| e.image.code_object())
+            .collect();
+        assert_eq!(co.len(), 2);
+        assert!(co.iter().all(|c| c.version == Some(4)));
+    }
+    assert!(f.problems.is_empty(), "{:?}", f.problems);
+    let inv = inspect::inspect(&b.path("prefix/bin/app")).unwrap();
+    assert_eq!(inv.files[0].kind, "executable");
+    let inv = inspect::inspect(&b.path("liba.a")).unwrap();
+    assert_eq!(inv.files[0].kind, "archive");
+    assert_eq!(inv.files[0].containers[0].place, "a.o(.hip_fatbin)");
+    assert_eq!(inv.files[0].targets().len(), 2);
+}
+
+#[test]
+fn clang19_compressed_generic_and_offload_binary() {
+    let Some(b) = clang19_built() else { return };
+    let inv = inspect::inspect(&b.path("compressed.o")).unwrap();
+    assert!(inv.errors.is_empty(), "{:?}", inv.errors);
+    let bundle = &inv.files[0].containers[0].bundles[0];
+    let z = bundle.compression.as_ref().expect("CCOB");
+    assert_eq!((z.version, z.method, z.hash_ok), (2, "zstd", true));
+    assert_eq!(inv.files[0].targets(), [tid("gfx902"), tid("gfx90c")]);
+
+    let inv = inspect::inspect(&b.path("generic.o")).unwrap();
+    let co = inv.files[0]
+        .entries()
+        .find_map(|e| e.image.code_object())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (co.processor.as_str(), co.mach, co.version),
+        ("gfx9-generic", 0x51, Some(6))
+    );
+    assert_eq!(co.generic_version, Some(1));
+    let report = inspect::coverage_of(
+        &inv,
+        &[tid("gfx90c"), tid("gfx902"), tid("gfx1030")],
+        &table(),
+    );
+    let s: Vec<_> = report.rows[0].targets.iter().map(|c| &c.status).collect();
+    assert!(matches!(s[0], Status::Present { .. }));
+    assert!(matches!(s[1], Status::Present { .. }));
+    assert_eq!(*s[2], Status::Missing);
+
+    let inv = inspect::inspect(&b.path("newdriver.o")).unwrap();
+    let c = &inv.files[0].containers[0];
+    assert_eq!(c.place, ".llvm.offloading");
+    assert_eq!(c.bundles[0].format, "offload-binary");
+    assert!(matches!(c.bundles[0].entries[0].image, Image::Bitcode));
+    assert_eq!(inv.files[0].targets(), [tid("gfx90c")]);
+}
+
+fn ccob(version: u16, method: u16, payload: &[u8]) -> Vec<u8> {
+    let compressed = match method {
+        1 => zstd::encode_all(payload, 3).unwrap(),
+        _ => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(payload).unwrap();
+            e.finish().unwrap()
+        }
+    };
+    let digest = Md5::digest(payload);
+    let hash = &digest[..8];
+    let mut out = b"CCOB".to_vec();
+    out.extend(version.to_le_bytes());
+    out.extend(method.to_le_bytes());
+    match version {
+        1 => out.extend((payload.len() as u32).to_le_bytes()),
+        2 => {
+            out.extend(((24 + compressed.len()) as u32).to_le_bytes());
+            out.extend((payload.len() as u32).to_le_bytes());
+        }
+        _ => {
+            out.extend(((32 + compressed.len()) as u64).to_le_bytes());
+            out.extend((payload.len() as u64).to_le_bytes());
+        }
+    }
+    out.extend(hash);
+    out.extend(compressed);
+    out
+}
+
+/// A real two-target plain bundle (from hipcc), else a synthetic one around a fake header.
+fn real_bundle() -> Option<Vec<u8>> {
+    let b = hipcc_built()?;
+    Some(fatbin(&std::fs::read(b.path("a.o")).unwrap()))
+}
+
+#[test]
+fn synthetic_ccob_v1_v3_and_zlib_from_real_code_objects() {
+    let Some(plain) = real_bundle() else { return };
+    for (version, method) in [(1, 1), (1, 0), (2, 0), (3, 1), (3, 0)] {
+        let data = ccob(version, method, &plain);
+        // Two laid end to end with padding, as in a linked .hip_fatbin.
+        let mut two = data.clone();
+        two.resize(two.len().next_multiple_of(4096), 0);
+        two.extend(&data);
+        let (report, errors) = inspect_bytes(Path::new("synthetic"), "synthetic", &two);
+        assert!(errors.is_empty(), "v{version} m{method}: {errors:?}");
+        let report = report.unwrap();
+        let bundles = &report.containers[0].bundles;
+        assert_eq!(bundles.len(), 2, "v{version} m{method}");
+        let z = bundles[1].compression.as_ref().unwrap();
+        assert_eq!(z.version, version);
+        assert_eq!(z.method, if method == 1 { "zstd" } else { "zlib" });
+        assert!(z.hash_ok);
+        assert_eq!(report.targets(), [tid("gfx902"), tid("gfx90c")]);
+    }
+    // A wrong stored hash is reported, not fatal.
+    let mut bad = ccob(2, 1, &plain);
+    bad[16] ^= 0xff;
+    let (report, errors) = inspect_bytes(Path::new("bad"), "bad", &bad);
+    assert!(errors.is_empty());
+    let report = report.unwrap();
+    assert!(
+        !report.containers[0].bundles[0]
+            .compression
+            .as_ref()
+            .unwrap()
+            .hash_ok
+    );
+    assert!(
+        report.problems[0].contains("does not match the MD5"),
+        "{:?}",
+        report.problems
+    );
+}
+
+fn lcg(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+#[test]
+fn hostile_inputs_give_errors_not_panics() {
+    let Some(plain) = real_bundle() else { return };
+    let b = hipcc_built().unwrap();
+    let object = std::fs::read(b.path("a.o")).unwrap();
+    let compressed = ccob(2, 1, &plain);
+    let p = Path::new("hostile");
+    // Every truncation.
+    for input in [&plain, &compressed, &object] {
+        for len in 0..input.len() {
+            let (_, errors) = inspect_bytes(p, "hostile", &input[..len]);
+            for e in &errors {
+                assert!(e.offset.is_some() && e.file == p, "{e}");
+            }
+        }
+    }
+    // Random byte flips.
+    let mut seed = 0x5eed;
+    for input in [&plain, &compressed, &object] {
+        for _ in 0..1500 {
+            let mut m = input.clone();
+            for _ in 0..1 + lcg(&mut seed) % 4 {
+                let i = (lcg(&mut seed) as usize) % m.len();
+                m[i] ^= 1 << (lcg(&mut seed) % 8);
+            }
+            let _ = inspect_bytes(p, "hostile", &m);
+        }
+    }
+    // A bundle claiming 2^63 entries, and an entry claiming 2^63 bytes.
+    let mut huge = plain.clone();
+    huge[24..32].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &huge);
+    assert!(errors[0].message.contains("entries"), "{}", errors[0]);
+    let mut huge = plain.clone();
+    huge[40..48].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &huge);
+    assert!(errors[0].message.contains("outside"), "{}", errors[0]);
+    let mut wrap = plain.clone();
+    wrap[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &wrap);
+    assert_eq!(errors.len(), 1);
+    // CCOB v2 claiming a 4 GiB payload, v3 claiming 2^63 bytes and a total past the end.
+    let mut big = compressed.clone();
+    big[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &big);
+    assert!(errors[0].message.contains("declares"), "{}", errors[0]);
+    let mut v3 = ccob(3, 1, &plain);
+    v3[16..24].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &v3);
+    assert!(errors[0].message.contains("limit"), "{}", errors[0]);
+    let mut v3 = ccob(3, 1, &plain);
+    v3[8..16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let (_, errors) = inspect_bytes(p, "hostile", &v3);
+    assert!(
+        errors[0].to_string().contains("hostile: at offset 0x0"),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn coverage_rules_on_real_builds() {
+    let Some(b) = hipcc_built() else { return };
+    let t = table();
+    let app = [b.path("prefix/bin/app")];
+    let r = inspect::coverage(&app, &[tid("gfx90c:xnack-"), tid("gfx902:xnack+")], &t).unwrap();
+    assert!(r.complete());
+    // Plain gfx90c means "either xnack mode": xnack- code alone does not serve it.
+    let r = inspect::coverage(&app, &[tid("gfx90c")], &t).unwrap();
+    assert_eq!(r.missing().count(), 1);
+    let old = [b.path("prefix/lib/libold.so")];
+    let r = inspect::coverage(&old, &[tid("gfx90c")], &t).unwrap();
+    assert!(
+        matches!(&r.rows[0].targets[0].status, Status::OnlyCompatible { nearest, .. } if nearest == "gfx900")
+    );
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+}
+
+fn rocforge(dir: &Path, args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .output()
+        .unwrap();
+    let tmp = dir.display().to_string();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).replace(&tmp, "[TMP]"),
+    }
+}
+
+#[test]
+fn cli_output_snapshots() {
+    let Some(b) = hipcc_built() else { return };
+    let d = b.dir.path();
+    let o = rocforge(d, &["inspect", "prefix"]);
+    assert_eq!(o.code, 0);
+    insta::assert_snapshot!("inspect_prefix_text", o.stdout);
+    let o = rocforge(d, &["inspect", "--format", "json", "prefix/lib/libab.so"]);
+    assert_eq!(o.code, 0);
+    insta::assert_snapshot!("inspect_library_json", o.stdout);
+    let o = rocforge(d, &["inspect", "--against", "gfx90c,gfx902", "prefix"]);
+    assert_eq!(o.code, 1, "gfx902 Tensile files are missing");
+    insta::assert_snapshot!("against_text", o.stdout);
+    let o = rocforge(
+        d,
+        &[
+            "inspect",
+            "--against",
+            "gfx90c",
+            "--format",
+            "json",
+            "prefix",
+        ],
+    );
+    insta::assert_snapshot!("against_json", o.stdout);
+    let o = rocforge(
+        d,
+        &["inspect", "--against", "gfx90c:xnack-", "prefix/bin/app"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stdout);
+}
