@@ -38,6 +38,9 @@ pub struct EntryMeta {
     pub duration_secs: f64,
     #[serde(default)]
     pub source_commit: Option<String>,
+    /// The code-object coverage gate's result (None for components without device code).
+    #[serde(default)]
+    pub coverage: Option<serde_json::Value>,
 }
 
 fn yes() -> bool {

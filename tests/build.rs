@@ -427,3 +427,221 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
     assert_eq!(code, Some(2), "{text}");
     let _ = &f.origin;
 }
+
+#[test]
+fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    // A library whose build ignores GPU_TARGETS and targets gfx902 only: the seed's problem.
+    let repo = f.origin.join("hipcore.git");
+    let cmake = std::fs::read_to_string(repo.join("CMakeLists.txt")).unwrap();
+    commit_files(
+        &repo,
+        &[(
+            "CMakeLists.txt",
+            &cmake.replace(
+                "foreach(t IN LISTS GPU_TARGETS)",
+                "foreach(t IN ITEMS gfx902)",
+            ),
+        )],
+        "only gfx902",
+    );
+    git(&repo, &["tag", "-f", "v2"]);
+    let recipe = f.path().join("recipes/test-1.0/hipcore.toml");
+    std::fs::write(
+        &recipe,
+        std::fs::read_to_string(&recipe)
+            .unwrap()
+            .replace("tag = \"v1\"", "tag = \"v2\""),
+    )
+    .unwrap();
+    let o = f.build(&[], &["hipcore"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("lib/libhipcore.so: no gfx90c code object"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("no gfx902 code object"), "{}", o.stderr);
+    assert!(o.stderr.contains("--allow-missing"), "{}", o.stderr);
+    let entries: Vec<_> = std::fs::read_dir(f.path().join("store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(entries.is_empty(), "nothing committed: {entries:?}");
+
+    // Allowed explicitly, it builds and the gap is recorded with the entry.
+    let o = f.build(&[], &["hipcore", "--allow-missing", "gfx90c"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.path().join("store").join(&key).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["coverage"]["missing_allowed"][0][0],
+        "lib/libhipcore.so"
+    );
+    assert_eq!(meta["coverage"]["missing_allowed"][0][1], "gfx90c");
+}
+
+const DOCKER_HOST: &str = "unix:///run/rocforge-test/docker.sock";
+
+#[test]
+fn docker_builds_the_same_trees() {
+    let ok = Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .env("DOCKER_HOST", DOCKER_HOST)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require(
+        &format!("a docker daemon at {DOCKER_HOST} with {IMAGE} (scripts/start-docker.sh)"),
+        ok,
+    ) || !podman_ready()
+    {
+        return;
+    }
+    let f = fixture();
+    let host = Path::new(DOCKER_HOST);
+    let d = f.build(
+        &[
+            ("DOCKER_HOST", host),
+            ("ROCFORGE_STORE", &f.path().join("store-docker")),
+        ],
+        &["hipapp", "--runtime", "docker"],
+    );
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let p = f.build(
+        &[
+            ("ROCFORGE_STORE", &f.path().join("store-podman")),
+            ("ROCFORGE_CACHE", &f.path().join("cache-podman")),
+        ],
+        &["hipapp", "--runtime", "podman"],
+    );
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    // Same image, same inputs: podman and docker share content keys and produce the same trees.
+    for (component, key, _) in keys(&f).iter().filter(|k| k.0 != "hipextra") {
+        let a = tree_hashes(&f.path().join("store-docker").join(key).join("tree"));
+        let b = tree_hashes(&f.path().join("store-podman").join(key).join("tree"));
+        assert!(!a.is_empty(), "{component} missing from the docker store");
+        assert_eq!(a, b, "{component} differs between docker and podman");
+    }
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            f.path()
+                .join("store-docker")
+                .join(&keys(&f)[0].1)
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["runtime"], "docker");
+}
+
+#[test]
+fn rootless_podman_builds_as_the_invoking_user() {
+    let user = Command::new("id")
+        .args(["-u", "rocforge-test"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !require(
+        "root, and the rootless user rocforge-test (scripts/rootless-user.sh)",
+        user.is_some() && is_root,
+    ) || !podman_ready()
+    {
+        return;
+    }
+    let uid: u32 = String::from_utf8_lossy(&user.unwrap().stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let f = fixture();
+    // The user needs its own readable and writable copy of the catalog.
+    let status = Command::new("chown")
+        .args(["-R", "rocforge-test:"])
+        .arg(f.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut p = f.path().to_path_buf();
+    while let Some(parent) = p.parent() {
+        if parent == Path::new("/") {
+            break;
+        }
+        let _ = Command::new("chmod").arg("o+x").arg(parent).status();
+        p = parent.to_path_buf();
+    }
+    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_rocforge")).unwrap();
+    let shared = f.path().join("rocforge");
+    std::fs::copy(&exe, &shared).unwrap();
+    let _ = Command::new("chmod").arg("755").arg(&shared).status();
+    let out = Command::new("runuser")
+        .args([
+            "-u",
+            "rocforge-test",
+            "--",
+            "env",
+            "-i",
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "HOME=/home/rocforge-test",
+            "USER=rocforge-test",
+            "LOGNAME=rocforge-test",
+        ])
+        .arg(format!("XDG_RUNTIME_DIR=/run/user/{uid}"))
+        .arg(format!(
+            "ROCFORGE_CACHE={}",
+            f.path().join("cache").display()
+        ))
+        .arg(format!(
+            "ROCFORGE_STORE={}",
+            f.path().join("store").display()
+        ))
+        .arg(format!(
+            "ROCFORGE_CONFIG={}",
+            f.path().join("no-user-config.toml").display()
+        ))
+        .arg(&shared)
+        .args([
+            "--recipes",
+            "recipes",
+            "build",
+            "--arch",
+            "gfx90c,gfx902",
+            "hipapp",
+            "--runtime",
+            "podman",
+        ])
+        .current_dir(f.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let k = keys(&f);
+    let key = |c: &str| k.iter().find(|x| x.0 == c).unwrap().1.clone();
+    use std::os::unix::fs::MetadataExt;
+    let lib = store_tree(&f, &key("hipcore")).join("lib/libhipcore.so");
+    assert_eq!(
+        std::fs::metadata(&lib).unwrap().uid(),
+        uid,
+        "outputs belong to the invoking user"
+    );
+    let bytes = std::fs::read(&lib).unwrap();
+    assert!(contains(&bytes, "hipv4-amdgcn-amd-amdhsa--gfx90c"));
+}

@@ -26,6 +26,8 @@ pub struct BuildOptions {
     /// Components built side by side at most.
     pub parallel: usize,
     pub keep_going: bool,
+    /// Targets whose absence from a built library is accepted (recorded, not fatal).
+    pub allow_missing: Vec<crate::arch::TargetId>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,6 +86,8 @@ enum StepError {
     },
     #[error("{component}: stopped")]
     Stopped { component: String },
+    #[error("{component}: built libraries lack code for requested targets:\n{table}")]
+    Coverage { component: String, table: String },
 }
 
 impl StepError {
@@ -96,6 +100,7 @@ impl StepError {
             StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
             StepError::Io { .. } => "check free disk space".into(),
             StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
+            StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches), or pass --allow-missing TARGET to accept and record the gap".into(),
         }
     }
 }
@@ -417,6 +422,13 @@ impl Builder<'_> {
                 let _ = crate::fsutil::remove_tree(&scratch);
             }
         }
+        let coverage = match &recipe.build.system {
+            BuildSystem::Copy { .. } => None,
+            _ => {
+                task.set_message("checking code objects");
+                Some(self.gate(component, &staging.tree())?)
+            }
+        };
         std::fs::copy(log, staging.log()).map_err(io("log"))?;
         let seconds = clock.elapsed().as_secs_f64();
         let meta = EntryMeta {
@@ -432,6 +444,7 @@ impl Builder<'_> {
             started,
             duration_secs: seconds,
             source_commit: prepared.commit.clone(),
+            coverage,
         };
         staging.commit(&meta, &step.hash_input.to_value())?;
         task.finish(&format!(
@@ -439,6 +452,54 @@ impl Builder<'_> {
             crate::units::format_duration(seconds as u64)
         ));
         Ok(Some(seconds))
+    }
+}
+
+impl Builder<'_> {
+    /// The coverage gate: every library with device code must carry each requested target.
+    fn gate(&self, component: &str, tree: &Path) -> Result<serde_json::Value, StepError> {
+        let report = crate::inspect::coverage(
+            &[tree.to_path_buf()],
+            &self.plan.targets,
+            &self.sources.catalog.arches,
+        )
+        .map_err(|e| StepError::Coverage {
+            component: component.into(),
+            table: format!("  {e}"),
+        })?;
+        let strip = |lib: &str| {
+            lib.strip_prefix(&format!("{}/", tree.display()))
+                .unwrap_or(lib)
+                .to_string()
+        };
+        let gaps: Vec<(String, String)> = report
+            .missing()
+            .filter(|(_, t)| !self.options.allow_missing.iter().any(|a| a.arch == t.arch))
+            .map(|(lib, t)| (strip(lib), t.to_string()))
+            .collect();
+        if !gaps.is_empty() || !report.errors.is_empty() {
+            let mut table = String::new();
+            for (lib, t) in &gaps {
+                table += &format!("  {lib}: no {t} code object\n");
+            }
+            for e in &report.errors {
+                table += &format!("  unreadable: {e}\n");
+            }
+            return Err(StepError::Coverage {
+                component: component.into(),
+                table: table.trim_end().to_string(),
+            });
+        }
+        let allowed: Vec<(String, String)> = report
+            .missing()
+            .map(|(lib, t)| (strip(lib), t.to_string()))
+            .collect();
+        Ok(serde_json::json!({
+            "libraries": report.rows.len(),
+            "targets": self.plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            "missing_allowed": allowed,
+            "report": report,
+        }))
     }
 }
 

@@ -65,6 +65,7 @@ pub struct BuildArgs<'a> {
     pub keep_going: bool,
     pub dry_run: bool,
     pub overlays: &'a [String],
+    pub allow_missing: Option<&'a str>,
 }
 
 pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
@@ -116,6 +117,12 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         });
     }
     let total_jobs = a.jobs.unwrap_or_else(jobs::default_budget);
+    let allow_missing = match a.allow_missing {
+        Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
+            CliError::One(Diagnostic::new(format!("--allow-missing {list}: {e}")).hint(e.hint()))
+        })?,
+        None => Vec::new(),
+    };
     let to_build = plan.steps.iter().filter(|s| s.needs_build()).count();
     if to_build > 0 {
         reporter.note(&format!(
@@ -166,6 +173,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
                     jobs: total_jobs,
                     parallel: total_jobs.clamp(1, 4),
                     keep_going: a.keep_going,
+                    allow_missing: allow_missing.clone(),
                 },
                 stop: &stop,
                 running: &running,

@@ -170,6 +170,9 @@ Examples:
         /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
         #[arg(long, value_name = "SPEC")]
         overlay: Vec<String>,
+        /// Accept built libraries that lack these targets (the gap is recorded in the store entry)
+        #[arg(long, value_name = "LIST")]
+        allow_missing: Option<String>,
     },
     /// Builder images
     #[command(subcommand)]
@@ -360,6 +363,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             keep_going,
             dry_run,
             overlay,
+            allow_missing,
         } => build_cmd::build(
             g,
             build_cmd::BuildArgs {
@@ -369,6 +373,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 keep_going: *keep_going,
                 dry_run: *dry_run,
                 overlays: overlay,
+                allow_missing: allow_missing.as_deref(),
             },
         ),
         Command::Image(ImageCommand::Build {
