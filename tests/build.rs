@@ -645,3 +645,204 @@ fn rootless_podman_builds_as_the_invoking_user() {
     let bytes = std::fs::read(&lib).unwrap();
     assert!(contains(&bytes, "hipv4-amdgcn-amd-amdhsa--gfx90c"));
 }
+
+#[test]
+fn two_concurrent_builds_build_each_component_once() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| f.build(&[], &["hipapp", "--format", "json"]));
+        let b = s.spawn(|| f.build(&[], &["hipapp", "--format", "json"]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    for component in ["hipcore", "hipapp"] {
+        let built = [&a, &b]
+            .iter()
+            .filter(|o| {
+                results(o)
+                    .iter()
+                    .any(|(c, r)| c == component && r == "built")
+            })
+            .count();
+        assert_eq!(built, 1, "{component} built {built} times");
+    }
+}
+
+#[test]
+fn ctrl_c_stops_the_build_and_its_container() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .current_dir(f.path())
+        .args([
+            "--recipes",
+            "recipes",
+            "build",
+            "--arch",
+            "gfx90c,gfx902",
+            "hipapp",
+        ])
+        .env("CONTAINERS_CONF", containers_conf())
+        .env("ROCFORGE_CACHE", f.path().join("cache"))
+        .env("ROCFORGE_STORE", f.path().join("store"))
+        .env("ROCFORGE_CONFIG", f.path().join("no-user-config.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let logs = f.path().join("store/.logs");
+    let start = std::time::Instant::now();
+    while !std::fs::read_dir(&logs)
+        .map(|d| {
+            d.flatten().any(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("==> configure"))
+            })
+        })
+        .unwrap_or(false)
+    {
+        assert!(start.elapsed().as_secs() < 300, "no build started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = child.id();
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
+    // No container of that run is left, and the store holds only complete entries.
+    let ps = Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args([
+            "ps",
+            "--all",
+            "--filter",
+            &format!("label=rocforge.pid={pid}"),
+            "--format",
+            "{{.Names}}",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ps.stdout).trim(),
+        "",
+        "containers left running"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(".tmp-") || (!n.starts_with('.') && !e.path().join("meta.json").is_file())
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The next run continues and completes.
+    let rerun = f.build(&[], &["hipapp"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+}
+
+#[test]
+fn doctor_store_and_image_build() {
+    if !podman_ready() {
+        return;
+    }
+    let f = fixture();
+    let conf = containers_conf();
+    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
+    let doctor = rocforge_env(
+        f.path(),
+        &env,
+        &[
+            "--recipes",
+            "recipes",
+            "doctor",
+            "hipapp",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    assert!(
+        doctor.stdout.contains("ok   container runtime  podman"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains(&format!("{IMAGE} present")),
+        "{}",
+        doctor.stdout
+    );
+
+    let o = f.build(&[], &["hipcore"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let list = rocforge_env(f.path(), &env, &["store", "list"]);
+    assert!(list.stdout.contains("hipcore"), "{}", list.stdout);
+    let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
+    let show = rocforge_env(f.path(), &env, &["store", "show", &key[..10]]);
+    assert!(
+        show.stdout.contains(&key) && show.stdout.contains("podman"),
+        "{}",
+        show.stdout
+    );
+
+    // A locally built builder image enters keys by its ID, marked local.
+    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    std::fs::write(
+        f.path().join("containers/Containerfile.test-1.0"),
+        format!("FROM {IMAGE}\nLABEL org.rocforge.test=local-image\n"),
+    )
+    .unwrap();
+    let release = f.path().join("recipes/test-1.0/release.toml");
+    std::fs::write(
+        &release,
+        std::fs::read_to_string(&release)
+            .unwrap()
+            .replace(IMAGE, "localhost/rocforge-test-local:1"),
+    )
+    .unwrap();
+    let built = rocforge_env(
+        f.path(),
+        &env,
+        &[
+            "--recipes",
+            "recipes",
+            "image",
+            "build",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&ok(
+        f.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(plan["image"]["local"], true, "{}", plan["image"]);
+    assert!(
+        plan["image"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    let _ = Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .args(["rmi", "localhost/rocforge-test-local:1"])
+        .output();
+}
