@@ -27,6 +27,8 @@ packages=(
     hipcc llvm-15 clang-tools-15
     # clang 19 for code objects (all three are needed to compile HIP)
     clang-19 clang-tools-19 lld-19
+    # headless browser for the hardware-report test (tests/testrun.rs)
+    chromium
 )
 
 missing_packages() {

@@ -47,3 +47,21 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// Copies a directory tree, keeping symlinks as symlinks and file permissions.
+pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
+        } else {
+            std::fs::copy(e.path(), dest)?;
+        }
+    }
+    Ok(())
+}

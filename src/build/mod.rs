@@ -304,7 +304,8 @@ impl Builder<'_> {
         match &recipe.build.system {
             BuildSystem::Copy { dest } => {
                 task.set_message("copy");
-                copy_tree(&prepared.tree, &staging.tree().join(dest)).map_err(io("copy"))?;
+                crate::fsutil::copy_tree(&prepared.tree, &staging.tree().join(dest))
+                    .map_err(io("copy"))?;
             }
             _ => {
                 let scratch = self.sources.cache.root().join("builds").join(&step.key.0);
@@ -542,23 +543,6 @@ fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             }
         } else if !dest.exists() && std::fs::hard_link(e.path(), &dest).is_err() {
             std::fs::copy(e.path(), &dest)?;
-        }
-    }
-    Ok(())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ft.is_dir() {
-            copy_tree(&e.path(), &dest)?;
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
-        } else {
-            std::fs::copy(e.path(), dest)?;
         }
     }
     Ok(())

@@ -302,7 +302,7 @@ pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> 
     pristine.derive.clear();
     let prepared = prepare::prepare(&ctx.sources(g.locked, false), &pristine, &targets)
         .map_err(source_error)?;
-    copy_tree(&prepared.tree, &dest).map_err(|e| {
+    rocforge::fsutil::copy_tree(&prepared.tree, &dest).map_err(|e| {
         CliError::One(
             Diagnostic::new(format!("cannot write {}: {e}", dest.display()))
                 .hint("check free disk space and permissions"),
@@ -516,21 +516,4 @@ pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
         if dry_run { "to remove" } else { "removed" }
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ft.is_dir() {
-            copy_tree(&e.path(), &dest)?;
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
-        } else {
-            std::fs::copy(e.path(), dest)?;
-        }
-    }
-    Ok(())
 }

@@ -100,35 +100,41 @@ fn append(log: &Path, text: &str) -> Result<std::fs::File, RuntimeError> {
     Ok(f)
 }
 
+/// Runs a full command line with its output appended to `log`, logging the line first.
+fn run_logged(args: &[String], log: &Path, env: &[(&str, &str)]) -> Result<Exit, RuntimeError> {
+    let line = args
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    tracing::info!(target: "rocforge::process", "run: {line}");
+    let file = append(log, &format!("$ {line}\n"))?;
+    let err = file.try_clone().map_err(|source| RuntimeError::Log {
+        path: log.display().to_string(),
+        source,
+    })?;
+    let mut cmd = std::process::Command::new(&args[0]);
+    cmd.args(&args[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(err);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let status = cmd.status().map_err(|e| RuntimeError::Spawn {
+        command: line,
+        message: e.to_string(),
+    })?;
+    Ok(Exit(status.code()))
+}
+
 impl ContainerRuntime for Container {
     fn kind(&self) -> Kind {
         self.kind
     }
 
     fn run(&self, spec: &RunSpec, log: &Path) -> Result<Exit, RuntimeError> {
-        let args = self.run_args(spec);
-        let line = args
-            .iter()
-            .map(|a| shell_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ");
-        tracing::info!(target: "rocforge::process", "run: {line}");
-        let file = append(log, &format!("$ {line}\n"))?;
-        let err = file.try_clone().map_err(|source| RuntimeError::Log {
-            path: log.display().to_string(),
-            source,
-        })?;
-        let status = std::process::Command::new(&args[0])
-            .args(&args[1..])
-            .stdin(std::process::Stdio::null())
-            .stdout(file)
-            .stderr(err)
-            .status()
-            .map_err(|e| RuntimeError::Spawn {
-                command: line.clone(),
-                message: e.to_string(),
-            })?;
-        Ok(Exit(status.code()))
+        run_logged(&self.run_args(spec), log, &[])
     }
 
     fn stop(&self, name: &str) {
@@ -212,28 +218,7 @@ impl ContainerRuntime for Container {
         args.push("--tag".into());
         args.push(tag.to_string());
         args.push(context.display().to_string());
-        let line = args
-            .iter()
-            .map(|a| shell_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ");
-        tracing::info!(target: "rocforge::process", "run: {line}");
-        let file = append(log, &format!("$ {line}\n"))?;
-        let err = file.try_clone().map_err(|source| RuntimeError::Log {
-            path: log.display().to_string(),
-            source,
-        })?;
-        let status = std::process::Command::new(&args[0])
-            .args(&args[1..])
-            .env("DOCKER_BUILDKIT", "0")
-            .stdin(std::process::Stdio::null())
-            .stdout(file)
-            .stderr(err)
-            .status()
-            .map_err(|e| RuntimeError::Spawn {
-                command: line,
-                message: e.to_string(),
-            })?;
-        Ok(Exit(status.code()))
+        // docker 20.10 without buildx: the classic builder.
+        run_logged(&args, log, &[("DOCKER_BUILDKIT", "0")])
     }
 }

@@ -108,14 +108,19 @@ impl Cache {
         out
     }
 
-    /// Leftover staging directories of killed runs (names start with '.').
+    /// Leftover staging directories of killed runs (names start with '.'), skipping any that a
+    /// live process is still filling (it holds the entry's lock).
     pub fn stale_staging(&self) -> Vec<PathBuf> {
         let Ok(rd) = std::fs::read_dir(self.root.join("src")) else {
             return Vec::new();
         };
         rd.flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let key = name.strip_prefix('.')?.split(".tmp-").next()?.to_string();
+                let free = self.lock(&format!("src-{key}"), Duration::ZERO, &|| {}).is_ok();
+                free.then(|| e.path())
+            })
             .collect()
     }
 }

@@ -534,7 +534,7 @@ fn fetch_origin(
         }
         (Source::Path { path }, _) => {
             let dir = path_source_dir(s.catalog, component, path)?;
-            copy_dir(&dir, tree).map_err(|source| SourceError::Io {
+            crate::fsutil::copy_tree(&dir, tree).map_err(|source| SourceError::Io {
                 component: component.to_string(),
                 path: dir.display().to_string(),
                 source,
@@ -650,21 +650,4 @@ fn unpack_tar(
         std::fs::rename(e.path(), dest.join(e.file_name())).map_err(|e| err(e.to_string()))?;
     }
     crate::fsutil::remove_tree(&unpacked).map_err(|e| err(e.to_string()))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ft.is_dir() {
-            copy_dir(&e.path(), &dest)?;
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, dest)?;
-        } else {
-            std::fs::copy(e.path(), dest)?;
-        }
-    }
-    Ok(())
 }

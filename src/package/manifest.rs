@@ -1,0 +1,160 @@
+//! The manifest inside every tarball: what it is, how it was built, and every file with its
+//! size and sha256. It is the tarball's first entry, so an installer knows each file's size and
+//! digest before the file's bytes arrive.
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's name inside the tarball (never extracted into a prefix).
+pub const MANIFEST_NAME: &str = "rocforge-manifest.json";
+pub const MANIFEST_SCHEMA: &str = "rocforge.manifest/1";
+/// The largest manifest an installer reads.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub schema: String,
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub release: String,
+    pub targets: Vec<String>,
+    /// The store entry's content key.
+    pub key: String,
+    /// Components this one needs at run time, by name and content key.
+    #[serde(default)]
+    pub depends: Vec<Dependency>,
+    /// SPDX expression from the recipe.
+    #[serde(default)]
+    pub license: Option<String>,
+    /// The builder image, by reference and digest (None for host builds).
+    #[serde(default)]
+    pub image: Option<crate::plan::key::ImageRef>,
+    #[serde(default)]
+    pub runtime: String,
+    #[serde(default)]
+    pub reproducible: bool,
+    /// The highest GLIBC_x.y symbol version any ELF file needs; the host's glibc must be at
+    /// least this.
+    #[serde(default)]
+    pub glibc_floor: Option<String>,
+    /// The code-object coverage gate's result, from the store entry.
+    #[serde(default)]
+    pub coverage: Option<serde_json::Value>,
+    /// Every tar entry's mtime.
+    #[serde(default)]
+    pub source_date_epoch: u64,
+    /// Sum of the regular files' sizes.
+    pub installed_size: u64,
+    /// The content key's hash input (why this key).
+    #[serde(default)]
+    pub hash_input: serde_json::Value,
+    /// Every entry of the tree, sorted by path.
+    pub files: Vec<FileEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dependency {
+    pub name: String,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Relative, `/`-separated, no `.` or `..` components.
+    pub path: String,
+    pub kind: Kind,
+    /// Regular files: size in bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub size: u64,
+    /// Regular files: lowercase hex sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Regular files: whether any execute bit is set (mode 0755, else 0644).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub executable: bool,
+    /// Symlinks: the target, relative and inside the tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// `path` as a normalized relative path (`a/b/c`), or None when it is absolute, empty, or
+/// climbs with `..`. `.` components and repeated slashes are dropped.
+pub fn normalize(path: &str) -> Option<String> {
+    if path.starts_with('/') || path.contains('\0') || path.contains('\\') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return None,
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// Whether a symlink at `link` (normalized) pointing to `target` stays inside the tree.
+pub fn symlink_inside(link: &str, target: &str) -> bool {
+    if target.is_empty() || target.starts_with('/') || target.contains('\0') {
+        return false;
+    }
+    let mut stack: Vec<&str> = link.split('/').collect();
+    stack.pop();
+    for c in target.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                if stack.pop().is_none() {
+                    return false;
+                }
+            }
+            c => stack.push(c),
+        }
+    }
+    true
+}
+
+/// Dotted numeric version comparison ("2.34" < "2.38", "2.9" < "2.10").
+pub fn version_tuple(v: &str) -> Vec<u64> {
+    v.split(['.', '-', '_'])
+        .map(|p| p.parse::<u64>().unwrap_or(0))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(normalize("./a//b/").as_deref(), Some("a/b"));
+        assert_eq!(normalize("/etc/passwd"), None);
+        assert_eq!(normalize("a/../../b"), None);
+        assert_eq!(normalize("."), None);
+        assert!(symlink_inside("lib/libx.so", "libx.so.1"));
+        assert!(symlink_inside("lib/a/x", "../../bin/y"));
+        assert!(!symlink_inside("lib/x", "../../etc"));
+        assert!(!symlink_inside("lib/x", "/etc"));
+        assert!(version_tuple("2.9") < version_tuple("2.10"));
+    }
+}

@@ -1,0 +1,10 @@
+//! Tests on hardware: which GPU this machine has (`detect`), running a component's test client
+//! against it sharded and hang-proof (`run`, with an on-disk `journal`), what each failure was
+//! (`classify`), and the results bundle other machines' reports are compiled from (`bundle`).
+
+pub mod bundle;
+pub mod classify;
+pub mod detect;
+pub mod gtest;
+pub mod journal;
+pub mod run;
