@@ -22,6 +22,8 @@ packages=(
     # native overlay, so no fuse-overlayfs), docker, debootstrap
     podman runc uidmap slirp4netns containernetworking-plugins iptables
     docker.io debootstrap
+    # an OCI registry on 127.0.0.1 for image digests, publishing and the build cache
+    docker-registry
     # HIP: Debian's hipcc pulls clang-15, lld-15, rocm-device-libs, libamdhip64-dev;
     # llvm-15 has llvm-objcopy-15, clang-tools-15 has clang-offload-bundler-15.
     hipcc llvm-15 clang-tools-15

@@ -13,18 +13,6 @@ use common::*;
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
 const PATCH: &str = "Accept gfx90c and gfx902 in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -11,7 +11,7 @@ foreach(t IN LISTS GPU_TARGETS)\n   list(APPEND OFFLOAD \"--offload-arch=${t}\")\n endforeach()\n \n-set(SUPPORTED_TARGETS gfx900)\n+set(SUPPORTED_TARGETS gfx900 gfx90c gfx902)\n add_library(hipcore SHARED src/scale.hip)\n set_source_files_properties(src/scale.hip PROPERTIES LANGUAGE CXX)\n target_compile_options(hipcore PRIVATE -x hip ${OFFLOAD})\n";
 
-/// Whether `tool` works here; in CI its absence is a failure, locally a skip.
-fn require(what: &str, ok: bool) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{what} is required in CI (.ci/setup-machine.sh installs it)");
-    }
-    eprintln!("skipping: {what} is not available here (run .ci/setup-machine.sh)");
-    false
-}
-
 fn podman_ready() -> bool {
     let ok = Command::new("podman")
         .args(["image", "exists", IMAGE])

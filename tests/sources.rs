@@ -751,3 +751,114 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
         "{downloads:?}"
     );
 }
+
+#[test]
+fn lock_pins_the_builder_image_digest_from_a_registry() {
+    let base = "localhost/rocforge-test-base:bookworm";
+    let conf = manifest().join("containers/containers.conf");
+    let have_image = std::process::Command::new("podman")
+        .args(["image", "exists", base])
+        .env("CONTAINERS_CONF", &conf)
+        .status()
+        .is_ok_and(|s| s.success());
+    let registry = Registry::start();
+    if !require(
+        "docker-registry, podman and the test base image",
+        have_image && registry.is_some(),
+    ) {
+        return;
+    }
+    let registry = registry.unwrap();
+    let w = world();
+    let image = format!("{}/rocforge/builder:test-1", registry.host());
+    let digest_file = w.path().join("digest");
+    let push = std::process::Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .args(["push", "--quiet", "--tls-verify=false", "--digestfile"])
+        .arg(&digest_file)
+        .arg(base)
+        .arg(format!("docker://{image}"))
+        .output()
+        .unwrap();
+    assert!(
+        push.status.success(),
+        "{}",
+        String::from_utf8_lossy(&push.stderr)
+    );
+    let digest = std::fs::read_to_string(&digest_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    let release = w.path().join("recipes/line-1.0/release.toml");
+    std::fs::write(
+        &release,
+        std::fs::read_to_string(&release)
+            .unwrap()
+            .replace("localhost/rocforge-test:1.0", &image),
+    )
+    .unwrap();
+
+    ok(w.path(), &["--recipes", "recipes", "lock"]);
+    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("digest = \"{digest}\"")),
+        "{lock}\nexpected {digest}"
+    );
+    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    let plan: serde_json::Value = serde_json::from_str(&ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(plan["image"]["digest"], digest.as_str());
+    assert_eq!(plan["image"]["local"], false);
+
+    // A tag that does not exist is named, with a hint, and nothing is written.
+    std::fs::write(
+        &release,
+        std::fs::read_to_string(&release)
+            .unwrap()
+            .replace("test-1", "no-such-tag"),
+    )
+    .unwrap();
+    let err = fails(w.path(), &["--recipes", "recipes", "lock"]);
+    assert!(err.contains("no-such-tag") && err.contains("404"), "{err}");
+    assert_eq!(
+        lock,
+        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+    );
+}
+
+#[test]
+fn path_sources_are_keyed_by_content() {
+    let w = world();
+    let dir = w.path().join("recipes/line-1.0/local-src");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("CMakeLists.txt"), CMAKE).unwrap();
+    w.recipe(
+        "local",
+        "name = \"local\"\nversion = \"0.1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"local-src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    let first = w.fetch("local");
+    assert_eq!(
+        std::fs::read_to_string(first.join("CMakeLists.txt")).unwrap(),
+        CMAKE
+    );
+    assert_eq!(w.fetch("local"), first, "same contents, same tree");
+    std::fs::write(dir.join("CMakeLists.txt"), format!("{CMAKE}# edited\n")).unwrap();
+    let second = w.fetch("local");
+    assert_ne!(second, first, "edited contents, new key");
+    assert!(
+        std::fs::read_to_string(second.join("CMakeLists.txt"))
+            .unwrap()
+            .ends_with("# edited\n")
+    );
+}

@@ -31,6 +31,8 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
             let mut args: Vec<String> = vec![
                 format!("-DCMAKE_INSTALL_PREFIX={prefix}"),
                 format!("-DCMAKE_PREFIX_PATH={prefix}"),
+                // The network is off: FetchContent must use what [[inputs]] provided.
+                "-DFETCHCONTENT_FULLY_DISCONNECTED=ON".to_string(),
             ];
             args.extend(recipe.build.args.iter().cloned());
             args.extend(flags.cmake.iter().cloned());

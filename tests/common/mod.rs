@@ -235,3 +235,70 @@ pub fn sha256_file(path: &Path) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
 }
+
+/// A CNCF distribution registry (Debian's docker-registry) on 127.0.0.1; killed on drop.
+pub struct Registry {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Registry {
+    /// None when docker-registry is not installed.
+    pub fn start() -> Option<Registry> {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "docker-registry did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Registry {
+            child,
+            port,
+            _dir: dir,
+        })
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// In CI a missing tool fails the test; elsewhere the test is skipped with the reason printed.
+pub fn require(what: &str, ok: bool) -> bool {
+    if ok {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what} is required in CI (.ci/setup-machine.sh installs it)");
+    }
+    eprintln!("skipping: {what} is not available here (run .ci/setup-machine.sh)");
+    false
+}
