@@ -1,0 +1,225 @@
+//! The shipped catalog itself: it checks clean, its patch files and recipe references agree,
+//! every patch parses as a unified diff, and patches/<release>/VERIFIED.toml records every patch
+//! with exactly the files it touches. None of this needs the upstream sources, so CI runs it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rocforge::source::patch::{PatchFile, validate};
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rocforge(args: &[&str]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .current_dir(manifest())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env("ROCFORGE_STORE", dir.path().join("no-store"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Release directories of the shipped catalog (those holding a release.toml).
+fn releases() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(manifest().join("recipes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("release.toml").is_file())
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no release lines under recipes/");
+    out
+}
+
+fn read_toml(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.parse::<toml::Table>()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every patch a recipe names, as a path relative to the repository root
+/// (patches/<release>/<component>/<file>).
+fn referenced_patches() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for rel in releases() {
+        let release = rel.file_name().unwrap().to_string_lossy().into_owned();
+        for e in std::fs::read_dir(&rel).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "toml")
+                || path.file_name().unwrap() == "release.toml"
+            {
+                continue;
+            }
+            let t = read_toml(&path);
+            let name = t["name"].as_str().unwrap().to_string();
+            let Some(patches) = t.get("patches").and_then(|p| p.as_table()) else {
+                continue;
+            };
+            for (_key, list) in patches {
+                for p in list.as_array().unwrap() {
+                    out.insert(format!(
+                        "patches/{release}/{name}/{}",
+                        p.as_str().unwrap()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every *.patch file under patches/, relative to the repository root.
+fn patch_files() -> BTreeSet<String> {
+    fn walk(dir: &Path, root: &Path, out: &mut BTreeSet<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.extension().is_some_and(|x| x == "patch") {
+                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(&manifest().join("patches"), &manifest(), &mut out);
+    out
+}
+
+#[test]
+fn shipped_catalog_checks_clean() {
+    let (code, stdout, stderr) = rocforge(&["check"]);
+    assert_eq!(code, 0, "rocforge check failed:\n{stdout}\n{stderr}");
+}
+
+#[test]
+fn every_patch_is_referenced_and_every_reference_exists() {
+    let files = patch_files();
+    let referenced = referenced_patches();
+    let unreferenced: Vec<_> = files.difference(&referenced).collect();
+    let missing: Vec<_> = referenced.difference(&files).collect();
+    assert!(
+        unreferenced.is_empty(),
+        "patch files no recipe names: {unreferenced:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "recipes name patches that do not exist: {missing:?}"
+    );
+    assert!(!files.is_empty(), "the shipped catalog has patches");
+}
+
+/// The files each patch touches, as validate() reports them.
+fn touched(rel: &str) -> BTreeSet<String> {
+    let bytes = std::fs::read(manifest().join(rel)).unwrap();
+    let summary = validate(&PatchFile::new(rel, bytes))
+        .unwrap_or_else(|e| panic!("{rel} is not a valid unified diff: {e}"));
+    assert!(summary.hunks > 0, "{rel} has no hunks");
+    assert!(
+        !summary.subject.trim().is_empty(),
+        "{rel} starts without a header line saying what it does"
+    );
+    summary.files.into_iter().map(|f| f.path).collect()
+}
+
+#[test]
+fn every_patch_parses_as_a_unified_diff_with_a_header() {
+    for rel in patch_files() {
+        let files = touched(&rel);
+        assert!(!files.is_empty(), "{rel} touches no file");
+        let text = std::fs::read_to_string(manifest().join(&rel)).unwrap();
+        assert!(
+            text.contains("Checked against"),
+            "{rel}: the header must name the upstream revision it was checked against"
+        );
+    }
+}
+
+fn is_hex(s: &str, n: usize) -> bool {
+    s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[test]
+fn verified_records_list_every_patch_and_every_file_it_touches() {
+    let all = patch_files();
+    let mut recorded_patches = BTreeSet::new();
+    for rel in releases() {
+        let release = rel.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = manifest().join("patches").join(&release);
+        let has_patches = all
+            .iter()
+            .any(|p| p.starts_with(&format!("patches/{release}/")));
+        let record = dir.join("VERIFIED.toml");
+        if !has_patches {
+            continue;
+        }
+        assert!(record.is_file(), "{} is missing", record.display());
+        let t = read_toml(&record);
+        for entry in t["patch"].as_array().expect("[[patch]] entries") {
+            let e = entry.as_table().unwrap();
+            let file = e["file"].as_str().unwrap();
+            let path = format!("patches/{release}/{file}");
+            assert!(all.contains(&path), "VERIFIED.toml lists {path}, which does not exist");
+            assert!(
+                recorded_patches.insert(path.clone()),
+                "{path} is listed twice in VERIFIED.toml"
+            );
+            assert!(
+                e["repo"].as_str().unwrap().starts_with("https://"),
+                "{path}: repo must be the upstream URL"
+            );
+            let rev = e["rev"].as_str().unwrap();
+            assert!(is_hex(rev, 40), "{path}: rev {rev:?} is not a full commit id");
+            assert!(
+                !e["ref"].as_str().unwrap().trim().is_empty(),
+                "{path}: say whether rev is the tag or the nearest branch"
+            );
+            let mut blobs: BTreeMap<String, String> = BTreeMap::new();
+            for f in e["files"].as_array().unwrap() {
+                let f = f.as_table().unwrap();
+                let p = f["path"].as_str().unwrap().to_string();
+                let blob = f["blob"].as_str().unwrap().to_string();
+                assert!(is_hex(&blob, 40), "{path}: blob of {p} is not a git object id");
+                assert!(blobs.insert(p.clone(), blob).is_none(), "{path}: {p} listed twice");
+            }
+            let recorded: BTreeSet<String> = blobs.into_keys().collect();
+            assert_eq!(
+                recorded,
+                touched(&path),
+                "{path}: VERIFIED.toml must list exactly the files the patch touches"
+            );
+        }
+    }
+    let unrecorded: Vec<_> = all.difference(&recorded_patches).collect();
+    assert!(
+        unrecorded.is_empty(),
+        "patches without a VERIFIED.toml record: {unrecorded:?}"
+    );
+}
+
+#[test]
+fn plan_rocsolver_for_both_igpus_json() {
+    let (code, stdout, stderr) = rocforge(&[
+        "plan",
+        "rocsolver",
+        "--arch",
+        "gfx90c,gfx902",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stdout);
+}
