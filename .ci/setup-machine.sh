@@ -16,7 +16,7 @@ total_start=$(date +%s.%N)
 # Debian packages the tests (and the container tests) use.
 packages=(
     # basics
-    git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck
+    git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck curl gcc libc6-dev
     cmake ninja-build
     # containers: podman (runc, not crun: hybrid cgroups), rootless podman (uidmap, slirp4netns;
     # native overlay, so no fuse-overlayfs), docker, debootstrap
@@ -29,6 +29,8 @@ packages=(
     hipcc llvm-15 clang-tools-15
     # clang 19 for code objects (all three are needed to compile HIP)
     clang-19 clang-tools-19 lld-19
+    # cargo-fuzz's libfuzzer-sys compiles libFuzzer's C++ (scripts/fuzz.sh)
+    g++
     # headless browser for the hardware-report test (tests/testrun.rs)
     chromium
 )
@@ -73,6 +75,18 @@ check_rust() {
     done
 }
 
+# cargo-fuzz for scripts/fuzz.sh, from crates.io (builds in about 1.5 minutes).
+install_cargo_fuzz() {
+    local want=0.13.2
+    if [ "$(cargo fuzz --version 2>/dev/null)" = "cargo-fuzz $want" ]; then
+        log "cargo-fuzz $want present"
+        return 0
+    fi
+    log "installing cargo-fuzz $want"
+    cargo install cargo-fuzz --version "$want" --locked --quiet \
+        || die "cargo install cargo-fuzz failed"
+}
+
 if [ "$(id -u)" -eq 0 ]; then
     timed "apt packages" install_packages
     timed "check tools" check_tools
@@ -88,4 +102,5 @@ else
     fi
 fi
 timed "rust toolchain" check_rust
+timed "cargo-fuzz" install_cargo_fuzz
 log "ok ($(cargo --version)), total $(elapsed "$total_start" "$(date +%s.%N)") s"

@@ -8,6 +8,9 @@
 //! [runtime]                       # extra container runtime arguments some hosts need
 //! podman = ["--runtime", "runc"]  # before the subcommand
 //! podman-run = ["--ulimit", "nofile=20000:20000"]   # after `podman run`
+//!
+//! [trust]                         # public keys (minisign `RW…` lines) whose signatures install accepts
+//! keys = ["RWQ…"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -28,6 +31,9 @@ pub struct Config {
     pub podman_run_args: Vec<String>,
     pub docker_args: Vec<String>,
     pub docker_run_args: Vec<String>,
+    /// Public keys trusted for signed indexes and artifacts (`[trust] keys`), added to the
+    /// built-in project key; later files add to earlier ones.
+    pub trust_keys: Vec<String>,
     /// The files that were read, in order, for `--verbose` and error messages.
     pub files: Vec<PathBuf>,
 }
@@ -114,6 +120,25 @@ impl Config {
                 self.docker_run_args = v;
             }
             rt.finish(d);
+        }
+        if let Some(mut t) = r.opt_table("trust", d) {
+            if let Some(keys) = t.opt_str_list("keys", d) {
+                for k in keys {
+                    if crate::sign::parse_public(&k.value).is_err() {
+                        d.push(
+                            Diagnostic::new(format!(
+                                "\"{}\" is not a minisign public key",
+                                k.value
+                            ))
+                            .at(file, k.span.clone(), "expected the RW… line of a .pub file")
+                            .hint("copy the second line of the publisher's .pub file"),
+                        );
+                        continue;
+                    }
+                    self.trust_keys.push(k.value);
+                }
+            }
+            t.finish(d);
         }
         r.finish(d);
     }

@@ -36,7 +36,9 @@ pub enum SignError {
     BadSignature { what: String, message: String },
     #[error("{what}: signed by key {key_id}, which is not trusted")]
     Untrusted { what: String, key_id: String },
-    #[error("{what}: the signature does not verify with key {key_id} (the file was changed after signing)")]
+    #[error(
+        "{what}: the signature does not verify with key {key_id} (the file was changed after signing)"
+    )]
     Mismatch { what: String, key_id: String },
     #[error("{what}: no trusted keys to check the signature against")]
     NoKeys { what: String },
@@ -67,7 +69,9 @@ impl SignError {
             SignError::Mismatch { .. } => {
                 "do not use this file: it is not what the key's owner signed".into()
             }
-            SignError::Exists { .. } => "choose another --out directory, or move the old key away first".into(),
+            SignError::Exists { .. } => {
+                "choose another --out directory, or move the old key away first".into()
+            }
             SignError::Generate(_) => "the system random number generator failed".into(),
         }
     }
@@ -228,18 +232,17 @@ pub fn load_secret(path: &Path, password: Option<String>) -> Result<SecretKey, S
 }
 
 /// Signs `data` and returns the .minisig text. `file_name` goes into the trusted comment.
-pub fn sign_reader(
-    key: &SecretKey,
-    data: impl Read,
-    file_name: &str,
-) -> Result<String, SignError> {
+pub fn sign_reader(key: &SecretKey, data: impl Read, file_name: &str) -> Result<String, SignError> {
     let trusted = format!("file:{file_name}\tprehashed");
     let sig = minisign::sign(
         Some(&key.pk),
         &key.sk,
         data,
         Some(&trusted),
-        Some(&format!("signature from rocforge secret key {}", key.key_id())),
+        Some(&format!(
+            "signature from rocforge secret key {}",
+            key.key_id()
+        )),
     )
     .map_err(|e| SignError::Generate(e.to_string()))?;
     Ok(sig.into_string())
@@ -255,7 +258,14 @@ pub fn sign_file(key: &SecretKey, path: &Path) -> Result<PathBuf, SignError> {
     let text = sign_reader(key, std::io::BufReader::with_capacity(1 << 20, f), &name)?;
     let sig = signature_path(path);
     crate::fsutil::write_atomic(&sig, text.as_bytes()).map_err(io(&sig))?;
+    readable(&sig).map_err(io(&sig))?;
     Ok(sig)
+}
+
+/// Mode 0644: signatures, sums and indexes are published as they are.
+pub fn readable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
 }
 
 pub fn signature_path(path: &Path) -> PathBuf {
@@ -278,12 +288,11 @@ pub fn verify(
     sig_text: &str,
     what: &str,
 ) -> Result<Verified, SignError> {
-    let sbox = minisign::SignatureBox::from_string(sig_text).map_err(|e| {
-        SignError::BadSignature {
+    let sbox =
+        minisign::SignatureBox::from_string(sig_text).map_err(|e| SignError::BadSignature {
             what: what.into(),
             message: e.to_string(),
-        }
-    })?;
+        })?;
     let signer = key_id(sbox.keynum());
     if keys.is_empty() {
         return Err(SignError::NoKeys { what: what.into() });

@@ -68,10 +68,7 @@ fn referenced_patches() -> BTreeSet<String> {
             };
             for (_key, list) in patches {
                 for p in list.as_array().unwrap() {
-                    out.insert(format!(
-                        "patches/{release}/{name}/{}",
-                        p.as_str().unwrap()
-                    ));
+                    out.insert(format!("patches/{release}/{name}/{}", p.as_str().unwrap()));
                 }
             }
         }
@@ -172,7 +169,10 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
             let e = entry.as_table().unwrap();
             let file = e["file"].as_str().unwrap();
             let path = format!("patches/{release}/{file}");
-            assert!(all.contains(&path), "VERIFIED.toml lists {path}, which does not exist");
+            assert!(
+                all.contains(&path),
+                "VERIFIED.toml lists {path}, which does not exist"
+            );
             assert!(
                 recorded_patches.insert(path.clone()),
                 "{path} is listed twice in VERIFIED.toml"
@@ -182,7 +182,10 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
                 "{path}: repo must be the upstream URL"
             );
             let rev = e["rev"].as_str().unwrap();
-            assert!(is_hex(rev, 40), "{path}: rev {rev:?} is not a full commit id");
+            assert!(
+                is_hex(rev, 40),
+                "{path}: rev {rev:?} is not a full commit id"
+            );
             assert!(
                 !e["ref"].as_str().unwrap().trim().is_empty(),
                 "{path}: say whether rev is the tag or the nearest branch"
@@ -192,8 +195,14 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
                 let f = f.as_table().unwrap();
                 let p = f["path"].as_str().unwrap().to_string();
                 let blob = f["blob"].as_str().unwrap().to_string();
-                assert!(is_hex(&blob, 40), "{path}: blob of {p} is not a git object id");
-                assert!(blobs.insert(p.clone(), blob).is_none(), "{path}: {p} listed twice");
+                assert!(
+                    is_hex(&blob, 40),
+                    "{path}: blob of {p} is not a git object id"
+                );
+                assert!(
+                    blobs.insert(p.clone(), blob).is_none(),
+                    "{path}: {p} listed twice"
+                );
             }
             let recorded: BTreeSet<String> = blobs.into_keys().collect();
             assert_eq!(

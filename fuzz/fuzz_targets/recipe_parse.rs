@@ -20,6 +20,9 @@ fn arches() -> &'static ArchTable {
     })
 }
 
+#[global_allocator]
+static ALLOC: rocforge_fuzz::Guard = rocforge_fuzz::Guard;
+
 fuzz_target!(|data: &[u8]| {
     // The catalog reads recipe files as UTF-8 text; other bytes never reach the parser.
     let Ok(text) = std::str::from_utf8(data) else {

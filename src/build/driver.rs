@@ -18,19 +18,45 @@ pub const OUT: &str = "/out";
 pub const CCACHE: &str = "/ccache";
 pub const INPUTS: &str = "/inputs";
 
+/// Where a build finds its directories. Scripts refer to them only through these environment
+/// variables, so the same script runs in a container (fixed paths) and on the host.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub src: String,
+    pub build: String,
+    pub out: String,
+    /// The dependencies' merged install trees.
+    pub deps: String,
+    pub ccache: String,
+    pub inputs: String,
+}
+
+impl Paths {
+    /// The paths inside the build container; dependencies are mounted at the prefix itself.
+    pub fn container(prefix: &str) -> Paths {
+        Paths {
+            src: SRC.into(),
+            build: BUILD.into(),
+            out: OUT.into(),
+            deps: prefix.into(),
+            ccache: CCACHE.into(),
+            inputs: INPUTS.into(),
+        }
+    }
+}
+
 /// The shell script for a cmake or script build; None for `copy`, which needs no runtime.
 pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> Option<String> {
     let root = match &recipe.source {
         Source::Git {
             subdir: Some(s), ..
-        } => format!("{SRC}/{s}"),
-        _ => SRC.to_string(),
+        } => format!("\"$SRC\"/{}", shell_quote(s)),
+        _ => "\"$SRC\"".to_string(),
     };
     match &recipe.build.system {
         BuildSystem::Cmake => {
             let mut args: Vec<String> = vec![
                 format!("-DCMAKE_INSTALL_PREFIX={prefix}"),
-                format!("-DCMAKE_PREFIX_PATH={prefix}"),
                 // The network is off: FetchContent must use what [[inputs]] provided.
                 "-DFETCHCONTENT_FULLY_DISCONNECTED=ON".to_string(),
             ];
@@ -57,18 +83,16 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                  generator=\"\"\n\
                  if command -v ninja >/dev/null 2>&1; then generator=\"-G Ninja\"; fi\n\
                  echo '==> configure'\n\
-                 cmake -S {root} -B {BUILD} $generator $launcher {quoted}\n\
+                 cmake -S {root} -B \"$BUILD\" $generator $launcher \"-DCMAKE_PREFIX_PATH=$ROCFORGE_DEPS\" {quoted}\n\
                  echo '==> build'\n\
-                 cmake --build {BUILD} --parallel {jobs}\n\
+                 cmake --build \"$BUILD\" --parallel {jobs}\n\
                  echo '==> install'\n\
-                 DESTDIR={OUT} cmake --install {BUILD}\n",
-                root = shell_quote(&root),
+                 cmake --install \"$BUILD\"\n"
             ))
         }
-        BuildSystem::Script { script } => Some(format!(
-            "set -eu\ncd {}\necho '==> build'\n{script}\n",
-            shell_quote(&root)
-        )),
+        BuildSystem::Script { script } => {
+            Some(format!("set -eu\ncd {root}\necho '==> build'\n{script}\n"))
+        }
         BuildSystem::Copy { .. } => None,
     }
 }
@@ -78,6 +102,7 @@ pub fn environment(
     recipe: &Recipe,
     flags: &GpuFlags,
     prefix: &str,
+    paths: &Paths,
     jobs: usize,
     source_date_epoch: i64,
 ) -> BTreeMap<String, String> {
@@ -85,13 +110,16 @@ pub fn environment(
     env.insert("SOURCE_DATE_EPOCH".into(), source_date_epoch.to_string());
     env.insert("LC_ALL".into(), "C".into());
     env.insert("TZ".into(), "UTC".into());
-    env.insert("HOME".into(), format!("{BUILD}/.home"));
-    env.insert("CCACHE_DIR".into(), CCACHE.into());
-    env.insert("CCACHE_BASEDIR".into(), SRC.into());
-    env.insert("SRC".into(), SRC.into());
-    env.insert("BUILD".into(), BUILD.into());
-    env.insert("DESTDIR".into(), OUT.into());
+    env.insert("HOME".into(), format!("{}/.home", paths.build));
+    env.insert("CCACHE_DIR".into(), paths.ccache.clone());
+    env.insert("CCACHE_BASEDIR".into(), paths.src.clone());
+    env.insert("SRC".into(), paths.src.clone());
+    env.insert("BUILD".into(), paths.build.clone());
+    // `cmake --install` and `make install` both honour DESTDIR.
+    env.insert("DESTDIR".into(), paths.out.clone());
     env.insert("PREFIX".into(), prefix.into());
+    env.insert("ROCFORGE_DEPS".into(), paths.deps.clone());
+    env.insert("INPUTS".into(), paths.inputs.clone());
     env.insert("JOBS".into(), jobs.to_string());
     // Tools that ignore -j: PyTorch reads MAX_JOBS, CMake's default build reads this.
     env.insert("MAX_JOBS".into(), jobs.to_string());

@@ -362,6 +362,26 @@ impl Builder<'_> {
                 }
                 let script = driver::script(recipe, &step.gpu_flags, &prefix, jobs)
                     .expect("cmake and script builds have a script");
+                // In a container the directories have fixed paths; on the host, their own.
+                let paths = if self.runtime.kind() == Kind::Host {
+                    let inputs = scratch.join("inputs");
+                    std::fs::create_dir_all(&inputs).map_err(io("inputs"))?;
+                    for (name, path) in &prepared.inputs {
+                        std::os::unix::fs::symlink(path, inputs.join(name))
+                            .map_err(io("inputs"))?;
+                    }
+                    let host = |p: &Path| p.display().to_string();
+                    driver::Paths {
+                        src: host(&prepared.tree),
+                        build: host(&scratch.join("build")),
+                        out: host(&scratch.join("out")),
+                        deps: host(&deps),
+                        ccache: host(&mounts[4].host),
+                        inputs: host(&inputs),
+                    }
+                } else {
+                    driver::Paths::container(&prefix)
+                };
                 let spec = RunSpec {
                     name: format!(
                         "rocforge-{component}-{}-{}",
@@ -374,10 +394,11 @@ impl Builder<'_> {
                         recipe,
                         &step.gpu_flags,
                         &prefix,
+                        &paths,
                         jobs,
                         prepared.source_date_epoch,
                     ),
-                    workdir: driver::BUILD.into(),
+                    workdir: paths.build.clone(),
                     script,
                     network: false,
                     labels: [
@@ -506,11 +527,11 @@ impl Builder<'_> {
 
 /// Runs `f` while following `log` and showing its current phase (`==> configure`, …) on `task`.
 fn with_phases<T>(log: &Path, task: &dyn crate::progress::Task, f: impl FnOnce() -> T) -> T {
-    let done = AtomicBool::new(false);
+    let (done, wake) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
-        s.spawn(|| {
+        s.spawn(move || {
             let mut last = String::new();
-            while !done.load(Ordering::SeqCst) {
+            loop {
                 if let Ok(text) = std::fs::read_to_string(log)
                     && let Some(phase) = text.lines().rev().find_map(|l| l.strip_prefix("==> "))
                     && phase != last
@@ -518,11 +539,15 @@ fn with_phases<T>(log: &Path, task: &dyn crate::progress::Task, f: impl FnOnce()
                     last = phase.to_string();
                     task.set_message(phase);
                 }
-                std::thread::sleep(std::time::Duration::from_millis(200));
+                // Wakes at once when the run ends, so no build waits on the watcher.
+                match wake.recv_timeout(std::time::Duration::from_millis(250)) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    _ => break,
+                }
             }
         });
         let out = f();
-        done.store(true, Ordering::SeqCst);
+        let _ = done.send(());
         out
     })
 }

@@ -1,12 +1,14 @@
 //! Command definitions and their output. Only this module (and main) prints.
 
 mod arch_cmd;
+mod artifact_cmd;
 mod build_cmd;
 mod catalog_cmds;
 mod inspect_cmd;
 mod plan_cmd;
 pub mod progress;
 mod sources;
+mod test_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -77,8 +79,15 @@ pub enum Format {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// List the catalog's components: name, version, release line, summary
-    List,
+    /// List the catalog's components: name, version, release line, summary (--installed: a prefix's)
+    List {
+        /// List the components installed in --prefix instead
+        #[arg(long)]
+        installed: bool,
+        /// With --installed [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+        #[arg(long, value_name = "DIR", requires = "installed")]
+        prefix: Option<PathBuf>,
+    },
     /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
     Check,
     /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
@@ -202,6 +211,159 @@ Examples:
     /// The built-in catalog
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
+    #[command(after_help = "\
+One deterministic tarball per component of the plan (the components and their dependencies):
+<name>-<version>-<targets>-<key8>.tar.zst with a manifest (content key, hash input, image, glibc
+floor, coverage, every file's size and sha256) as its first entry. The same store entry always
+gives the same bytes. Signs with --key, $ROCFORGE_SIGNING_KEY or the default key, and writes
+index.json (signed) for `rocforge install --from DIR_OR_URL`.
+
+Examples:
+  rocforge package rocsparse --arch gfx90c --out dist
+  rocforge package rocblas --arch gfx90c,gfx902 --compression gz")]
+    Package {
+        #[arg(required = true)]
+        components: Vec<String>,
+        /// Output directory
+        #[arg(long, value_name = "DIR", default_value = "dist")]
+        out: PathBuf,
+        #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
+        compression: rocforge::package::tarball::Compression,
+        /// Which builds to package: container builds or --runtime host builds
+        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+        runtime: RuntimeKind,
+        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
+        /// Days until the index expires
+        #[arg(long, value_name = "DAYS", default_value_t = 30)]
+        expires_days: u64,
+        /// Package even when files mention the store or cache paths (they will not relocate)
+        #[arg(long)]
+        allow_build_paths: bool,
+    },
+    /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
+    Index {
+        dir: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
+        #[arg(long, value_name = "DAYS", default_value_t = 30)]
+        expires_days: u64,
+    },
+    /// Signing keys (minisign format)
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Sign files: writes FILE.minisig beside each (minisign format)
+    Sign {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+        #[arg(long, value_name = "FILE")]
+        key: Option<PathBuf>,
+    },
+    /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key)
+    Verify {
+        file: PathBuf,
+        /// A public key (RW… or a .pub file); repeatable
+        #[arg(long, value_name = "PUB")]
+        key: Vec<String>,
+        /// The signature file [default: FILE.minisig]
+        #[arg(long, value_name = "FILE")]
+        sig: Option<PathBuf>,
+    },
+    /// Install prebuilt components (and their dependencies) from a signed release index
+    #[command(after_help = "\
+Checks the index signature against the trusted keys and its expiry, the host's glibc against the
+artifacts' floor, downloads each artifact (resumable, verified against the index's sha256),
+extracts it safely into a staging directory beside the prefix, then moves it in and writes a
+receipt. A failed or interrupted install leaves the prefix as it was.
+
+Examples:
+  rocforge install rocsparse --arch gfx90c --from https://example.org/rocforge/rocm-6.4.4/ --prefix /opt/rocforge
+  rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
+    Install {
+        #[arg(required = true)]
+        components: Vec<String>,
+        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [env ROCFORGE_INDEX]
+        #[arg(long, value_name = "URL_OR_DIR")]
+        from: Option<String>,
+        /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+        /// Install even if the index is unsigned or its signature does not verify (loud)
+        #[arg(long)]
+        allow_unsigned: bool,
+        /// Accept artifacts hosted on HOST (or HOST:PORT) besides the index's host; repeatable
+        #[arg(long, value_name = "HOST")]
+        allow_host: Vec<String>,
+        /// Also trust this public key (RW… or a .pub file); repeatable
+        #[arg(long, value_name = "PUB")]
+        key: Vec<String>,
+        /// Refuse to unpack more than this [default: 256GiB]
+        #[arg(long, value_name = "SIZE")]
+        max_size: Option<String>,
+    },
+    /// Remove installed components: exactly the files their receipts list
+    Uninstall {
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+    },
+    /// The local GPUs from the KFD topology: target, compute units, memory, xnack, nearest target
+    #[command(after_help = "\
+Reads /sys/class/kfd/kfd/topology (or DIR/sys/... with --sysfs-root DIR, a recorded tree), the
+amdgpu noretry parameter and HSA_XNACK. Exits 1 when no GPU node is found, saying why that may be.
+
+Examples:
+  rocforge detect
+  rocforge detect --format json
+  rocforge detect --sysfs-root ./recorded-machine")]
+    Detect {
+        /// A directory standing for / (a recorded machine)
+        #[arg(long, value_name = "DIR")]
+        sysfs_root: Option<PathBuf>,
+    },
+    /// Run a built component's test client on the local GPU, sharded and hang-proof
+    #[command(after_help = "\
+Installs the component and its dependencies from the store into a scratch prefix and runs the
+recipe's [test] client with LD_LIBRARY_PATH and ROCM_PATH set, one shard after another. Every
+finished test is journaled at once; a test that makes no progress for the timeout is killed,
+recorded as hung, and the shard restarts without it. Writes OUT/results.json and OUT/junit.xml.
+
+Examples:
+  rocforge test rocsparse --arch gfx90c
+  rocforge test rocsparse --arch gfx900 --spoof      the gfx900 artifact under HSA_OVERRIDE_GFX_VERSION=9.0.0
+  rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run")]
+    Test {
+        component: String,
+        /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
+        #[arg(long)]
+        spoof: bool,
+        /// Continue the run journaled in --out
+        #[arg(long)]
+        resume: bool,
+        /// A directory standing for / (a recorded machine)
+        #[arg(long, value_name = "DIR")]
+        sysfs_root: Option<PathBuf>,
+        /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed]]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// This machine's name in reports [default: the hostname]
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
+    },
+    /// One HTML page and a markdown summary from results bundles of any number of machines
+    Report {
+        /// results.json files written by `rocforge test`
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// Where report.html and report.md go
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
     #[command(after_help = "\
 PATH is a shared library, executable, object, static archive, code object or bundle, or a
@@ -220,6 +382,16 @@ Examples:
         /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
         #[arg(long, value_name = "LIST")]
         against: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// A new ed25519 key pair in minisign format (password from ROCFORGE_KEY_PASSWORD, if set)
+    Generate {
+        /// Directory for rocforge.key and rocforge.pub [default: ~/.config/rocforge/keys]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 
@@ -341,7 +513,64 @@ pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let g = &args.global;
     match &args.command {
-        Command::List => catalog_cmds::list(g),
+        Command::List {
+            installed: true,
+            prefix,
+        } => artifact_cmd::list_installed(g, prefix.as_deref()),
+        Command::List { .. } => catalog_cmds::list(g),
+        Command::Package {
+            components,
+            out,
+            compression,
+            runtime,
+            key,
+            expires_days,
+            allow_build_paths,
+        } => artifact_cmd::package(
+            g,
+            artifact_cmd::PackageArgs {
+                components,
+                out,
+                compression: *compression,
+                runtime: *runtime,
+                key: key.as_deref(),
+                valid_days: *expires_days,
+                allow_build_paths: *allow_build_paths,
+            },
+        ),
+        Command::Index {
+            dir,
+            key,
+            expires_days,
+        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
+        Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
+        Command::Sign { files, key } => artifact_cmd::sign_cmd(g, files, key.as_deref()),
+        Command::Verify { file, key, sig } => {
+            artifact_cmd::verify_cmd(g, file, key, sig.as_deref())
+        }
+        Command::Install {
+            components,
+            from,
+            prefix,
+            allow_unsigned,
+            allow_host,
+            key,
+            max_size,
+        } => artifact_cmd::install_cmd(
+            g,
+            artifact_cmd::InstallArgs {
+                components,
+                from: from.as_deref(),
+                prefix: prefix.as_deref(),
+                allow_unsigned: *allow_unsigned,
+                allow_host,
+                keys: key,
+                max_size: max_size.as_deref(),
+            },
+        ),
+        Command::Uninstall { names, prefix } => {
+            artifact_cmd::uninstall_cmd(g, names, prefix.as_deref())
+        }
         Command::Check => catalog_cmds::check(g),
         Command::Plan {
             components,
@@ -389,6 +618,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Store(StoreCommand::Gc { dry_run }) => build_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
+        Command::Detect { sysfs_root } => test_cmd::detect(g, sysfs_root.as_deref()),
+        Command::Test {
+            component,
+            spoof,
+            resume,
+            sysfs_root,
+            out,
+            machine,
+        } => test_cmd::test(
+            g,
+            test_cmd::TestArgs {
+                component,
+                spoof: *spoof,
+                resume: *resume,
+                sysfs_root: sysfs_root.as_deref(),
+                out: out.as_deref(),
+                machine: machine.as_deref(),
+            },
+        ),
+        Command::Report { results, out } => test_cmd::report(g, results, out),
         Command::Inspect { paths, against } => {
             inspect_cmd::inspect_cmd(g, paths, against.as_deref())
         }

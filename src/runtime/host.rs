@@ -15,14 +15,7 @@ impl ContainerRuntime for Host {
     }
 
     fn run(&self, spec: &RunSpec, log: &Path) -> Result<Exit, RuntimeError> {
-        let mut script = spec.script.clone();
-        // Container paths in the script become the mounted host paths.
-        let mut mounts = spec.mounts.clone();
-        mounts.sort_by_key(|m| std::cmp::Reverse(m.container.len()));
-        for m in &mounts {
-            script = script.replace(&m.container, &m.host.display().to_string());
-        }
-        let workdir = self.path_in(spec, &spec.workdir);
+        // The driver gave host paths in the environment and workdir; mounts mean nothing here.
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -31,27 +24,26 @@ impl ContainerRuntime for Host {
                 path: log.display().to_string(),
                 source,
             })?;
-        let _ = writeln!(f, "$ (host, in {workdir}) sh -c {script}");
+        let _ = writeln!(
+            f,
+            "$ (host, in {}) sh -c {}",
+            spec.workdir,
+            crate::process::shell_quote(&spec.script)
+        );
         let err = f.try_clone().map_err(|source| RuntimeError::Log {
             path: log.display().to_string(),
             source,
         })?;
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c")
-            .arg(format!("umask 022 && {script}"))
-            .current_dir(&workdir)
+            .arg(format!("umask 022 && {}", spec.script))
+            .current_dir(&spec.workdir)
             .env_clear();
         // The host's PATH is needed to find its compilers; nothing else leaks in.
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
-        for (k, v) in &spec.env {
-            let mut v = v.clone();
-            for m in &mounts {
-                v = v.replace(&m.container, &m.host.display().to_string());
-            }
-            cmd.env(k, v);
-        }
+        cmd.envs(&spec.env);
         let status = cmd
             .stdin(std::process::Stdio::null())
             .stdout(f)
@@ -83,16 +75,5 @@ impl ContainerRuntime for Host {
             runtime: "host".into(),
             message: "the host runtime has no images".into(),
         })
-    }
-
-    fn path_in(&self, spec: &RunSpec, container_path: &str) -> String {
-        let mut mounts = spec.mounts.clone();
-        mounts.sort_by_key(|m| std::cmp::Reverse(m.container.len()));
-        for m in &mounts {
-            if let Some(rest) = container_path.strip_prefix(&m.container) {
-                return format!("{}{rest}", m.host.display());
-            }
-        }
-        container_path.to_string()
     }
 }

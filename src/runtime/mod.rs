@@ -114,11 +114,6 @@ pub trait ContainerRuntime: Send + Sync {
         tag: &str,
         log: &Path,
     ) -> Result<Exit, RuntimeError>;
-    /// Container paths are used as they are; the host runtime maps them to host paths.
-    fn path_in(&self, spec: &RunSpec, container_path: &str) -> String {
-        let _ = spec;
-        container_path.to_string()
-    }
 }
 
 /// Extra arguments for a runtime, from rocforge.toml `[runtime]`.
@@ -138,16 +133,10 @@ pub fn detect(
 ) -> Result<Box<dyn ContainerRuntime>, RuntimeError> {
     match wanted {
         Some(Kind::Host) => Ok(Box::new(host::Host)),
-        Some(Kind::Podman) => {
-            let r = container::Container::new(Kind::Podman, podman);
-            r.version()?;
-            Ok(Box::new(r))
-        }
-        Some(Kind::Docker) => {
-            let r = container::Container::new(Kind::Docker, docker);
-            r.version()?;
-            Ok(Box::new(r))
-        }
+        // Asked for by name: a broken runtime shows itself on first use, with its own message;
+        // probing it here would cost every build a round trip.
+        Some(Kind::Podman) => Ok(Box::new(container::Container::new(Kind::Podman, podman))),
+        Some(Kind::Docker) => Ok(Box::new(container::Container::new(Kind::Docker, docker))),
         None => {
             let p = container::Container::new(Kind::Podman, podman);
             if p.version().is_ok() {

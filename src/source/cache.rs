@@ -118,7 +118,9 @@ impl Cache {
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let key = name.strip_prefix('.')?.split(".tmp-").next()?.to_string();
-                let free = self.lock(&format!("src-{key}"), Duration::ZERO, &|| {}).is_ok();
+                let free = self
+                    .lock(&format!("src-{key}"), Duration::ZERO, &|| {})
+                    .is_ok();
                 free.then(|| e.path())
             })
             .collect()

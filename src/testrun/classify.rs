@@ -285,17 +285,36 @@ mod tests {
         use Outcome::*;
         assert_eq!(c(Passed, None, None, &[]), None);
         assert_eq!(
-            c(Crashed, Some(127), None, &["x: error while loading shared libraries: libz.so.1: cannot open shared object file: No such file or directory"]),
+            c(
+                Crashed,
+                Some(127),
+                None,
+                &[
+                    "x: error while loading shared libraries: libz.so.1: cannot open shared object file: No such file or directory"
+                ]
+            ),
             Some(Class::MissingLibrary)
         );
         assert_eq!(
-            c(Failed, None, None, &["rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory"]),
+            c(
+                Failed,
+                None,
+                None,
+                &[
+                    "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory"
+                ]
+            ),
             Some(Class::NoCodeObject)
         );
         assert_eq!(c(Hung, None, None, &["x"]), Some(Class::Hang));
         assert_eq!(c(Crashed, None, Some(11), &["x"]), Some(Class::Crash));
         assert_eq!(
-            c(Failed, None, None, &["a.cpp:3: Failure", "Expected equality"]),
+            c(
+                Failed,
+                None,
+                None,
+                &["a.cpp:3: Failure", "Expected equality"]
+            ),
             Some(Class::Assertion)
         );
         assert_eq!(

@@ -239,22 +239,18 @@ fn reasons(root: &Path, topo: &Path, topology_present: bool) -> Vec<String> {
         );
     }
     why.push(
-        "a Raven (gfx902) kernel built without IOMMUv2 support (CONFIG_AMD_IOMMU_V2) exposes no KFD node for the GPU; use a kernel with it, or one new enough (5.x and later with the IOMMUv2-free path)"
+        "a Raven (gfx902) kernel built without IOMMUv2 support (CONFIG_AMD_IOMMU_V2) exposes no KFD node for the GPU: older kernels registered Raven with KFD only through IOMMUv2; use a kernel built with it, or a newer one that no longer needs it"
             .into(),
     );
     if !kfd.exists() {
         why.push(format!(
-            "{} does not exist: no process can reach the GPU through ROCm",
+            "{} does not exist: no process can reach the GPU through ROCm (amdgpu not loaded, or a container started without --device /dev/kfd)",
             kfd.display()
         ));
-    } else if !accessible(&kfd) {
-        why.push(format!(
-            "{} exists but this user cannot open it: add yourself to the render and video groups (`sudo usermod -aG render,video $USER`, then log in again); in a container pass --device /dev/kfd --device /dev/dri --group-add video --group-add render",
-            kfd.display()
-        ));
-    } else {
+    }
+    if !kfd.exists() || !accessible(&kfd) {
         why.push(
-            "this user can open /dev/kfd; if it is a container, also pass --device /dev/dri and the render group"
+            "no /dev/kfd access: ROCm needs read-write access to /dev/kfd and /dev/dri/renderD*; add yourself to the render and video groups (`sudo usermod -aG render,video $USER`, then log in again); in a container pass --device /dev/kfd --device /dev/dri --group-add video --group-add render"
                 .into(),
         );
     }

@@ -100,24 +100,24 @@ pub fn parse_xml(bytes: &[u8]) -> Result<Vec<XmlCase>, String> {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(ev, Event::Empty(_));
                 match e.name().as_ref() {
-                    b"testcase" => {
+                    "testcase" => {
                         let mut name = String::new();
                         let mut class = String::new();
                         let mut seconds = 0.0;
                         let mut outcome = "passed";
                         for a in e.attributes().flatten() {
                             let v = a
-                                .unescape_value()
+                                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
                                 .map(|v| v.into_owned())
                                 .unwrap_or_default();
                             match a.key.as_ref() {
-                                b"name" => name = v,
-                                b"classname" => class = v,
-                                b"time" => seconds = v.parse().unwrap_or(0.0),
-                                b"result" if v == "skipped" || v == "suppressed" => {
+                                "name" => name = v,
+                                "classname" => class = v,
+                                "time" => seconds = v.parse().unwrap_or(0.0),
+                                "result" if v == "skipped" || v == "suppressed" => {
                                     outcome = "skipped"
                                 }
-                                b"status" if v == "notrun" => outcome = "skipped",
+                                "status" if v == "notrun" => outcome = "skipped",
                                 _ => {}
                             }
                         }
@@ -137,12 +137,14 @@ pub fn parse_xml(bytes: &[u8]) -> Result<Vec<XmlCase>, String> {
                             current = Some(case);
                         }
                     }
-                    b"failure" | b"error" => {
+                    "failure" | "error" => {
                         if let Some(c) = current.as_mut() {
                             c.outcome = "failed";
                             for a in e.attributes().flatten() {
-                                if a.key.as_ref() == b"message" {
-                                    let v = a.unescape_value().unwrap_or_default();
+                                if a.key.as_ref() == "message" {
+                                    let v = a
+                                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                        .unwrap_or_default();
                                     if !c.message.is_empty() {
                                         c.message.push('\n');
                                     }
@@ -152,7 +154,7 @@ pub fn parse_xml(bytes: &[u8]) -> Result<Vec<XmlCase>, String> {
                             in_failure = !empty;
                         }
                     }
-                    b"skipped" => {
+                    "skipped" => {
                         if let Some(c) = current.as_mut() {
                             c.outcome = "skipped";
                         }
@@ -161,19 +163,19 @@ pub fn parse_xml(bytes: &[u8]) -> Result<Vec<XmlCase>, String> {
                 }
             }
             Event::End(ref e) => match e.name().as_ref() {
-                b"testcase" => {
+                "testcase" => {
                     if let Some(c) = current.take() {
                         out.push(c);
                     }
                 }
-                b"failure" | b"error" => in_failure = false,
+                "failure" | "error" => in_failure = false,
                 _ => {}
             },
             Event::CData(ref t) if in_failure => {
                 if let Some(c) = current.as_mut()
                     && c.message.is_empty()
                 {
-                    c.message = String::from_utf8_lossy(t).into_owned();
+                    c.message = t.to_string();
                 }
             }
             Event::Eof => break,
@@ -191,7 +193,10 @@ mod tests {
     #[test]
     fn event_lines() {
         assert_eq!(parse_line("[ RUN      ] A.b"), Line::Run("A.b"));
-        assert_eq!(parse_line("[       OK ] A.b (12 ms)"), Line::Ok("A.b", Some(12)));
+        assert_eq!(
+            parse_line("[       OK ] A.b (12 ms)"),
+            Line::Ok("A.b", Some(12))
+        );
         assert_eq!(
             parse_line("[  FAILED  ] P/A.b/0, where GetParam() = 4 (3 ms)"),
             Line::Failed("P/A.b/0", None)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds and runs each cargo-fuzz target in fuzz/ for a bounded time; fails on any crash.
+#
+#   scripts/fuzz.sh [SECONDS]    seconds per target, default 60
+#
+# Runs on a stable toolchain: `--sanitizer none` (AddressSanitizer would need nightly's -Z
+# flags), debug assertions and overflow checks on, and fuzz/src/lib.rs's allocation guard in
+# place of libFuzzer's -malloc_limit_mb. Each run starts from the committed seeds in
+# fuzz/corpus/TARGET/ (read only) and writes what it finds to a scratch directory, so the
+# committed corpus stays as it is. A crashing input is kept in fuzz/artifacts/TARGET/; rerun it
+# with `cd fuzz && cargo fuzz run --sanitizer none -a TARGET artifacts/TARGET/crash-...`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+secs="${1:-60}"
+[[ "$secs" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, got '$secs'"
+targets=(inspect_bytes recipe_parse)
+flags=(--sanitizer none --debug-assertions)
+# Memory limit for one input, in MiB; the same figure as fuzz/src/lib.rs's LIMIT.
+rss_limit_mb=2048
+
+cargo fuzz --version >/dev/null 2>&1 \
+    || die "cargo-fuzz is missing: cargo install cargo-fuzz --locked (.ci/setup-machine.sh does)"
+
+cd fuzz
+cargo fetch --locked >/dev/null || die "fuzz/Cargo.lock is not up to date"
+log "building ${targets[*]}"
+cargo fuzz build "${flags[@]}"
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+failed=()
+for t in "${targets[@]}"; do
+    [ -d "corpus/$t" ] || die "no seed corpus fuzz/corpus/$t"
+    mkdir -p "$scratch/$t" "artifacts/$t"
+    log "fuzzing $t for $secs s from $(find "corpus/$t" -type f | wc -l) seeds"
+    start=$(date +%s)
+    if cargo fuzz run "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
+        -max_total_time="$secs" -rss_limit_mb="$rss_limit_mb" -timeout=10 -max_len=65536 \
+        -print_final_stats=1 >"$scratch/$t.log" 2>&1; then
+        log "$t: no crash in $(($(date +%s) - start)) s: $(grep -E '^(stat::number_of_executed_units|Done)' "$scratch/$t.log" | tail -1)"
+    else
+        tail -n 60 "$scratch/$t.log" >&2
+        log "$t: CRASH; input kept in fuzz/artifacts/$t/"
+        failed+=("$t")
+    fi
+done
+[ ${#failed[@]} -eq 0 ] || die "crashes in: ${failed[*]}"
+log "ok: ${targets[*]}, $secs s each"

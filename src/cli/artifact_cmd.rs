@@ -1,0 +1,444 @@
+//! `package`, `index`, `key generate`, `sign`, `verify`, `install`, `uninstall`,
+//! `list --installed`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::json;
+
+use super::progress::TermReporter;
+use super::{CliError, Format, Global, Result, root};
+use rocforge::catalog::Catalog;
+use rocforge::config::Config;
+use rocforge::diag::Diagnostic;
+use rocforge::install::{self, InstallError, receipt};
+use rocforge::package::{self, PackageError, index, tarball::Compression};
+use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::progress::Reporter;
+use rocforge::sign::{self, SignError};
+use rocforge::source::cache::Cache;
+use rocforge::store::StoreView;
+
+fn sign_err(e: SignError) -> CliError {
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
+fn pkg_err(e: PackageError) -> CliError {
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
+fn install_err(e: InstallError) -> CliError {
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
+fn password() -> Option<String> {
+    std::env::var(sign::PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty())
+}
+
+/// The signing key: --key, else $ROCFORGE_SIGNING_KEY, else the default key file if present.
+fn signing_key_path(key: Option<&Path>) -> Option<PathBuf> {
+    key.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("ROCFORGE_SIGNING_KEY").map(PathBuf::from))
+        .or_else(|| {
+            let p = sign::default_key_dir().join(sign::SECRET_KEY_FILE);
+            p.is_file().then_some(p)
+        })
+}
+
+fn load_signing_key(key: Option<&Path>) -> Result<Option<sign::SecretKey>> {
+    match signing_key_path(key) {
+        Some(p) => sign::load_secret(&p, password())
+            .map(Some)
+            .map_err(sign_err),
+        None => Ok(None),
+    }
+}
+
+fn config(g: &Global) -> Result<Config> {
+    Config::load(root(g).base_dir().as_deref()).map_err(CliError::Diagnostics)
+}
+
+/// Built-in keys, config `[trust] keys`, then `--key` arguments (base64 or .pub files).
+fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKey>> {
+    let mut keys = sign::trusted_keys(&config(g)?.trust_keys).map_err(sign_err)?;
+    for k in extra {
+        keys.push(sign::public_from_arg(k).map_err(sign_err)?);
+    }
+    Ok(keys)
+}
+
+pub struct PackageArgs<'a> {
+    pub components: &'a [String],
+    pub out: &'a Path,
+    pub compression: Compression,
+    pub runtime: RuntimeKind,
+    pub key: Option<&'a Path>,
+    pub valid_days: u64,
+    pub allow_build_paths: bool,
+}
+
+pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
+    let catalog = Catalog::load(root(g), g.release.as_deref())?;
+    let targets = super::plan_cmd::targets(g, &catalog)?;
+    let lock = super::sources::lockfile(&catalog)?;
+    let store = super::build_cmd::store(g);
+    let req = plan::Request {
+        components: a.components.to_vec(),
+        targets: targets.clone(),
+        runtime: a.runtime,
+        lock,
+        overlays: Vec::new(),
+    };
+    let plan = plan::plan(&catalog, &req, &store)?;
+    let missing: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter(|s| !store.contains(&s.key.0))
+        .map(|s| s.component.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let arch = targets
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let runtime = if a.runtime == RuntimeKind::Host {
+            " --runtime host"
+        } else {
+            ""
+        };
+        return Err(Diagnostic::new(format!(
+            "not in the store for {arch}: {}",
+            missing.join(", ")
+        ))
+        .hint(format!(
+            "build first: rocforge build {} --arch {arch}{runtime}",
+            a.components.join(" ")
+        ))
+        .into());
+    }
+    let key = load_signing_key(a.key)?;
+    let reporter = TermReporter::new(g.quiet);
+    if key.is_none() {
+        reporter.note(
+            "WARNING: no signing key (--key, ROCFORGE_SIGNING_KEY or `rocforge key generate`): \
+             the tarballs and index are UNSIGNED and `rocforge install` refuses them without --allow-unsigned",
+        );
+    }
+    let cache = Cache::default_root();
+    let mut build_paths = vec![
+        store.root().display().to_string(),
+        cache.display().to_string(),
+    ];
+    for p in [store.root(), cache.as_path()] {
+        if let Ok(c) = p.canonicalize() {
+            build_paths.push(c.display().to_string());
+        }
+    }
+    build_paths.sort();
+    build_paths.dedup();
+    let mut packaged = Vec::new();
+    for step in &plan.steps {
+        let task = reporter.task(&format!("packaging {}", step.component), None, false);
+        let opts = package::Options {
+            compression: a.compression,
+            out_dir: a.out,
+            build_paths: build_paths.clone(),
+            allow_build_paths: a.allow_build_paths,
+            license: catalog.get(&step.component).map(|r| r.license.clone()),
+            key: key.as_ref(),
+        };
+        let p = package::package_entry(&store, &step.key.0, &opts).map_err(pkg_err)?;
+        task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
+        for (f, path) in &p.leaks {
+            reporter.note(&format!(
+                "warning: {}: {f} contains the build path {path}",
+                p.component
+            ));
+        }
+        packaged.push(p);
+    }
+    let (files, idx) =
+        package::finish_release(a.out, &packaged, key.as_ref(), a.valid_days).map_err(pkg_err)?;
+    if g.format == Format::Json {
+        let items: Vec<_> = packaged
+            .iter()
+            .map(|p| {
+                json!({"component": p.component, "file": p.tarball.path, "size": p.tarball.size,
+                "sha256": p.tarball.sha256, "files": p.manifest_files, "installed_size": p.installed_size,
+                "glibc_floor": p.glibc_floor, "signature": p.signature})
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"schema": "rocforge.package/1", "artifacts": items,
+                "release_files": files, "expires": idx.expires})
+            )
+            .unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &packaged {
+        println!(
+            "{}  {}  {} files  glibc {}",
+            p.tarball.path.display(),
+            rocforge::units::format_size(p.tarball.size),
+            p.manifest_files,
+            p.glibc_floor.as_deref().unwrap_or("-"),
+        );
+    }
+    println!(
+        "{}  (expires {}{})",
+        a.out.join(index::INDEX_NAME).display(),
+        idx.expires,
+        if key.is_some() {
+            ", signed"
+        } else {
+            ", UNSIGNED"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn index_cmd(_g: &Global, dir: &Path, key: Option<&Path>, valid_days: u64) -> Result<ExitCode> {
+    let key = load_signing_key(key)?;
+    let idx = index::build(dir, valid_days).map_err(pkg_err)?;
+    index::write(dir, &idx, key.as_ref()).map_err(pkg_err)?;
+    println!(
+        "{}: {} artifact(s), expires {}{}",
+        dir.join(index::INDEX_NAME).display(),
+        idx.artifacts.len(),
+        idx.expires,
+        if key.is_some() {
+            ", signed"
+        } else {
+            ", UNSIGNED"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn key_generate(_g: &Global, out: Option<&Path>) -> Result<ExitCode> {
+    let dir = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(sign::default_key_dir);
+    let g = sign::generate(&dir, password()).map_err(sign_err)?;
+    println!("{}", g.public_key);
+    eprintln!(
+        "key {}: secret key {} ({}), public key {}\n\
+         keep the secret key private (a CI secret used only by the publish job); \
+         publish the public key line above",
+        g.key_id,
+        g.secret.display(),
+        if password().is_some() {
+            "encrypted with ROCFORGE_KEY_PASSWORD"
+        } else {
+            "not encrypted: set ROCFORGE_KEY_PASSWORD to encrypt"
+        },
+        g.public.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<ExitCode> {
+    let Some(sk) = load_signing_key(key)? else {
+        return Err(Diagnostic::new("no signing key")
+            .hint("pass --key FILE, set ROCFORGE_SIGNING_KEY, or run `rocforge key generate`")
+            .into());
+    };
+    for f in files {
+        let sig = sign::sign_file(&sk, f).map_err(sign_err)?;
+        println!("{}", sig.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn verify_cmd(
+    g: &Global,
+    file: &Path,
+    keys: &[String],
+    sig: Option<&Path>,
+) -> Result<ExitCode> {
+    let keys = trusted(g, keys)?;
+    let sig = sig
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| sign::signature_path(file));
+    let v = sign::verify_file(&keys, file, &sig).map_err(sign_err)?;
+    println!(
+        "{}: good signature from key {} ({})",
+        file.display(),
+        v.key_id,
+        v.trusted_comment
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `$ROCFORGE_PREFIX`, else ~/.local/rocforge.
+pub fn default_prefix() -> PathBuf {
+    if let Some(p) = std::env::var_os("ROCFORGE_PREFIX") {
+        return PathBuf::from(p);
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".local/rocforge"))
+        .unwrap_or_else(|| PathBuf::from("rocforge"))
+}
+
+pub struct InstallArgs<'a> {
+    pub components: &'a [String],
+    pub from: Option<&'a str>,
+    pub prefix: Option<&'a Path>,
+    pub allow_unsigned: bool,
+    pub allow_host: &'a [String],
+    pub keys: &'a [String],
+    pub max_size: Option<&'a str>,
+}
+
+pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
+    let Some(from) = a
+        .from
+        .map(str::to_string)
+        .or_else(|| std::env::var("ROCFORGE_INDEX").ok())
+    else {
+        return Err(Diagnostic::new("no release index to install from")
+            .hint("pass --from URL_OR_DIR (a directory or URL holding index.json), or set ROCFORGE_INDEX")
+            .into());
+    };
+    let prefix = a
+        .prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(default_prefix);
+    let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
+    let keys = trusted(g, a.keys)?;
+    let mut targets: Vec<String> = g
+        .arch
+        .as_deref()
+        .map(|l| {
+            l.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    targets.sort();
+    targets.dedup();
+    let max_bytes = match a.max_size {
+        Some(s) => rocforge::units::parse_size(s).ok_or_else(|| {
+            CliError::One(Diagnostic::new(format!("--max-size {s}: not a size")).hint("e.g. 64GiB"))
+        })?,
+        None => install::DEFAULT_MAX_BYTES,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let reporter = TermReporter::new(g.quiet);
+    if a.allow_unsigned {
+        reporter.note("WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install");
+    }
+    let req = install::Request {
+        components: a.components,
+        targets: &targets,
+        from: &from,
+        prefix: &prefix,
+        allow_unsigned: a.allow_unsigned,
+        allowed_hosts: a.allow_host,
+        keys: &keys,
+        cache_dir: Cache::default_root(),
+        max_bytes,
+        download: Default::default(),
+        stop: &stop,
+    };
+    let report = match install::install(&req, &reporter) {
+        Err(InstallError::Stopped) => {
+            eprintln!("stopped; {} is unchanged", prefix.display());
+            return Ok(ExitCode::from(130));
+        }
+        r => r.map_err(install_err)?,
+    };
+    for n in &report.already {
+        eprintln!("  {n:<20} already installed");
+    }
+    for r in &report.installed {
+        eprintln!(
+            "  {:<20} {} for {} installed ({} files)",
+            r.name,
+            r.version,
+            r.targets.join(","),
+            r.files.len()
+        );
+    }
+    match &report.signer {
+        Some(k) => eprintln!("index signature: good, key {k}"),
+        None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
+    }
+    let p = prefix.display();
+    println!("export ROCM_PATH={p}");
+    println!("export PATH={p}/bin:$PATH");
+    println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
+    eprintln!(
+        "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
+    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let removed = receipt::uninstall(&prefix, names)
+        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+    println!(
+        "removed {} from {}: {} files, {} directories{}",
+        names.join(", "),
+        prefix.display(),
+        removed.files,
+        removed.dirs,
+        if removed.missing > 0 {
+            format!(" ({} already gone)", removed.missing)
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
+    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let all = receipt::read_all(&prefix);
+    if g.format == Format::Json {
+        let items: Vec<_> = all
+            .iter()
+            .map(|r| {
+                json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
+                "files": r.files.len(), "installed": r.installed, "signed_by": r.signed_by})
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"schema": "rocforge.installed/1", "prefix": prefix, "components": items})
+            )
+            .unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if all.is_empty() {
+        eprintln!("nothing installed in {}", prefix.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &all {
+        println!(
+            "{:<20} {:<10} {:<20} {}  {} files",
+            r.name,
+            r.version,
+            r.targets.join(","),
+            &r.key[..12.min(r.key.len())],
+            r.files.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,679 @@
+//! `rocforge install`: a signed index → artifacts (with dependencies) → verified downloads →
+//! safe extraction into a staging directory beside the prefix → renamed or merged in, with a
+//! receipt per component. Until the final rename nothing in the prefix changes, so a failed or
+//! interrupted install leaves it exactly as it was.
+
+pub mod extract;
+pub mod receipt;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use reqwest::Url;
+
+use crate::package::index::{
+    Artifact, INDEX_NAME, Index, MAX_INDEX_BYTES, now_unix, parse_rfc3339, rfc3339,
+};
+use crate::package::manifest::{Kind, version_tuple};
+use crate::package::tarball::Compression;
+use crate::progress::Reporter;
+use crate::sign::{PublicKey, SignError};
+use crate::source::download::{DownloadError, DownloadOptions, download};
+use receipt::Receipt;
+
+/// The default cap on what one install unpacks.
+pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("cannot read the index {from}: {message}")]
+    Index { from: String, message: String },
+    #[error("the index {from} is not signed (no {INDEX_NAME}.minisig)")]
+    Unsigned { from: String },
+    #[error("the index signature does not verify: {0}")]
+    Signature(SignError),
+    #[error("the index {from} expired at {expires}; it may be an old copy replayed by a mirror")]
+    Expired { from: String, expires: String },
+    #[error("the index {from} has an invalid date {value:?}")]
+    BadDate { from: String, value: String },
+    #[error("{component} for {targets} is not in the index{}", if available.is_empty() { String::new() } else { format!(" (it has: {})", available.join("; ")) })]
+    NotInIndex {
+        component: String,
+        targets: String,
+        available: Vec<String>,
+    },
+    #[error("{artifact} depends on {dependency} (key {key}), which the index does not list")]
+    MissingDependency {
+        artifact: String,
+        dependency: String,
+        key: String,
+    },
+    #[error("{artifact}: its URL {url} is on another host than the index ({index_host})")]
+    OtherHost {
+        artifact: String,
+        url: String,
+        index_host: String,
+    },
+    #[error("{artifact} needs glibc {need} or newer; this system has {have}")]
+    Glibc {
+        artifact: String,
+        need: String,
+        have: String,
+    },
+    #[error("{artifact}: {source}")]
+    Download {
+        artifact: String,
+        source: DownloadError,
+    },
+    #[error(transparent)]
+    Extract(#[from] extract::ExtractError),
+    #[error("{artifact}: the manifest says {found}, the index says {expected}")]
+    ManifestMismatch {
+        artifact: String,
+        expected: String,
+        found: String,
+    },
+    #[error("{path} already exists in the prefix{}", owner.as_ref().map(|o| format!(" and belongs to {o}")).unwrap_or_else(|| " and belongs to no installed component".into()))]
+    Conflict { path: String, owner: Option<String> },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("stopped; the prefix is unchanged")]
+    Stopped,
+}
+
+impl InstallError {
+    pub fn hint(&self) -> String {
+        match self {
+            InstallError::Index { .. } => "check --from: a directory or URL holding index.json".into(),
+            InstallError::Unsigned { .. } => "ask the publisher for a signed index, or pass --allow-unsigned if you trust the source and the connection".into(),
+            InstallError::Signature(e) => e.hint(),
+            InstallError::Expired { .. } => "fetch a current index from the publisher; an expired index is never used".into(),
+            InstallError::BadDate { .. } => "the index's issued/expires must be RFC 3339 UTC, e.g. 2025-06-01T00:00:00Z".into(),
+            InstallError::NotInIndex { .. } => "check the component name and --arch against the index".into(),
+            InstallError::MissingDependency { .. } => "the index is incomplete; the publisher must package the dependency too".into(),
+            InstallError::OtherHost { .. } => "pass --allow-host HOST if you trust that host".into(),
+            InstallError::Glibc { .. } => "use artifacts built for an older distribution, or build from source with `rocforge build`".into(),
+            InstallError::Download { source, .. } => match source {
+                DownloadError::Checksum { .. } => "the file on the server is not the one the signed index lists (truncated or replaced); nothing was installed".into(),
+                other => other.hint(),
+            },
+            InstallError::Extract(_) => "the tarball is unsafe or damaged; nothing was installed. Report it to the publisher".into(),
+            InstallError::ManifestMismatch { .. } => "the index and the tarball disagree; nothing was installed".into(),
+            InstallError::Conflict { .. } => "uninstall the owner first, or install into another --prefix".into(),
+            InstallError::Io { .. } => "check free disk space and permissions beside the prefix".into(),
+            InstallError::Stopped => "run the same command again".into(),
+        }
+    }
+}
+
+fn ioe(path: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
+    move |source| InstallError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A fetched index, checked.
+pub struct LoadedIndex {
+    pub index: Index,
+    pub url: Url,
+    /// The key ID that signed it, None when unsigned and allowed.
+    pub signer: Option<String>,
+    /// Why an unsigned index was accepted (for a loud warning).
+    pub unsigned_reason: Option<String>,
+}
+
+/// Where `from` (a directory, a file, or a URL of either) puts index.json.
+pub fn index_url(from: &str) -> Result<Url, InstallError> {
+    let bad = |message: String| InstallError::Index {
+        from: from.into(),
+        message,
+    };
+    let p = Path::new(from);
+    if !from.contains("://") {
+        let abs = std::path::absolute(p).map_err(|e| bad(e.to_string()))?;
+        let file = if abs.is_dir() {
+            abs.join(INDEX_NAME)
+        } else {
+            abs
+        };
+        return Url::from_file_path(&file).map_err(|()| bad("not a usable path".into()));
+    }
+    let mut u = Url::parse(from).map_err(|e| bad(e.to_string()))?;
+    if !u.path().ends_with(".json") {
+        if !u.path().ends_with('/') {
+            let p = format!("{}/", u.path());
+            u.set_path(&p);
+        }
+        u = u.join(INDEX_NAME).map_err(|e| bad(e.to_string()))?;
+    }
+    Ok(u)
+}
+
+/// Small files (index, signature): None when absent (404 or no such file).
+fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<Vec<u8>>, String> {
+    if url.scheme() == "file" {
+        let p = url
+            .to_file_path()
+            .map_err(|()| "bad file URL".to_string())?;
+        return match std::fs::File::open(&p) {
+            Ok(f) => {
+                let mut buf = Vec::new();
+                f.take(MAX_INDEX_BYTES + 1)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| e.to_string())?;
+                Ok(Some(buf))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        };
+    }
+    let resp = client.get(url.clone()).send().map_err(|e| e.to_string())?;
+    if resp.status() == reqwest::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !resp.status().is_success() {
+        return Err(format!("HTTP {}", resp.status().as_u16()));
+    }
+    let mut buf = Vec::new();
+    resp.take(MAX_INDEX_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(buf))
+}
+
+/// Fetches the index and its signature, checks the signature against `keys` and the expiry.
+pub fn load_index(
+    client: &reqwest::blocking::Client,
+    from: &str,
+    keys: &[PublicKey],
+    allow_unsigned: bool,
+) -> Result<LoadedIndex, InstallError> {
+    let url = index_url(from)?;
+    let shown = url.to_string();
+    let bad = |message: String| InstallError::Index {
+        from: shown.clone(),
+        message,
+    };
+    let bytes = fetch_small(client, &url)
+        .map_err(&bad)?
+        .ok_or_else(|| bad("not found".into()))?;
+    if bytes.len() as u64 > MAX_INDEX_BYTES {
+        return Err(bad(format!("larger than {MAX_INDEX_BYTES} bytes")));
+    }
+    let sig_url = Url::parse(&format!("{url}.minisig")).map_err(|e| bad(e.to_string()))?;
+    let sig = fetch_small(client, &sig_url).map_err(&bad)?;
+    let (signer, unsigned_reason) = match sig {
+        None if allow_unsigned => (None, Some(format!("{shown} has no signature"))),
+        None => return Err(InstallError::Unsigned { from: shown }),
+        Some(sig) => {
+            let text = String::from_utf8_lossy(&sig);
+            match crate::sign::verify_bytes(keys, &bytes, &text, &shown) {
+                Ok(v) => (Some(v.key_id), None),
+                Err(e) if allow_unsigned => (None, Some(e.to_string())),
+                Err(e) => return Err(InstallError::Signature(e)),
+            }
+        }
+    };
+    let index: Index =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let expires = parse_rfc3339(&index.expires).ok_or_else(|| InstallError::BadDate {
+        from: shown.clone(),
+        value: index.expires.clone(),
+    })?;
+    parse_rfc3339(&index.issued).ok_or_else(|| InstallError::BadDate {
+        from: shown.clone(),
+        value: index.issued.clone(),
+    })?;
+    if now_unix() > expires {
+        return Err(InstallError::Expired {
+            from: shown,
+            expires: index.expires.clone(),
+        });
+    }
+    Ok(LoadedIndex {
+        index,
+        url,
+        signer,
+        unsigned_reason,
+    })
+}
+
+/// The artifacts to install for `components` on `targets` (sorted target IDs; empty = any),
+/// dependencies first.
+pub fn resolve<'a>(
+    index: &'a Index,
+    components: &[String],
+    targets: &[String],
+) -> Result<Vec<&'a Artifact>, InstallError> {
+    let mut order: Vec<&Artifact> = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    fn visit<'a>(
+        index: &'a Index,
+        a: &'a Artifact,
+        order: &mut Vec<&'a Artifact>,
+        seen: &mut BTreeSet<&'a str>,
+    ) -> Result<(), InstallError> {
+        if !seen.insert(&a.key) {
+            return Ok(());
+        }
+        for d in &a.depends {
+            let dep = index
+                .artifacts
+                .iter()
+                .find(|x| x.key == d.key)
+                .ok_or_else(|| InstallError::MissingDependency {
+                    artifact: a.url.clone(),
+                    dependency: d.name.clone(),
+                    key: d.key.clone(),
+                })?;
+            visit(index, dep, order, seen)?;
+        }
+        order.push(a);
+        Ok(())
+    }
+    for c in components {
+        let candidates: Vec<&Artifact> = index.artifacts.iter().filter(|a| &a.name == c).collect();
+        let sorted = |a: &Artifact| {
+            let mut t = a.targets.clone();
+            t.sort();
+            t
+        };
+        let exact: Vec<&Artifact> = candidates
+            .iter()
+            .copied()
+            .filter(|a| targets.is_empty() || sorted(a) == targets)
+            .collect();
+        let pool = if exact.is_empty() {
+            candidates
+                .iter()
+                .copied()
+                .filter(|a| targets.iter().all(|t| a.targets.contains(t)))
+                .collect()
+        } else {
+            exact
+        };
+        let best = pool
+            .into_iter()
+            .max_by(|a, b| version_tuple(&a.version).cmp(&version_tuple(&b.version)));
+        let Some(best) = best else {
+            return Err(InstallError::NotInIndex {
+                component: c.clone(),
+                targets: if targets.is_empty() {
+                    "any target".into()
+                } else {
+                    targets.join(",")
+                },
+                available: candidates
+                    .iter()
+                    .map(|a| format!("{} {} for {}", a.name, a.version, a.targets.join(",")))
+                    .collect(),
+            });
+        };
+        visit(index, best, &mut order, &mut seen)?;
+    }
+    Ok(order)
+}
+
+/// The host's glibc version (`gnu_get_libc_version`), None on other C libraries.
+pub fn host_glibc() -> Option<String> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: returns a pointer to a static NUL-terminated string.
+        let p = unsafe { libc::gnu_get_libc_version() };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, static, NUL-terminated.
+        let s = unsafe { std::ffi::CStr::from_ptr(p) };
+        Some(s.to_string_lossy().into_owned())
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
+fn origin(u: &Url) -> String {
+    match u.host_str() {
+        Some(h) => match u.port_or_known_default() {
+            Some(p) => format!("{}://{h}:{p}", u.scheme()),
+            None => format!("{}://{h}", u.scheme()),
+        },
+        None => format!("{}://", u.scheme()),
+    }
+}
+
+pub struct Request<'a> {
+    pub components: &'a [String],
+    /// Sorted, deduplicated target IDs; empty when not given.
+    pub targets: &'a [String],
+    pub from: &'a str,
+    pub prefix: &'a Path,
+    pub allow_unsigned: bool,
+    /// Hosts (`host` or `host:port`) artifacts may come from besides the index's.
+    pub allowed_hosts: &'a [String],
+    pub keys: &'a [PublicKey],
+    /// Where downloads are kept (resumable, reused).
+    pub cache_dir: PathBuf,
+    pub max_bytes: u64,
+    pub download: DownloadOptions,
+    pub stop: &'a AtomicBool,
+}
+
+pub struct Report {
+    pub installed: Vec<Receipt>,
+    pub already: Vec<String>,
+    pub signer: Option<String>,
+    pub unsigned_reason: Option<String>,
+}
+
+pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, InstallError> {
+    let client = crate::source::download::client_with(&req.download);
+    let loaded = load_index(&client, req.from, req.keys, req.allow_unsigned)?;
+    if let Some(why) = &loaded.unsigned_reason {
+        reporter.note(&format!(
+            "WARNING: installing WITHOUT a verified signature (--allow-unsigned): {why}"
+        ));
+    }
+    let chosen = resolve(&loaded.index, req.components, req.targets)?;
+    let index_origin = origin(&loaded.url);
+    let mut urls = Vec::new();
+    for a in &chosen {
+        let u = loaded.url.join(&a.url).map_err(|e| InstallError::Index {
+            from: loaded.url.to_string(),
+            message: format!("{}: bad url {:?}: {e}", a.name, a.url),
+        })?;
+        let o = origin(&u);
+        let host_port = match (u.host_str(), u.port_or_known_default()) {
+            (Some(h), Some(p)) => vec![h.to_string(), format!("{h}:{p}")],
+            (Some(h), None) => vec![h.to_string()],
+            _ => vec![],
+        };
+        if o != index_origin && !host_port.iter().any(|h| req.allowed_hosts.contains(h)) {
+            return Err(InstallError::OtherHost {
+                artifact: a.url.clone(),
+                url: u.to_string(),
+                index_host: index_origin.clone(),
+            });
+        }
+        urls.push(u);
+    }
+    if let Some(have) = host_glibc() {
+        for a in &chosen {
+            if let Some(need) = &a.glibc_floor
+                && version_tuple(need) > version_tuple(&have)
+            {
+                return Err(InstallError::Glibc {
+                    artifact: a.url.clone(),
+                    need: need.clone(),
+                    have,
+                });
+            }
+        }
+    }
+    let existing = receipt::read_all(req.prefix);
+    let mut report = Report {
+        installed: Vec::new(),
+        already: Vec::new(),
+        signer: loaded.signer.clone(),
+        unsigned_reason: loaded.unsigned_reason.clone(),
+    };
+    let mut todo = Vec::new();
+    for (a, u) in chosen.iter().zip(urls) {
+        if existing.iter().any(|r| r.key == a.key) {
+            report.already.push(a.name.clone());
+        } else {
+            todo.push((*a, u));
+        }
+    }
+    if todo.is_empty() {
+        return Ok(report);
+    }
+    let total: u64 = todo.iter().map(|(a, _)| a.installed_size).sum();
+    if total > req.max_bytes {
+        return Err(extract::ExtractError::TooBig {
+            artifact: todo
+                .iter()
+                .map(|(a, _)| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            size: total,
+            limit: req.max_bytes,
+        }
+        .into());
+    }
+
+    // Download everything first (verified against the signed index's sha256).
+    let dl_dir = req.cache_dir.join("artifacts");
+    let mut files = Vec::new();
+    for (a, u) in &todo {
+        if req.stop.load(Ordering::SeqCst) {
+            return Err(InstallError::Stopped);
+        }
+        let base = a.url.rsplit('/').next().unwrap_or("artifact");
+        let dest = dl_dir.join(format!("{}-{base}", &a.sha256[..16.min(a.sha256.len())]));
+        download(
+            &client,
+            u.as_str(),
+            &a.sha256,
+            &dest,
+            &req.download,
+            reporter,
+        )
+        .map_err(|source| InstallError::Download {
+            artifact: base.to_string(),
+            source,
+        })?;
+        files.push(dest);
+    }
+
+    // Extract into a staging directory beside the prefix.
+    let staging = Staging::new(req.prefix)?;
+    let mut receipts = Vec::new();
+    let now = rfc3339(now_unix());
+    for ((a, u), file) in todo.iter().zip(&files) {
+        if req.stop.load(Ordering::SeqCst) {
+            return Err(InstallError::Stopped);
+        }
+        let base = a.url.rsplit('/').next().unwrap_or("artifact").to_string();
+        let task = reporter.task(&format!("unpacking {base}"), Some(a.size), true);
+        let f = std::fs::File::open(file).map_err(ioe(file))?;
+        let counted = Progress {
+            inner: f,
+            task: task.as_ref(),
+        };
+        let reader: Box<dyn Read + '_> = match Compression::of(&base) {
+            Some(Compression::Gz) => Box::new(flate2::read::GzDecoder::new(
+                std::io::BufReader::with_capacity(1 << 20, counted),
+            )),
+            _ => Box::new(zstd::stream::read::Decoder::new(counted).map_err(ioe(file))?),
+        };
+        let x = extract::extract(
+            reader,
+            &staging.dir,
+            &base,
+            a.installed_size.min(req.max_bytes),
+        )?;
+        task.finish(&format!("{}: unpacked", a.name));
+        let m = &x.manifest;
+        if m.key != a.key || m.name != a.name {
+            return Err(InstallError::ManifestMismatch {
+                artifact: base,
+                expected: format!("{} {}", a.name, a.key),
+                found: format!("{} {}", m.name, m.key),
+            });
+        }
+        let mut r = Receipt {
+            schema: receipt::RECEIPT_SCHEMA.into(),
+            name: m.name.clone(),
+            version: m.version.clone(),
+            release: m.release.clone(),
+            targets: m.targets.clone(),
+            key: m.key.clone(),
+            sha256: a.sha256.clone(),
+            url: u.to_string(),
+            installed: now.clone(),
+            depends: m.depends.clone(),
+            glibc_floor: m.glibc_floor.clone(),
+            signed_by: loaded.signer.clone(),
+            files: Vec::new(),
+            dirs: Vec::new(),
+        };
+        for e in &x.entries {
+            match e.kind {
+                Kind::Dir => r.dirs.push(e.path.clone()),
+                _ => r.files.push(e.path.clone()),
+            }
+        }
+        receipts.push(r);
+    }
+    if req.stop.load(Ordering::SeqCst) {
+        return Err(InstallError::Stopped);
+    }
+    staging.commit(req.prefix, &receipts, &existing)?;
+    report.installed = receipts;
+    Ok(report)
+}
+
+struct Progress<'a, R> {
+    inner: R,
+    task: &'a dyn crate::progress::Task,
+}
+
+impl<R: Read> Read for Progress<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.task.inc(n as u64);
+        Ok(n)
+    }
+}
+
+/// `<parent>/.<prefix name>.tmp-…`, removed on drop unless committed.
+struct Staging {
+    dir: PathBuf,
+}
+
+impl Staging {
+    fn new(prefix: &Path) -> Result<Staging, InstallError> {
+        let dir = crate::fsutil::staging_dir(prefix).map_err(ioe(prefix))?;
+        Ok(Staging { dir })
+    }
+
+    /// Moves the staged tree into `prefix`: one rename when the prefix is new or empty,
+    /// otherwise a merge that first checks every path for conflicts, writes the receipts, then
+    /// renames each entry in.
+    fn commit(
+        self,
+        prefix: &Path,
+        receipts: &[Receipt],
+        existing: &[Receipt],
+    ) -> Result<(), InstallError> {
+        let empty = match std::fs::read_dir(prefix) {
+            Ok(mut rd) => rd.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(ioe(prefix)(e)),
+        };
+        if empty {
+            for r in receipts {
+                receipt::write(&self.dir, r).map_err(ioe(&self.dir))?;
+            }
+            if prefix.exists() {
+                std::fs::remove_dir(prefix).map_err(ioe(prefix))?;
+            }
+            std::fs::rename(&self.dir, prefix).map_err(ioe(prefix))?;
+            crate::fsutil::sync_dir(prefix.parent().unwrap_or(Path::new(".")));
+            return Ok(());
+        }
+        // Who owns what now; the components being replaced (same name) give up their files.
+        let replacing: BTreeSet<&str> = receipts.iter().map(|r| r.name.as_str()).collect();
+        let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+        for r in existing {
+            for f in &r.files {
+                owner.insert(f, &r.name);
+            }
+        }
+        for r in receipts {
+            for f in &r.files {
+                let dest = prefix.join(f);
+                let mut anc = Path::new(f.as_str()).parent();
+                while let Some(a) = anc.filter(|a| !a.as_os_str().is_empty()) {
+                    if let Ok(m) = std::fs::symlink_metadata(prefix.join(a))
+                        && !m.is_dir()
+                    {
+                        return Err(InstallError::Conflict {
+                            path: a.display().to_string(),
+                            owner: owner
+                                .get(a.to_str().unwrap_or_default())
+                                .map(|s| s.to_string()),
+                        });
+                    }
+                    anc = a.parent();
+                }
+                if std::fs::symlink_metadata(&dest).is_ok() {
+                    match owner.get(f.as_str()) {
+                        Some(o) if replacing.contains(o) => {}
+                        o => {
+                            return Err(InstallError::Conflict {
+                                path: f.clone(),
+                                owner: o.map(|s| s.to_string()),
+                            });
+                        }
+                    }
+                }
+            }
+            for d in &r.dirs {
+                if let Ok(m) = std::fs::symlink_metadata(prefix.join(d))
+                    && !m.is_dir()
+                {
+                    return Err(InstallError::Conflict {
+                        path: d.clone(),
+                        owner: owner.get(d.as_str()).map(|s| s.to_string()),
+                    });
+                }
+            }
+        }
+        // Receipts first: if this is cut short, uninstall still knows every file.
+        for r in receipts {
+            receipt::write(prefix, r).map_err(ioe(prefix))?;
+        }
+        let mut new_files: BTreeSet<&str> = BTreeSet::new();
+        for r in receipts {
+            for d in &r.dirs {
+                let p = prefix.join(d);
+                if !p.is_dir() {
+                    std::fs::create_dir_all(&p).map_err(ioe(&p))?;
+                }
+            }
+            for f in &r.files {
+                let to = prefix.join(f);
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent).map_err(ioe(parent))?;
+                }
+                std::fs::rename(self.dir.join(f), &to).map_err(ioe(&to))?;
+                new_files.insert(f);
+            }
+        }
+        for old in existing
+            .iter()
+            .filter(|r| replacing.contains(r.name.as_str()))
+        {
+            for f in old.files.iter().filter(|f| !new_files.contains(f.as_str())) {
+                let _ = std::fs::remove_file(prefix.join(f));
+            }
+        }
+        crate::fsutil::sync_dir(prefix);
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = crate::fsutil::remove_tree(&self.dir);
+    }
+}

@@ -1,0 +1,173 @@
+//! Receipts: `<prefix>/.rocforge/receipts/<name>.json`, one per installed component, listing
+//! exactly the files, symlinks and directories it put there, so `uninstall` removes those and
+//! nothing else.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::package::manifest::{Dependency, normalize};
+
+pub const RECEIPT_SCHEMA: &str = "rocforge.receipt/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Receipt {
+    pub schema: String,
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub release: String,
+    pub targets: Vec<String>,
+    pub key: String,
+    /// The artifact's sha256 and where it came from.
+    pub sha256: String,
+    pub url: String,
+    /// RFC 3339 UTC.
+    pub installed: String,
+    #[serde(default)]
+    pub depends: Vec<Dependency>,
+    #[serde(default)]
+    pub glibc_floor: Option<String>,
+    /// Who signed the index it came from (a key ID), or None when installed unsigned.
+    #[serde(default)]
+    pub signed_by: Option<String>,
+    /// Regular files and symlinks, relative to the prefix.
+    pub files: Vec<String>,
+    /// Directories, relative to the prefix (removed on uninstall when empty).
+    pub dirs: Vec<String>,
+}
+
+pub fn dir(prefix: &Path) -> PathBuf {
+    prefix.join(".rocforge").join("receipts")
+}
+
+pub fn path(prefix: &Path, name: &str) -> PathBuf {
+    dir(prefix).join(format!("{name}.json"))
+}
+
+/// Every receipt in `prefix`, by name. Unreadable receipts are skipped.
+pub fn read_all(prefix: &Path) -> Vec<Receipt> {
+    let Ok(rd) = std::fs::read_dir(dir(prefix)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Receipt> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+pub fn write(prefix: &Path, r: &Receipt) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(r).expect("plain data");
+    bytes.push(b'\n');
+    crate::fsutil::write_atomic(&path(prefix, &r.name), &bytes)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UninstallError {
+    #[error("{name} is not installed in {}", prefix.display())]
+    NotInstalled { name: String, prefix: PathBuf },
+    #[error("{name} is needed by {}", by.join(", "))]
+    Needed { name: String, by: Vec<String> },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl UninstallError {
+    pub fn hint(&self) -> String {
+        match self {
+            UninstallError::NotInstalled { .. } => {
+                "`rocforge list --installed --prefix DIR` lists what is installed".into()
+            }
+            UninstallError::Needed { by, .. } => {
+                format!(
+                    "uninstall {} first, or all of them in one command",
+                    by.join(", ")
+                )
+            }
+            UninstallError::Io { .. } => "check the prefix's permissions".into(),
+        }
+    }
+}
+
+/// What uninstall removed.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub files: usize,
+    pub dirs: usize,
+    /// Receipt entries already gone.
+    pub missing: usize,
+}
+
+/// Removes the components `names` (together, so they may depend on each other).
+pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallError> {
+    let all = read_all(prefix);
+    let mut chosen = Vec::new();
+    for n in names {
+        match all.iter().find(|r| &r.name == n) {
+            Some(r) => chosen.push(r.clone()),
+            None => {
+                return Err(UninstallError::NotInstalled {
+                    name: n.clone(),
+                    prefix: prefix.to_path_buf(),
+                });
+            }
+        }
+    }
+    for r in &chosen {
+        let by: Vec<String> = all
+            .iter()
+            .filter(|o| !names.contains(&o.name))
+            .filter(|o| o.depends.iter().any(|d| d.name == r.name))
+            .map(|o| o.name.clone())
+            .collect();
+        if !by.is_empty() {
+            return Err(UninstallError::Needed {
+                name: r.name.clone(),
+                by,
+            });
+        }
+    }
+    // Directories another remaining component also lists stay.
+    let kept_dirs: std::collections::BTreeSet<&String> = all
+        .iter()
+        .filter(|o| !names.contains(&o.name))
+        .flat_map(|o| o.dirs.iter())
+        .collect();
+    let mut removed = Removed::default();
+    for r in &chosen {
+        for f in &r.files {
+            let Some(f) = normalize(f) else { continue };
+            let p = prefix.join(&f);
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if !m.is_dir() => {
+                    std::fs::remove_file(&p).map_err(|source| UninstallError::Io {
+                        path: p.clone(),
+                        source,
+                    })?;
+                    removed.files += 1;
+                }
+                _ => removed.missing += 1,
+            }
+        }
+        let mut dirs: Vec<String> = r.dirs.iter().filter_map(|d| normalize(d)).collect();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
+        for d in dirs {
+            if kept_dirs.contains(&d) {
+                continue;
+            }
+            // Only empty directories go: files a user added stay, with their directories.
+            if std::fs::remove_dir(prefix.join(&d)).is_ok() {
+                removed.dirs += 1;
+            }
+        }
+        let rp = path(prefix, &r.name);
+        std::fs::remove_file(&rp).map_err(|source| UninstallError::Io { path: rp, source })?;
+    }
+    Ok(removed)
+}

@@ -1,0 +1,209 @@
+//! Artifacts from the store: deterministic tarballs with a manifest (tarball.rs, manifest.rs),
+//! `SHA256SUMS`, detached minisign signatures, and the signed release index (index.rs).
+
+pub mod index;
+pub mod manifest;
+pub mod tarball;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::store::{EntryMeta, Store};
+use manifest::{Dependency, MANIFEST_SCHEMA, Manifest};
+use tarball::Compression;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot package {path}: {reason}")]
+    BadEntry { path: String, reason: String },
+    #[error("{path} changed while it was being packaged")]
+    Changed { path: String },
+    #[error("{component}: {} file(s) mention build paths, so the tree would not work elsewhere:\n{}",
+        leaks.len(),
+        leaks.iter().take(10).map(|(f, p)| format!("  {f} contains {p}")).collect::<Vec<_>>().join("\n"))]
+    Leaks {
+        component: String,
+        leaks: Vec<(String, String)>,
+    },
+    #[error(transparent)]
+    Sign(#[from] crate::sign::SignError),
+}
+
+impl PackageError {
+    pub fn hint(&self) -> String {
+        match self {
+            PackageError::Io { .. } => "check the path, free disk space and permissions".into(),
+            PackageError::BadEntry { .. } => {
+                "fix the recipe's install step so the tree holds only relative symlinks, files and directories".into()
+            }
+            PackageError::Changed { .. } => "something modified the store entry; package again".into(),
+            PackageError::Leaks { .. } => {
+                "build paths usually come from RPATHs, CMake config files or debug info: make the \
+                 recipe install relocatable files (RPATH $ORIGIN, -ffile-prefix-map), or pass \
+                 --allow-build-paths to package anyway"
+                    .into()
+            }
+            PackageError::Sign(e) => e.hint(),
+        }
+    }
+}
+
+/// One packaged component.
+#[derive(Debug, Clone)]
+pub struct Packaged {
+    pub component: String,
+    pub tarball: tarball::Written,
+    pub signature: Option<PathBuf>,
+    pub manifest_files: usize,
+    pub installed_size: u64,
+    pub glibc_floor: Option<String>,
+    /// Build paths found and accepted (with `allow_build_paths`).
+    pub leaks: Vec<(String, String)>,
+}
+
+pub struct Options<'a> {
+    pub compression: Compression,
+    pub out_dir: &'a Path,
+    /// Absolute paths that must not appear in a relocatable tree (store, caches).
+    pub build_paths: Vec<String>,
+    pub allow_build_paths: bool,
+    pub license: Option<String>,
+    pub key: Option<&'a crate::sign::SecretKey>,
+}
+
+/// `<name>-<version>-<targets joined by _>-<key8>.<ext>`; `:` in target IDs becomes `.`.
+pub fn file_name(meta: &EntryMeta, compression: Compression) -> String {
+    let targets = meta
+        .targets
+        .iter()
+        .map(|t| t.replace(':', "."))
+        .collect::<Vec<_>>()
+        .join("_");
+    format!(
+        "{}-{}-{}-{}.{}",
+        meta.component,
+        meta.version,
+        if targets.is_empty() { "any" } else { &targets },
+        &meta.key[..8.min(meta.key.len())],
+        compression.extension()
+    )
+}
+
+/// Packages one store entry into `opts.out_dir` (and signs it when a key is given).
+pub fn package_entry(
+    store: &Store,
+    key: &str,
+    opts: &Options<'_>,
+) -> Result<Packaged, PackageError> {
+    let dir = store.entry_dir(key);
+    let io = |p: &Path, source| PackageError::Io {
+        path: p.to_path_buf(),
+        source,
+    };
+    let meta_path = dir.join("meta.json");
+    let meta: EntryMeta =
+        serde_json::from_slice(&std::fs::read(&meta_path).map_err(|e| io(&meta_path, e))?)
+            .map_err(|e| PackageError::BadEntry {
+                path: meta_path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+    let hi_path = dir.join("hash-input.json");
+    let hash_input: serde_json::Value = std::fs::read(&hi_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let mut depends: Vec<Dependency> = hash_input["dependencies"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| {
+                    Some(Dependency {
+                        name: d["name"].as_str()?.to_string(),
+                        key: d["key"].as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    depends.sort();
+    let tree = store.tree(key);
+    let mut build_paths = opts.build_paths.clone();
+    build_paths.push(tree.display().to_string());
+    let scan = tarball::scan(&tree, &build_paths)?;
+    if !scan.leaks.is_empty() && !opts.allow_build_paths {
+        return Err(PackageError::Leaks {
+            component: meta.component.clone(),
+            leaks: scan.leaks,
+        });
+    }
+    let manifest = Manifest {
+        schema: MANIFEST_SCHEMA.into(),
+        name: meta.component.clone(),
+        version: meta.version.clone(),
+        release: meta.release.clone(),
+        targets: meta.targets.clone(),
+        key: meta.key.clone(),
+        depends,
+        license: opts.license.clone(),
+        image: meta.image.clone(),
+        runtime: meta.runtime.clone(),
+        reproducible: meta.reproducible,
+        glibc_floor: scan.glibc_floor.clone(),
+        coverage: meta.coverage.clone(),
+        source_date_epoch: source_date_epoch(&dir),
+        installed_size: scan.installed_size,
+        hash_input,
+        files: scan.files,
+    };
+    let name = file_name(&meta, opts.compression);
+    let written = tarball::write_tarball(&tree, &manifest, opts.compression, opts.out_dir, &name)?;
+    let signature = match opts.key {
+        Some(k) => Some(crate::sign::sign_file(k, &written.path)?),
+        None => None,
+    };
+    Ok(Packaged {
+        component: meta.component,
+        tarball: written,
+        signature,
+        manifest_files: manifest.files.len(),
+        installed_size: manifest.installed_size,
+        glibc_floor: manifest.glibc_floor,
+        leaks: scan.leaks,
+    })
+}
+
+/// The entry's SOURCE_DATE_EPOCH when its metadata records one, else 0.
+fn source_date_epoch(entry: &Path) -> u64 {
+    std::fs::read(entry.join("meta.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["source_date_epoch"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Writes SHA256SUMS for `packaged` (merged with the directory's other tarballs), signs it, and
+/// regenerates the signed index of the directory. Returns every release file (see
+/// [`index::release_files`]) and the index.
+pub fn finish_release(
+    out_dir: &Path,
+    packaged: &[Packaged],
+    key: Option<&crate::sign::SecretKey>,
+    valid_days: u64,
+) -> Result<(Vec<PathBuf>, index::Index), PackageError> {
+    let sums: BTreeMap<String, String> = packaged
+        .iter()
+        .map(|p| (p.tarball.file_name.clone(), p.tarball.sha256.clone()))
+        .collect();
+    let sums_path = tarball::update_sha256sums(out_dir, &sums)?;
+    if let Some(k) = key {
+        crate::sign::sign_file(k, &sums_path)?;
+    }
+    let idx = index::build(out_dir, valid_days)?;
+    index::write(out_dir, &idx, key)?;
+    Ok((index::release_files(out_dir)?, idx))
+}

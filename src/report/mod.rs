@@ -1,0 +1,243 @@
+//! Reports compiled from any number of results bundles from any number of machines: one
+//! self-contained HTML page (`html`) and a markdown summary (`markdown`).
+
+pub mod html;
+pub mod markdown;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::testrun::bundle::{Bundle, Summary, TestResult};
+use crate::testrun::classify::{Class, Outcome};
+
+/// One run: a component's artifact for one target on one machine's device.
+pub struct Row<'a> {
+    pub bundle: &'a Bundle,
+    pub component: &'a str,
+    pub arch: &'a str,
+    pub machine: &'a str,
+    /// The device as `gfx90c (Renoir)`.
+    pub device: String,
+    pub device_target: Option<&'a str>,
+    pub failing: Vec<&'a TestResult>,
+}
+
+impl Row<'_> {
+    pub fn mode(&self) -> &'static str {
+        if self.bundle.spoofed {
+            "spoofed"
+        } else {
+            "native"
+        }
+    }
+
+    pub fn summary(&self) -> &Summary {
+        &self.bundle.summary
+    }
+}
+
+/// Native and spoofed runs of one component on one machine's device.
+pub struct Comparison<'a> {
+    pub native: &'a Row<'a>,
+    pub spoofed: &'a Row<'a>,
+    /// Tests that pass natively and fail spoofed, and the other way round.
+    pub only_spoofed_fails: Vec<&'a str>,
+    pub only_native_fails: Vec<&'a str>,
+}
+
+pub struct Report<'a> {
+    pub rows: Vec<Row<'a>>,
+    pub classes: BTreeMap<Class, usize>,
+    pub machines: Vec<MachineLine>,
+    /// What these results do not cover, one sentence each.
+    pub not_run: Vec<String>,
+}
+
+pub struct MachineLine {
+    pub machine: String,
+    pub devices: String,
+    pub kernel: String,
+    pub live: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct LoadError {
+    pub path: String,
+    pub why: String,
+}
+
+impl LoadError {
+    pub fn hint(&self) -> String {
+        "pass results.json files written by `rocforge test` (schema rocforge.results/1)".into()
+    }
+}
+
+/// Reads a results bundle.
+pub fn load(path: &Path) -> Result<Bundle, LoadError> {
+    let err = |why: String| LoadError {
+        path: path.display().to_string(),
+        why,
+    };
+    let text = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let b: Bundle = serde_json::from_slice(&text).map_err(|e| err(e.to_string()))?;
+    if b.schema != crate::testrun::bundle::RESULTS_SCHEMA {
+        return Err(err(format!("unknown schema \"{}\"", b.schema)));
+    }
+    Ok(b)
+}
+
+pub fn device_label(b: &Bundle) -> String {
+    match &b.device {
+        Some(d) => match (&d.target, &d.name) {
+            (Some(t), Some(n)) => format!("{t} ({n})"),
+            (Some(t), None) => t.clone(),
+            _ => format!("gfx_target_version {}", d.gfx_target_version),
+        },
+        None => "no GPU detected".into(),
+    }
+}
+
+pub fn build(bundles: &[Bundle]) -> Report<'_> {
+    let mut rows: Vec<Row<'_>> = bundles
+        .iter()
+        .map(|b| Row {
+            bundle: b,
+            component: &b.component.name,
+            arch: &b.arch,
+            machine: &b.machine,
+            device: device_label(b),
+            device_target: b.device.as_ref().and_then(|d| d.target.as_deref()),
+            failing: b.tests.iter().filter(|t| t.outcome.is_failure()).collect(),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.component, a.machine, &a.device, a.bundle.spoofed, a.arch).cmp(&(
+            b.component,
+            b.machine,
+            &b.device,
+            b.bundle.spoofed,
+            b.arch,
+        ))
+    });
+    let mut classes: BTreeMap<Class, usize> = BTreeMap::new();
+    for b in bundles {
+        for (c, n) in &b.classes {
+            *classes.entry(*c).or_insert(0) += n;
+        }
+    }
+    let mut machines: BTreeMap<String, MachineLine> = BTreeMap::new();
+    for b in bundles {
+        let m = machines
+            .entry(b.machine.clone())
+            .or_insert_with(|| MachineLine {
+                machine: b.machine.clone(),
+                devices: device_label(b),
+                kernel: b.profile.kernel.clone().unwrap_or_else(|| "unknown".into()),
+                live: b.profile.live,
+            });
+        m.live &= b.profile.live;
+    }
+    let mut not_run = Vec::new();
+    let recorded: Vec<&str> = machines
+        .values()
+        .filter(|m| !m.live)
+        .map(|m| m.machine.as_str())
+        .collect();
+    if !recorded.is_empty() {
+        not_run.push(format!(
+            "The device profile of {} was read from a recorded sysfs tree (--sysfs-root), not from a live GPU: those runs are not hardware results.",
+            recorded.join(", ")
+        ));
+    }
+    if machines.values().all(|m| !m.live) {
+        not_run.push("None of these results was produced on real GPU hardware.".into());
+    }
+    // component × target pairs with runs, but none native on a device of that target.
+    let mut pairs: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    for r in &rows {
+        let native = !r.bundle.spoofed && r.device_target == Some(r.arch);
+        *pairs.entry((r.component, r.arch)).or_insert(false) |= native;
+    }
+    for ((c, a), native) in pairs {
+        if !native {
+            not_run.push(format!(
+                "{c} for {a} has no native run on a {a} device here (only spoofed or other devices)."
+            ));
+        }
+    }
+    let hung: usize = bundles.iter().map(|b| b.summary.hung).sum();
+    if hung > 0 {
+        not_run.push(format!(
+            "{hung} hung test(s) were killed; their results are unknown beyond the hang."
+        ));
+    }
+    not_run.push(
+        "Any component, target, device or test not listed in this report was not run.".into(),
+    );
+    Report {
+        rows,
+        classes,
+        machines: machines.into_values().collect(),
+        not_run,
+    }
+}
+
+impl<'a> Report<'a> {
+    /// Native vs spoofed pairs: same component and machine device, one native, one spoofed.
+    pub fn comparisons(&'a self) -> Vec<Comparison<'a>> {
+        let mut out = Vec::new();
+        for n in self.rows.iter().filter(|r| !r.bundle.spoofed) {
+            for s in self.rows.iter().filter(|r| r.bundle.spoofed) {
+                if n.component == s.component && n.machine == s.machine && n.device == s.device {
+                    let status = |r: &'a Row<'a>| -> BTreeMap<&'a str, Outcome> {
+                        r.bundle
+                            .tests
+                            .iter()
+                            .map(|t| (t.name.as_str(), t.outcome))
+                            .collect()
+                    };
+                    let (ns, ss) = (status(n), status(s));
+                    let only_spoofed_fails = ss
+                        .iter()
+                        .filter(|(k, o)| o.is_failure() && ns.get(*k) == Some(&Outcome::Passed))
+                        .map(|(k, _)| *k)
+                        .collect();
+                    let only_native_fails = ns
+                        .iter()
+                        .filter(|(k, o)| o.is_failure() && ss.get(*k) == Some(&Outcome::Passed))
+                        .map(|(k, _)| *k)
+                        .collect();
+                    out.push(Comparison {
+                        native: n,
+                        spoofed: s,
+                        only_spoofed_fails,
+                        only_native_fails,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The sentence every report opens with.
+pub fn provenance(r: &Report<'_>) -> String {
+    let names: Vec<String> = r
+        .machines
+        .iter()
+        .map(|m| {
+            format!(
+                "{} ({}{})",
+                m.machine,
+                m.devices,
+                if m.live { "" } else { ", recorded profile" }
+            )
+        })
+        .collect();
+    format!(
+        "These results come only from the {} machine(s) listed: {}. Nothing else was run on hardware.",
+        r.machines.len(),
+        names.join("; ")
+    )
+}

@@ -1,0 +1,325 @@
+//! The results bundle: one JSON document per run (schema in docs/results-schema.md) and a
+//! JUnit XML file for CI systems.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::classify::{Class, Outcome};
+use super::detect::Profile;
+use super::gtest::XmlCase;
+use super::journal::TestRecord;
+use super::run::ShardSummary;
+
+pub const RESULTS_SCHEMA: &str = "rocforge.results/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bundle {
+    pub schema: String,
+    pub rocforge_version: String,
+    /// The machine's name as its owner chose it (`--machine`, default the hostname).
+    pub machine: String,
+    /// Seconds since the epoch.
+    pub started: u64,
+    pub finished: u64,
+    pub component: Artifact,
+    pub dependencies: Vec<Artifact>,
+    /// The target the tested artifact was built for.
+    pub arch: String,
+    /// True when the artifact is another target's, run under HSA_OVERRIDE_GFX_VERSION.
+    pub spoofed: bool,
+    pub hsa_override: Option<String>,
+    /// The GPU the tests ran on (the detected device; None with --spoof and no GPU found).
+    pub device: Option<DeviceSummary>,
+    pub profile: Profile,
+    pub environment: BTreeMap<String, String>,
+    pub client: ClientSpec,
+    pub shards: Vec<ShardSummary>,
+    pub summary: Summary,
+    pub classes: BTreeMap<Class, usize>,
+    pub tests: Vec<TestResult>,
+    /// How the client's own XML reports compare with the journal.
+    pub xml_check: Option<XmlCheck>,
+    /// Whether amdgpu reset lines could be looked for in the kernel log.
+    pub kernel_log: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Artifact {
+    pub name: String,
+    pub version: String,
+    pub key: String,
+    pub targets: Vec<String>,
+    pub runtime: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    pub target: Option<String>,
+    pub target_id: Option<String>,
+    pub name: Option<String>,
+    pub gfx_target_version: u32,
+    pub compute_units: u32,
+    pub memory: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientSpec {
+    pub path: String,
+    pub args: Vec<String>,
+    pub shards: u32,
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    pub total: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub hung: usize,
+    pub crashed: usize,
+}
+
+impl Summary {
+    pub fn of(outcomes: impl IntoIterator<Item = Outcome>) -> Summary {
+        let mut s = Summary::default();
+        for o in outcomes {
+            s.total += 1;
+            match o {
+                Outcome::Passed => s.passed += 1,
+                Outcome::Failed => s.failed += 1,
+                Outcome::Skipped => s.skipped += 1,
+                Outcome::Hung => s.hung += 1,
+                Outcome::Crashed => s.crashed += 1,
+            }
+        }
+        s
+    }
+
+    /// Failed, hung and crashed together.
+    pub fn failures(&self) -> usize {
+        self.failed + self.hung + self.crashed
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestResult {
+    pub name: String,
+    pub shard: u32,
+    pub outcome: Outcome,
+    pub class: Option<Class>,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub excerpt: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct XmlCheck {
+    pub files: usize,
+    pub tests: usize,
+    pub agree: usize,
+    /// Tests whose XML outcome differs from the journal's: (name, journal, xml).
+    pub disagree: Vec<(String, String, String)>,
+}
+
+/// The last record of each test wins (a resumed run may have run a test again).
+pub fn results(records: &[TestRecord]) -> Vec<TestResult> {
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out: Vec<TestResult> = Vec::with_capacity(records.len());
+    for r in records {
+        let t = TestResult {
+            name: r.name.clone(),
+            shard: r.shard,
+            outcome: r.outcome,
+            class: r.class,
+            duration_ms: r.duration_ms,
+            excerpt: r.excerpt.clone(),
+        };
+        match index.get(r.name.as_str()) {
+            Some(&i) => out[i] = t,
+            None => {
+                index.insert(&r.name, out.len());
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Test results from gtest XML cases alone (no journal): used for clients that only write XML
+/// and by the benchmark. Failures are classified from their messages.
+pub fn from_xml(cases: &[XmlCase]) -> Vec<TestResult> {
+    cases
+        .iter()
+        .map(|c| {
+            let outcome = match c.outcome {
+                "failed" => Outcome::Failed,
+                "skipped" => Outcome::Skipped,
+                _ => Outcome::Passed,
+            };
+            let lines: Vec<String> = if c.message.is_empty() {
+                Vec::new()
+            } else {
+                c.message.lines().map(str::to_string).collect()
+            };
+            let (class, excerpt) = super::classify::classify(
+                &super::classify::Evidence {
+                    outcome,
+                    exit_code: None,
+                    signal: None,
+                    lines: &lines,
+                    kernel: &[],
+                },
+                super::run::EXCERPT_LINES,
+            );
+            TestResult {
+                name: c.name.clone(),
+                shard: 0,
+                outcome,
+                class,
+                duration_ms: (c.seconds * 1000.0).round() as u64,
+                excerpt,
+            }
+        })
+        .collect()
+}
+
+/// Compares the client's XML reports with the journal's results.
+pub fn check_xml(tests: &[TestResult], cases: &[XmlCase], files: usize) -> XmlCheck {
+    let by_name: BTreeMap<&str, &TestResult> = tests.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut check = XmlCheck {
+        files,
+        tests: cases.len(),
+        agree: 0,
+        disagree: Vec::new(),
+    };
+    for c in cases {
+        match by_name.get(c.name.as_str()) {
+            Some(t) if t.outcome.name() == c.outcome => check.agree += 1,
+            Some(t) => {
+                check
+                    .disagree
+                    .push((c.name.clone(), t.outcome.name().into(), c.outcome.into()))
+            }
+            None => check
+                .disagree
+                .push((c.name.clone(), "absent".into(), c.outcome.into())),
+        }
+    }
+    check
+}
+
+pub fn classes(tests: &[TestResult]) -> BTreeMap<Class, usize> {
+    let mut m = BTreeMap::new();
+    for t in tests {
+        if let Some(c) = t.class {
+            *m.entry(c).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+fn xml_escape(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 allows no other control characters.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+}
+
+/// JUnit XML: one `<testsuite>` per gtest suite, hung and crashed tests as `<error>`.
+pub fn junit(b: &Bundle) -> String {
+    let mut suites: BTreeMap<&str, Vec<&TestResult>> = BTreeMap::new();
+    for t in &b.tests {
+        let suite = t.name.rsplit_once('.').map_or("", |(s, _)| s);
+        suites.entry(suite).or_default().push(t);
+    }
+    let mut x = String::with_capacity(b.tests.len() * 120 + 512);
+    let s = &b.summary;
+    x += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
+        {
+            let mut n = String::new();
+            xml_escape(
+                &format!(
+                    "{} {} on {}{}",
+                    b.component.name,
+                    b.arch,
+                    b.machine,
+                    if b.spoofed { " (spoofed)" } else { "" }
+                ),
+                &mut n,
+            );
+            n
+        },
+        s.total,
+        s.failed,
+        s.hung + s.crashed,
+        s.skipped
+    );
+    for (suite, tests) in suites {
+        let failures = tests
+            .iter()
+            .filter(|t| t.outcome == Outcome::Failed)
+            .count();
+        let errors = tests
+            .iter()
+            .filter(|t| matches!(t.outcome, Outcome::Hung | Outcome::Crashed))
+            .count();
+        let skipped = tests
+            .iter()
+            .filter(|t| t.outcome == Outcome::Skipped)
+            .count();
+        let time: u64 = tests.iter().map(|t| t.duration_ms).sum();
+        x += "  <testsuite name=\"";
+        xml_escape(suite, &mut x);
+        let _ = writeln!(
+            x,
+            "\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.3}\">",
+            tests.len(),
+            time as f64 / 1000.0
+        );
+        for t in tests {
+            let name = t.name.rsplit_once('.').map_or(t.name.as_str(), |(_, n)| n);
+            x += "    <testcase classname=\"";
+            xml_escape(suite, &mut x);
+            x += "\" name=\"";
+            xml_escape(name, &mut x);
+            let _ = write!(x, "\" time=\"{:.3}\"", t.duration_ms as f64 / 1000.0);
+            let class = t.class.map_or("", |c| c.name());
+            match t.outcome {
+                Outcome::Passed => x += "/>\n",
+                Outcome::Skipped => x += "><skipped/></testcase>\n",
+                o => {
+                    let tag = if o == Outcome::Failed {
+                        "failure"
+                    } else {
+                        "error"
+                    };
+                    let _ = write!(
+                        x,
+                        "><{tag} type=\"{class}\" message=\"{} ({})\">",
+                        o.name(),
+                        class
+                    );
+                    xml_escape(&t.excerpt, &mut x);
+                    let _ = writeln!(x, "</{tag}></testcase>");
+                }
+            }
+        }
+        x += "  </testsuite>\n";
+    }
+    x += "</testsuites>\n";
+    x
+}

@@ -1,0 +1,838 @@
+//! Runs a gtest client sharded and hang-proof.
+//!
+//! Each shard's client runs in its own process group with its output streamed line by line.
+//! Every test end is appended to the journal at once. When no test starts or ends for the
+//! timeout, the process group is killed, the running test is recorded as hung, and the shard
+//! starts again without the tests it finished and the hung one; a client that dies inside a
+//! test is restarted the same way. `--resume` feeds the journal back in as `previous`.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::classify::{self, Class, Evidence, Outcome};
+use super::gtest::{self, Line};
+use super::journal::{Journal, JournalError, Record, TestRecord};
+use crate::progress::Reporter;
+
+/// Lines of a test's output kept for its excerpt.
+const KEEP_LINES: usize = 200;
+/// Lines in an excerpt.
+pub const EXCERPT_LINES: usize = 24;
+
+pub struct RunSpec {
+    pub client: PathBuf,
+    pub args: Vec<String>,
+    /// Environment set for the client (on top of the inherited one).
+    pub env: Vec<(String, String)>,
+    /// Inherited variables the client must not see (e.g. a stray HSA_OVERRIDE_GFX_VERSION).
+    pub env_remove: Vec<String>,
+    pub shards: u32,
+    /// No test starting or ending for this long kills the shard's client.
+    pub timeout: Duration,
+    /// Logs and XML reports go here.
+    pub dir: PathBuf,
+    /// Where the kernel log is read for amdgpu reset lines (`/dev/kmsg`), if at all.
+    pub kernel_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ShardSummary {
+    pub shard: u32,
+    pub attempts: u32,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct RunResult {
+    pub tests: Vec<TestRecord>,
+    pub shards: Vec<ShardSummary>,
+    /// gtest XML reports the client wrote.
+    pub xml: Vec<PathBuf>,
+    /// Whether the kernel log could be read (None: not asked for).
+    pub kernel_log: Option<Result<(), String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot run the test client {client}: {source}")]
+    Spawn {
+        client: String,
+        source: std::io::Error,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+impl RunError {
+    pub fn hint(&self) -> String {
+        match self {
+            RunError::Spawn { .. } => {
+                "check the recipe's [test] client path and that the file is executable".into()
+            }
+            RunError::Io { .. } => "check free disk space and permissions of --out".into(),
+            RunError::Journal(e) => e.hint(),
+        }
+    }
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+/// How one start of a client ended.
+struct Attempt {
+    /// Tests recorded by this attempt.
+    recorded: usize,
+    failed: usize,
+    /// The running test was recorded as hung or crashed.
+    interrupted: bool,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    /// The client hung outside any test: restarting cannot help.
+    stop: bool,
+}
+
+struct KernelLog {
+    path: PathBuf,
+    seen: usize,
+    error: Option<String>,
+}
+
+impl KernelLog {
+    fn open(path: &Path) -> KernelLog {
+        let mut k = KernelLog {
+            path: path.to_path_buf(),
+            seen: 0,
+            error: None,
+        };
+        match read_kernel_log(path) {
+            Ok(lines) => k.seen = lines.len(),
+            Err(e) => k.error = Some(e),
+        }
+        k
+    }
+
+    /// amdgpu reset lines logged since the last call.
+    fn new_resets(&mut self) -> Vec<String> {
+        if self.error.is_some() {
+            return Vec::new();
+        }
+        let Ok(lines) = read_kernel_log(&self.path) else {
+            return Vec::new();
+        };
+        let new: Vec<String> = lines
+            .iter()
+            .skip(self.seen)
+            .filter(|l| classify::is_reset_line(l))
+            .cloned()
+            .collect();
+        self.seen = lines.len();
+        new
+    }
+}
+
+/// Reads a kernel log without blocking: `/dev/kmsg` (one record per read) or a file.
+pub fn read_kernel_log(path: &Path) -> Result<Vec<String>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 16384];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // /dev/kmsg: a record overwritten while reading (EPIPE); go on with the next.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Runs every shard not finished in `previous`, appending to `journal`.
+pub fn run(
+    spec: &RunSpec,
+    journal: &mut Journal,
+    previous: &[Record],
+    reporter: &dyn Reporter,
+) -> Result<RunResult, RunError> {
+    std::fs::create_dir_all(spec.dir.join("logs")).map_err(io("creating the log directory"))?;
+    std::fs::create_dir_all(spec.dir.join("xml")).map_err(io("creating the XML directory"))?;
+    let mut result = RunResult::default();
+    let mut kernel = spec.kernel_log.as_deref().map(KernelLog::open);
+    result.kernel_log = kernel.as_ref().map(|k| match &k.error {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    });
+    for r in previous {
+        match r {
+            Record::Test(t) => result.tests.push(t.clone()),
+            Record::Shard {
+                shard,
+                exit_code,
+                signal,
+                attempts,
+                seconds,
+            } => result.shards.push(ShardSummary {
+                shard: *shard,
+                attempts: *attempts,
+                exit_code: *exit_code,
+                signal: *signal,
+                seconds: *seconds,
+            }),
+            Record::Start { .. } => {}
+        }
+    }
+    let mut listing: Option<Option<Vec<String>>> = None;
+    for shard in 0..spec.shards {
+        if result.shards.iter().any(|s| s.shard == shard) {
+            continue;
+        }
+        let clock = Instant::now();
+        let mut done: BTreeSet<String> = result
+            .tests
+            .iter()
+            .filter(|t| t.shard == shard)
+            .map(|t| t.name.clone())
+            .collect();
+        let mut attempt = result
+            .tests
+            .iter()
+            .filter(|t| t.shard == shard)
+            .map(|t| t.attempt)
+            .max()
+            .unwrap_or(0);
+        let task = reporter.task(&format!("shard {}/{}", shard + 1, spec.shards), None, false);
+        let (exit_code, signal) = loop {
+            attempt += 1;
+            // The first start uses gtest's own sharding; a restart names what is left.
+            let selection = if done.is_empty() {
+                Selection::Shard
+            } else {
+                if listing.is_none() {
+                    listing = Some(list_tests(spec));
+                }
+                match listing.as_ref().expect("just set") {
+                    Some(all) => {
+                        let mine: Vec<&String> = all
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| spec.shards == 1 || *i as u32 % spec.shards == shard)
+                            .map(|(_, t)| t)
+                            .collect();
+                        let remaining: Vec<&String> = mine
+                            .iter()
+                            .copied()
+                            .filter(|t| !done.contains(*t))
+                            .collect();
+                        if remaining.is_empty() {
+                            attempt -= 1; // nothing was started
+                            break (Some(0), None);
+                        }
+                        Selection::filter(all, &remaining)
+                    }
+                    None => Selection::Exclude(done.iter().cloned().collect()),
+                }
+            };
+            let a = attempt_once(
+                spec,
+                shard,
+                attempt,
+                &selection,
+                journal,
+                &mut result.tests,
+                &mut done,
+                kernel.as_mut(),
+                task.as_ref(),
+            )?;
+            if let Some(x) = xml_path(spec, shard, attempt).filter(|p| p.is_file()) {
+                result.xml.push(x);
+            }
+            if a.stop {
+                break (None, Some(libc::SIGKILL));
+            }
+            if a.interrupted {
+                continue;
+            }
+            let clean_exit = a.signal.is_none() && a.exit_code == Some(0);
+            let explained = a.failed > 0 && a.signal.is_none() && a.exit_code == Some(1);
+            if !clean_exit && !explained {
+                // The client failed outside any test (before the first, or after the last):
+                // record that as a test of its own so it is classified and reported.
+                let name = format!("(shard {shard}) {}", client_name(spec));
+                let log = read_log_tail(&log_path(spec, shard, attempt), KEEP_LINES);
+                let resets = kernel.as_mut().map(|k| k.new_resets()).unwrap_or_default();
+                let (class, excerpt) = classify::classify(
+                    &Evidence {
+                        outcome: Outcome::Crashed,
+                        exit_code: a.exit_code,
+                        signal: a.signal,
+                        lines: &log,
+                        kernel: &resets,
+                    },
+                    EXCERPT_LINES,
+                );
+                let t = TestRecord {
+                    shard,
+                    name: name.clone(),
+                    outcome: Outcome::Crashed,
+                    class,
+                    duration_ms: 0,
+                    excerpt,
+                    attempt,
+                };
+                journal.append(&Record::Test(t.clone()))?;
+                result.tests.push(t);
+                break (a.exit_code, a.signal);
+            }
+            // A restart that ran a chunk of a long list goes on with the rest.
+            if matches!(selection, Selection::Only(_)) && a.recorded > 0 {
+                continue;
+            }
+            break (a.exit_code, a.signal);
+        };
+        let summary = ShardSummary {
+            shard,
+            attempts: attempt,
+            exit_code,
+            signal,
+            seconds: clock.elapsed().as_secs_f64(),
+        };
+        journal.append(&Record::Shard {
+            shard,
+            exit_code,
+            signal,
+            attempts: attempt,
+            seconds: summary.seconds,
+        })?;
+        task.finish(&format!(
+            "shard {}/{}: {} tests",
+            shard + 1,
+            spec.shards,
+            result.tests.iter().filter(|t| t.shard == shard).count()
+        ));
+        result.shards.push(summary);
+    }
+    result.shards.sort_by_key(|s| s.shard);
+    Ok(result)
+}
+
+/// Which tests one start of the client runs.
+enum Selection {
+    /// gtest's sharding variables; no filter.
+    Shard,
+    /// Everything but these (with the sharding variables kept: the client could not list).
+    Exclude(Vec<String>),
+    /// Exactly these, unsharded.
+    Only(Vec<String>),
+    /// All but these, unsharded.
+    AllBut(Vec<String>),
+}
+
+impl Selection {
+    /// The shorter of "only the remaining" and "all but the others"; a list longer than one
+    /// argument may be is run in chunks.
+    fn filter(all: &[String], remaining: &[&String]) -> Selection {
+        let keep: BTreeSet<&str> = remaining.iter().map(|s| s.as_str()).collect();
+        let others: Vec<String> = all
+            .iter()
+            .filter(|t| !keep.contains(t.as_str()))
+            .cloned()
+            .collect();
+        let len = |v: &mut dyn Iterator<Item = &String>| v.map(|s| s.len() + 1).sum::<usize>();
+        let pos = len(&mut remaining.iter().copied());
+        let neg = len(&mut others.iter());
+        if neg < pos && neg < gtest::MAX_FILTER {
+            return Selection::AllBut(others);
+        }
+        let mut chunk = Vec::new();
+        let mut size = 0;
+        for t in remaining {
+            if size + t.len() + 1 > gtest::MAX_FILTER && !chunk.is_empty() {
+                break;
+            }
+            size += t.len() + 1;
+            chunk.push((*t).clone());
+        }
+        Selection::Only(chunk)
+    }
+
+    fn filter_arg(&self) -> Option<String> {
+        match self {
+            Selection::Shard => None,
+            Selection::Exclude(v) | Selection::AllBut(v) => Some(format!("-{}", v.join(":"))),
+            Selection::Only(v) => Some(v.join(":")),
+        }
+    }
+}
+
+/// Merges our filter into the recipe's arguments (a recipe's own positive filter is kept).
+fn client_args(spec: &RunSpec, sel: &Selection) -> Vec<String> {
+    let Some(ours) = sel.filter_arg() else {
+        return spec.args.clone();
+    };
+    let mut args = Vec::new();
+    let mut merged = false;
+    for a in &spec.args {
+        if let Some(theirs) = a.strip_prefix("--gtest_filter=")
+            && !merged
+            && ours.starts_with('-')
+        {
+            let sep = if theirs.contains('-') { ":" } else { "-" };
+            args.push(format!("--gtest_filter={theirs}{sep}{}", &ours[1..]));
+            merged = true;
+        } else if a.starts_with("--gtest_filter=") && !ours.starts_with('-') {
+            // Our positive list already is a subset of the recipe's filter.
+        } else {
+            args.push(a.clone());
+        }
+    }
+    if !merged {
+        args.push(format!("--gtest_filter={ours}"));
+    }
+    args
+}
+
+fn client_name(spec: &RunSpec) -> String {
+    spec.client
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn log_path(spec: &RunSpec, shard: u32, attempt: u32) -> PathBuf {
+    spec.dir
+        .join("logs")
+        .join(format!("shard-{shard}.attempt-{attempt}.log"))
+}
+
+fn xml_path(spec: &RunSpec, shard: u32, attempt: u32) -> Option<PathBuf> {
+    Some(
+        spec.dir
+            .join("xml")
+            .join(format!("shard-{shard}.attempt-{attempt}.xml")),
+    )
+}
+
+fn read_log_tail(path: &Path, n: usize) -> Vec<String> {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn command(spec: &RunSpec, args: &[String]) -> Command {
+    let mut cmd = Command::new(&spec.client);
+    cmd.args(args)
+        .env_remove("GTEST_TOTAL_SHARDS")
+        .env_remove("GTEST_SHARD_INDEX")
+        .env_remove("GTEST_FILTER")
+        .env_remove("GTEST_OUTPUT")
+        .env("GTEST_COLOR", "no")
+        .stdin(Stdio::null())
+        .process_group(0);
+    for k in &spec.env_remove {
+        cmd.env_remove(k);
+    }
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: prctl is async-signal-safe; the client dies with the runner, so a killed runner
+    // leaves no client holding the GPU.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// `--gtest_list_tests`, or None when the client cannot list (then restarts exclude by name).
+fn list_tests(spec: &RunSpec) -> Option<Vec<String>> {
+    let mut args: Vec<String> = spec.args.clone();
+    args.push("--gtest_list_tests".into());
+    let mut cmd = command(spec, &args);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.spawn().ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let text = reader.join().unwrap_or_default();
+                let list = gtest::parse_list(&text);
+                return (status.success() && !list.is_empty()).then_some(list);
+            }
+            Ok(None) if start.elapsed() < spec.timeout => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            _ => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+fn kill_group(pid: u32) {
+    // SAFETY: signals the process group the client leads (it was started with pgid = pid).
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGKILL);
+    }
+}
+
+struct Running {
+    name: String,
+    started: Instant,
+    lines: Vec<String>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attempt_once(
+    spec: &RunSpec,
+    shard: u32,
+    attempt: u32,
+    selection: &Selection,
+    journal: &mut Journal,
+    tests: &mut Vec<TestRecord>,
+    done: &mut BTreeSet<String>,
+    mut kernel: Option<&mut KernelLog>,
+    task: &dyn crate::progress::Task,
+) -> Result<Attempt, RunError> {
+    let args = client_args(spec, selection);
+    let log_file = log_path(spec, shard, attempt);
+    let mut log = std::io::BufWriter::new(
+        std::fs::File::create(&log_file).map_err(io(format!("{}", log_file.display())))?,
+    );
+    let mut cmd = command(spec, &args);
+    if matches!(selection, Selection::Shard | Selection::Exclude(_)) && spec.shards > 1 {
+        cmd.env("GTEST_TOTAL_SHARDS", spec.shards.to_string())
+            .env("GTEST_SHARD_INDEX", shard.to_string());
+    }
+    if let Some(x) = xml_path(spec, shard, attempt) {
+        let mut v = OsString::from("xml:");
+        v.push(x.as_os_str());
+        cmd.env("GTEST_OUTPUT", v);
+    }
+    let _ = writeln!(
+        log,
+        "# rocforge: shard {shard} attempt {attempt}: {} {}",
+        spec.client.display(),
+        args.iter()
+            .map(|a| crate::process::shell_quote(if a.len() > 300 { &a[..300] } else { a }))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let (reader, writer) = std::io::pipe().map_err(io("creating a pipe"))?;
+    let writer2 = writer.try_clone().map_err(io("creating a pipe"))?;
+    cmd.stdout(writer).stderr(writer2);
+    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+        client: spec.client.display().to_string(),
+        source,
+    })?;
+    // Our copies of the pipe's write end must go, or the end of output never comes.
+    drop(cmd);
+    let pid = child.id();
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(4096);
+    let pump = std::thread::spawn(move || {
+        let mut r = BufReader::with_capacity(1 << 16, reader);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let mut out = Attempt {
+        recorded: 0,
+        failed: 0,
+        interrupted: false,
+        exit_code: None,
+        signal: None,
+        stop: false,
+    };
+    let mut running: Option<Running> = None;
+    let mut last_progress = Instant::now();
+    let mut hung = false;
+    loop {
+        let wait = spec.timeout.saturating_sub(last_progress.elapsed());
+        match rx.recv_timeout(wait) {
+            Ok(bytes) => {
+                let _ = log.write_all(&bytes);
+                let text = String::from_utf8_lossy(&bytes);
+                let line = text.trim_end_matches(['\n', '\r']);
+                let ended = match gtest::parse_line(line) {
+                    Line::Run(name) => {
+                        running = Some(Running {
+                            name: name.to_string(),
+                            started: Instant::now(),
+                            lines: Vec::new(),
+                        });
+                        task.set_message(name);
+                        last_progress = Instant::now();
+                        None
+                    }
+                    Line::Ok(name, ms) if running.as_ref().is_some_and(|r| r.name == name) => {
+                        Some((Outcome::Passed, ms))
+                    }
+                    Line::Failed(name, ms) if running.as_ref().is_some_and(|r| r.name == name) => {
+                        Some((Outcome::Failed, ms))
+                    }
+                    Line::Skipped(name, ms) if running.as_ref().is_some_and(|r| r.name == name) => {
+                        Some((Outcome::Skipped, ms))
+                    }
+                    _ => {
+                        if let Some(r) = running.as_mut() {
+                            if r.lines.len() >= KEEP_LINES {
+                                r.lines.drain(..KEEP_LINES / 2);
+                            }
+                            r.lines.push(line.to_string());
+                        }
+                        None
+                    }
+                };
+                if let Some((outcome, ms)) = ended {
+                    let mut r = running.take().expect("checked above");
+                    r.lines.push(line.to_string());
+                    last_progress = Instant::now();
+                    // The kernel log is read only once the client is dead (hung or crashed
+                    // tests): while it runs, its output lags behind what it has done, so a
+                    // reset logged now may belong to a later test.
+                    let t = finish(shard, attempt, r, outcome, ms, None, None, &[]);
+                    if t.outcome.is_failure() {
+                        out.failed += 1;
+                    }
+                    record(journal, tests, done, t)?;
+                    out.recorded += 1;
+                    task.inc(1);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                hung = true;
+                kill_group(pid);
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // The output ended; the client gets the timeout to exit (it may have closed its output
+    // and gone on running).
+    let exit_deadline = Instant::now() + spec.timeout;
+    let status = loop {
+        match child
+            .try_wait()
+            .map_err(io("waiting for the test client"))?
+        {
+            Some(s) => break s,
+            None if Instant::now() < exit_deadline => std::thread::sleep(Duration::from_millis(2)),
+            None => {
+                hung = true;
+                kill_group(pid);
+            }
+        }
+    };
+    // Drain what the pump still holds (the kill closed the pipe).
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+        let _ = log.write_all(&bytes);
+        if let Some(r) = running.as_mut() {
+            r.lines
+                .push(String::from_utf8_lossy(&bytes).trim_end().to_string());
+        }
+    }
+    let _ = pump.join();
+    out.exit_code = status.code();
+    out.signal = if hung { None } else { status.signal() };
+    let _ = writeln!(
+        log,
+        "# rocforge: {}",
+        if hung {
+            format!(
+                "no progress for {}s: killed the process group",
+                spec.timeout.as_secs()
+            )
+        } else {
+            format!("client exited: {status}")
+        }
+    );
+    let _ = log.flush();
+    if hung && running.is_none() {
+        // Hung outside any test (start-up or tear-down): the shard cannot go on.
+        out.signal = Some(libc::SIGKILL);
+        let name = format!("(shard {shard}) {}", client_name(spec));
+        let lines = read_log_tail(&log_file, KEEP_LINES);
+        let (class, excerpt) = classify::classify(
+            &Evidence {
+                outcome: Outcome::Hung,
+                exit_code: None,
+                signal: None,
+                lines: &lines,
+                kernel: &kernel
+                    .as_deref_mut()
+                    .map(|k| k.new_resets())
+                    .unwrap_or_default(),
+            },
+            EXCERPT_LINES,
+        );
+        let t = TestRecord {
+            shard,
+            name,
+            outcome: Outcome::Hung,
+            class,
+            duration_ms: spec.timeout.as_millis() as u64,
+            excerpt,
+            attempt,
+        };
+        record(journal, tests, done, t)?;
+        out.recorded += 1;
+        out.stop = true;
+        return Ok(out);
+    }
+    if running.is_none() && !hung {
+        // A clean exit: resets logged meanwhile belong to no test this runner can name; the
+        // shard-level record (if the exit was not clean) reads them instead.
+        if out.exit_code == Some(0)
+            && let Some(k) = kernel.as_deref_mut()
+        {
+            k.new_resets();
+        }
+    }
+    if let Some(r) = running.take() {
+        let outcome = if hung {
+            Outcome::Hung
+        } else {
+            Outcome::Crashed
+        };
+        let resets = kernel.map(|k| k.new_resets()).unwrap_or_default();
+        let t = finish(
+            shard,
+            attempt,
+            r,
+            outcome,
+            None,
+            out.exit_code,
+            out.signal,
+            &resets,
+        );
+        record(journal, tests, done, t)?;
+        out.recorded += 1;
+        out.interrupted = true;
+        task.inc(1);
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    shard: u32,
+    attempt: u32,
+    r: Running,
+    outcome: Outcome,
+    ms: Option<u64>,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    resets: &[String],
+) -> TestRecord {
+    let (class, excerpt) = classify::classify(
+        &Evidence {
+            outcome,
+            exit_code,
+            signal,
+            lines: &r.lines,
+            kernel: resets,
+        },
+        EXCERPT_LINES,
+    );
+    TestRecord {
+        shard,
+        name: r.name,
+        outcome,
+        class,
+        duration_ms: ms.unwrap_or_else(|| r.started.elapsed().as_millis() as u64),
+        excerpt,
+        attempt,
+    }
+}
+
+fn record(
+    journal: &mut Journal,
+    tests: &mut Vec<TestRecord>,
+    done: &mut BTreeSet<String>,
+    t: TestRecord,
+) -> Result<(), RunError> {
+    journal.append(&Record::Test(t.clone()))?;
+    done.insert(t.name.clone());
+    tests.push(t);
+    Ok(())
+}
+
+/// Lays `from`'s files into `to` as hard links (copies across filesystems): the scratch
+/// prefix a test runs in, merged from the component's and its dependencies' store trees.
+pub fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ft.is_dir() {
+            link_tree(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            if std::fs::symlink_metadata(&dest).is_err() {
+                std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dest)?;
+            }
+        } else if std::fs::symlink_metadata(&dest).is_err()
+            && std::fs::hard_link(e.path(), &dest).is_err()
+        {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Counts by class, for summaries.
+pub fn class_counts(tests: &[TestRecord]) -> std::collections::BTreeMap<Class, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for t in tests {
+        if let Some(c) = t.class {
+            *m.entry(c).or_insert(0) += 1;
+        }
+    }
+    m
+}

@@ -1,0 +1,877 @@
+//! Artifacts for real: deterministic tarballs from a store built by the test (host runtime: a C
+//! library and a program compiled with cc, plus a copied data component it depends on),
+//! minisign interop in both directions, `install` from an HTTP server on 127.0.0.1 into a
+//! prefix other than the build's (then a program linked against it), the refusals (truncated,
+//! tampered, expired, another host, malicious tarballs) with the prefix unchanged, and
+//! uninstall.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_NAME, MANIFEST_SCHEMA, Manifest};
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fx {
+    fn path(&self) -> &Path {
+        &self.root
+    }
+    fn env(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![("ROCFORGE_CONFIG", self.root.join("trust.toml"))]
+    }
+    fn run(&self, args: &[&str]) -> Out {
+        let env = self.env();
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        rocforge_env(self.path(), &env, &full)
+    }
+    fn ok(&self, args: &[&str]) -> Out {
+        let o = self.run(args);
+        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
+        o
+    }
+    fn fails(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert_eq!(
+            o.code, 1,
+            "{args:?} should fail:\n{}\n{}",
+            o.stdout, o.stderr
+        );
+        o.stderr
+    }
+    fn key(&self) -> String {
+        self.root.join("keys/rocforge.key").display().to_string()
+    }
+    fn package(&self, out: &str) -> PathBuf {
+        let key = self.key();
+        self.ok(&[
+            "package",
+            "greet",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            out,
+            "--key",
+            &key,
+        ]);
+        self.root.join(out)
+    }
+}
+
+const GREET: &str = r#"name = "greet"
+version = "1.2"
+summary = "a C library and a program"
+license = "MIT"
+depends = ["greetdoc"]
+
+[source]
+path = "../../src/greet"
+
+[build]
+system = "script"
+# The host runtime maps the release prefix to the dependencies' directory, so the install
+# directory is spelled in two parts.
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib" "$P/include" "$P/bin"
+cc -shared -fPIC -O2 -o "$P/lib/libgreet.so.1" greet.c -Wl,-soname,libgreet.so.1
+ln -s libgreet.so.1 "$P/lib/libgreet.so"
+cp greet.h "$P/include/"
+cc -O2 -o "$P/bin/greet" main.c -I. -L"$P/lib" -lgreet -Wl,-rpath,'$ORIGIN/../lib'
+"""
+"#;
+
+/// A catalog with `greet` (script build with cc) depending on `greetdoc` (copy), built with the
+/// host runtime into the test's store, and a key pair trusted through the config.
+fn fixture() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    let rel = root.join("recipes/test-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::create_dir_all(root.join("src/greet")).unwrap();
+    std::fs::create_dir_all(root.join("src/doc")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("greetdoc.toml"),
+        "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
+    )
+    .unwrap();
+    std::fs::write(rel.join("greet.toml"), GREET).unwrap();
+    std::fs::write(
+        root.join("src/greet/greet.c"),
+        "#include <stdio.h>\n#include \"greet.h\"\nvoid greet(const char *who) { printf(\"hello, %s\\n\", who); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/greet/greet.h"),
+        "void greet(const char *who);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/greet/main.c"),
+        "#include \"greet.h\"\nint main(void) { greet(\"world\"); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
+    std::fs::write(root.join("trust.toml"), "").unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
+    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
+    std::fs::write(
+        fx.root.join("trust.toml"),
+        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+    )
+    .unwrap();
+    fx
+}
+
+fn tarballs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.to_string_lossy().ends_with(".tar.zst") || p.to_string_lossy().ends_with(".tar.gz")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every path under `dir` with its type, size and mode, for before/after comparisons.
+fn listing(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            out.push(format!(
+                "{} {:o} {} {}",
+                p.strip_prefix(root).unwrap().display(),
+                m.permissions().mode(),
+                m.len(),
+                if m.file_type().is_symlink() {
+                    std::fs::read_link(&p).unwrap().display().to_string()
+                } else {
+                    String::new()
+                }
+            ));
+            if m.is_dir() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
+    let fx = fixture();
+    let a = fx.package("out1");
+    let b = fx.package("out2");
+    let (ta, tb) = (tarballs(&a), tarballs(&b));
+    assert_eq!(ta.len(), 2, "{ta:?}");
+    for (x, y) in ta.iter().zip(&tb) {
+        assert_eq!(x.file_name(), y.file_name());
+        assert!(
+            std::fs::read(x).unwrap() == std::fs::read(y).unwrap(),
+            "{} differs",
+            x.display()
+        );
+    }
+    let name = ta[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("greet-1.2-gfx90c-") && name.ends_with(".tar.zst"),
+        "{name}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(a.join("SHA256SUMS")).unwrap(),
+        std::fs::read_to_string(b.join("SHA256SUMS")).unwrap()
+    );
+    // tar's own view: manifest first, sorted, 0/0, epoch 0, exec bits and symlinks kept.
+    let out = Command::new("tar")
+        .args(["--zstd", "-tvf"])
+        .arg(&ta[0])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = listing.lines().collect();
+    assert!(lines[0].ends_with(MANIFEST_NAME), "{listing}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(" 0/0 ") && l.contains("1970-01-01 00:00")),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("-rwxr-xr-x 0/0") && listing.contains("bin/greet"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("lib/libgreet.so -> libgreet.so.1"),
+        "{listing}"
+    );
+    let m = rocforge::package::tarball::read_manifest(&ta[0]).unwrap();
+    assert_eq!(m.name, "greet");
+    assert_eq!(m.targets, ["gfx90c"]);
+    assert_eq!(m.depends.len(), 1);
+    assert_eq!(m.depends[0].name, "greetdoc");
+    assert!(
+        m.glibc_floor
+            .as_deref()
+            .is_some_and(|v| v.starts_with("2.")),
+        "{:?}",
+        m.glibc_floor
+    );
+    assert!(
+        m.files
+            .iter()
+            .any(|f| f.path == "lib/libgreet.so.1" && f.sha256.is_some() && f.executable)
+    );
+    assert_eq!(m.hash_input["component"]["name"], "greet");
+    // gzip is deterministic too.
+    let key = fx.key();
+    for out in ["gz1", "gz2"] {
+        fx.ok(&[
+            "package",
+            "greet",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            out,
+            "--compression",
+            "gz",
+            "--key",
+            &key,
+        ]);
+    }
+    for (x, y) in tarballs(&fx.root.join("gz1"))
+        .iter()
+        .zip(tarballs(&fx.root.join("gz2")))
+    {
+        assert!(std::fs::read(x).unwrap() == std::fs::read(&y).unwrap());
+    }
+    // Not built for another target: an error that says to build first.
+    let err = fx.fails(&["package", "greet", "--arch", "gfx902", "--runtime", "host"]);
+    assert!(
+        err.contains("build first: rocforge build greet --arch gfx902 --runtime host"),
+        "{err}"
+    );
+}
+
+#[test]
+fn minisign_verifies_ours_and_we_verify_minisigns() {
+    if Command::new("minisign").arg("-v").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "minisign is required in CI");
+        eprintln!("skipping: minisign is not installed (apt-get install minisign)");
+        return;
+    }
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let pubfile = fx.root.join("keys/rocforge.pub");
+    for f in tarballs(&dist)
+        .into_iter()
+        .chain([dist.join("index.json"), dist.join("SHA256SUMS")])
+    {
+        let o = Command::new("minisign")
+            .arg("-Vm")
+            .arg(&f)
+            .arg("-p")
+            .arg(&pubfile)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "minisign rejects {}: {}",
+            f.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // minisign's own key and signature, checked by rocforge.
+    let st = Command::new("minisign")
+        .args(["-G", "-W", "-p", "m.pub", "-s", "m.key"])
+        .current_dir(&fx.root)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    std::fs::write(fx.root.join("data.txt"), "signed by minisign\n").unwrap();
+    let st = Command::new("minisign")
+        .args(["-S", "-s", "m.key", "-m", "data.txt"])
+        .current_dir(&fx.root)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let o = fx.ok(&["verify", "data.txt", "--key", "m.pub"]);
+    assert!(o.stdout.contains("good signature"), "{}", o.stdout);
+    // Not trusted without the key; wrong after a change.
+    let err = fx.fails(&["verify", "data.txt"]);
+    assert!(err.contains("not trusted"), "{err}");
+    std::fs::write(fx.root.join("data.txt"), "signed by minisign?\n").unwrap();
+    let err = fx.fails(&["verify", "data.txt", "--key", "m.pub"]);
+    assert!(err.contains("does not verify"), "{err}");
+}
+
+fn redact(s: &str, fx: &Fx, port: Option<u16>) -> String {
+    let mut s = s.replace(&fx.root.display().to_string(), "[ROOT]");
+    if let Some(p) = port {
+        s = s.replace(&p.to_string(), "[PORT]");
+    }
+    // Hashes, keys and dates vary from run to run.
+    let mut out = String::new();
+    for word in s.split_inclusive([' ', '\n', '(', ')', ',', '/', '-']) {
+        let core = word.trim_end_matches([' ', '\n', '(', ')', ',', '/', '-']);
+        let tail = &word[core.len()..];
+        if core.len() >= 16 && core.chars().all(|c| c.is_ascii_hexdigit()) {
+            out += "[HEX]";
+            out += tail;
+        } else if core.len() == 20 && core.ends_with('Z') && core.contains('T') {
+            out += "[DATE]";
+            out += tail;
+        } else {
+            out += word;
+        }
+    }
+    // Progress notes (download/unpack lines) differ between runs; keep the error.
+    out.lines()
+        .skip_while(|l| !l.starts_with("error"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Signs `dir/index.json` again after the test edited it.
+fn resign(fx: &Fx, dir: &Path) {
+    let key = fx.key();
+    let idx = dir.join("index.json").display().to_string();
+    fx.ok(&["sign", &idx, "--key", &key]);
+}
+
+fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join("index.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn install_from_http_then_relocated_link_then_uninstall() {
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let server = HttpServer::start(&dist);
+    let url = server.url();
+    let prefix = fx.root.join("elsewhere/rocm");
+    let p = prefix.display().to_string();
+    // A separate cache, so the download really comes over HTTP.
+    let o = fx.ok(&[
+        "install", "greet", "--arch", "gfx90c", "--from", &url, "--prefix", &p,
+    ]);
+    assert!(
+        o.stdout.contains(&format!("export ROCM_PATH={p}")),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains(&format!("LD_LIBRARY_PATH={p}/lib")),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains("no HSA_OVERRIDE_GFX_VERSION is needed"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("index signature: good"), "{}", o.stderr);
+    assert!(
+        prefix.join("share/greet/README").is_file(),
+        "the dependency is installed too"
+    );
+    // The installed program runs from the new prefix ($ORIGIN rpath)...
+    let run = Command::new(prefix.join("bin/greet")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+    // ...and a new program links against the relocated library.
+    std::fs::write(
+        fx.root.join("use.c"),
+        "#include <greet.h>\nint main(void) { greet(\"relocated\"); return 0; }\n",
+    )
+    .unwrap();
+    let cc = Command::new("cc")
+        .arg(fx.root.join("use.c"))
+        .arg(format!("-I{p}/include"))
+        .arg(format!("-L{p}/lib"))
+        .arg("-lgreet")
+        .arg(format!("-Wl,-rpath,{p}/lib"))
+        .arg("-o")
+        .arg(fx.root.join("use"))
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = Command::new(fx.root.join("use")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, relocated\n");
+    // Listed, idempotent.
+    let list = fx.ok(&["list", "--installed", "--prefix", &p]).stdout;
+    assert!(
+        list.contains("greet ") && list.contains("greetdoc"),
+        "{list}"
+    );
+    let again = fx.ok(&[
+        "install", "greet", "--arch", "gfx90c", "--from", &url, "--prefix", &p,
+    ]);
+    assert!(
+        again.stderr.contains("already installed"),
+        "{}",
+        again.stderr
+    );
+    // Uninstall removes exactly the receipts' files: a user's file stays, with its directory.
+    std::fs::write(prefix.join("lib/mine.txt"), "user data").unwrap();
+    let err = fx.fails(&["uninstall", "greetdoc", "--prefix", &p]);
+    assert!(err.contains("greetdoc is needed by greet"), "{err}");
+    fx.ok(&["uninstall", "greet", "greetdoc", "--prefix", &p]);
+    assert_eq!(
+        listing(&prefix),
+        [
+            ".rocforge 40755 4096 ",
+            ".rocforge/receipts 40755 4096 ",
+            "lib 40755 4096 ",
+            "lib/mine.txt 100644 9 "
+        ]
+    );
+    let list = fx.ok(&["list", "--installed", "--prefix", &p]);
+    assert!(list.stdout.is_empty(), "{}", list.stdout);
+}
+
+#[test]
+fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let prefix = fx.root.join("prefix");
+    std::fs::create_dir_all(prefix.join("lib")).unwrap();
+    std::fs::write(prefix.join("lib/existing.so"), "keep me").unwrap();
+    let before = listing(&prefix);
+    let p = prefix.display().to_string();
+    let greet = tarballs(&dist)[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let mut snaps = Vec::new();
+    type Spoil<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, Spoil)> = vec![
+        (
+            "truncated",
+            Box::new(|d: &Path| {
+                let t = d.join(&greet);
+                let bytes = std::fs::read(&t).unwrap();
+                std::fs::write(&t, &bytes[..bytes.len() / 2]).unwrap();
+            }),
+        ),
+        (
+            "tampered",
+            Box::new(|d: &Path| {
+                // The file is changed and the index updated to match, but not re-signed.
+                let t = d.join(&greet);
+                let mut bytes = std::fs::read(&t).unwrap();
+                let n = bytes.len() / 2;
+                bytes[n] ^= 0xff;
+                std::fs::write(&t, &bytes).unwrap();
+                let sha = sha256_file(&t);
+                edit_index(d, |v| v["artifacts"][0]["sha256"] = sha.clone().into());
+            }),
+        ),
+        (
+            "expired",
+            Box::new(|d: &Path| {
+                edit_index(d, |v| v["expires"] = "2020-01-01T00:00:00Z".into());
+                resign(&fx, d);
+            }),
+        ),
+        (
+            "other_host",
+            Box::new(|d: &Path| {
+                edit_index(d, |v| {
+                    v["artifacts"][0]["url"] = format!("http://192.0.2.1/{greet}").into()
+                });
+                resign(&fx, d);
+            }),
+        ),
+        (
+            "unsigned",
+            Box::new(|d: &Path| {
+                std::fs::remove_file(d.join("index.json.minisig")).unwrap();
+            }),
+        ),
+    ];
+    for (name, spoil) in &cases {
+        let d = fx.root.join(format!("serve-{name}"));
+        copy_dir(&dist, &d);
+        spoil(&d);
+        let server = HttpServer::start(&d);
+        let url = server.url();
+        let o = fx.run(&[
+            "install", "greet", "--arch", "gfx90c", "--from", &url, "--prefix", &p,
+        ]);
+        assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
+        assert_eq!(listing(&prefix), before, "{name}: the prefix changed");
+        let staging: Vec<_> = std::fs::read_dir(&fx.root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".prefix"))
+            .collect();
+        assert!(staging.is_empty(), "{name}: staging left behind");
+        snaps.push(format!(
+            "--- {name}\n{}",
+            redact(&o.stderr, &fx, Some(server.port))
+        ));
+    }
+    insta::assert_snapshot!("install_refusals", snaps.join("\n"));
+}
+
+/// A tarball the test writes itself: the manifest (listing `listed`), then `entries`.
+fn evil_tarball(
+    dir: &Path,
+    name: &str,
+    listed: Vec<FileEntry>,
+    entries: &[(tar::Header, Vec<u8>)],
+) {
+    let m = Manifest {
+        schema: MANIFEST_SCHEMA.into(),
+        name: name.into(),
+        version: "1.0".into(),
+        release: "test-1.0".into(),
+        targets: vec!["gfx90c".into()],
+        key: format!("{:0>64}", hex::encode(name)),
+        depends: vec![],
+        license: None,
+        image: None,
+        runtime: "host".into(),
+        reproducible: false,
+        glibc_floor: None,
+        coverage: None,
+        source_date_epoch: 0,
+        installed_size: listed.iter().map(|f| f.size).sum(),
+        hash_input: serde_json::Value::Null,
+        files: listed,
+    };
+    let f = std::fs::File::create(dir.join(format!("{name}-1.0-gfx90c-00000000.tar.zst"))).unwrap();
+    let enc = zstd::stream::write::Encoder::new(f, 3).unwrap();
+    let mut b = tar::Builder::new(enc);
+    let json = serde_json::to_vec(&m).unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_size(json.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append_data(&mut h, MANIFEST_NAME, &json[..]).unwrap();
+    for (h, data) in entries {
+        b.append(h, &data[..]).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap();
+}
+
+/// A header with its name written raw (the tar crate refuses to write `..` or absolute names).
+fn raw(kind: tar::EntryType, name: &str, mode: u32, size: u64, link: Option<&str>) -> tar::Header {
+    let mut h = tar::Header::new_old();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_size(size);
+    {
+        let old = h.as_old_mut();
+        old.name = [0; 100];
+        old.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(l) = link {
+            old.linkname = [0; 100];
+            old.linkname[..l.len()].copy_from_slice(l.as_bytes());
+        }
+    }
+    h.set_cksum();
+    h
+}
+
+fn file(path: &str, data: &[u8]) -> FileEntry {
+    use sha2::Digest;
+    FileEntry {
+        path: path.into(),
+        kind: Kind::File,
+        size: data.len() as u64,
+        sha256: Some(hex::encode(sha2::Sha256::digest(data))),
+        executable: false,
+        target: None,
+    }
+}
+
+#[test]
+fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
+    let fx = fixture();
+    let good = b"good bytes".to_vec();
+    let ok_entry = (
+        raw(
+            tar::EntryType::Regular,
+            "lib/ok.txt",
+            0o644,
+            good.len() as u64,
+            None,
+        ),
+        good.clone(),
+    );
+    let lib = FileEntry {
+        path: "lib".into(),
+        kind: Kind::Dir,
+        size: 0,
+        sha256: None,
+        executable: false,
+        target: None,
+    };
+    let link = |p: &str, t: &str| FileEntry {
+        path: p.into(),
+        kind: Kind::Symlink,
+        size: 0,
+        sha256: None,
+        executable: false,
+        target: Some(t.into()),
+    };
+    type Case = (&'static str, Vec<FileEntry>, Vec<(tar::Header, Vec<u8>)>);
+    let cases: Vec<Case> = vec![
+        (
+            "absolute",
+            vec![file("lib/ok.txt", &good)],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(
+                        tar::EntryType::Regular,
+                        "/tmp/rocforge-evil",
+                        0o644,
+                        4,
+                        None,
+                    ),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+        (
+            "dotdot",
+            vec![file("lib/ok.txt", &good)],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Regular, "lib/../../evil", 0o644, 4, None),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+        (
+            "symlink_escape",
+            vec![file("lib/ok.txt", &good), link("lib/up", "../../..")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(
+                        tar::EntryType::Symlink,
+                        "lib/up",
+                        0o777,
+                        0,
+                        Some("../../.."),
+                    ),
+                    vec![],
+                ),
+            ],
+        ),
+        (
+            "symlink_escape_unlisted",
+            vec![file("lib/ok.txt", &good)],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(
+                        tar::EntryType::Symlink,
+                        "lib/up",
+                        0o777,
+                        0,
+                        Some("../../.."),
+                    ),
+                    vec![],
+                ),
+            ],
+        ),
+        (
+            "write_through_symlink",
+            vec![
+                lib.clone(),
+                link("lib/sub", "."),
+                file("lib/sub/evil", b"evil"),
+            ],
+            vec![
+                (
+                    raw(tar::EntryType::Directory, "lib/", 0o755, 0, None),
+                    vec![],
+                ),
+                (
+                    raw(tar::EntryType::Symlink, "lib/sub", 0o777, 0, Some(".")),
+                    vec![],
+                ),
+                (
+                    raw(tar::EntryType::Regular, "lib/sub/evil", 0o644, 4, None),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+        (
+            "hardlink_escape",
+            vec![file("lib/ok.txt", &good), file("lib/passwd", b"")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(
+                        tar::EntryType::Link,
+                        "lib/passwd",
+                        0o644,
+                        0,
+                        Some("../../../../etc/passwd"),
+                    ),
+                    vec![],
+                ),
+            ],
+        ),
+        (
+            "device",
+            vec![file("lib/ok.txt", &good), file("lib/null", b"")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Char, "lib/null", 0o666, 0, None),
+                    vec![],
+                ),
+            ],
+        ),
+        (
+            "setuid",
+            vec![file("lib/ok.txt", &good), file("lib/su", b"evil")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Regular, "lib/su", 0o4755, 4, None),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+        (
+            "size_lies",
+            vec![file("lib/ok.txt", &good), file("lib/big", b"tiny")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Regular, "lib/big", 0o644, 4096, None),
+                    vec![b'x'; 4096],
+                ),
+            ],
+        ),
+        (
+            "content_lies",
+            vec![file("lib/ok.txt", &good), file("lib/swapped", b"good")],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Regular, "lib/swapped", 0o644, 4, None),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+        (
+            "unlisted",
+            vec![file("lib/ok.txt", &good)],
+            vec![
+                ok_entry.clone(),
+                (
+                    raw(tar::EntryType::Regular, "lib/extra", 0o644, 4, None),
+                    b"evil".to_vec(),
+                ),
+            ],
+        ),
+    ];
+    let prefix = fx.root.join("prefix");
+    std::fs::create_dir_all(prefix.join("lib")).unwrap();
+    std::fs::write(prefix.join("lib/existing.so"), "keep me").unwrap();
+    let before = listing(&prefix);
+    let p = prefix.display().to_string();
+    let key = fx.key();
+    let mut snaps = Vec::new();
+    for (name, listed, entries) in cases {
+        let d = fx.root.join(format!("evil-{name}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let comp = format!("evil{}", name.replace('_', ""));
+        evil_tarball(&d, &comp, listed, &entries);
+        let dir = d.display().to_string();
+        fx.ok(&["index", &dir, "--key", &key]);
+        let o = fx.run(&[
+            "install", &comp, "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
+        ]);
+        assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
+        assert_eq!(listing(&prefix), before, "{name}: the prefix changed");
+        assert!(!Path::new("/tmp/rocforge-evil").exists());
+        snaps.push(format!("--- {name}\n{}", redact(&o.stderr, &fx, None)));
+    }
+    // Sanity: the same machinery installs a clean hand-made tarball.
+    let d = fx.root.join("clean");
+    std::fs::create_dir_all(&d).unwrap();
+    evil_tarball(
+        &d,
+        "clean",
+        vec![lib, file("lib/ok.txt", &good)],
+        &[
+            (
+                raw(tar::EntryType::Directory, "lib/", 0o755, 0, None),
+                vec![],
+            ),
+            ok_entry,
+        ],
+    );
+    let dir = d.display().to_string();
+    fx.ok(&["index", &dir, "--key", &key]);
+    fx.ok(&[
+        "install", "clean", "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
+    ]);
+    assert_eq!(std::fs::read(prefix.join("lib/ok.txt")).unwrap(), good);
+    insta::assert_snapshot!("malicious_tarballs", snaps.join("\n"));
+}

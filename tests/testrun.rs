@@ -1,0 +1,943 @@
+//! Tests on hardware without hardware: KFD sysfs trees written here for gfx90c, gfx902, gfx1151
+//! and a machine without a GPU node; a gtest-speaking client compiled here (cc) that passes,
+//! fails, skips, segfaults, hangs, reports hipErrorNoBinaryForGpu or a missing Tensile library,
+//! runs out of memory or logs an amdgpu reset; and a client whose shared library is missing
+//! (exit 127). Components reach the store through `rocforge build --runtime host` (copy builds).
+//! The report is opened in headless Chromium; its screenshot is kept under target/.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::manifest;
+use serde_json::Value;
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Whether a tool works here; in CI its absence is a failure, locally a skip.
+fn require(what: &str, ok: bool) -> bool {
+    if ok {
+        return true;
+    }
+    if ci() {
+        panic!("{what} is required in CI (.ci/setup-machine.sh installs it)");
+    }
+    eprintln!("skipping: {what} is not available here (run .ci/setup-machine.sh)");
+    false
+}
+
+fn cc_works() -> bool {
+    Command::new("cc")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn base_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
+    cmd.current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("HSA_XNACK")
+        .env_remove("HSA_OVERRIDE_GFX_VERSION")
+        .env("ROCFORGE_CACHE", dir.join("cache"))
+        .env("ROCFORGE_STORE", dir.join("store"))
+        .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))
+        .env("HOME", dir);
+    cmd
+}
+
+fn rf(dir: &Path, args: &[&str]) -> Out {
+    let out = base_cmd(dir, args).output().expect("run rocforge");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The machines: a KFD topology (and /proc, /dev, amdgpu parameters) per GPU, and one without.
+struct Node {
+    version: u32,
+    simds: u32,
+    simd_per_cu: u32,
+    device_id: u32,
+    wave: u32,
+    mem: u64,
+}
+
+fn write_machine(root: &Path, gpu: Option<Node>, noretry: Option<&str>, driver: Option<&str>) {
+    let topo = root.join("sys/class/kfd/kfd/topology/nodes");
+    std::fs::create_dir_all(topo.join("0/mem_banks/0")).unwrap();
+    std::fs::write(
+        topo.join("0/properties"),
+        "cpu_cores_count 8\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        topo.join("0/mem_banks/0/properties"),
+        "heap_type 0\nsize_in_bytes 16106127360\n",
+    )
+    .unwrap();
+    if let Some(n) = gpu {
+        std::fs::create_dir_all(topo.join("1/mem_banks/0")).unwrap();
+        std::fs::write(
+            topo.join("1/properties"),
+            format!(
+                "cpu_cores_count 0\nsimd_count {}\nmem_banks_count 1\ngfx_target_version {}\nsimd_per_cu {}\nwave_front_size {}\nvendor_id 4098\ndevice_id {}\ndrm_render_minor 128\n",
+                n.simds, n.version, n.simd_per_cu, n.wave, n.device_id
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            topo.join("1/mem_banks/0/properties"),
+            format!("heap_type 1\nsize_in_bytes {}\nwidth 64\n", n.mem),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("dev")).unwrap();
+        std::fs::write(root.join("dev/kfd"), "").unwrap();
+        std::fs::write(root.join("dev/kmsg"), "6,1,100,-;Linux version 6.1.0\n").unwrap();
+    }
+    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+    std::fs::write(root.join("proc/sys/kernel/osrelease"), "6.1.0-28-amd64\n").unwrap();
+    if let Some(nr) = noretry {
+        std::fs::create_dir_all(root.join("sys/module/amdgpu/parameters")).unwrap();
+        std::fs::write(
+            root.join("sys/module/amdgpu/parameters/noretry"),
+            format!("{nr}\n"),
+        )
+        .unwrap();
+    }
+    if let Some(v) = driver {
+        std::fs::create_dir_all(root.join("sys/module/amdgpu")).unwrap();
+        std::fs::write(root.join("sys/module/amdgpu/version"), format!("{v}\n")).unwrap();
+    }
+}
+
+fn machines(base: &Path) {
+    write_machine(
+        &base.join("m-gfx90c"),
+        Some(Node {
+            version: 90012,
+            simds: 32,
+            simd_per_cu: 4,
+            device_id: 0x1636,
+            wave: 64,
+            mem: 512 << 20,
+        }),
+        Some("1"),
+        None,
+    );
+    write_machine(
+        &base.join("m-gfx902"),
+        Some(Node {
+            version: 90002,
+            simds: 44,
+            simd_per_cu: 4,
+            device_id: 0x15dd,
+            wave: 64,
+            mem: 1 << 30,
+        }),
+        Some("0"),
+        Some("6.8.5"),
+    );
+    write_machine(
+        &base.join("m-gfx1151"),
+        Some(Node {
+            version: 110501,
+            simds: 80,
+            simd_per_cu: 2,
+            device_id: 0x1586,
+            wave: 32,
+            mem: 96 << 30,
+        }),
+        None,
+        None,
+    );
+    write_machine(&base.join("m-none"), None, None, None);
+}
+
+const MIXED: &str = "Mixed.pass1 pass
+Mixed.fail1 fail
+Mixed.skip1 skip
+Mixed.segv segv
+Mixed.hang hang
+Mixed.nobinary nobinary
+Mixed.tensile tensile
+Mixed.oom oom
+Mixed.reset reset
+Mixed.after_crash pass
+Mixed.after_hang pass
+Mixed.last pass
+";
+
+struct Fixture {
+    dir: PathBuf,
+}
+
+/// Runs of `mixed` log an amdgpu reset to the one recorded kernel log: they take turns, so no
+/// run reads another's reset.
+static KMSG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn kmsg_turn() -> std::sync::MutexGuard<'static, ()> {
+    KMSG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Fixture {
+    fn root(&self, m: &str) -> String {
+        self.dir.join(m).display().to_string()
+    }
+}
+
+fn recipe(
+    name: &str,
+    client: &str,
+    shards: u32,
+    timeout: &str,
+    tests: &Path,
+    kmsg: &Path,
+) -> String {
+    format!(
+        "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"fake test client\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/{name}\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n\n[test]\nclient = \"bin/{client}\"\nshards = {shards}\ntimeout = \"{timeout}\"\nenv = {{ FAKE_TESTS = \"{}\", FAKE_KMSG = \"{}\" }}\n",
+        tests.display(),
+        kmsg.display()
+    )
+}
+
+/// The catalog, the clients and the store, built once for every test here. None when cc is
+/// missing (and not in CI).
+fn fixture() -> Option<&'static Fixture> {
+    static F: OnceLock<Option<Fixture>> = OnceLock::new();
+    F.get_or_init(|| {
+        if !require("a C compiler (cc)", cc_works()) {
+            return None;
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("testrun-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Fixtures of earlier runs whose process is gone.
+        for e in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("testrun-").and_then(|p| p.parse::<u32>().ok())
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+        machines(&dir);
+        let rel = dir.join("recipes/hw-1.0");
+        std::fs::create_dir_all(&rel).unwrap();
+        std::fs::copy(manifest().join("recipes/arches.toml"), dir.join("recipes/arches.toml")).unwrap();
+        std::fs::write(
+            rel.join("release.toml"),
+            "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+        )
+        .unwrap();
+        // The gtest client, and a client linked against a library that is not installed.
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let cc = |args: &[&str]| {
+            let o = Command::new("cc").args(args).output().unwrap();
+            assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        let fake = bin.join("fakegtest");
+        cc(&["-O1", "-o", fake.to_str().unwrap(), manifest().join("tests/fixtures/testrun/fakegtest.c").to_str().unwrap()]);
+        std::fs::write(bin.join("gone.c"), "int gone(void) { return 0; }\n").unwrap();
+        std::fs::write(bin.join("missing.c"), "int gone(void);\nint main(void) { return gone(); }\n").unwrap();
+        cc(&["-shared", "-fPIC", "-o", bin.join("libgone.so").to_str().unwrap(), bin.join("gone.c").to_str().unwrap()]);
+        cc(&["-o", bin.join("missing-test").to_str().unwrap(), bin.join("missing.c").to_str().unwrap(), "-L", bin.to_str().unwrap(), "-lgone"]);
+        let kmsg = dir.join("m-gfx90c/dev/kmsg");
+        let lists = dir.join("lists");
+        std::fs::create_dir_all(&lists).unwrap();
+        let passing: String = (0..6).map(|i| format!("Pass.t{i} pass\n")).collect();
+        let slow: String = (0..20).map(|i| format!("Slow.t{i:02} slow\n")).collect();
+        for (name, client, shards, timeout, list) in [
+            ("passing", "fakegtest", 3, "5s", passing.as_str()),
+            ("mixed", "fakegtest", 2, "2s", MIXED),
+            ("slow", "fakegtest", 1, "10s", slow.as_str()),
+            ("missing", "missing-test", 1, "5s", "Never.runs pass\n"),
+        ] {
+            let src = rel.join("src").join(name);
+            std::fs::create_dir_all(&src).unwrap();
+            std::fs::copy(bin.join(client), src.join(client)).unwrap();
+            let l = lists.join(format!("{name}.txt"));
+            std::fs::write(&l, list).unwrap();
+            std::fs::write(rel.join(format!("{name}.toml")), recipe(name, client, shards, timeout, &l, &kmsg)).unwrap();
+        }
+        for arch in ["gfx90c", "gfx900", "gfx902"] {
+            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "missing", "--arch", arch, "--runtime", "host"]);
+            assert_eq!(o.code, 0, "build for {arch}:\n{}\n{}", o.stdout, o.stderr);
+        }
+        Some(Fixture { dir })
+    })
+    .as_ref()
+}
+
+fn test_run(f: &Fixture, args: &[&str]) -> Out {
+    let mut full = vec!["--recipes", "recipes", "--quiet", "test"];
+    full.extend_from_slice(args);
+    rf(&f.dir, &full)
+}
+
+fn results(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path.join("results.json")).unwrap()).unwrap()
+}
+
+fn by_name<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no test {name} in {v:#}"))
+}
+
+// ---------------------------------------------------------------- detect
+
+fn detect_text(base: &Path, machine: &str, json: bool) -> (i32, String) {
+    let root = base.join(machine);
+    let mut args = vec!["detect", "--sysfs-root", root.to_str().unwrap()];
+    if json {
+        args.extend(["--format", "json"]);
+    }
+    let o = rf(base, &args);
+    (o.code, o.stdout.replace(root.to_str().unwrap(), "[ROOT]"))
+}
+
+#[test]
+fn detect_reads_recorded_machines() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("no-user-config.toml"), "").unwrap();
+    machines(tmp.path());
+    for m in ["m-gfx90c", "m-gfx902", "m-gfx1151", "m-none"] {
+        let (code, text) = detect_text(tmp.path(), m, false);
+        assert_eq!(code, if m == "m-none" { 1 } else { 0 }, "{text}");
+        insta::assert_snapshot!(format!("detect_{m}"), text);
+        let (_, json) = detect_text(tmp.path(), m, true);
+        insta::assert_snapshot!(format!("detect_{m}_json"), json);
+    }
+    // HSA_XNACK=1 with retry enabled (noretry=0) turns xnack on.
+    let root = tmp.path().join("m-gfx902");
+    let o = base_cmd(
+        tmp.path(),
+        &["detect", "--sysfs-root", root.to_str().unwrap()],
+    )
+    .env("HSA_XNACK", "1")
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("gfx902:xnack+"), "{text}");
+}
+
+// ---------------------------------------------------------------- test
+
+#[test]
+fn shards_run_with_gtest_variables() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-passing");
+    let started = Instant::now();
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "laptop-a",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let v = results(&out);
+    assert_eq!(v["summary"]["passed"], 6);
+    assert_eq!(v["spoofed"], false);
+    assert_eq!(v["shards"].as_array().unwrap().len(), 3);
+    // gtest's rule: test i runs in shard i % 3.
+    for i in 0..6 {
+        assert_eq!(by_name(&v, &format!("Pass.t{i}"))["shard"], i % 3);
+    }
+    for s in 0..3 {
+        let log =
+            std::fs::read_to_string(out.join(format!("logs/shard-{s}.attempt-1.log"))).unwrap();
+        assert_eq!(log.matches("[ RUN      ]").count(), 2, "{log}");
+    }
+    assert_eq!(v["xml_check"]["agree"], 6);
+    assert!(
+        v["environment"]["LD_LIBRARY_PATH"]
+            .as_str()
+            .unwrap()
+            .contains("prefix/lib")
+    );
+    assert!(
+        v["environment"]["ROCM_PATH"]
+            .as_str()
+            .unwrap()
+            .ends_with("prefix")
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<testcase classname=\"Pass\" name=\"t0\""),
+        "{junit}"
+    );
+    assert!(o.stdout.contains("6 tests: 6 passed"), "{}", o.stdout);
+}
+
+#[test]
+fn hangs_and_crashes_restart_the_shard_and_every_failure_is_classified() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-mixed");
+    let turn = kmsg_turn();
+    let o = test_run(
+        f,
+        &[
+            "mixed",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "laptop-a",
+        ],
+    );
+    drop(turn);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    let expect = [
+        ("Mixed.pass1", "passed", None),
+        ("Mixed.fail1", "failed", Some("assertion")),
+        ("Mixed.skip1", "skipped", Some("skipped")),
+        ("Mixed.segv", "crashed", Some("crash")),
+        ("Mixed.hang", "hung", Some("hang")),
+        ("Mixed.nobinary", "failed", Some("no-code-object")),
+        ("Mixed.tensile", "failed", Some("no-code-object")),
+        ("Mixed.oom", "failed", Some("out-of-memory")),
+        ("Mixed.reset", "hung", Some("gpu-reset")),
+        ("Mixed.after_crash", "passed", None),
+        ("Mixed.after_hang", "passed", None),
+        ("Mixed.last", "passed", None),
+    ];
+    assert_eq!(
+        v["tests"].as_array().unwrap().len(),
+        expect.len(),
+        "{:#}",
+        v["tests"]
+    );
+    for (name, outcome, class) in expect {
+        let t = by_name(&v, name);
+        assert_eq!(t["outcome"], outcome, "{name}: {t:#}");
+        assert_eq!(t["class"].as_str(), class, "{name}: {t:#}");
+    }
+    // Excerpts prove the class.
+    assert!(
+        by_name(&v, "Mixed.nobinary")["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("hipErrorNoBinaryForGpu")
+    );
+    assert!(
+        by_name(&v, "Mixed.tensile")["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("TensileLibrary.dat")
+    );
+    assert!(
+        by_name(&v, "Mixed.fail1")["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("Expected equality")
+    );
+    assert!(
+        by_name(&v, "Mixed.segv")["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("SIGSEGV")
+    );
+    assert!(
+        by_name(&v, "Mixed.reset")["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("GPU reset begin")
+    );
+    // The per-shard timeout (2 s without progress) killed the hung tests, not much later.
+    for name in ["Mixed.hang", "Mixed.reset"] {
+        let ms = by_name(&v, name)["duration_ms"].as_u64().unwrap();
+        assert!((1900..5000).contains(&ms), "{name} took {ms} ms");
+    }
+    // Shard 0 restarted twice (hang, reset), shard 1 once (segv); restarts left out what had run.
+    let shards = v["shards"].as_array().unwrap();
+    assert_eq!(shards[0]["attempts"], 3, "{shards:?}");
+    assert_eq!(shards[1]["attempts"], 2, "{shards:?}");
+    let restart = std::fs::read_to_string(out.join("logs/shard-0.attempt-2.log")).unwrap();
+    assert!(!restart.contains("[ RUN      ] Mixed.hang"), "{restart}");
+    assert!(restart.contains("[ RUN      ] Mixed.tensile"), "{restart}");
+    assert!(
+        !restart.contains("[ RUN      ] Mixed.fail1"),
+        "a restart must stay in its shard: {restart}"
+    );
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    assert_eq!(
+        journal
+            .lines()
+            .filter(|l| l.contains("\"type\":\"test\""))
+            .count(),
+        12
+    );
+    assert_eq!(v["classes"]["no-code-object"], 2);
+    assert_eq!(v["kernel_log"], "read");
+}
+
+#[test]
+fn missing_library_is_exit_127() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-missing");
+    let o = test_run(
+        f,
+        &[
+            "missing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    let t = &v["tests"][0];
+    assert_eq!(t["class"], "missing-library", "{t:#}");
+    assert!(
+        t["excerpt"].as_str().unwrap().contains("libgone.so"),
+        "{t:#}"
+    );
+    assert_eq!(v["shards"][0]["exit_code"], 127);
+}
+
+#[test]
+fn resume_after_the_runner_is_killed() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-slow");
+    let root = f.root("m-gfx90c");
+    let args = [
+        "--recipes",
+        "recipes",
+        "--quiet",
+        "test",
+        "slow",
+        "--arch",
+        "gfx90c",
+        "--sysfs-root",
+        &root,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut child = base_cmd(&f.dir, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.jsonl");
+    let start = Instant::now();
+    loop {
+        let n =
+            std::fs::read_to_string(&journal).map_or(0, |j| j.matches("\"type\":\"test\"").count());
+        if n >= 5 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no progress in the journal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(&journal)
+        .unwrap()
+        .matches("\"type\":\"test\"")
+        .count();
+    assert!(before < 20);
+    // Starting over is refused while the journal holds an unfinished run.
+    let o = rf(&f.dir, &args);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("unfinished run") && o.stderr.contains("--resume"),
+        "{}",
+        o.stderr
+    );
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let o = rf(&f.dir, &resumed);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    assert_eq!(v["summary"]["passed"], 20, "{:#}", v["summary"]);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    for i in 0..20 {
+        let name = format!("\"name\":\"Slow.t{i:02}\"");
+        assert_eq!(
+            text.matches(&name).count(),
+            1,
+            "Slow.t{i:02} journaled once:\n{text}"
+        );
+    }
+    // The resumed run did not run the journaled tests again.
+    let log = std::fs::read_to_string(out.join("logs/shard-0.attempt-2.log")).unwrap();
+    assert!(!log.contains("[ RUN      ] Slow.t00"), "{log}");
+}
+
+#[test]
+fn target_mismatch_spoof_and_missing_artifacts() {
+    let Some(f) = fixture() else { return };
+    // A gfx90c artifact on a machine whose KFD reports gfx902 (old kernels report Renoir so).
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx902"),
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .contains("this machine's GPU is gfx902, not gfx90c"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("--spoof"), "{}", o.stderr);
+    // No GPU at all.
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-none"),
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("no GPU found") && o.stderr.contains("render"),
+        "{}",
+        o.stderr
+    );
+    // Not built for gfx1151.
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx1151",
+            "--sysfs-root",
+            &f.root("m-gfx1151"),
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("rocforge build passing --arch gfx1151"),
+        "{}",
+        o.stderr
+    );
+    // --spoof of the wrong target names the right one.
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx902",
+            "--spoof",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("--arch gfx900 --spoof"), "{}", o.stderr);
+    // The gfx900 artifact on the gfx90c under HSA_OVERRIDE_GFX_VERSION=9.0.0.
+    let out = f.dir.join("r-spoofed");
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx900",
+            "--spoof",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "laptop-a",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    assert_eq!(v["spoofed"], true);
+    assert_eq!(v["hsa_override"], "9.0.0");
+    assert_eq!(v["environment"]["HSA_OVERRIDE_GFX_VERSION"], "9.0.0");
+    assert_eq!(v["device"]["target"], "gfx90c");
+    assert_eq!(v["arch"], "gfx900");
+}
+
+// ---------------------------------------------------------------- report
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser"].iter().find_map(|c| {
+        Command::new(c)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()
+            .filter(|s| s.success())
+            .map(|_| PathBuf::from(c))
+    })
+}
+
+/// Runs headless Chromium with a deadline (a stuck browser must not stall the suite).
+fn headless(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> String {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut s).ok();
+        s
+    });
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(90) {
+            child.kill().ok();
+            panic!("chromium did not finish in 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
+}
+
+/// Rows of the table with this id, as lists of cell texts.
+fn table_rows(dom: &str, id: &str) -> Vec<Vec<String>> {
+    let start = dom
+        .find(&format!("<table id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let end = start + dom[start..].find("</table>").unwrap();
+    dom[start..end]
+        .split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|c| {
+                    let c = &c[c.find('>').unwrap() + 1..];
+                    let c = &c[..c.find("</td>").unwrap_or(c.len())];
+                    let mut text = String::new();
+                    let mut tag = false;
+                    for ch in c.chars() {
+                        match ch {
+                            '<' => tag = true,
+                            '>' => tag = false,
+                            _ if !tag => text.push(ch),
+                            _ => {}
+                        }
+                    }
+                    text.replace("&amp;", "&")
+                })
+                .collect()
+        })
+        .filter(|r: &Vec<String>| !r.is_empty())
+        .collect()
+}
+
+#[test]
+fn report_from_two_machines_in_headless_chromium() {
+    let Some(f) = fixture() else { return };
+    // Machine A (gfx90c): the mixed suite, passing natively and spoofed as gfx900.
+    // Machine B (gfx902): passing natively.
+    let runs = [
+        (
+            "ra-mixed",
+            vec!["mixed", "--arch", "gfx90c"],
+            "m-gfx90c",
+            "laptop-a",
+        ),
+        (
+            "ra-native",
+            vec!["passing", "--arch", "gfx90c"],
+            "m-gfx90c",
+            "laptop-a",
+        ),
+        (
+            "ra-spoofed",
+            vec!["passing", "--arch", "gfx900", "--spoof"],
+            "m-gfx90c",
+            "laptop-a",
+        ),
+        (
+            "rb-native",
+            vec!["passing", "--arch", "gfx902"],
+            "m-gfx902",
+            "laptop-b",
+        ),
+    ];
+    let mut bundles = Vec::new();
+    for (dir, args, machine, name) in &runs {
+        let out = f.dir.join(dir);
+        let root = f.root(machine);
+        let mut a = args.clone();
+        a.extend([
+            "--sysfs-root",
+            &root,
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            name,
+        ]);
+        let turn = kmsg_turn();
+        let o = test_run(f, &a);
+        drop(turn);
+        assert!(
+            o.code == 0 || *dir == "ra-mixed",
+            "{dir}: {}\n{}",
+            o.stdout,
+            o.stderr
+        );
+        bundles.push(out.join("results.json").display().to_string());
+    }
+    let report = f.dir.join("report");
+    let mut args = vec!["report", "--out", report.to_str().unwrap()];
+    args.extend(bundles.iter().map(String::as_str));
+    let o = rf(&f.dir, &args);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    // Self-contained: nothing fetched from elsewhere.
+    for bad in ["<script src", "<link", "http://", "https://", "<img"] {
+        assert!(!html.contains(bad), "report.html contains {bad}");
+    }
+    assert!(html.contains("<svg id=\"classes-chart\""));
+    for text in [&html, &md] {
+        assert!(
+            text.contains("These results come only from the 2 machine(s) listed"),
+            "{text}"
+        );
+        assert!(text.contains("recorded sysfs tree"), "{text}");
+        assert!(
+            text.contains("None of these results was produced on real GPU hardware"),
+            "{text}"
+        );
+    }
+    assert!(md.contains("| passing | gfx900 | gfx90c (Radeon Vega (Renoir, Lucienne, Cezanne, Barcelo APUs)) | laptop-a | spoofed | 6 | 0 | 0 | 0 | 6 |"), "{md}");
+
+    let Some(browser) = chromium() else {
+        require("chromium (Debian package chromium)", false);
+        return;
+    };
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("testrun-report.png");
+    let _ = std::fs::remove_file(&shot);
+    let url = format!("file://{}", report.join("report.html").display());
+    let profile = f.dir.join("chromium-profile");
+    headless(
+        &browser,
+        &profile,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+    let dom = headless(&browser, &profile, &["--dump-dom"], &url);
+    let matrix = table_rows(&dom, "matrix");
+    let find = |c: &str, t: &str, m: &str, mode: &str| -> Vec<String> {
+        matrix
+            .iter()
+            .find(|r| r[0] == c && r[1] == t && r[3] == m && r[4] == mode)
+            .unwrap_or_else(|| panic!("no row {c} {t} {m} {mode} in {matrix:?}"))
+            .clone()
+    };
+    assert_eq!(matrix.len(), 4, "{matrix:?}");
+    // pass, fail, skip, hung/crashed, total
+    assert_eq!(
+        find("mixed", "gfx90c", "laptop-a", "native")[5..],
+        ["4", "7", "1", "3", "12"]
+    );
+    assert_eq!(
+        find("passing", "gfx90c", "laptop-a", "native")[5..],
+        ["6", "0", "0", "0", "6"]
+    );
+    assert_eq!(
+        find("passing", "gfx900", "laptop-a", "spoofed")[5..],
+        ["6", "0", "0", "0", "6"]
+    );
+    assert!(find("passing", "gfx902", "laptop-b", "native")[2].starts_with("gfx902"));
+    let cmp = table_rows(&dom, "comparison");
+    assert_eq!(cmp.len(), 1, "{cmp:?}");
+    assert_eq!(cmp[0][3], "gfx90c");
+    assert!(
+        cmp[0][5].starts_with("gfx900 (HSA_OVERRIDE_GFX_VERSION=9.0.0)"),
+        "{cmp:?}"
+    );
+    let machines = table_rows(&dom, "machines");
+    assert_eq!(
+        machines.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(),
+        ["laptop-a", "laptop-b"]
+    );
+    assert!(dom.contains("Mixed.nobinary") && dom.contains("hipErrorNoBinaryForGpu"));
+    eprintln!("screenshot: {}", shot.display());
+}
