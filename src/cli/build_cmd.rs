@@ -419,6 +419,49 @@ pub fn doctor(
             jobs::cores()
         ),
     ));
+    // GPU checks: builds need no GPU, so these inform; `rocforge test` needs a matching one.
+    let gpu = rocforge::testrun::detect::detect(
+        std::path::Path::new("/"),
+        &catalog.arches,
+        std::env::var("HSA_XNACK").ok(),
+    );
+    let mut notes: Vec<(String, String)> = Vec::new();
+    if gpu.devices.is_empty() {
+        notes.push((
+            "GPU".into(),
+            format!(
+                "none found ({}); builds need none, `rocforge test` does",
+                gpu.why_none.join("; ")
+            ),
+        ));
+    }
+    for d in &gpu.devices {
+        let id =
+            d.target_id.clone().or(d.target.clone()).unwrap_or_else(|| {
+                format!("unknown (gfx_target_version {})", d.gfx_target_version)
+            });
+        let wanted = plan
+            .targets
+            .iter()
+            .any(|t| Some(&t.arch) == d.target.as_ref());
+        notes.push((
+            format!("GPU node {}", d.node),
+            format!(
+                "{id}, {} CUs, {} memory{}{}",
+                d.compute_units,
+                d.memory,
+                if wanted {
+                    ", matches --arch"
+                } else {
+                    ", not among the planned targets"
+                },
+                d.nearest
+                    .as_ref()
+                    .map(|n| format!("; nearest supported {n}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
     let ok = checks.iter().all(|c| c.1);
     if g.format == Format::Json {
         let items: Vec<_> = checks
@@ -428,7 +471,7 @@ pub fn doctor(
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.doctor/1", "ok": ok, "checks": items})
+                &json!({"schema": "rocforge.doctor/1", "ok": ok, "checks": items, "notes": notes.iter().map(|(n, d)| json!({"check": n, "detail": d})).collect::<Vec<_>>(), "gpu": gpu})
             )
             .unwrap_or_default()
         );
@@ -438,6 +481,9 @@ pub fn doctor(
                 "{} {name:<18} {detail}",
                 if *good { "ok  " } else { "FAIL" }
             );
+        }
+        for (name, detail) in &notes {
+            println!("note {name:<18} {detail}");
         }
     }
     Ok(if ok {
