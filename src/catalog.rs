@@ -320,14 +320,42 @@ impl Catalog {
         self.recipes.get(name)
     }
 
+    /// Component names for a list of components and bundles, in order, without repeats.
+    pub fn expand(&self, names: &[String]) -> Result<Vec<String>, Diagnostic> {
+        let mut out: Vec<String> = Vec::new();
+        for n in names {
+            let members: Vec<String> = if self.recipes.contains_key(n) {
+                vec![n.clone()]
+            } else if let Some(b) = self.release.bundles.get(n) {
+                b.iter().map(|m| m.value.clone()).collect()
+            } else {
+                return Err(self.unknown_component(n));
+            };
+            for m in members {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     pub fn unknown_component(&self, name: &str) -> Diagnostic {
         Diagnostic::new(format!(
             "no component \"{name}\" in release line {}",
             self.release.name
         ))
         .hint(
-            did_you_mean(name, self.recipes.keys().map(String::as_str))
-                .unwrap_or_else(|| "`rocforge list` shows the components of this line".into()),
+            did_you_mean(
+                name,
+                self.recipes
+                    .keys()
+                    .chain(self.release.bundles.keys())
+                    .map(String::as_str),
+            )
+            .unwrap_or_else(|| {
+                "`rocforge list` shows the components and bundles of this line".into()
+            }),
         )
     }
 }
@@ -384,6 +412,9 @@ fn load_line(
         recipes.insert(r.name.value.clone(), r);
     }
     check_dependencies(&recipes, &failed, d);
+    if let Some(rel) = &release {
+        check_bundles(rel, &recipes, &failed, d);
+    }
     let patch_digests = check_patches(&root, name, &recipes, d);
     let Some(release) = release else {
         return Ok(None);
@@ -395,6 +426,50 @@ fn load_line(
         recipes,
         patch_digests,
     }))
+}
+
+/// Every bundle names components of the line, and no bundle shadows a component.
+fn check_bundles(
+    release: &Release,
+    recipes: &BTreeMap<String, Recipe>,
+    failed: &[(Arc<SourceFile>, recipe::Outline)],
+    d: &mut Diagnostics,
+) {
+    let known = |n: &str| {
+        recipes.contains_key(n)
+            || failed
+                .iter()
+                .any(|(_, o)| o.stem == n || o.name.as_ref().is_some_and(|x| x.value == n))
+    };
+    for (name, members) in &release.bundles {
+        if recipes.contains_key(name) {
+            d.push(
+                Diagnostic::new(format!("bundle \"{name}\" has the name of a component"))
+                    .at(
+                        &release.file,
+                        release.bundle_spans[name].clone(),
+                        "also a component",
+                    )
+                    .hint("give the bundle another name"),
+            );
+        }
+        for m in members {
+            if !known(m) {
+                d.push(
+                    Diagnostic::new(format!(
+                        "bundle \"{name}\" names unknown component \"{}\"",
+                        m.value
+                    ))
+                    .at(
+                        &release.file,
+                        m.span.clone(),
+                        "no recipe with this name in the release line",
+                    )
+                    .maybe_hint(did_you_mean(m, recipes.keys().map(String::as_str))),
+                );
+            }
+        }
+    }
 }
 
 /// `failed` holds recipes that did not pass their own checks (already reported): their names

@@ -502,3 +502,29 @@ fn help_teaches() {
         "{p}"
     );
 }
+
+#[test]
+fn bundles_expand_to_their_components() {
+    let v: Value = serde_json::from_str(&ok(
+        &manifest(),
+        &["plan", "rocm-math", "--arch", "gfx90c", "--format", "json"],
+    ))
+    .unwrap();
+    let requested: Vec<&str> = v["requested"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        requested.contains(&"rocblas") && requested.contains(&"hipfft"),
+        "{requested:?}"
+    );
+    assert!(!requested.contains(&"miopen"));
+    let o = rocforge(&manifest(), &["plan", "rocm-mat", "--arch", "gfx90c"]);
+    assert!(
+        o.stderr.contains("did you mean \"rocm-math\""),
+        "{}",
+        o.stderr
+    );
+}

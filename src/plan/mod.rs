@@ -114,17 +114,11 @@ impl Plan {
 
 /// Computes the plan. Errors are diagnostics about the request (unknown component).
 pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<Plan, Diagnostic> {
+    let expanded = catalog.expand(&req.components)?;
     let roots: Vec<&str> = if req.components.is_empty() {
         catalog.recipes.keys().map(String::as_str).collect()
     } else {
-        let mut v = Vec::new();
-        for c in &req.components {
-            if !catalog.recipes.contains_key(c) {
-                return Err(catalog.unknown_component(c));
-            }
-            v.push(c.as_str());
-        }
-        v
+        expanded.iter().map(String::as_str).collect()
     };
     let order = closure_in_order(catalog, &roots);
     let image = image_ref(catalog, &req.lock, store);

@@ -1,5 +1,6 @@
 //! `recipes/<release>/release.toml`: what a release line shares (builder image, prefix, targets).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::arch::{ArchTable, TargetId, check_target_in_file, normalize};
@@ -19,6 +20,10 @@ pub struct Release {
     pub prefix: String,
     /// Targets used when `--arch` is not given.
     pub arches: Vec<TargetId>,
+    /// Named groups of components (`rocm-math`, `pytorch`), usable wherever a component is.
+    pub bundles: BTreeMap<String, Vec<Sp<String>>>,
+    /// Where each bundle's name is written, for messages.
+    pub bundle_spans: BTreeMap<String, std::ops::Range<usize>>,
     pub file: Arc<SourceFile>,
 }
 
@@ -49,6 +54,25 @@ pub fn parse(
         "add the install prefix, e.g. prefix = \"/opt/rocm\"",
     );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
+    let mut bundles = BTreeMap::new();
+    let mut bundle_spans = BTreeMap::new();
+    if let Some(mut t) = r.opt_table("bundles", d) {
+        for (k, v) in t.rest() {
+            let name = k.get_ref().to_string();
+            if !crate::recipe::is_component_name(&name) {
+                d.push(
+                    Diagnostic::new(format!("invalid bundle name \"{name}\""))
+                        .at(file, k.span(), "not a plain name")
+                        .hint("bundle names use lowercase letters, digits, '-', '_' and '.'"),
+                );
+                continue;
+            }
+            if let Some(list) = reader::read_str_list(file, &format!("bundles.{name}"), v, d) {
+                bundle_spans.insert(name.clone(), k.span());
+                bundles.insert(name, list);
+            }
+        }
+    }
     r.finish(d);
 
     if let Some(n) = &name
@@ -133,6 +157,8 @@ pub fn parse(
         image: image?.value,
         prefix: prefix?.value,
         arches: targets,
+        bundles,
+        bundle_spans,
         file: file.clone(),
     })
 }
