@@ -2,9 +2,10 @@
 //!
 //! Entries are sorted by path, owned by 0:0 with empty user and group names, dated
 //! SOURCE_DATE_EPOCH, with modes normalized to 0755/0644 (the execute bit is what matters) and
-//! symlinks kept as symlinks. The manifest comes first. zstd runs with a fixed number of workers
-//! (its multi-threaded output depends on parameters, not on timing or on the core count), gzip
-//! with a zero header time: the same tree gives the same bytes on any machine.
+//! symlinks kept as symlinks. The manifest comes first. zstd runs multi-threaded, one worker per
+//! core (with one or more workers zstd cuts the input into jobs by size alone, so the output is
+//! the same whatever the worker count: checked with zstd -T1/-T2/-T4), gzip with a zero header
+//! time: the same tree gives the same bytes on any machine.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
@@ -20,9 +21,11 @@ use super::manifest::{FileEntry, Kind, MANIFEST_NAME, Manifest};
 
 /// zstd level: slow to compress once, fast to decompress many times.
 pub const ZSTD_LEVEL: i32 = 19;
-/// zstd workers. Fixed, never the core count: with workers ≥ 1 zstd cuts the input into jobs by
-/// size alone, so the output is the same on every machine.
-pub const ZSTD_WORKERS: u32 = 4;
+/// zstd workers: one per core, at least one (never zero, which is single-threaded mode and
+/// frames the output differently).
+pub fn zstd_workers() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(16) as u32)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Compression {
@@ -375,7 +378,7 @@ pub fn write_tarball(
     let sink = match compression {
         Compression::Zst => {
             let mut enc = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL).map_err(io_out)?;
-            enc.multithread(ZSTD_WORKERS).map_err(io_out)?;
+            enc.multithread(zstd_workers()).map_err(io_out)?;
             enc.include_checksum(true).map_err(io_out)?;
             let enc = write_tar(tree, manifest, enc)?;
             enc.finish().map_err(io_out)?
