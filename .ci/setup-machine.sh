@@ -24,6 +24,8 @@ packages=(
     docker.io debootstrap
     # an OCI registry on 127.0.0.1 for image digests, publishing and the build cache
     docker-registry
+    # the wheel index test: pip install into a venv from 127.0.0.1
+    python3-venv python3-pip
     # HIP: Debian's hipcc pulls clang-15, lld-15, rocm-device-libs, libamdhip64-dev;
     # llvm-15 has llvm-objcopy-15, clang-tools-15 has clang-offload-bundler-15.
     hipcc llvm-15 clang-tools-15
@@ -33,6 +35,8 @@ packages=(
     g++
     # headless browser for the hardware-report test (tests/testrun.rs)
     chromium
+    # Nix (nix-instantiate --parse / --eval without a daemon) for tests/nix.rs
+    nix-bin
 )
 
 missing_packages() {

@@ -1,7 +1,10 @@
-//! Just enough of the OCI distribution API to pin an image tag to its manifest digest.
+//! Just enough of the OCI distribution API to pin an image tag to its manifest digest, and to
+//! push and pull artifacts (blobs, image manifests, tags) for publishing and the build cache.
 
 use reqwest::blocking::Client;
-use reqwest::header::{ACCEPT, AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageName {
@@ -28,6 +31,8 @@ pub enum OciError {
     },
     #[error("registry {registry} gave no digest for {reference}")]
     NoDigest { registry: String, reference: String },
+    #[error("{reference}: {message}")]
+    Invalid { reference: String, message: String },
 }
 
 impl OciError {
@@ -37,6 +42,8 @@ impl OciError {
             OciError::Unreachable { .. } => {
                 "check the network; without registry access run `rocforge lock --skip-images` to pin sources only".into()
             }
+            OciError::Status { status: 401 | 403, .. } => "the registry refused the credentials: set ROCFORGE_REGISTRY_USER and ROCFORGE_REGISTRY_PASSWORD (a token with push rights to publish)".into(),
+            OciError::Invalid { .. } => "the registry returned something else than what was asked for: do not use it; push the entry again".into(),
             OciError::Status { status: 404, .. } => "the image or tag does not exist (yet): publish it, or build it locally with `rocforge image build`".into(),
             OciError::Status { .. } | OciError::NoDigest { .. } => "check the image reference and your registry credentials".into(),
         }
@@ -63,14 +70,19 @@ impl ImageName {
 
     /// Loopback registries speak plain HTTP (as test and local registries do); others HTTPS.
     pub fn base_url(&self) -> String {
-        let host = self.registry.split(':').next().unwrap_or("");
-        let scheme = if host == "localhost" || host.starts_with("127.") {
-            "http"
-        } else {
-            "https"
-        };
-        format!("{scheme}://{}", self.registry)
+        registry_url(&self.registry)
     }
+}
+
+/// `http://` for loopback registries (as test and local registries are), `https://` otherwise.
+pub fn registry_url(registry: &str) -> String {
+    let host = registry.split(':').next().unwrap_or("");
+    let scheme = if host == "localhost" || host.starts_with("127.") {
+        "http"
+    } else {
+        "https"
+    };
+    format!("{scheme}://{registry}")
 }
 
 const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
@@ -150,6 +162,470 @@ fn anonymous_token(client: &Client, challenge: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Pushing and pulling artifacts: blobs, image manifests, tags (`oci://REGISTRY/REPO`).
+
+pub const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// Credentials for registries that want them (a token with push rights to publish).
+pub const USER_ENV: &str = "ROCFORGE_REGISTRY_USER";
+pub const PASSWORD_ENV: &str = "ROCFORGE_REGISTRY_PASSWORD";
+
+/// A content descriptor (OCI image spec).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// An OCI image manifest (also the shape ORAS artifacts take).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageManifest {
+    pub schema_version: u32,
+    pub media_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// `sha256:<hex>` of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!(
+        "sha256:{}",
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
+    )
+}
+
+/// A repository on a registry: `oci://REGISTRY/REPO` (or `REGISTRY/REPO`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    pub registry: String,
+    pub repository: String,
+}
+
+impl Repository {
+    pub fn parse(url: &str) -> Result<Repository, OciError> {
+        let bad = || OciError::Malformed(url.to_string());
+        let rest = url.strip_prefix("oci://").unwrap_or(url);
+        let (registry, repository) = rest.trim_end_matches('/').split_once('/').ok_or_else(bad)?;
+        let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-/".contains(c);
+        if registry.is_empty()
+            || repository.is_empty()
+            || !repository.chars().all(valid)
+            || repository.contains(':')
+        {
+            return Err(bad());
+        }
+        Ok(Repository {
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+        })
+    }
+
+    pub fn base_url(&self) -> String {
+        registry_url(&self.registry)
+    }
+
+    /// `REGISTRY/REPO:TAG`, for messages.
+    pub fn reference(&self, tag: &str) -> String {
+        format!("{}/{}:{tag}", self.registry, self.repository)
+    }
+}
+
+/// A tag from arbitrary text: characters outside `[A-Za-z0-9_.-]` become `_`, at most 128.
+pub fn sanitize_tag(s: &str) -> String {
+    let mut t: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if t.starts_with(['.', '-']) {
+        t.insert(0, '_');
+    }
+    t.truncate(128);
+    t
+}
+
+/// A client for one repository, holding the bearer token once the registry handed one out.
+pub struct Remote {
+    client: Client,
+    pub repo: Repository,
+    token: std::sync::Mutex<Option<String>>,
+}
+
+type Response = reqwest::blocking::Response;
+
+impl Remote {
+    pub fn new(client: Client, repo: Repository) -> Remote {
+        Remote {
+            client,
+            repo,
+            token: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn url(&self, tail: &str) -> String {
+        format!(
+            "{}/v2/{}/{tail}",
+            self.repo.base_url(),
+            self.repo.repository
+        )
+    }
+
+    fn err_unreachable(&self, what: &str, e: reqwest::Error) -> OciError {
+        OciError::Unreachable {
+            registry: self.repo.registry.clone(),
+            reference: format!("{}/{}", self.repo.repository, what),
+            message: e.to_string(),
+        }
+    }
+
+    fn err_status(&self, what: &str, status: u16) -> OciError {
+        OciError::Status {
+            registry: self.repo.registry.clone(),
+            reference: format!("{}/{}", self.repo.repository, what),
+            status,
+        }
+    }
+
+    /// Sends the request `make` builds, answering one authentication challenge (Bearer token
+    /// or Basic credentials from the environment) and retrying once.
+    fn send(
+        &self,
+        what: &str,
+        make: &dyn Fn(&Client) -> reqwest::blocking::RequestBuilder,
+    ) -> Result<Response, OciError> {
+        let with_auth = |rb: reqwest::blocking::RequestBuilder| match self
+            .token
+            .lock()
+            .expect("not poisoned")
+            .as_deref()
+        {
+            Some(t) => rb.header(AUTHORIZATION, t),
+            None => rb,
+        };
+        let resp = with_auth(make(&self.client))
+            .send()
+            .map_err(|e| self.err_unreachable(what, e))?;
+        if resp.status().as_u16() != 401 {
+            return Ok(resp);
+        }
+        let challenge = resp
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let creds = match (std::env::var(USER_ENV), std::env::var(PASSWORD_ENV)) {
+            (Ok(u), Ok(p)) if !u.is_empty() => Some((u, p)),
+            _ => None,
+        };
+        let header = if challenge.starts_with("Bearer ") {
+            let scope = format!("repository:{}:pull,push", self.repo.repository);
+            token_for(&self.client, &challenge, &scope, creds.as_ref())
+                .map(|t| format!("Bearer {t}"))
+        } else {
+            creds.map(|(u, p)| {
+                use std::io::Write;
+                let mut raw = Vec::new();
+                let _ = write!(raw, "{u}:{p}");
+                format!("Basic {}", base64_encode(&raw))
+            })
+        };
+        let Some(header) = header else {
+            return Ok(resp);
+        };
+        *self.token.lock().expect("not poisoned") = Some(header);
+        with_auth(make(&self.client))
+            .send()
+            .map_err(|e| self.err_unreachable(what, e))
+    }
+
+    /// Whether the repository has the blob.
+    pub fn has_blob(&self, digest: &str) -> Result<bool, OciError> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let resp = self.send(digest, &|c| c.head(&url))?;
+        match resp.status().as_u16() {
+            200 => Ok(true),
+            404 => Ok(false),
+            s => Err(self.err_status(digest, s)),
+        }
+    }
+
+    /// Uploads a blob (one monolithic PUT) unless the registry has it; `open` gives its bytes
+    /// (called again if the registry asks for credentials first).
+    pub fn push_blob_with(
+        &self,
+        digest: &str,
+        size: u64,
+        open: &dyn Fn() -> std::io::Result<reqwest::blocking::Body>,
+    ) -> Result<(), OciError> {
+        if self.has_blob(digest)? {
+            return Ok(());
+        }
+        let start = self.url("blobs/uploads/");
+        let resp = self.send(digest, &|c| c.post(&start).header(CONTENT_LENGTH, "0"))?;
+        if resp.status().as_u16() != 202 {
+            return Err(self.err_status(digest, resp.status().as_u16()));
+        }
+        let location = resp
+            .headers()
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| OciError::Invalid {
+                reference: self.repo.reference(digest),
+                message: "the upload was accepted without a Location".into(),
+            })?;
+        let mut url = reqwest::Url::parse(&self.repo.base_url())
+            .and_then(|b| b.join(location))
+            .map_err(|e| OciError::Invalid {
+                reference: self.repo.reference(digest),
+                message: format!("bad upload location {location:?}: {e}"),
+            })?;
+        url.query_pairs_mut().append_pair("digest", digest);
+        let failed: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
+        let resp = self.send(digest, &|c| {
+            let body = open().unwrap_or_else(|e| {
+                *failed.lock().expect("not poisoned") = Some(e);
+                reqwest::blocking::Body::from(Vec::new())
+            });
+            c.put(url.clone())
+                .header(CONTENT_TYPE, "application/octet-stream")
+                .header(CONTENT_LENGTH, size.to_string())
+                .body(body)
+        })?;
+        if let Some(e) = failed.lock().expect("not poisoned").take() {
+            return Err(OciError::Invalid {
+                reference: self.repo.reference(digest),
+                message: format!("cannot read the blob: {e}"),
+            });
+        }
+        if resp.status().as_u16() != 201 {
+            return Err(self.err_status(digest, resp.status().as_u16()));
+        }
+        Ok(())
+    }
+
+    /// Uploads `bytes` as a blob; returns its descriptor.
+    pub fn push_bytes(&self, media_type: &str, bytes: &[u8]) -> Result<Descriptor, OciError> {
+        let digest = digest_of(bytes);
+        let owned = bytes.to_vec();
+        self.push_blob_with(&digest, bytes.len() as u64, &|| {
+            Ok(reqwest::blocking::Body::from(owned.clone()))
+        })?;
+        Ok(Descriptor {
+            media_type: media_type.into(),
+            digest,
+            size: bytes.len() as u64,
+            annotations: Default::default(),
+        })
+    }
+
+    /// Uploads a file (streamed) whose sha256 hex is known; returns its descriptor.
+    pub fn push_file(
+        &self,
+        media_type: &str,
+        path: &std::path::Path,
+        sha256: &str,
+        size: u64,
+    ) -> Result<Descriptor, OciError> {
+        let digest = format!("sha256:{sha256}");
+        self.push_blob_with(&digest, size, &|| {
+            let f = std::fs::File::open(path)?;
+            Ok(reqwest::blocking::Body::sized(f, size))
+        })?;
+        Ok(Descriptor {
+            media_type: media_type.into(),
+            digest,
+            size,
+            annotations: Default::default(),
+        })
+    }
+
+    /// Puts `manifest` under `tag`; returns the manifest's digest.
+    pub fn put_manifest(&self, tag: &str, manifest: &ImageManifest) -> Result<String, OciError> {
+        let bytes = serde_json::to_vec(manifest).expect("plain data");
+        let url = self.url(&format!("manifests/{tag}"));
+        let resp = self.send(tag, &|c| {
+            c.put(&url)
+                .header(CONTENT_TYPE, manifest.media_type.as_str())
+                .body(bytes.clone())
+        })?;
+        if resp.status().as_u16() != 201 {
+            return Err(self.err_status(tag, resp.status().as_u16()));
+        }
+        Ok(digest_of(&bytes))
+    }
+
+    /// The manifest `reference` (a tag or digest) names: its digest and bytes; None when absent.
+    /// A manifest fetched by digest is checked against it.
+    pub fn get_manifest(&self, reference: &str) -> Result<Option<(String, Vec<u8>)>, OciError> {
+        let url = self.url(&format!("manifests/{reference}"));
+        let resp = self.send(reference, &|c| c.get(&url).header(ACCEPT, MANIFEST_TYPES))?;
+        match resp.status().as_u16() {
+            200 => {}
+            404 => return Ok(None),
+            s => return Err(self.err_status(reference, s)),
+        }
+        let bytes = read_capped(resp, 4 << 20).map_err(|e| OciError::Invalid {
+            reference: self.repo.reference(reference),
+            message: e.to_string(),
+        })?;
+        let digest = digest_of(&bytes);
+        if reference.starts_with("sha256:") && digest != reference {
+            return Err(OciError::Invalid {
+                reference: self.repo.reference(reference),
+                message: format!("the manifest's digest is {digest}"),
+            });
+        }
+        Ok(Some((digest, bytes)))
+    }
+
+    /// A blob's bytes as a stream. The caller checks the digest (see [`DigestReader`]).
+    pub fn get_blob(&self, digest: &str) -> Result<Response, OciError> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let resp = self.send(digest, &|c| c.get(&url))?;
+        if !resp.status().is_success() {
+            return Err(self.err_status(digest, resp.status().as_u16()));
+        }
+        Ok(resp)
+    }
+
+    /// A small blob (at most `cap` bytes), checked against its digest.
+    pub fn get_blob_bytes(&self, digest: &str, cap: u64) -> Result<Vec<u8>, OciError> {
+        let resp = self.get_blob(digest)?;
+        let bytes = read_capped(resp, cap).map_err(|e| OciError::Invalid {
+            reference: self.repo.reference(digest),
+            message: e.to_string(),
+        })?;
+        if digest_of(&bytes) != digest {
+            return Err(OciError::Invalid {
+                reference: self.repo.reference(digest),
+                message: "the blob does not match its digest".into(),
+            });
+        }
+        Ok(bytes)
+    }
+}
+
+fn read_capped(r: impl std::io::Read, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    r.take(cap + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(std::io::Error::other(format!("larger than {cap} bytes")));
+    }
+    Ok(buf)
+}
+
+/// Reads through while hashing; `finish` says whether all bytes matched `digest`.
+pub struct DigestReader<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+    pub bytes: u64,
+}
+
+impl<R: std::io::Read> DigestReader<R> {
+    pub fn new(inner: R) -> Self {
+        DigestReader {
+            inner,
+            hasher: <sha2::Sha256 as sha2::Digest>::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Reads what is left; returns the `sha256:` digest and the size of everything read.
+    pub fn finish(mut self) -> std::io::Result<(String, u64)> {
+        std::io::copy(&mut self, &mut std::io::sink())?;
+        Ok((
+            format!(
+                "sha256:{}",
+                hex::encode(<sha2::Sha256 as sha2::Digest>::finalize(self.hasher))
+            ),
+            self.bytes,
+        ))
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for DigestReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        <sha2::Sha256 as sha2::Digest>::update(&mut self.hasher, &buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// A token for `scope` from a Bearer challenge's realm (with Basic credentials when given).
+fn token_for(
+    client: &Client,
+    challenge: &str,
+    scope: &str,
+    creds: Option<&(String, String)>,
+) -> Option<String> {
+    let params = challenge.strip_prefix("Bearer ")?;
+    let mut realm = None;
+    let mut query = Vec::new();
+    for part in params.split(',') {
+        let (k, v) = part.trim().split_once('=')?;
+        let v = v.trim_matches('"').to_string();
+        match k {
+            "realm" => realm = Some(v),
+            "scope" => {}
+            _ => query.push((k.to_string(), v)),
+        }
+    }
+    query.push(("scope".into(), scope.to_string()));
+    let url = reqwest::Url::parse_with_params(&realm?, &query).ok()?;
+    let mut rb = client.get(url);
+    if let Some((u, p)) = creds {
+        rb = rb.basic_auth(u, Some(p));
+    }
+    let resp = rb.send().ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_reader(resp).ok()?;
+    v.get("token")
+        .or_else(|| v.get("access_token"))?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +643,18 @@ mod tests {
         );
         assert!(ImageName::parse("builder:latest").is_err());
         assert!(ImageName::parse("ghcr.io/x").is_err());
+    }
+
+    #[test]
+    fn repositories_tags_and_base64() {
+        let r = Repository::parse("oci://127.0.0.1:5000/rocforge/cache").unwrap();
+        assert_eq!(r.registry, "127.0.0.1:5000");
+        assert_eq!(r.repository, "rocforge/cache");
+        assert_eq!(r.base_url(), "http://127.0.0.1:5000");
+        assert!(Repository::parse("oci://ghcr.io").is_err());
+        assert!(Repository::parse("oci://ghcr.io/X:1").is_err());
+        assert_eq!(sanitize_tag("a+b:c"), "a_b_c");
+        assert_eq!(base64_encode(b"user:pw"), "dXNlcjpwdw==");
+        assert_eq!(base64_encode(b"ab"), "YWI=");
     }
 }

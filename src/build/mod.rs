@@ -41,6 +41,11 @@ pub enum StepResult {
         tree: PathBuf,
         seconds: f64,
     },
+    /// Pulled from the shared build cache (`--cache`), signed by `signer`.
+    Pulled {
+        tree: PathBuf,
+        signer: String,
+    },
     Failed {
         error: String,
         hint: String,
@@ -60,9 +65,17 @@ pub struct BuildReport {
 
 impl BuildReport {
     pub fn ok(&self) -> bool {
-        self.steps
-            .iter()
-            .all(|(_, r)| matches!(r, StepResult::Cached { .. } | StepResult::Built { .. }))
+        self.steps.iter().all(|(_, r)| r.is_ok())
+    }
+}
+
+impl StepResult {
+    /// The step's tree is in the store.
+    pub fn is_ok(&self) -> bool {
+        matches!(
+            self,
+            StepResult::Cached { .. } | StepResult::Built { .. } | StepResult::Pulled { .. }
+        )
     }
 }
 
@@ -116,6 +129,8 @@ pub struct Builder<'a> {
     pub stop: &'a AtomicBool,
     /// Names of running containers, for Ctrl-C.
     pub running: &'a Mutex<Vec<String>>,
+    /// A shared build cache: hits are pulled instead of built, new entries pushed.
+    pub cache: Option<&'a dyn crate::cache::BuildCache>,
 }
 
 fn now() -> u64 {
@@ -184,7 +199,7 @@ impl Builder<'_> {
                 let n = active.fetch_add(1, Ordering::SeqCst) + 1;
                 let r = self.step(&steps[i], n);
                 active.fetch_sub(1, Ordering::SeqCst);
-                let ok = matches!(r, StepResult::Cached { .. } | StepResult::Built { .. });
+                let ok = r.is_ok();
                 *results[i].lock().expect("not poisoned") = Some(r);
                 ok
             },
@@ -217,13 +232,29 @@ impl Builder<'_> {
                 tree: self.store.tree(&step.key.0),
             };
         }
+        if let Some(r) = self.cache.and_then(|c| self.pull(c, step)) {
+            return r;
+        }
         let log_dir = self.store.root().join(".logs");
         let log = log_dir.join(format!("{}-{}.log", step.component, step.key.short()));
         match self.build_step(step, running, &log) {
-            Ok(Some(seconds)) => StepResult::Built {
-                tree: self.store.tree(&step.key.0),
-                seconds,
-            },
+            Ok(Some(seconds)) => {
+                if let Some(cache) = self.cache {
+                    let note = crate::cache::push_from_store(cache, self.store, &step.key.0)
+                        .unwrap_or_else(|e| {
+                            format!(
+                                "{}: not pushed to {}: {e}",
+                                step.component,
+                                cache.describe()
+                            )
+                        });
+                    self.reporter.note(&note);
+                }
+                StepResult::Built {
+                    tree: self.store.tree(&step.key.0),
+                    seconds,
+                }
+            }
             Ok(None) => StepResult::Cached {
                 tree: self.store.tree(&step.key.0),
             },
@@ -243,6 +274,38 @@ impl Builder<'_> {
                     log: log.exists().then_some(log),
                     tail,
                 }
+            }
+        }
+    }
+
+    /// The step pulled from the cache, or None to build it (a miss, or an entry refused with a
+    /// note: unreachable cache, untrusted signer, damaged entry).
+    fn pull(&self, cache: &dyn crate::cache::BuildCache, step: &Step) -> Option<StepResult> {
+        let on_wait = || {
+            self.reporter.note(&format!(
+                "{}: waiting for another rocforge process building the same key",
+                step.component
+            ))
+        };
+        let hash_input = step.hash_input.to_value();
+        match crate::cache::pull_into_store(cache, self.store, &step.key.0, &hash_input, &on_wait) {
+            Ok(crate::cache::Pulled::Miss) => None,
+            Ok(crate::cache::Pulled::Pulled { tree, signer }) => {
+                self.reporter.note(&format!(
+                    "{}: pulled from {} (signed by {signer})",
+                    step.component,
+                    cache.describe()
+                ));
+                Some(StepResult::Pulled { tree, signer })
+            }
+            Ok(crate::cache::Pulled::Present { tree }) => Some(StepResult::Cached { tree }),
+            Err(e) => {
+                self.reporter.note(&format!(
+                    "{}: not using the cache entry: {e}; building it here ({})",
+                    step.component,
+                    e.hint()
+                ));
+                None
             }
         }
     }

@@ -66,6 +66,41 @@ pub struct BuildArgs<'a> {
     pub dry_run: bool,
     pub overlays: &'a [String],
     pub allow_missing: Option<&'a str>,
+    /// `oci://REGISTRY/REPO`: a shared build cache.
+    pub cache: Option<&'a str>,
+    /// The secret key that signs pushed cache entries.
+    pub cache_key: Option<&'a std::path::Path>,
+}
+
+/// The `--cache` registry, trusting the config's keys; pushing when a signing key is given.
+fn open_cache(
+    url: &str,
+    key: Option<&std::path::Path>,
+    config: &Config,
+) -> Result<rocforge::cache::oci::OciCache> {
+    let repo = rocforge::oci::Repository::parse(url).map_err(|e| {
+        CliError::One(
+            Diagnostic::new(format!("--cache {url}: {e}"))
+                .hint("write oci://REGISTRY/REPO, e.g. oci://ghcr.io/me/rocforge-cache"),
+        )
+    })?;
+    let sign_err =
+        |e: rocforge::sign::SignError| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()));
+    let trusted = rocforge::sign::trusted_keys(&config.trust_keys).map_err(sign_err)?;
+    let password = std::env::var(rocforge::sign::PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty());
+    let secret = key
+        .map(|k| rocforge::sign::load_secret(k, password))
+        .transpose()
+        .map_err(sign_err)?;
+    let client = reqwest::blocking::Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint("check the TLS setup")))?;
+    Ok(rocforge::cache::oci::OciCache::new(
+        client, repo, trusted, secret,
+    ))
 }
 
 pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
@@ -116,6 +151,10 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
             }
         });
     }
+    let build_cache = a
+        .cache
+        .map(|url| open_cache(url, a.cache_key, &config))
+        .transpose()?;
     let total_jobs = a.jobs.unwrap_or_else(jobs::default_budget);
     let allow_missing = match a.allow_missing {
         Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
@@ -177,6 +216,9 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
                 },
                 stop: &stop,
                 running: &running,
+                cache: build_cache
+                    .as_ref()
+                    .map(|c| c as &dyn rocforge::cache::BuildCache),
             };
             builder.run()
         }
@@ -199,6 +241,9 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
     for (component, r) in &report.steps {
         match r {
             StepResult::Cached { .. } => eprintln!("  {component:<20} cached"),
+            StepResult::Pulled { signer, .. } => {
+                eprintln!("  {component:<20} pulled from the cache (signed by {signer})")
+            }
             StepResult::Built { seconds, .. } => eprintln!(
                 "  {component:<20} built in {}",
                 rocforge::units::format_duration(*seconds as u64)

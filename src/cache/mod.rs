@@ -1,0 +1,183 @@
+//! A shared build cache: before a step is built its content key is looked up, and a hit is
+//! pulled into the store instead; after a build the new entry is pushed. Entries are signed by
+//! the pusher's key and a pull accepts only trusted keys, so a shared cache cannot be poisoned.
+//! The builder sees only the [`BuildCache`] trait; the OCI registry implementation is in
+//! [`oci`].
+
+pub mod oci;
+
+use std::path::{Path, PathBuf};
+
+use crate::store::{EntryMeta, Store};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error(transparent)]
+    Oci(#[from] crate::oci::OciError),
+    #[error("cache entry {key}: {message}")]
+    Invalid { key: String, message: String },
+    #[error("cache entry {key}: {source}")]
+    Signature {
+        key: String,
+        source: crate::sign::SignError,
+    },
+    #[error("cache entry {key}: {source}")]
+    Extract {
+        key: String,
+        source: crate::install::extract::ExtractError,
+    },
+    #[error(transparent)]
+    Package(#[from] crate::package::PackageError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl CacheError {
+    pub fn hint(&self) -> String {
+        match self {
+            CacheError::Oci(e) => e.hint(),
+            CacheError::Invalid { .. } | CacheError::Extract { .. } => {
+                "the cache entry is damaged or forged; it was not used".into()
+            }
+            CacheError::Signature { source, .. } => source.hint(),
+            CacheError::Package(e) => e.hint(),
+            CacheError::Store(e) => e.hint(),
+            CacheError::Io { .. } => "check free disk space".into(),
+        }
+    }
+}
+
+/// A cache hit: where the entry is, pinned (e.g. a manifest digest), so the fetch reads exactly
+/// what the lookup found.
+#[derive(Debug, Clone)]
+pub struct CacheHit {
+    pub key: String,
+    pub reference: String,
+}
+
+/// What a fetch produced, the tree being already in place.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub meta: EntryMeta,
+    pub hash_input: serde_json::Value,
+    /// The key ID of the trusted key that signed the entry.
+    pub signer: String,
+}
+
+pub trait BuildCache: Sync {
+    /// `oci://…`, for messages.
+    fn describe(&self) -> String;
+    /// Whether the cache holds `key`.
+    fn lookup(&self, key: &str) -> Result<Option<CacheHit>, CacheError>;
+    /// Writes the hit's tree into `tree` (an empty directory), checking the signature against
+    /// the trusted keys and every byte against what was signed.
+    fn fetch(&self, hit: &CacheHit, tree: &Path) -> Result<Fetched, CacheError>;
+    /// Whether this cache can push (it has a signing key).
+    fn can_push(&self) -> bool;
+    /// Pushes the store entry `key`.
+    fn push(&self, store: &Store, key: &str) -> Result<(), CacheError>;
+}
+
+/// What a pull did.
+pub enum Pulled {
+    /// Not in the cache.
+    Miss,
+    /// Committed to the store from the cache.
+    Pulled { tree: PathBuf, signer: String },
+    /// Another process committed the key meanwhile.
+    Present { tree: PathBuf },
+}
+
+/// Looks `key` up and, on a hit, commits it to `store` (through a reserved staging entry, so a
+/// failed pull leaves nothing). `hash_input` is the plan's; the entry's must be the same.
+pub fn pull_into_store(
+    cache: &dyn BuildCache,
+    store: &Store,
+    key: &str,
+    hash_input: &serde_json::Value,
+    on_wait: &dyn Fn(),
+) -> Result<Pulled, CacheError> {
+    let Some(hit) = cache.lookup(key)? else {
+        return Ok(Pulled::Miss);
+    };
+    let Some(staging) = store.reserve(key, on_wait)? else {
+        return Ok(Pulled::Present {
+            tree: store.tree(key),
+        });
+    };
+    let fetched = cache.fetch(&hit, &staging.tree())?;
+    if fetched.meta.key != key {
+        return Err(CacheError::Invalid {
+            key: key.into(),
+            message: format!("its metadata names key {}", fetched.meta.key),
+        });
+    }
+    if &fetched.hash_input != hash_input {
+        return Err(CacheError::Invalid {
+            key: key.into(),
+            message: "its hash input differs from the plan's".into(),
+        });
+    }
+    let dir = staging.commit(&fetched.meta, &fetched.hash_input)?;
+    Ok(Pulled::Pulled {
+        tree: dir.join("tree"),
+        signer: fetched.signer,
+    })
+}
+
+/// Why an entry must not be pushed to a shared cache, if it must not: host builds depend on
+/// the host, and a locally built builder image exists nowhere else.
+pub fn not_shareable(meta: &EntryMeta) -> Option<&'static str> {
+    if meta.runtime == "host" || !meta.reproducible {
+        Some("it was built with the host runtime")
+    } else if meta.image.as_ref().is_some_and(|i| i.local) {
+        Some("its builder image was built locally")
+    } else {
+        None
+    }
+}
+
+/// Pushes the store entry `key` unless it must not be shared; returns what happened, for a note.
+pub fn push_from_store(
+    cache: &dyn BuildCache,
+    store: &Store,
+    key: &str,
+) -> Result<String, CacheError> {
+    let meta_path = store.entry_dir(key).join("meta.json");
+    let meta: EntryMeta = std::fs::read(&meta_path)
+        .map_err(|source| CacheError::Io {
+            path: meta_path.clone(),
+            source,
+        })
+        .and_then(|b| {
+            serde_json::from_slice(&b).map_err(|e| CacheError::Invalid {
+                key: key.into(),
+                message: e.to_string(),
+            })
+        })?;
+    if let Some(why) = not_shareable(&meta) {
+        return Ok(format!(
+            "{}: not pushed to {}: {why}",
+            meta.component,
+            cache.describe()
+        ));
+    }
+    if !cache.can_push() {
+        return Ok(format!(
+            "{}: not pushed to {}: no cache signing key (--cache-key or ROCFORGE_CACHE_KEY)",
+            meta.component,
+            cache.describe()
+        ));
+    }
+    cache.push(store, key)?;
+    Ok(format!(
+        "{}: pushed to {}",
+        meta.component,
+        cache.describe()
+    ))
+}

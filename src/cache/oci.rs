@@ -1,0 +1,266 @@
+//! The build cache on an OCI registry (`--cache oci://REGISTRY/REPO`).
+//!
+//! One artifact per store entry, tagged `key-<64-hex content key>`: an image manifest whose
+//! config blob (`application/vnd.rocforge.cache.config.v1+json`) holds the entry's metadata,
+//! its hash input and the descriptor of the tree, whose first layer is the tree as a rocforge
+//! tarball (`application/vnd.rocforge.component.v1.tar+zstd`, the same format `package`
+//! writes, manifest first) and whose second layer is a minisign signature of the config blob.
+//! A pull checks the signature against the trusted keys, then every byte of the tree against
+//! the signed digest and each file against the tarball's manifest, before the store sees it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{BuildCache, CacheError, CacheHit, Fetched};
+use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository};
+use crate::sign::{PublicKey, SecretKey};
+use crate::store::{EntryMeta, Store};
+
+pub const CONFIG_TYPE: &str = "application/vnd.rocforge.cache.config.v1+json";
+pub const TREE_TYPE: &str = "application/vnd.rocforge.component.v1.tar+zstd";
+pub const SIGNATURE_TYPE: &str = "application/vnd.rocforge.signature.v1+minisign";
+pub const CACHE_SCHEMA: &str = "rocforge.cache/1";
+
+/// The signed statement: everything a pull commits to the store, or the digest of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EntryConfig {
+    pub schema: String,
+    pub key: String,
+    pub meta: EntryMeta,
+    pub hash_input: serde_json::Value,
+    pub tree: crate::oci::Descriptor,
+}
+
+pub struct OciCache {
+    remote: Remote,
+    trusted: Vec<PublicKey>,
+    key: Option<SecretKey>,
+    /// The largest tree a pull unpacks.
+    pub max_bytes: u64,
+}
+
+/// The tag of the entry for `key`.
+pub fn tag(key: &str) -> String {
+    format!("key-{key}")
+}
+
+impl OciCache {
+    pub fn new(
+        client: reqwest::blocking::Client,
+        repo: Repository,
+        trusted: Vec<PublicKey>,
+        key: Option<SecretKey>,
+    ) -> OciCache {
+        OciCache {
+            remote: Remote::new(client, repo),
+            trusted,
+            key,
+            max_bytes: crate::install::DEFAULT_MAX_BYTES,
+        }
+    }
+
+    fn invalid(key: &str, message: impl Into<String>) -> CacheError {
+        CacheError::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl BuildCache for OciCache {
+    fn describe(&self) -> String {
+        format!(
+            "oci://{}/{}",
+            self.remote.repo.registry, self.remote.repo.repository
+        )
+    }
+
+    fn lookup(&self, key: &str) -> Result<Option<CacheHit>, CacheError> {
+        Ok(self
+            .remote
+            .get_manifest(&tag(key))?
+            .map(|(digest, _)| CacheHit {
+                key: key.into(),
+                reference: digest,
+            }))
+    }
+
+    fn fetch(&self, hit: &CacheHit, tree: &Path) -> Result<Fetched, CacheError> {
+        let key = hit.key.as_str();
+        let (_, bytes) = self
+            .remote
+            .get_manifest(&hit.reference)?
+            .ok_or_else(|| Self::invalid(key, "the manifest disappeared"))?;
+        let manifest: ImageManifest = serde_json::from_slice(&bytes)
+            .map_err(|e| Self::invalid(key, format!("unreadable manifest: {e}")))?;
+        if manifest.config.media_type != CONFIG_TYPE {
+            return Err(Self::invalid(
+                key,
+                format!(
+                    "not a rocforge cache entry ({})",
+                    manifest.config.media_type
+                ),
+            ));
+        }
+        let sig = manifest
+            .layers
+            .iter()
+            .find(|l| l.media_type == SIGNATURE_TYPE)
+            .ok_or_else(|| Self::invalid(key, "it is not signed"))?;
+        let sig = self.remote.get_blob_bytes(&sig.digest, 64 << 10)?;
+        let config = self
+            .remote
+            .get_blob_bytes(&manifest.config.digest, 16 << 20)?;
+        let what = format!("cache entry {key}");
+        let verified = crate::sign::verify_bytes(
+            &self.trusted,
+            &config,
+            &String::from_utf8_lossy(&sig),
+            &what,
+        )
+        .map_err(|source| CacheError::Signature {
+            key: key.into(),
+            source,
+        })?;
+        // From here on only signed data is believed.
+        let config: EntryConfig = serde_json::from_slice(&config)
+            .map_err(|e| Self::invalid(key, format!("unreadable config: {e}")))?;
+        if config.schema != CACHE_SCHEMA || config.key != key || config.meta.key != key {
+            return Err(Self::invalid(
+                key,
+                format!(
+                    "the signed config is for {} ({})",
+                    config.key, config.schema
+                ),
+            ));
+        }
+        let resp = self.remote.get_blob(&config.tree.digest)?;
+        let mut reader = DigestReader::new(resp);
+        let extracted = {
+            let mut dec =
+                zstd::stream::read::Decoder::new(&mut reader).map_err(|source| CacheError::Io {
+                    path: tree.to_path_buf(),
+                    source,
+                })?;
+            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
+                |source| CacheError::Extract {
+                    key: key.into(),
+                    source,
+                },
+            )?
+        };
+        let (digest, size) = reader
+            .finish()
+            .map_err(|e| Self::invalid(key, e.to_string()))?;
+        if digest != config.tree.digest || size != config.tree.size {
+            return Err(Self::invalid(
+                key,
+                format!(
+                    "the tree's bytes are {digest}, the signed config says {}",
+                    config.tree.digest
+                ),
+            ));
+        }
+        if extracted.manifest.key != key {
+            return Err(Self::invalid(
+                key,
+                format!("the tree's manifest names key {}", extracted.manifest.key),
+            ));
+        }
+        Ok(Fetched {
+            meta: config.meta,
+            hash_input: config.hash_input,
+            signer: verified.key_id,
+        })
+    }
+
+    fn can_push(&self) -> bool {
+        self.key.is_some()
+    }
+
+    fn push(&self, store: &Store, key: &str) -> Result<(), CacheError> {
+        let Some(secret) = &self.key else {
+            return Ok(());
+        };
+        if self.lookup(key)?.is_some() {
+            return Ok(());
+        }
+        let dir = store.entry_dir(key);
+        let read = |name: &str| -> Result<Vec<u8>, CacheError> {
+            let p = dir.join(name);
+            std::fs::read(&p).map_err(|source| CacheError::Io { path: p, source })
+        };
+        let meta: EntryMeta = serde_json::from_slice(&read("meta.json")?)
+            .map_err(|e| Self::invalid(key, e.to_string()))?;
+        let hash_input: serde_json::Value = serde_json::from_slice(&read("hash-input.json")?)
+            .map_err(|e| Self::invalid(key, e.to_string()))?;
+        let tmp = tempfile::tempdir_in(store.root()).map_err(|source| CacheError::Io {
+            path: store.root().to_path_buf(),
+            source,
+        })?;
+        let packaged = crate::package::package_entry(
+            store,
+            key,
+            &crate::package::Options {
+                compression: crate::package::tarball::Compression::Zst,
+                out_dir: tmp.path(),
+                build_paths: Vec::new(),
+                allow_build_paths: true,
+                license: None,
+                key: None,
+            },
+        )?;
+        let t = &packaged.tarball;
+        let mut tree = self
+            .remote
+            .push_file(TREE_TYPE, &t.path, &t.sha256, t.size)?;
+        tree.annotations
+            .insert("org.opencontainers.image.title".into(), t.file_name.clone());
+        let config = EntryConfig {
+            schema: CACHE_SCHEMA.into(),
+            key: key.into(),
+            meta: meta.clone(),
+            hash_input,
+            tree: tree.clone(),
+        };
+        let config_bytes = serde_json::to_vec_pretty(&config).expect("plain data");
+        let sig =
+            crate::sign::sign_reader(secret, &config_bytes[..], &tag(key)).map_err(|source| {
+                CacheError::Signature {
+                    key: key.into(),
+                    source,
+                }
+            })?;
+        let config_desc = self.remote.push_bytes(CONFIG_TYPE, &config_bytes)?;
+        let sig_desc = self.remote.push_bytes(SIGNATURE_TYPE, sig.as_bytes())?;
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST.into(),
+            artifact_type: Some(CONFIG_TYPE.into()),
+            config: config_desc,
+            layers: vec![tree, sig_desc],
+            annotations: annotations(&meta, secret),
+        };
+        self.remote.put_manifest(&tag(key), &manifest)?;
+        Ok(())
+    }
+}
+
+fn annotations(meta: &EntryMeta, secret: &SecretKey) -> BTreeMap<String, String> {
+    [
+        ("org.opencontainers.image.title", meta.component.clone()),
+        ("org.opencontainers.image.version", meta.version.clone()),
+        (
+            "org.opencontainers.image.created",
+            crate::package::index::rfc3339(meta.committed),
+        ),
+        ("rocforge.key", meta.key.clone()),
+        ("rocforge.targets", meta.targets.join(",")),
+        ("rocforge.signer", secret.key_id()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}

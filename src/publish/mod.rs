@@ -1,0 +1,190 @@
+//! `rocforge publish DIR --to URL`: a release directory (what `package` wrote) uploaded to a
+//! GitHub release (`github://OWNER/REPO@TAG`, [`github`]) or pushed to an OCI registry
+//! (`oci://REGISTRY/REPO`, [`oci`]); and the PEP 503 wheel index for any wheels ([`wheels`]).
+
+pub mod github;
+pub mod oci;
+pub mod wheels;
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("unknown destination {0:?}")]
+    BadDestination(String),
+    #[error("GITHUB_TOKEN is not set")]
+    NoToken,
+    #[error("cannot reach GitHub for {what}: {message}")]
+    Unreachable { what: String, message: String },
+    #[error("GitHub answered {status} to {what}{}", if message.is_empty() { String::new() } else { format!(": {message}") })]
+    GitHub {
+        what: String,
+        status: u16,
+        message: String,
+    },
+    #[error(transparent)]
+    Oci(#[from] crate::oci::OciError),
+    #[error(transparent)]
+    Package(#[from] crate::package::PackageError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl PublishError {
+    pub fn hint(&self) -> String {
+        match self {
+            PublishError::BadDestination(_) => {
+                "write github://OWNER/REPO@TAG or oci://REGISTRY/REPO".into()
+            }
+            PublishError::NoToken => {
+                "export GITHUB_TOKEN (a token with contents: write on the repository; in CI the workflow's token)".into()
+            }
+            PublishError::Unreachable { .. } => "check the network (and ROCFORGE_GITHUB_API if set)".into(),
+            PublishError::GitHub { status: 401 | 403, .. } => {
+                "the token was refused: it needs contents: write on the repository".into()
+            }
+            PublishError::GitHub { .. } => "check OWNER/REPO and the tag".into(),
+            PublishError::Oci(e) => e.hint(),
+            PublishError::Package(e) => e.hint(),
+            PublishError::Io { .. } => "check the release directory".into(),
+            PublishError::Invalid { .. } => {
+                "regenerate the release directory with `rocforge package` / `rocforge index`".into()
+            }
+        }
+    }
+}
+
+/// Where to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    GitHub {
+        owner: String,
+        repo: String,
+        tag: String,
+    },
+    Oci(crate::oci::Repository),
+}
+
+impl Destination {
+    pub fn parse(url: &str) -> Result<Destination, PublishError> {
+        let bad = || PublishError::BadDestination(url.to_string());
+        if let Some(rest) = url.strip_prefix("github://") {
+            let (path, tag) = rest.split_once('@').ok_or_else(bad)?;
+            let (owner, repo) = path.split_once('/').ok_or_else(bad)?;
+            let ok = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            };
+            if !ok(owner) || !ok(repo) || tag.is_empty() || tag.contains(['/', ' ', '?', '#']) {
+                return Err(bad());
+            }
+            return Ok(Destination::GitHub {
+                owner: owner.into(),
+                repo: repo.into(),
+                tag: tag.into(),
+            });
+        }
+        if url.starts_with("oci://") {
+            return crate::oci::Repository::parse(url)
+                .map(Destination::Oci)
+                .map_err(|_| bad());
+        }
+        Err(bad())
+    }
+}
+
+/// What a publish did with each file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Outcome {
+    pub file: String,
+    /// uploaded, replaced, present, or pushed (with the tag)
+    pub action: String,
+}
+
+/// The files a publish uploads: [`crate::package::index::release_files`] plus any wheels.
+pub fn files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
+    let mut out = crate::package::index::release_files(dir)?;
+    out.extend(wheels::wheel_files(dir)?);
+    out.sort();
+    Ok(out)
+}
+
+/// The sha256 (hex) and size of a file.
+pub fn sha256_file(path: &Path) -> Result<(String, u64), PublishError> {
+    let io = |source| PublishError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let (digest, size) = crate::oci::DigestReader::new(std::io::BufReader::new(f))
+        .finish()
+        .map_err(io)?;
+    Ok((digest.trim_start_matches("sha256:").to_string(), size))
+}
+
+pub fn client() -> Result<reqwest::blocking::Client, PublishError> {
+    reqwest::blocking::Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| PublishError::Unreachable {
+            what: "client".into(),
+            message: e.to_string(),
+        })
+}
+
+/// Publishes the release directory `dir` to `dest`.
+pub fn publish(
+    dir: &Path,
+    dest: &Destination,
+    reporter: &dyn crate::progress::Reporter,
+) -> Result<Vec<Outcome>, PublishError> {
+    let client = client()?;
+    match dest {
+        Destination::GitHub { owner, repo, tag } => {
+            let token = std::env::var("GITHUB_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty())
+                .ok_or(PublishError::NoToken)?;
+            let api = std::env::var("ROCFORGE_GITHUB_API")
+                .ok()
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| "https://api.github.com".into());
+            let gh = github::GitHub::new(client, api, token, owner, repo);
+            gh.publish(tag, &files(dir)?, reporter)
+        }
+        Destination::Oci(repo) => {
+            let remote = crate::oci::Remote::new(client, repo.clone());
+            oci::publish(&remote, dir, reporter)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations() {
+        assert_eq!(
+            Destination::parse("github://me/rocm-builds@v1.0").unwrap(),
+            Destination::GitHub {
+                owner: "me".into(),
+                repo: "rocm-builds".into(),
+                tag: "v1.0".into()
+            }
+        );
+        assert!(Destination::parse("github://me/x").is_err());
+        assert!(Destination::parse("github://me@v1").is_err());
+        assert!(matches!(
+            Destination::parse("oci://127.0.0.1:5000/r/a").unwrap(),
+            Destination::Oci(_)
+        ));
+        assert!(Destination::parse("s3://x/y").is_err());
+    }
+}

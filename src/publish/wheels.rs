@@ -1,0 +1,183 @@
+//! A PEP 503 "simple" index per GPU target for the wheels of a release directory, so
+//! `pip install --index-url https://…/gfx90c/ torch` finds the right build:
+//! `<dir>/<target>/index.html` lists the projects, `<dir>/<target>/<project>/index.html` links
+//! each wheel (`../../<file>#sha256=…`, the wheels staying beside the tarballs).
+//!
+//! A wheel's targets come from its local version label (`torch-2.6.0+rocm6.4.4.gfx90c-…`:
+//! the `gfx…` segments); a wheel that names none (a pure-Python dependency) is listed in every
+//! target's index. The targets are those the wheels name, and those of the release index.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::PublishError;
+
+/// The `.whl` files directly in `dir`, sorted.
+pub fn wheel_files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| PublishError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(".whl") && !n.starts_with('.'))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// A wheel file name's parts: normalized project name, version, and the GPU targets its local
+/// version label names.
+pub fn parse_wheel_name(file: &str) -> Option<(String, String, Vec<String>)> {
+    let stem = file.strip_suffix(".whl")?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    if parts.len() != 5 && parts.len() != 6 {
+        return None;
+    }
+    let (name, version) = (parts[0], parts[1]);
+    if name.is_empty() || version.is_empty() {
+        return None;
+    }
+    let targets = version
+        .split_once('+')
+        .map(|(_, local)| {
+            local
+                .split(['.', '_'])
+                .filter(|s| s.starts_with("gfx") && s.len() > 3)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((normalize(name), version.to_string(), targets))
+}
+
+/// PEP 503 name normalization: runs of `-_.` become `-`, lower case.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::new();
+    let mut sep = false;
+    for c in name.chars() {
+        if "-_.".contains(c) {
+            sep = true;
+        } else {
+            if sep && !out.is_empty() {
+                out.push('-');
+            }
+            sep = false;
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Writes the per-target indexes into `dir` for its wheels; returns the index files written
+/// (none without wheels). `extra_targets`: the release's targets (from its index.json).
+pub fn write_index(dir: &Path, extra_targets: &[String]) -> Result<Vec<PathBuf>, PublishError> {
+    let wheels = wheel_files(dir)?;
+    if wheels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut parsed = Vec::new();
+    let mut targets: BTreeSet<String> = extra_targets.iter().cloned().collect();
+    for w in &wheels {
+        let file = w
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let (project, _, wt) = parse_wheel_name(&file).ok_or_else(|| PublishError::Invalid {
+            path: w.display().to_string(),
+            message: "not a wheel file name (name-version[-build]-python-abi-platform.whl)".into(),
+        })?;
+        let (sha, _) = super::sha256_file(w)?;
+        targets.extend(wt.iter().cloned());
+        parsed.push((file, project, wt, sha));
+    }
+    if targets.is_empty() {
+        targets.insert("any".into());
+    }
+    let mut written = Vec::new();
+    for t in &targets {
+        // project → [(file, sha)]
+        let mut projects: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+        for (file, project, wt, sha) in &parsed {
+            if wt.is_empty() || wt.contains(t) {
+                projects
+                    .entry(project.as_str())
+                    .or_default()
+                    .push((file.as_str(), sha.as_str()));
+            }
+        }
+        let tdir = dir.join(t);
+        let mut root = String::from(
+            "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>rocforge wheels</title></head><body>\n",
+        );
+        for (project, files) in &projects {
+            let p = html_escape(project);
+            root += &format!("<a href=\"{p}/\">{p}</a><br>\n");
+            let mut page = format!(
+                "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Links for {p}</title></head><body>\n<h1>Links for {p}</h1>\n"
+            );
+            for (file, sha) in files {
+                let f = html_escape(file);
+                page += &format!("<a href=\"../../{f}#sha256={sha}\">{f}</a><br>\n");
+            }
+            page += "</body></html>\n";
+            let path = tdir.join(project).join("index.html");
+            write(&path, &page)?;
+            written.push(path);
+        }
+        root += "</body></html>\n";
+        let path = tdir.join("index.html");
+        write(&path, &root)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), PublishError> {
+    let io = |source| PublishError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).map_err(io)?;
+    crate::fsutil::write_atomic(path, text.as_bytes()).map_err(io)?;
+    crate::sign::readable(path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wheel_names() {
+        assert_eq!(
+            parse_wheel_name("torch-2.6.0+rocm6.4.4.gfx90c-cp311-cp311-linux_x86_64.whl"),
+            Some((
+                "torch".into(),
+                "2.6.0+rocm6.4.4.gfx90c".into(),
+                vec!["gfx90c".into()]
+            ))
+        );
+        assert_eq!(
+            parse_wheel_name("Typing_Extensions-4.0-py3-none-any.whl")
+                .unwrap()
+                .0,
+            "typing-extensions"
+        );
+        assert!(parse_wheel_name("x.whl").is_none());
+        assert_eq!(normalize("Foo.Bar__baz"), "foo-bar-baz");
+    }
+}

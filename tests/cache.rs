@@ -1,0 +1,292 @@
+//! `rocforge build --cache oci://…` against a real registry (Debian's docker-registry on
+//! 127.0.0.1): a build in podman pushes signed entries; a build into an empty store pulls every
+//! step instead of building it, with identical trees; an entry signed by an untrusted key is
+//! refused and built locally; host builds are never pushed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
+
+fn containers_conf() -> PathBuf {
+    manifest().join("containers/containers.conf")
+}
+
+fn podman_ready() -> bool {
+    let ok = Command::new("podman")
+        .args(["image", "exists", IMAGE])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    require(&format!("podman with the image {IMAGE}"), ok)
+}
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fx {
+    /// Runs rocforge with the store `store` and the config `config` (files under the root).
+    fn run(&self, store: &str, config: &str, args: &[&str]) -> Out {
+        let conf = containers_conf();
+        let store = self.root.join(store);
+        let config = self.root.join(config);
+        let env: Vec<(&str, &Path)> = vec![
+            ("CONTAINERS_CONF", conf.as_path()),
+            ("ROCFORGE_STORE", store.as_path()),
+            ("ROCFORGE_CONFIG", config.as_path()),
+        ];
+        let mut full = vec!["--recipes", "recipes", "--arch", "gfx90c"];
+        full.extend_from_slice(args);
+        rocforge_env(&self.root, &env, &full)
+    }
+
+    fn build(&self, store: &str, config: &str, args: &[&str]) -> (serde_json::Value, String) {
+        let mut full = vec!["build", "greet", "--format", "json"];
+        full.extend_from_slice(args);
+        let o = self.run(store, config, &full);
+        assert_eq!(o.code, 0, "{full:?}:\n{}\n{}", o.stdout, o.stderr);
+        (serde_json::from_str(&o.stdout).unwrap(), o.stderr)
+    }
+}
+
+fn results(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s[0].as_str().unwrap().to_string(),
+                s[1]["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn trees(report: &serde_json::Value) -> Vec<Vec<(String, Vec<u8>)>> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| tree_contents(Path::new(s[1]["tree"].as_str().unwrap())))
+        .collect()
+}
+
+/// `greet` (a C program built with cc in the builder image) depending on `greetdoc` (copied).
+fn fixture() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    let rel = root.join("recipes/test-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::create_dir_all(root.join("src/greet")).unwrap();
+    std::fs::create_dir_all(root.join("src/doc")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{IMAGE}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("greetdoc.toml"),
+        "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("greet.toml"),
+        "name = \"greet\"\nversion = \"1.2\"\nsummary = \"a program\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/greet\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/bin\"\ncc -O2 -o \"$P/bin/greet\" main.c\n\"\"\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/greet/main.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
+    std::fs::write(root.join("empty.toml"), "").unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    for (dir, trust) in [("keys", "trust.toml"), ("other-keys", "other.toml")] {
+        let o = fx.run("store-a", "empty.toml", &["key", "generate", "--out", dir]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        std::fs::write(
+            fx.root.join(trust),
+            format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
+        )
+        .unwrap();
+    }
+    fx
+}
+
+#[test]
+fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers() {
+    if !require("docker-registry", which("docker-registry")) || !podman_ready() {
+        return;
+    }
+    let Some(reg) = Registry::start() else {
+        panic!("docker-registry did not start");
+    };
+    let fx = fixture();
+    let cache = format!("oci://{}/rocforge/cache", reg.host());
+    let key = fx.root.join("keys/rocforge.key").display().to_string();
+
+    // A: built in podman, each new entry pushed.
+    let (a, err) = fx.build(
+        "store-a",
+        "trust.toml",
+        &[
+            "--runtime",
+            "podman",
+            "--cache",
+            &cache,
+            "--cache-key",
+            &key,
+        ],
+    );
+    assert_eq!(
+        results(&a),
+        [
+            ("greetdoc".into(), "built".into()),
+            ("greet".into(), "built".into())
+        ],
+        "{err}"
+    );
+    assert!(err.contains("greet: pushed to oci://"), "{err}");
+    assert!(err.contains("greetdoc: pushed to oci://"), "{err}");
+
+    // What the registry holds: an OCI image manifest per key with our config and layer types.
+    let keys: Vec<String> = a["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let tree = PathBuf::from(s[1]["tree"].as_str().unwrap());
+            tree.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let client = reqwest::blocking::Client::new();
+    for k in &keys {
+        let resp = client
+            .get(format!(
+                "http://{}/v2/rocforge/cache/manifests/key-{k}",
+                reg.host()
+            ))
+            .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .send()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let m: serde_json::Value = resp.json_value();
+        assert_eq!(m["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+        assert_eq!(
+            m["config"]["mediaType"],
+            "application/vnd.rocforge.cache.config.v1+json"
+        );
+        assert_eq!(
+            m["layers"][0]["mediaType"],
+            "application/vnd.rocforge.component.v1.tar+zstd"
+        );
+        assert_eq!(
+            m["layers"][1]["mediaType"],
+            "application/vnd.rocforge.signature.v1+minisign"
+        );
+        assert_eq!(m["annotations"]["rocforge.key"], k.as_str());
+        assert_eq!(m["annotations"]["rocforge.targets"], "gfx90c");
+    }
+
+    // B: an empty store, the pusher's key trusted: every step is pulled, nothing built.
+    let (b, err) = fx.build(
+        "store-b",
+        "trust.toml",
+        &["--runtime", "podman", "--cache", &cache],
+    );
+    assert_eq!(
+        results(&b),
+        [
+            ("greetdoc".into(), "pulled".into()),
+            ("greet".into(), "pulled".into())
+        ],
+        "{err}"
+    );
+    assert_eq!(trees(&a), trees(&b));
+    assert!(
+        !fx.root.join("store-b/.logs").exists() || {
+            std::fs::read_dir(fx.root.join("store-b/.logs"))
+                .unwrap()
+                .count()
+                == 0
+        }
+    );
+    // The pulled program runs.
+    let greet = PathBuf::from(b["steps"][1][1]["tree"].as_str().unwrap()).join("bin/greet");
+    let out = Command::new(&greet).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    // Pulled entries are complete store entries: a second build finds them cached.
+    let (b2, _) = fx.build(
+        "store-b",
+        "trust.toml",
+        &["--runtime", "podman", "--cache", &cache],
+    );
+    assert!(results(&b2).iter().all(|(_, r)| r == "cached"), "{b2}");
+
+    // C: only another key trusted: the entries are refused with a note and built here.
+    let (c, err) = fx.build(
+        "store-c",
+        "other.toml",
+        &["--runtime", "podman", "--cache", &cache],
+    );
+    assert_eq!(
+        results(&c),
+        [
+            ("greetdoc".into(), "built".into()),
+            ("greet".into(), "built".into())
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains("not using the cache entry") && err.contains("not trusted"),
+        "{err}"
+    );
+    assert_eq!(trees(&a), trees(&c));
+
+    // Host builds are never pushed; without a key nothing is pushed.
+    let (d, err) = fx.build(
+        "store-d",
+        "trust.toml",
+        &["--runtime", "host", "--cache", &cache, "--cache-key", &key],
+    );
+    assert!(results(&d).iter().all(|(_, r)| r == "built"), "{d}");
+    assert!(
+        err.contains("not pushed") && err.contains("host runtime"),
+        "{err}"
+    );
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+trait JsonValue {
+    fn json_value(self) -> serde_json::Value;
+}
+
+impl JsonValue for reqwest::blocking::Response {
+    fn json_value(self) -> serde_json::Value {
+        serde_json::from_reader(self).unwrap()
+    }
+}

@@ -1,0 +1,678 @@
+//! `rocforge publish`: to a real OCI registry (Debian's docker-registry on 127.0.0.1; pushed,
+//! then pulled back byte for byte), to a GitHub-like server written here (every request
+//! asserted; idempotent re-runs; a changed asset replaced; the token never shown), and the
+//! PEP 503 wheel index used by a real `pip install` from 127.0.0.1.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fx {
+    fn run(&self, env: &[(&str, &str)], args: &[&str]) -> Out {
+        let conf = self.root.join("trust.toml");
+        let mut cmd_env: Vec<(String, PathBuf)> = vec![("ROCFORGE_CONFIG".into(), conf)];
+        for (k, v) in env {
+            cmd_env.push((k.to_string(), PathBuf::from(v)));
+        }
+        let env: Vec<(&str, &Path)> = cmd_env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_path()))
+            .collect();
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        rocforge_env(&self.root, &env, &full)
+    }
+    fn ok(&self, env: &[(&str, &str)], args: &[&str]) -> Out {
+        let o = self.run(env, args);
+        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
+        o
+    }
+    fn dist(&self) -> PathBuf {
+        self.root.join("dist")
+    }
+}
+
+/// A release directory: `greet` (a program built with cc on the host) and `greetdoc` (copied),
+/// packaged and signed into dist/.
+fn fixture() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    let rel = root.join("recipes/test-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::create_dir_all(root.join("src/greet")).unwrap();
+    std::fs::create_dir_all(root.join("src/doc")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("greetdoc.toml"),
+        "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("greet.toml"),
+        "name = \"greet\"\nversion = \"1.2\"\nsummary = \"a program\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/greet\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/bin\"\ncc -O2 -o \"$P/bin/greet\" main.c\n\"\"\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/greet/main.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
+    std::fs::write(root.join("trust.toml"), "").unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(
+        &[],
+        &["build", "greet", "--arch", "gfx90c", "--runtime", "host"],
+    );
+    fx.ok(&[], &["key", "generate", "--out", "keys"]);
+    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    fx.ok(
+        &[],
+        &[
+            "package",
+            "greet",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            "dist",
+            "--key",
+            &key,
+        ],
+    );
+    fx
+}
+
+fn tarballs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
+    if !require("docker-registry", which("docker-registry")) {
+        return;
+    }
+    let reg = Registry::start().expect("docker-registry starts");
+    let fx = fixture();
+    let to = format!("oci://{}/rocforge/releases", reg.host());
+    let out = fx.ok(&[], &["publish", "dist", "--to", &to]).stdout;
+    let client = reqwest::blocking::Client::new();
+    let base = format!("http://{}/v2/rocforge/releases", reg.host());
+    let manifest_of = |tag: &str| -> (serde_json::Value, String) {
+        let head = client
+            .head(format!("{base}/manifests/{tag}"))
+            .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .send()
+            .unwrap();
+        assert_eq!(head.status().as_u16(), 200, "HEAD {tag}");
+        let digest = head.headers()["docker-content-digest"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let resp = client
+            .get(format!("{base}/manifests/{tag}"))
+            .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .send()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "GET {tag}");
+        (serde_json::from_reader(resp).unwrap(), digest)
+    };
+    let blob = |digest: &str| -> Vec<u8> {
+        let mut r = client.get(format!("{base}/blobs/{digest}")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let mut b = Vec::new();
+        r.read_to_end(&mut b).unwrap();
+        b
+    };
+    let files = tarballs(&fx.dist());
+    assert_eq!(files.len(), 2);
+    for t in &files {
+        let name = t.file_name().unwrap().to_str().unwrap();
+        let tag = name.strip_suffix(".tar.zst").unwrap();
+        assert!(
+            out.contains(&format!("{}/rocforge/releases:{tag}", reg.host())),
+            "{out}"
+        );
+        let (m, _) = manifest_of(tag);
+        assert_eq!(m["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+        assert_eq!(
+            m["artifactType"],
+            "application/vnd.rocforge.artifact.config.v1+json"
+        );
+        assert_eq!(
+            m["config"]["mediaType"],
+            "application/vnd.rocforge.artifact.config.v1+json"
+        );
+        let layer = &m["layers"][0];
+        assert_eq!(
+            layer["mediaType"],
+            "application/vnd.rocforge.component.v1.tar+zstd"
+        );
+        assert_eq!(layer["annotations"]["org.opencontainers.image.title"], name);
+        assert_eq!(
+            blob(layer["digest"].as_str().unwrap()),
+            std::fs::read(t).unwrap()
+        );
+        assert_eq!(
+            blob(m["layers"][1]["digest"].as_str().unwrap()),
+            std::fs::read(format!("{}.minisig", t.display())).unwrap()
+        );
+        let ann = &m["annotations"];
+        assert_eq!(ann["org.opencontainers.image.title"], name);
+        assert_eq!(ann["rocforge.targets"], "gfx90c");
+        assert!(tag.ends_with(&ann["rocforge.key"].as_str().unwrap()[..8]));
+        assert!(ann["org.opencontainers.image.version"].is_string());
+        assert!(
+            ann["org.opencontainers.image.created"]
+                .as_str()
+                .unwrap()
+                .ends_with('Z')
+        );
+        let config: serde_json::Value =
+            serde_json::from_slice(&blob(m["config"]["digest"].as_str().unwrap())).unwrap();
+        assert_eq!(config["schema"], "rocforge.artifact/1");
+        assert_eq!(config["key"], ann["rocforge.key"]);
+    }
+    // The signed index, tagged by the release.
+    let (m, digest) = manifest_of("test-1.0");
+    assert_eq!(
+        blob(m["layers"][0]["digest"].as_str().unwrap()),
+        std::fs::read(fx.dist().join("index.json")).unwrap()
+    );
+    assert_eq!(
+        blob(m["layers"][1]["digest"].as_str().unwrap()),
+        std::fs::read(fx.dist().join("index.json.minisig")).unwrap()
+    );
+    // A re-run is accepted and changes nothing.
+    fx.ok(&[], &["publish", "dist", "--to", &to]);
+    assert_eq!(manifest_of("test-1.0").1, digest);
+    // skopeo, where installed, reads the same manifest.
+    if which("skopeo") {
+        let o = Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false"])
+            .arg(format!(
+                "docker://{}/rocforge/releases:test-1.0",
+                reg.host()
+            ))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let raw: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(raw, m);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A GitHub-like server: exactly the release endpoints the publisher uses.
+
+#[derive(Debug, Clone)]
+struct Req {
+    method: String,
+    target: String,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+#[derive(Default)]
+struct GhState {
+    release: bool,
+    assets: Vec<(u64, String, u64)>,
+    next_id: u64,
+    requests: Vec<Req>,
+    /// Answer every request with 401 (a revoked token).
+    refuse: bool,
+}
+
+struct FakeGitHub {
+    port: u16,
+    state: Arc<Mutex<GhState>>,
+}
+
+impl FakeGitHub {
+    fn start() -> FakeGitHub {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(GhState {
+            next_id: 100,
+            ..Default::default()
+        }));
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let st = st.clone();
+                std::thread::spawn(move || serve(conn, port, &st));
+            }
+        });
+        FakeGitHub { port, state }
+    }
+
+    fn take(&self) -> Vec<Req> {
+        std::mem::take(&mut self.state.lock().unwrap().requests)
+    }
+}
+
+fn serve(conn: TcpStream, port: u16, st: &Mutex<GhState>) {
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or_default().to_string(),
+            parts.next().unwrap_or_default().to_string(),
+        );
+        let mut headers = BTreeMap::new();
+        loop {
+            let mut h = String::new();
+            r.read_line(&mut h).unwrap();
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (k, v) = h.split_once(':').unwrap();
+            headers.insert(k.to_ascii_lowercase(), v.trim().to_string());
+        }
+        let len: usize = headers
+            .get("content-length")
+            .map_or(0, |l| l.parse().unwrap());
+        let mut body = vec![0; len];
+        r.read_exact(&mut body).unwrap();
+        let req = Req {
+            method,
+            target,
+            headers,
+            body,
+        };
+        let (status, json) = answer(&req, port, st);
+        st.lock().unwrap().requests.push(req);
+        let text = json.to_string();
+        let reason = match status {
+            200 => "OK",
+            201 => "Created",
+            204 => "No Content",
+            401 => "Unauthorized",
+            _ => "Not Found",
+        };
+        let resp = if status == 204 {
+            format!("HTTP/1.1 204 {reason}\r\n\r\n")
+        } else {
+            format!(
+                "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
+                text.len()
+            )
+        };
+        if w.write_all(resp.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn release_json(port: u16) -> serde_json::Value {
+    serde_json::json!({
+        "id": 7,
+        "tag_name": "v1",
+        "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/o/r/releases/7/assets{{?name,label}}"),
+    })
+}
+
+fn answer(req: &Req, port: u16, st: &Mutex<GhState>) -> (u16, serde_json::Value) {
+    let mut s = st.lock().unwrap();
+    if s.refuse {
+        return (
+            401,
+            serde_json::json!({"message": "Bad credentials", "status": "401"}),
+        );
+    }
+    let t = req.target.as_str();
+    match req.method.as_str() {
+        "GET" if t == "/repos/o/r/releases/tags/v1" => {
+            if s.release {
+                (200, release_json(port))
+            } else {
+                (404, serde_json::json!({"message": "Not Found"}))
+            }
+        }
+        "POST" if t == "/repos/o/r/releases" => {
+            s.release = true;
+            (201, release_json(port))
+        }
+        "GET" if t.starts_with("/repos/o/r/releases/7/assets?") => {
+            let list: Vec<_> = s
+                .assets
+                .iter()
+                .map(|(id, name, size)| serde_json::json!({"id": id, "name": name, "size": size}))
+                .collect();
+            (200, serde_json::Value::Array(list))
+        }
+        "POST" if t.starts_with("/uploads/repos/o/r/releases/7/assets?name=") => {
+            let name = t.split_once("?name=").unwrap().1.to_string();
+            let id = s.next_id;
+            s.next_id += 1;
+            let size = req.body.len() as u64;
+            s.assets.push((id, name.clone(), size));
+            (
+                201,
+                serde_json::json!({"id": id, "name": name, "size": size}),
+            )
+        }
+        "DELETE" if t.starts_with("/repos/o/r/releases/assets/") => {
+            let id: u64 = t.rsplit('/').next().unwrap().parse().unwrap();
+            s.assets.retain(|a| a.0 != id);
+            (204, serde_json::Value::Null)
+        }
+        _ => (404, serde_json::json!({"message": "Not Found"})),
+    }
+}
+
+const TOKEN: &str = "ghp_test-secret-token-0123456789";
+
+#[test]
+fn github_publish_creates_the_release_uploads_once_replaces_changed_assets_and_hides_the_token() {
+    let fx = fixture();
+    let gh = FakeGitHub::start();
+    let api = format!("http://127.0.0.1:{}", gh.port);
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("ROCFORGE_GITHUB_API", api.as_str()),
+        ("ROCFORGE_LOG", "trace"),
+    ];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fx.dist())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // tarballs + signatures, SHA256SUMS(.minisig), index.json(.minisig)
+    assert_eq!(names.len(), 8, "{names:?}");
+
+    let first = fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    let reqs = gh.take();
+    let summary: Vec<(String, String)> = reqs
+        .iter()
+        .map(|r| (r.method.clone(), r.target.clone()))
+        .collect();
+    let mut want = vec![
+        ("GET".to_string(), "/repos/o/r/releases/tags/v1".to_string()),
+        ("POST".into(), "/repos/o/r/releases".into()),
+    ];
+    for n in &names {
+        want.push((
+            "POST".into(),
+            format!("/uploads/repos/o/r/releases/7/assets?name={n}"),
+        ));
+    }
+    assert_eq!(summary, want);
+    for r in &reqs {
+        assert_eq!(r.headers["authorization"], format!("Bearer {TOKEN}"));
+        assert_eq!(r.headers["accept"], "application/vnd.github+json");
+        assert_eq!(r.headers["x-github-api-version"], "2022-11-28");
+        assert!(r.headers["user-agent"].starts_with("rocforge/"));
+    }
+    let create: serde_json::Value = serde_json::from_slice(&reqs[1].body).unwrap();
+    assert_eq!(create["tag_name"], "v1");
+    assert_eq!(reqs[1].headers["content-type"], "application/json");
+    for (r, f) in reqs[2..].iter().zip(&files) {
+        let n = f.file_name().unwrap().to_string_lossy();
+        assert_eq!(r.body, std::fs::read(f).unwrap(), "{n}");
+        assert_eq!(r.headers["content-length"], r.body.len().to_string());
+        let ct = if n.ends_with(".tar.zst") {
+            "application/zstd"
+        } else if n.ends_with(".json") {
+            "application/json"
+        } else {
+            "text/plain"
+        };
+        assert_eq!(r.headers["content-type"], ct, "{n}");
+    }
+    assert!(
+        first.stdout.lines().all(|l| l.starts_with("uploaded")),
+        "{}",
+        first.stdout
+    );
+
+    // A re-run uploads nothing.
+    let second = fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    let summary: Vec<(String, String)> = gh
+        .take()
+        .iter()
+        .map(|r| (r.method.clone(), r.target.clone()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("GET".to_string(), "/repos/o/r/releases/tags/v1".to_string()),
+            (
+                "GET".into(),
+                "/repos/o/r/releases/7/assets?per_page=100&page=1".into()
+            ),
+        ]
+    );
+    assert!(
+        second.stdout.lines().all(|l| l.starts_with("present")),
+        "{}",
+        second.stdout
+    );
+
+    // An asset whose size differs (an interrupted upload) is deleted and uploaded again.
+    let sums_id = {
+        let mut s = gh.state.lock().unwrap();
+        let a = s.assets.iter_mut().find(|a| a.1 == "SHA256SUMS").unwrap();
+        a.2 = 3;
+        a.0
+    };
+    fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    let summary: Vec<(String, String)> = gh
+        .take()
+        .iter()
+        .map(|r| (r.method.clone(), r.target.clone()))
+        .collect();
+    assert_eq!(
+        summary[2..],
+        [
+            (
+                "DELETE".to_string(),
+                format!("/repos/o/r/releases/assets/{sums_id}")
+            ),
+            (
+                "POST".into(),
+                "/uploads/repos/o/r/releases/7/assets?name=SHA256SUMS".into()
+            ),
+        ]
+    );
+
+    // A refused token: a clear error, and the token nowhere in what rocforge printed.
+    gh.state.lock().unwrap().refuse = true;
+    let refused = fx.run(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("401") && refused.stderr.contains("Bad credentials"),
+        "{}",
+        refused.stderr
+    );
+    // Without a token: an error that says which variable to set.
+    let none = fx.run(
+        &[("ROCFORGE_GITHUB_API", api.as_str()), ("GITHUB_TOKEN", "")],
+        &["publish", "dist", "--to", "github://o/r@v1"],
+    );
+    assert_eq!(none.code, 1);
+    assert!(none.stderr.contains("GITHUB_TOKEN"), "{}", none.stderr);
+    for o in [&first, &second, &refused] {
+        assert!(!o.stdout.contains(TOKEN) && !o.stderr.contains(TOKEN));
+        assert!(!o.stderr.contains("test-secret"));
+    }
+}
+
+/// Writes a pure-Python wheel by hand (PEP 427: the package, METADATA, WHEEL, RECORD).
+fn write_wheel(dir: &Path, name: &str, version: &str, module: &str, requires: &[&str]) -> PathBuf {
+    let file = dir.join(format!("{name}-{version}-py3-none-any.whl"));
+    let script = r#"
+import base64, hashlib, sys, zipfile
+path, name, version, module, code, requires = sys.argv[1:7]
+info = f"{name}-{version}.dist-info"
+files = {
+    f"{module}/__init__.py": code,
+    f"{info}/METADATA": "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires.split(",") if r),
+    f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: rocforge-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = ""
+with zipfile.ZipFile(path, "w") as z:
+    for n, text in files.items():
+        data = text.encode()
+        z.writestr(n, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += f"{n},sha256={digest},{len(data)}\n"
+    record += f"{info}/RECORD,,\n"
+    z.writestr(f"{info}/RECORD", record)
+"#;
+    let code = format!("def hello():\n    return \"{module} {version}\"\n");
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&file)
+        .args([name, version, module, &code, &requires.join(",")])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    file
+}
+
+#[test]
+fn wheel_index_serves_pip_per_target() {
+    let venv_ok = Command::new("python3")
+        .args(["-c", "import venv, ensurepip"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("python3 with venv and ensurepip", venv_ok) {
+        return;
+    }
+    let fx = fixture();
+    let dist = fx.dist();
+    write_wheel(
+        &dist,
+        "rocdemo",
+        "1.0+rocm1.0.gfx90c",
+        "rocdemo",
+        &["roc_dep>=0.1"],
+    );
+    write_wheel(
+        &dist,
+        "rocdemo",
+        "1.0+rocm1.0.gfx902",
+        "rocdemo",
+        &["roc_dep>=0.1"],
+    );
+    let dep = write_wheel(&dist, "roc_dep", "0.1", "roc_dep", &[]);
+    fx.ok(&[], &["publish", "dist"]);
+
+    let page = std::fs::read_to_string(dist.join("gfx90c/rocdemo/index.html")).unwrap();
+    assert!(
+        page.contains("rocdemo-1.0+rocm1.0.gfx90c-py3-none-any.whl"),
+        "{page}"
+    );
+    assert!(!page.contains("gfx902-py3"), "{page}");
+    let dep_page = std::fs::read_to_string(dist.join("gfx90c/roc-dep/index.html")).unwrap();
+    assert!(
+        dep_page.contains(&format!(
+            "href=\"../../roc_dep-0.1-py3-none-any.whl#sha256={}\"",
+            sha256_file(&dep)
+        )),
+        "{dep_page}"
+    );
+    let root = std::fs::read_to_string(dist.join("gfx90c/index.html")).unwrap();
+    assert!(
+        root.contains("href=\"rocdemo/\"") && root.contains("href=\"roc-dep/\""),
+        "{root}"
+    );
+    assert!(
+        std::fs::read_to_string(dist.join("gfx902/rocdemo/index.html"))
+            .unwrap()
+            .contains("gfx902-py3")
+    );
+
+    let server = HttpServer::start(&dist);
+    let venv = fx.root.join("venv");
+    let st = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--index-url",
+            &format!("{}gfx90c/", server.url()),
+            "rocdemo",
+        ])
+        .env_remove("PIP_INDEX_URL")
+        .env_remove("PIP_EXTRA_INDEX_URL")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import rocdemo, roc_dep; print(rocdemo.hello()); print(roc_dep.hello())",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "rocdemo 1.0+rocm1.0.gfx90c\nroc_dep 0.1\n"
+    );
+}
