@@ -42,7 +42,9 @@ for t in "${targets[@]}"; do
         -print_final_stats=1 >"$scratch/$t.log" 2>&1; then
         log "$t: no crash in $(($(date +%s) - start)) s: $(grep -E '^(stat::number_of_executed_units|Done)' "$scratch/$t.log" | tail -1)"
     else
-        tail -n 60 "$scratch/$t.log" >&2
+        # The panic message (or the allocation guard's), libFuzzer's verdict and where the input is.
+        grep -E -A1 'panicked at|==fuzz==|ERROR: libFuzzer|Test unit written|Base64:' \
+            "$scratch/$t.log" >&2 || tail -n 40 "$scratch/$t.log" >&2
         log "$t: CRASH; input kept in fuzz/artifacts/$t/"
         failed+=("$t")
     fi

@@ -5,7 +5,9 @@
 
 pub mod arch;
 pub mod build;
+pub mod cache;
 pub mod catalog;
+pub mod ci;
 pub mod config;
 pub mod diag;
 pub mod fsutil;
@@ -16,6 +18,7 @@ pub mod package;
 pub mod plan;
 pub mod process;
 pub mod progress;
+pub mod publish;
 pub mod recipe;
 pub mod report;
 pub mod runtime;

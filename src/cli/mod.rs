@@ -4,9 +4,11 @@ mod arch_cmd;
 mod artifact_cmd;
 mod build_cmd;
 mod catalog_cmds;
+mod ci_cmd;
 mod inspect_cmd;
 mod plan_cmd;
 pub mod progress;
+mod publish_cmd;
 mod sources;
 mod test_cmd;
 
@@ -182,6 +184,12 @@ Examples:
         /// Accept built libraries that lack these targets (the gap is recorded in the store entry)
         #[arg(long, value_name = "LIST")]
         allow_missing: Option<String>,
+        /// A shared build cache, oci://REGISTRY/REPO: hits are pulled (signed by a trusted key), new entries pushed
+        #[arg(long, value_name = "URL", env = "ROCFORGE_CACHE_URL")]
+        cache: Option<String>,
+        /// The secret key that signs the entries pushed to --cache (without it nothing is pushed)
+        #[arg(long, value_name = "FILE", env = "ROCFORGE_CACHE_KEY")]
+        cache_key: Option<PathBuf>,
     },
     /// Builder images
     #[command(subcommand)]
@@ -211,6 +219,35 @@ Examples:
     /// The built-in catalog
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Generated CI files: the GitHub Actions release workflow
+    #[command(subcommand)]
+    Ci(CiCommand),
+    /// The Nix path: an overlay for nixpkgs' rocmPackages
+    #[command(subcommand)]
+    Nix(NixCommand),
+    /// Upload a release directory to a GitHub release or an OCI registry; write its wheel index
+    #[command(after_help = "\
+github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures,
+SHA256SUMS, index.json and wheels; files already there with the same size are skipped, so a
+re-run finishes an interrupted publish. The token comes from GITHUB_TOKEN (never printed);
+ROCFORGE_GITHUB_API overrides https://api.github.com.
+
+oci://REGISTRY/REPO: each tarball an artifact tagged <name>-<version>-<targets>-<key8>, the
+signed index tagged by the release (ROCFORGE_REGISTRY_USER/ROCFORGE_REGISTRY_PASSWORD for
+registries that want credentials).
+
+Wheels (*.whl) in DIR get a PEP 503 index per target: DIR/<target>/<project>/index.html.
+
+Examples:
+  rocforge publish dist --to github://me/rocm-gfx90c@rocm-6.4.4-1
+  rocforge publish dist --to oci://ghcr.io/me/rocforge")]
+    Publish {
+        /// The release directory (`rocforge package --out DIR`)
+        dir: PathBuf,
+        /// github://OWNER/REPO@TAG or oci://REGISTRY/REPO [default: only write the wheel index]
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+    },
     /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
     #[command(after_help = "\
 One deterministic tarball per component of the plan (the components and their dependencies):
@@ -443,6 +480,45 @@ pub enum PatchCommand {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum CiCommand {
+    /// Write .github/workflows/release.yml (and .github/actionlint.yaml) from the catalog and runners.toml
+    #[command(after_help = "\
+One plan job (`rocforge plan --format github-matrix`, one output per dependency level), a
+builder-image job, one build job per dependency level (a level with nothing to build is skipped,
+the later ones still run), test jobs on the GPU runners runners.toml lists as registered, a
+report and a publish job. See docs/ci.md.
+
+Examples:
+  rocforge ci github            regenerate after changing recipes or runners.toml
+  rocforge ci github --check    exit 1 with a diff when the committed files differ (CI)")]
+    Github {
+        /// Compare with the committed files instead of writing; exit 1 with a unified diff
+        #[arg(long)]
+        check: bool,
+        /// The repository root: runners.toml is read and .github/ written there
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NixCommand {
+    /// Write an overlay for nixpkgs' rocmPackages: gpuTargets, our patch series, a nixpkgs pin
+    #[command(after_help = "\
+Writes DIR/overlay.nix, DIR/patches/<component>/*.patch, DIR/default.nix and DIR/nixpkgs.json.
+See docs/nix.md for what the overlay does and does not reproduce.
+
+Examples:
+  rocforge nix export --arch gfx90c --out ./rocforge-nix
+  nix-build ./rocforge-nix -A rocblas --arg nixpkgs /path/to/nixpkgs")]
+    Export {
+        /// Output directory
+        #[arg(long, value_name = "DIR", default_value = "rocforge-nix")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum CatalogCommand {
     /// Write the built-in recipes/ and patches/ to DIR for editing; use them with --recipes DIR/recipes
     Export {
@@ -543,6 +619,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             key,
             expires_days,
         } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
+        Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
         Command::Sign { files, key } => artifact_cmd::sign_cmd(g, files, key.as_deref()),
         Command::Verify { file, key, sig } => {
@@ -593,6 +670,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             dry_run,
             overlay,
             allow_missing,
+            cache,
+            cache_key,
         } => build_cmd::build(
             g,
             build_cmd::BuildArgs {
@@ -603,6 +682,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 dry_run: *dry_run,
                 overlays: overlay,
                 allow_missing: allow_missing.as_deref(),
+                cache: cache.as_deref(),
+                cache_key: cache_key.as_deref(),
             },
         ),
         Command::Image(ImageCommand::Build {
@@ -641,6 +722,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Inspect { paths, against } => {
             inspect_cmd::inspect_cmd(g, paths, against.as_deref())
         }
+        Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
+        Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {
                 Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")

@@ -204,7 +204,11 @@ pub fn decode(osabi: u8, abi_version: u8, flags: u32) -> CodeObject {
     let mach = flags & EF_AMDGPU_MACH;
     let processor = mach_name(mach).map_or_else(|| format!("unknown-{mach:#04x}"), str::to_string);
     // ELFABIVERSION_AMDGPU_HSA_V2 = 0 ... V6 = 4.
-    let version = (osabi == ELFOSABI_AMDGPU_HSA && abi_version <= 4).then_some(abi_version + 2);
+    // Only add after the range check: an ABI version of 254 or 255 must not overflow.
+    let version = match (osabi, abi_version) {
+        (ELFOSABI_AMDGPU_HSA, v @ 0..=4) => Some(v + 2),
+        _ => None,
+    };
     let (xnack, sramecc) = match version {
         Some(v) if v >= 4 => (
             Feature::v4((flags & EF_AMDGPU_FEATURE_XNACK_V4) >> 8),
@@ -267,6 +271,19 @@ mod tests {
         assert_eq!(c.processor, "gfx9-generic");
         assert_eq!(c.generic_version, Some(1));
         assert_eq!(decode(64, 2, 0x77).processor, "unknown-0x77");
+    }
+
+    #[test]
+    fn any_abi_version_decodes_without_overflow() {
+        // Found by fuzzing (fuzz/, inspect_bytes): e_ident[EI_ABIVERSION] = 0xff overflowed.
+        for abi in [5, 254, 255] {
+            assert_eq!(decode(64, abi, 0x132).version, None);
+        }
+        let mut header = [0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        header[4..9].copy_from_slice(&[2, 1, 1, 64, 0xff]);
+        header[18..20].copy_from_slice(&EM_AMDGPU.to_le_bytes());
+        assert_eq!(parse(&header).unwrap().version, None);
     }
 
     #[test]

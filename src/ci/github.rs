@@ -1,0 +1,995 @@
+//! `.github/workflows/release.yml`, generated from the catalog and runners.toml.
+//!
+//! A matrix cannot order its entries, so every dependency level is its own job, fed by one
+//! output of the plan job (`rocforge plan --format github-matrix`). The number of level jobs is
+//! fixed when the workflow is generated: the deepest dependency chain of any release line, plus
+//! one, and for each level as many parts as its components need at 256 entries a matrix. A
+//! level with nothing to build is skipped through its `if:`; the levels after it still run
+//! because every level job uses `always()` and checks the results of all its needs itself.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::catalog::Catalog;
+use crate::plan::render::MATRIX_MAX;
+
+use super::runners::Runners;
+
+pub const WORKFLOW_PATH: &str = ".github/workflows/release.yml";
+pub const ACTIONLINT_CONFIG_PATH: &str = ".github/actionlint.yaml";
+
+/// The OCI build cache, one repository per owner.
+const CACHE: &str = "oci://ghcr.io/${{ github.repository_owner }}/rocforge-cache";
+/// Push to main, a release tag, or a manual run: events whose code a maintainer wrote.
+const TRUSTED: &str = "((github.event_name == 'push' && (github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/v'))) || github.event_name == 'workflow_dispatch')";
+const UNTRUSTED: &str = "github.event_name == 'pull_request'";
+/// A job that runs after skipped jobs: none of its needs failed or was cancelled.
+const NEEDS_OK: &str =
+    "!contains(needs.*.result, 'failure') && !contains(needs.*.result, 'cancelled')";
+const CHECKOUT: &str = "actions/checkout@v4";
+/// rocforge's registry client (cache pulls and pushes, OCI publishing) takes these.
+const REGISTRY_USER: (&str, &str) = ("ROCFORGE_REGISTRY_USER", "${{ github.actor }}");
+const REGISTRY_PASSWORD: (&str, &str) = ("ROCFORGE_REGISTRY_PASSWORD", "${{ github.token }}");
+const UPLOAD: &str = "actions/upload-artifact@v4";
+const DOWNLOAD: &str = "actions/download-artifact@v4";
+
+/// What the generator needs to know of one release line.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub image: String,
+    /// Components with a `[test]` client, sorted.
+    pub tested: Vec<String>,
+    /// Dependency level of every component.
+    pub levels: BTreeMap<String, usize>,
+}
+
+impl Line {
+    pub fn from_catalog(c: &Catalog) -> Line {
+        let mut levels = BTreeMap::new();
+        for name in c.recipes.keys() {
+            level_of(c, name, &mut levels);
+        }
+        Line {
+            name: c.release.name.clone(),
+            image: c.release.image.clone(),
+            tested: c
+                .recipes
+                .iter()
+                .filter(|(_, r)| r.test.is_some())
+                .map(|(n, _)| n.clone())
+                .collect(),
+            levels,
+        }
+    }
+
+    /// Components at each level.
+    fn widths(&self) -> Vec<usize> {
+        let mut w = Vec::new();
+        for &l in self.levels.values() {
+            if w.len() <= l {
+                w.resize(l + 1, 0);
+            }
+            w[l] += 1;
+        }
+        w
+    }
+}
+
+/// Same rule as the plan: one more than the deepest dependency (the catalog has no cycles).
+fn level_of(c: &Catalog, name: &str, memo: &mut BTreeMap<String, usize>) -> usize {
+    if let Some(&l) = memo.get(name) {
+        return l;
+    }
+    let deps: Vec<String> = c.recipes[name]
+        .depends
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    let l = deps
+        .iter()
+        .map(|d| level_of(c, d, memo) + 1)
+        .max()
+        .unwrap_or(0);
+    memo.insert(name.to_string(), l);
+    l
+}
+
+/// The level jobs: for each dependency level, how many parts (matrices of at most 256
+/// entries) it may need. A plan entry is one component, so a level never holds more entries
+/// than the catalog has components at that level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub parts: Vec<usize>,
+}
+
+impl Layout {
+    pub fn of(lines: &[Line]) -> Layout {
+        let mut parts: Vec<usize> = Vec::new();
+        for line in lines {
+            for (level, width) in line.widths().into_iter().enumerate() {
+                if parts.len() <= level {
+                    parts.resize(level + 1, 1);
+                }
+                parts[level] = parts[level].max(width.div_ceil(MATRIX_MAX).max(1));
+            }
+        }
+        if parts.is_empty() {
+            parts.push(1);
+        }
+        Layout { parts }
+    }
+
+    /// Every (level, part) slot in order.
+    pub fn slots(&self) -> Vec<(usize, usize)> {
+        self.parts
+            .iter()
+            .enumerate()
+            .flat_map(|(l, &n)| (0..n).map(move |p| (l, p)))
+            .collect()
+    }
+}
+
+pub fn output_name(level: usize, part: usize) -> String {
+    format!("level_{level}_part_{part}")
+}
+
+fn build_job_id(prefix: &str, level: usize, part: usize) -> String {
+    if part == 0 {
+        format!("{prefix}build-{level}")
+    } else {
+        format!("{prefix}build-{level}-part-{part}")
+    }
+}
+
+/// `.github/actionlint.yaml`: the self-hosted labels runners.toml names.
+pub fn actionlint_config(runners: &Runners) -> String {
+    let mut y = String::from(
+        "# Generated by `rocforge ci github` from runners.toml. Do not edit.\nself-hosted-runner:\n  labels:\n",
+    );
+    for l in runners.self_hosted_labels() {
+        let _ = writeln!(y, "    - {l}");
+    }
+    y
+}
+
+struct Y(String);
+
+impl Y {
+    fn line(&mut self, indent: usize, text: &str) {
+        if text.is_empty() {
+            self.0.push('\n');
+        } else {
+            let _ = writeln!(self.0, "{:indent$}{text}", "");
+        }
+    }
+
+    /// A `run: |` block at `indent` (the key's indentation).
+    fn run(&mut self, indent: usize, script: &str) {
+        self.line(indent, "run: |");
+        for l in script.lines() {
+            self.line(indent + 2, l);
+        }
+    }
+
+    fn env(&mut self, indent: usize, vars: &[(&str, &str)]) {
+        if vars.is_empty() {
+            return;
+        }
+        self.line(indent, "env:");
+        for (k, v) in vars {
+            self.line(indent + 2, &format!("{k}: {v}"));
+        }
+    }
+
+    fn permissions(&mut self, scopes: &[(&str, &str)]) {
+        self.line(4, "permissions:");
+        for (k, v) in scopes {
+            self.line(6, &format!("{k}: {v}"));
+        }
+    }
+
+    fn checkout(&mut self) {
+        self.line(6, &format!("- uses: {CHECKOUT}"));
+        self.line(8, "with:");
+        self.line(10, "persist-credentials: false");
+    }
+
+    /// The rocforge binary the plan job built, on PATH.
+    fn rocforge(&mut self) {
+        self.line(6, &format!("- uses: {DOWNLOAD}"));
+        self.line(8, "with:");
+        self.line(10, "name: rocforge");
+        self.line(10, "path: bin");
+        self.line(6, "- name: rocforge on PATH");
+        self.run(8, "chmod +x bin/rocforge\necho \"$PWD/bin\" >> \"$GITHUB_PATH\"");
+    }
+
+    /// Pulls accept cache entries signed by runners.toml's `[cache] trusted-keys`.
+    fn trust(&mut self, keys: &[String]) {
+        self.line(6, "- name: Trust the cache's signing keys (runners.toml)");
+        if keys.is_empty() {
+            self.run(
+                8,
+                "echo \"::warning::runners.toml trusts no cache signing key: no cache entry is pulled, everything is built\"",
+            );
+            return;
+        }
+        let list: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+        self.run(
+            8,
+            &format!(
+                "printf '[trust]\\nkeys = [{}]\\n' > \"$RUNNER_TEMP/rocforge.toml\"\necho \"ROCFORGE_CONFIG=$RUNNER_TEMP/rocforge.toml\" >> \"$GITHUB_ENV\"",
+                list.join(", ")
+            ),
+        );
+    }
+
+    fn login(&mut self, why: &str) {
+        self.line(6, &format!("- name: Log in to ghcr.io ({why})"));
+        self.env(
+            8,
+            &[
+                ("ACTOR", "${{ github.actor }}"),
+                ("TOKEN", "${{ github.token }}"),
+            ],
+        );
+        self.run(
+            8,
+            "printf '%s\\n' \"$TOKEN\" | podman login ghcr.io --username \"$ACTOR\" --password-stdin",
+        );
+    }
+}
+
+/// The workflow for these release lines (oldest first, as the catalog lists them).
+pub fn workflow(lines: &[Line], runners: &Runners) -> String {
+    let layout = Layout::of(lines);
+    let slots = layout.slots();
+    let newest = lines.last().map(|l| l.name.as_str()).unwrap_or("");
+    let mut y = Y(String::new());
+    header(&mut y, lines, newest);
+    plan_job(&mut y, lines, runners, &slots);
+    images_job(&mut y, lines);
+    let trusted_builds = build_jobs(&mut y, runners, &slots, true);
+    build_jobs(&mut y, runners, &slots, false);
+    let tests = test_jobs(&mut y, lines, runners, newest, &trusted_builds);
+    report_job(&mut y, runners, &tests);
+    publish_jobs(&mut y, runners, &trusted_builds);
+    y.0
+}
+
+fn header(y: &mut Y, lines: &[Line], newest: &str) {
+    y.line(
+        0,
+        "# Generated by `rocforge ci github` from the catalog and runners.toml. Do not edit: change",
+    );
+    y.line(
+        0,
+        "# the recipes, runners.toml or src/ci/github.rs and run `rocforge ci github`. CI fails when",
+    );
+    y.line(
+        0,
+        "# this file differs from the generated one (`rocforge ci github --check`). See docs/ci.md.",
+    );
+    y.line(0, "name: release");
+    y.line(0, "on:");
+    y.line(2, "push:");
+    y.line(4, "branches: [main]");
+    y.line(4, "tags: [\"v*\"]");
+    y.line(2, "pull_request:");
+    y.line(4, "paths:");
+    for p in [
+        "recipes/**",
+        "patches/**",
+        "containers/**",
+        "runners.toml",
+        "rocforge.lock",
+        ".github/workflows/release.yml",
+    ] {
+        y.line(6, &format!("- \"{p}\""));
+    }
+    y.line(2, "workflow_dispatch:");
+    y.line(4, "inputs:");
+    y.line(6, "release:");
+    y.line(8, "description: Release line");
+    y.line(8, "type: choice");
+    y.line(8, &format!("default: {newest}"));
+    y.line(8, "options:");
+    for l in lines.iter().rev() {
+        y.line(10, &format!("- {}", l.name));
+    }
+    y.line(6, "targets:");
+    y.line(
+        8,
+        "description: GPU targets, a comma list such as gfx90c,gfx902 (empty for the release line's)",
+    );
+    y.line(8, "type: string");
+    y.line(8, "default: \"\"");
+    y.line(0, "permissions: {}");
+    y.line(0, "concurrency:");
+    y.line(2, "group: release-${{ github.ref }}");
+    y.line(2, "cancel-in-progress: ${{ github.event_name == 'pull_request' }}");
+    y.line(0, "env:");
+    y.line(2, &format!("CACHE: {CACHE}"));
+    y.line(0, "jobs:");
+}
+
+fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize)]) {
+    y.line(2, "plan:");
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 45");
+    y.permissions(&[("contents", "read")]);
+    y.line(4, "outputs:");
+    for o in ["release", "targets"] {
+        y.line(6, &format!("{o}: ${{{{ steps.plan.outputs.{o} }}}}"));
+    }
+    for &(l, p) in slots {
+        let o = output_name(l, p);
+        y.line(6, &format!("{o}: ${{{{ steps.plan.outputs.{o} }}}}"));
+    }
+    y.line(4, "steps:");
+    y.checkout();
+    y.line(6, "- name: Build rocforge");
+    y.run(8, "cargo build --release --locked");
+    y.line(6, &format!("- uses: {UPLOAD}"));
+    y.line(8, "with:");
+    y.line(10, "name: rocforge");
+    y.line(10, "path: target/release/rocforge");
+    y.line(10, "if-no-files-found: error");
+    y.line(10, "retention-days: 7");
+    y.line(6, "- name: Plan, one matrix per dependency level");
+    y.line(8, "id: plan");
+    y.env(
+        8,
+        &[
+            ("RELEASE", "${{ inputs.release }}"),
+            ("TARGETS", "${{ inputs.targets }}"),
+            ("TRUSTED", &format!("${{{{ {TRUSTED} }}}}")),
+        ],
+    );
+    let slot_list: Vec<String> = slots.iter().map(|(l, p)| format!("{l}:{p}")).collect();
+    let registered: Vec<&str> = runners
+        .registered_gpus()
+        .map(|g| g.target.as_str())
+        .collect();
+    let unregistered_build: Vec<&str> = runners
+        .build
+        .iter()
+        .filter(|b| !b.registered)
+        .map(|b| b.label.as_str())
+        .collect();
+    let mut s = String::new();
+    s += "set -euo pipefail\n";
+    s += "args=()\n";
+    s += "if [ -n \"${RELEASE:-}\" ]; then args+=(--release \"$RELEASE\"); fi\n";
+    s += "if [ -n \"${TARGETS:-}\" ]; then args+=(--arch \"$TARGETS\"); fi\n";
+    s += "target/release/rocforge \"${args[@]}\" --locked plan --format github-matrix > matrix.json\n";
+    s += "target/release/rocforge \"${args[@]}\" --locked plan --format json > plan.json\n";
+    s += "release=$(jq -r .release matrix.json)\n";
+    s += "targets=$(jq -r '.targets | join(\",\")' plan.json)\n";
+    s += "echo \"release=$release\" >> \"$GITHUB_OUTPUT\"\n";
+    s += "echo \"targets=$targets\" >> \"$GITHUB_OUTPUT\"\n";
+    s += "# One output per level job of this workflow; empty when the level has nothing to build.\n";
+    s += "used=0\n";
+    let _ = writeln!(s, "for slot in {}; do", slot_list.join(" "));
+    s += "  level=${slot%:*}\n";
+    s += "  part=${slot#*:}\n";
+    s += "  matrix=$(jq -c --argjson l \"$level\" --argjson p \"$part\" \\\n";
+    s += "    'first(.levels[] | select(.level == $l and .part == $p) | .matrix) // empty' matrix.json)\n";
+    s += "  echo \"level_${level}_part_${part}=$matrix\" >> \"$GITHUB_OUTPUT\"\n";
+    s += "  if [ -n \"$matrix\" ]; then used=$((used + 1)); fi\n";
+    s += "done\n";
+    s += "if [ \"$used\" -ne \"$(jq '.levels | length' matrix.json)\" ]; then\n";
+    s += "  echo \"::error::the plan has more levels or parts than this workflow has jobs: run \\`rocforge ci github\\` and commit the result\"\n";
+    s += "  exit 1\n";
+    s += "fi\n";
+    if !unregistered_build.is_empty() {
+        s += "# Build runners runners.toml lists as not registered yet: their jobs would wait.\n";
+        let _ = writeln!(s, "waiting=({})", unregistered_build.join(" "));
+        s += "for label in \"${waiting[@]}\"; do\n";
+        s += "  jq -r --arg r \"$label\" '.levels[].matrix.include[] | select(.runner == $r) | .component' matrix.json |\n";
+        s += "    while read -r c; do\n";
+        s += "      echo \"::warning::$c needs a '$label' runner, which runners.toml lists as not registered: its job waits until one is (docs/ci.md)\"\n";
+        s += "    done\n";
+        s += "done\n";
+    }
+    s += "{\n";
+    s += "  echo \"## Plan for $release ($targets)\"\n";
+    s += "  echo\n";
+    s += "  echo '| level | component | runner |'\n";
+    s += "  echo '| --- | --- | --- |'\n";
+    s += "  jq -r '.levels[] | .level as $l | .matrix.include[] | \"| \\($l) | \\(.component) | \\(.runner) |\"' matrix.json\n";
+    s += "  echo\n";
+    s += "  echo '### Hardware tests'\n";
+    s += "  echo\n";
+    let _ = writeln!(s, "  registered=\" {} \"", registered.join(" "));
+    s += "  for t in ${targets//,/ }; do\n";
+    s += "    arch=${t%%:*}\n";
+    s += "    if [ \"$TRUSTED\" != true ]; then\n";
+    s += "      echo \"- $t: untested (pull requests never run on hardware runners)\"\n";
+    s += "    elif [[ \"$registered\" == *\" $arch \"* ]]; then\n";
+    s += "      echo \"- $t: tested on [self-hosted, linux, $arch]\"\n";
+    s += "    else\n";
+    s += "      echo \"- $t: untested (no runner registered for $arch in runners.toml)\"\n";
+    s += "    fi\n";
+    s += "  done\n";
+    s += "} >> \"$GITHUB_STEP_SUMMARY\"\n";
+    y.run(8, &s);
+    let _ = lines;
+    y.line(0, "");
+}
+
+fn images_job(y: &mut Y, lines: &[Line]) {
+    y.line(2, "images:");
+    y.line(4, "name: builder image ${{ matrix.release }}");
+    y.line(4, "needs: plan");
+    y.line(4, &format!("if: {TRUSTED}"));
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 120");
+    y.permissions(&[("contents", "read"), ("packages", "write")]);
+    y.line(4, "strategy:");
+    y.line(6, "fail-fast: false");
+    y.line(6, "matrix:");
+    y.line(8, "include:");
+    for l in lines {
+        y.line(10, &format!("- release: {}", l.name));
+        y.line(12, &format!("image: {}", l.image));
+        y.line(12, &format!("containerfile: containers/Containerfile.{}", l.name));
+    }
+    y.line(4, "steps:");
+    y.checkout();
+    y.login("push");
+    y.line(
+        6,
+        "- name: Build and push the image when its Containerfile changed",
+    );
+    y.env(
+        8,
+        &[
+            ("RELEASE", "${{ matrix.release }}"),
+            ("IMAGE", "${{ matrix.image }}"),
+            ("CONTAINERFILE", "${{ matrix.containerfile }}"),
+        ],
+    );
+    let s = "\
+set -euo pipefail
+# The image carries the sha256 of the Containerfile it was built from: build only when it differs.
+sum=$(sha256sum \"$CONTAINERFILE\" | cut -d' ' -f1)
+current=$(skopeo inspect \"docker://$IMAGE\" 2>/dev/null | jq -r '.Labels[\"org.rocforge.containerfile-sha256\"] // empty' || true)
+if [ \"$current\" = \"$sum\" ]; then
+  echo \"$IMAGE is up to date with $CONTAINERFILE\"
+  digest=$(skopeo inspect \"docker://$IMAGE\" | jq -r .Digest)
+else
+  podman build --label \"org.rocforge.containerfile-sha256=$sum\" --timestamp 0 \\
+    -f \"$CONTAINERFILE\" -t \"$IMAGE\" containers
+  podman push --digestfile digest \"$IMAGE\"
+  digest=$(cat digest)
+fi
+mkdir -p out
+echo \"$IMAGE@$digest\" > \"out/builder-$RELEASE.txt\"
+if grep -q \"$digest\" rocforge.lock; then
+  note=\"rocforge.lock records this digest\"
+else
+  note=\"rocforge.lock does not record this digest yet: run \\`rocforge lock\\` and commit rocforge.lock\"
+  echo \"::warning::$IMAGE is $digest; $note\"
+fi
+echo \"- builder image $IMAGE@$digest ($note)\" >> \"$GITHUB_STEP_SUMMARY\"
+";
+    y.run(8, s);
+    y.line(6, &format!("- uses: {UPLOAD}"));
+    y.line(8, "with:");
+    y.line(10, "name: builder-${{ matrix.release }}");
+    y.line(10, "path: out/builder-${{ matrix.release }}.txt");
+    y.line(0, "");
+}
+
+/// One job per level and part. Trusted events push to the cache; pull requests only read it.
+/// Returns the job IDs.
+fn build_jobs(y: &mut Y, runners: &Runners, slots: &[(usize, usize)], trusted: bool) -> Vec<String> {
+    let prefix = if trusted { "" } else { "pr-" };
+    let mut ids: Vec<String> = Vec::new();
+    let hosted = &runners.hosted;
+    let longest = runners
+        .build
+        .iter()
+        .map(|b| b.hours)
+        .fold(6.0_f64, f64::max);
+    for &(level, part) in slots {
+        let id = build_job_id(prefix, level, part);
+        let out = output_name(level, part);
+        y.line(2, &format!("{id}:"));
+        y.line(
+            4,
+            &format!(
+                "name: {}level {level}{} ${{{{ matrix.component }}}}",
+                if trusted { "" } else { "pull request, " },
+                if part > 0 {
+                    format!(" part {part}")
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        let mut needs = vec!["plan".to_string()];
+        if trusted {
+            needs.push("images".into());
+        }
+        needs.extend(
+            ids.iter()
+                .filter(|i| !i.is_empty())
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        y.line(4, &format!("needs: [{}]", needs.join(", ")));
+        y.line(
+            4,
+            &format!(
+                "if: always() && {} && needs.plan.result == 'success' && needs.plan.outputs.{out} != '' && {NEEDS_OK}",
+                if trusted { TRUSTED } else { UNTRUSTED }
+            ),
+        );
+        y.line(4, "runs-on: ${{ matrix.runner }}");
+        y.line(
+            4,
+            &format!(
+                "timeout-minutes: ${{{{ matrix.runner == '{}' && 360 || {} }}}}",
+                hosted.label,
+                (longest * 60.0).round() as u64
+            ),
+        );
+        if trusted {
+            y.permissions(&[("contents", "read"), ("packages", "write")]);
+        } else {
+            y.permissions(&[("contents", "read"), ("packages", "read")]);
+        }
+        y.line(4, "strategy:");
+        y.line(6, "fail-fast: false");
+        y.line(
+            6,
+            &format!("matrix: ${{{{ fromJSON(needs.plan.outputs.{out}) }}}}"),
+        );
+        y.line(4, "steps:");
+        y.checkout();
+        y.rocforge();
+        y.trust(&runners.cache.trusted_keys);
+        y.line(
+            6,
+            &format!(
+                "- name: Build ${{{{ matrix.component }}}} ({})",
+                if trusted {
+                    "cache hits pulled, new entries pushed"
+                } else {
+                    "cache hits pulled, nothing pushed"
+                }
+            ),
+        );
+        let mut env = vec![
+            ("COMPONENT", "${{ matrix.component }}"),
+            ("TARGETS", "${{ matrix.targets }}"),
+            ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            REGISTRY_USER,
+            REGISTRY_PASSWORD,
+        ];
+        if trusted {
+            env.push(("CACHE_KEY", "${{ secrets.ROCFORGE_CACHE_KEY }}"));
+            env.push((
+                "ROCFORGE_KEY_PASSWORD",
+                "${{ secrets.ROCFORGE_CACHE_KEY_PASSWORD }}",
+            ));
+        }
+        y.env(8, &env);
+        let build = "rocforge --release \"$RELEASE\" --arch \"$TARGETS\" --locked build \"$COMPONENT\" --cache \"$CACHE\"";
+        if trusted {
+            y.run(
+                8,
+                &format!(
+                    "\
+set -euo pipefail
+args=()
+if [ -n \"$CACHE_KEY\" ]; then
+  key=\"$RUNNER_TEMP/cache.key\"
+  trap 'rm -f \"$key\"' EXIT
+  (umask 077 && printf '%s\\n' \"$CACHE_KEY\" > \"$key\")
+  args+=(--cache-key \"$key\")
+else
+  echo \"::warning::no ROCFORGE_CACHE_KEY secret: nothing is pushed to the cache\"
+fi
+{build} \"${{args[@]}}\""
+                ),
+            );
+        } else {
+            // No cache signing key: rocforge pulls hits and pushes nothing.
+            y.run(8, build);
+        }
+        y.line(0, "");
+        ids.push(id);
+    }
+    ids
+}
+
+/// One job per registered GPU runner. Returns the job IDs.
+fn test_jobs(
+    y: &mut Y,
+    lines: &[Line],
+    runners: &Runners,
+    newest: &str,
+    builds: &[String],
+) -> Vec<String> {
+    let tested: Vec<&str> = lines
+        .iter()
+        .find(|l| l.name == newest)
+        .map(|l| l.tested.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut ids = Vec::new();
+    for gpu in runners.registered_gpus() {
+        let t = &gpu.target;
+        let id = format!("test-{t}");
+        y.line(2, &format!("{id}:"));
+        y.line(4, &format!("name: test on {t} (${{{{ matrix.component }}}})"));
+        let mut needs = vec!["plan".to_string()];
+        needs.extend(builds.iter().cloned());
+        y.line(4, &format!("needs: [{}]", needs.join(", ")));
+        y.line(
+            4,
+            &format!(
+                "if: always() && {TRUSTED} && needs.plan.result == 'success' && {NEEDS_OK} && contains(format(',{{0}},', needs.plan.outputs.targets), ',{t},')"
+            ),
+        );
+        y.line(4, &format!("runs-on: [self-hosted, linux, {t}]"));
+        y.line(
+            4,
+            &format!("timeout-minutes: {}", (gpu.hours * 60.0).round() as u64),
+        );
+        // A GPU machine is someone's computer: it reads the cache and never holds a key.
+        y.permissions(&[("contents", "read"), ("packages", "read")]);
+        y.line(4, "concurrency:");
+        y.line(6, &format!("group: rocforge-gpu-{t}"));
+        y.line(6, "cancel-in-progress: false");
+        y.line(4, "strategy:");
+        y.line(6, "fail-fast: false");
+        y.line(6, "max-parallel: 1");
+        y.line(6, "matrix:");
+        y.line(8, &format!("component: [{}]", tested.join(", ")));
+        y.line(4, "steps:");
+        y.checkout();
+        y.rocforge();
+        y.trust(&runners.cache.trusted_keys);
+        y.line(6, &format!("- name: Build or pull ${{{{ matrix.component }}}} for {t}"));
+        y.env(
+            8,
+            &[
+                ("COMPONENT", "${{ matrix.component }}"),
+                ("RELEASE", "${{ needs.plan.outputs.release }}"),
+                REGISTRY_USER,
+                REGISTRY_PASSWORD,
+            ],
+        );
+        y.run(
+            8,
+            &format!(
+                "rocforge --release \"$RELEASE\" --arch {t} --locked build \"$COMPONENT\" --cache \"$CACHE\""
+            ),
+        );
+        y.line(6, "- name: Test");
+        y.env(
+            8,
+            &[
+                ("COMPONENT", "${{ matrix.component }}"),
+                ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            ],
+        );
+        y.run(
+            8,
+            &format!(
+                "rocforge --release \"$RELEASE\" --arch {t} test \"$COMPONENT\" --machine \"$RUNNER_NAME\" --out \"results/$COMPONENT-{t}\""
+            ),
+        );
+        y.line(6, &format!("- uses: {UPLOAD}"));
+        y.line(8, "if: always()");
+        y.line(8, "with:");
+        y.line(10, &format!("name: results-{t}-${{{{ matrix.component }}}}"));
+        y.line(10, "path: results/");
+        y.line(10, "if-no-files-found: warn");
+        y.line(0, "");
+        ids.push(id);
+    }
+    ids
+}
+
+fn report_job(y: &mut Y, runners: &Runners, tests: &[String]) {
+    y.line(2, "report:");
+    let mut needs = vec!["plan".to_string()];
+    needs.extend(tests.iter().cloned());
+    y.line(4, &format!("needs: [{}]", needs.join(", ")));
+    y.line(4, "if: always() && needs.plan.result == 'success'");
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 20");
+    y.permissions(&[("contents", "read")]);
+    y.line(4, "steps:");
+    y.rocforge();
+    y.line(6, &format!("- uses: {DOWNLOAD}"));
+    y.line(8, "with:");
+    y.line(10, "pattern: results-*");
+    y.line(10, "path: results");
+    y.line(6, "- name: Report");
+    y.env(
+        8,
+        &[
+            ("TARGETS", "${{ needs.plan.outputs.targets }}"),
+            ("TRUSTED", &format!("${{{{ {TRUSTED} }}}}")),
+        ],
+    );
+    let registered: Vec<&str> = runners
+        .registered_gpus()
+        .map(|g| g.target.as_str())
+        .collect();
+    let mut s = String::new();
+    s += "set -euo pipefail\n";
+    s += "mkdir -p report\n";
+    s += "mapfile -t bundles < <(find results -name results.json 2>/dev/null | sort)\n";
+    s += "if [ ${#bundles[@]} -gt 0 ]; then\n";
+    s += "  rocforge report \"${bundles[@]}\" --out report\n";
+    s += "else\n";
+    s += "  echo '# Hardware test report' > report/report.md\n";
+    s += "  echo >> report/report.md\n";
+    s += "  echo 'No hardware results: no test job ran.' >> report/report.md\n";
+    s += "fi\n";
+    let _ = writeln!(s, "registered=\" {} \"", registered.join(" "));
+    s += "{\n";
+    s += "  echo\n";
+    s += "  echo '## Targets without results'\n";
+    s += "  echo\n";
+    s += "  for t in ${TARGETS//,/ }; do\n";
+    s += "    arch=${t%%:*}\n";
+    s += "    if [ \"$TRUSTED\" != true ]; then\n";
+    s += "      echo \"- $t: untested (pull requests never run on hardware runners)\"\n";
+    s += "    elif [[ \"$registered\" != *\" $arch \"* ]]; then\n";
+    s += "      echo \"- $t: untested (no runner registered for $arch in runners.toml)\"\n";
+    s += "    fi\n";
+    s += "  done\n";
+    s += "} >> report/report.md\n";
+    s += "cat report/report.md >> \"$GITHUB_STEP_SUMMARY\"\n";
+    y.run(8, &s);
+    y.line(6, &format!("- uses: {UPLOAD}"));
+    y.line(8, "with:");
+    y.line(10, "name: report");
+    y.line(10, "path: report/");
+    y.line(0, "");
+}
+
+fn publish_jobs(y: &mut Y, runners: &Runners, builds: &[String]) {
+    y.line(2, "publish:");
+    let mut needs = vec!["plan".to_string(), "report".to_string()];
+    needs.extend(builds.iter().cloned());
+    y.line(4, &format!("needs: [{}]", needs.join(", ")));
+    y.line(
+        4,
+        &format!(
+            "if: always() && {TRUSTED} && startsWith(github.ref, 'refs/tags/v') && needs.plan.result == 'success' && needs.report.result == 'success' && {NEEDS_OK}"
+        ),
+    );
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 180");
+    y.line(4, "environment: release");
+    y.permissions(&[("contents", "write"), ("packages", "write")]);
+    y.line(4, "concurrency:");
+    y.line(6, "group: rocforge-publish");
+    y.line(6, "cancel-in-progress: false");
+    y.line(4, "steps:");
+    y.checkout();
+    y.rocforge();
+    y.line(6, &format!("- uses: {DOWNLOAD}"));
+    y.line(8, "with:");
+    y.line(10, "name: report");
+    y.line(10, "path: report");
+    y.trust(&runners.cache.trusted_keys);
+    y.line(6, "- name: Every component of the release, pulled from the cache");
+    y.env(
+        8,
+        &[
+            ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            ("TARGETS", "${{ needs.plan.outputs.targets }}"),
+            REGISTRY_USER,
+            REGISTRY_PASSWORD,
+        ],
+    );
+    y.run(
+        8,
+        "rocforge --release \"$RELEASE\" --arch \"$TARGETS\" --locked build --cache \"$CACHE\"",
+    );
+    y.line(6, "- name: Package and sign");
+    y.env(
+        8,
+        &[
+            ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            ("TARGETS", "${{ needs.plan.outputs.targets }}"),
+            ("SIGNING_KEY", "${{ secrets.ROCFORGE_SIGNING_KEY }}"),
+            ("ROCFORGE_KEY_PASSWORD", "${{ secrets.ROCFORGE_KEY_PASSWORD }}"),
+        ],
+    );
+    let s = "\
+set -euo pipefail
+if [ -z \"$SIGNING_KEY\" ]; then
+  echo \"::error::the ROCFORGE_SIGNING_KEY secret is not set in the release environment (docs/ci.md)\"
+  exit 1
+fi
+key=\"$RUNNER_TEMP/rocforge.key\"
+trap 'rm -f \"$key\"' EXIT
+(umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
+mapfile -t components < <(rocforge --release \"$RELEASE\" --format json list | jq -r '.components[].name')
+rocforge --release \"$RELEASE\" --arch \"$TARGETS\" --locked package \"${components[@]}\" --out dist --key \"$key\"
+cp report/report.md dist/report.md
+if [ -f report/report.html ]; then cp report/report.html dist/report.html; fi
+";
+    y.run(8, s);
+    y.line(6, "- name: GitHub release, artifacts on GHCR, wheel index");
+    y.env(
+        8,
+        &[
+            ("GITHUB_TOKEN", "${{ github.token }}"),
+            ("REPO", "${{ github.repository }}"),
+            ("OWNER", "${{ github.repository_owner }}"),
+            ("TAG", "${{ github.ref_name }}"),
+            REGISTRY_USER,
+            REGISTRY_PASSWORD,
+        ],
+    );
+    let s = "\
+set -euo pipefail
+rocforge publish dist --to \"github://$REPO@$TAG\"
+rocforge publish dist --to \"oci://ghcr.io/${OWNER,,}/rocforge\"
+";
+    y.run(8, s);
+    y.login("runtime image push");
+    y.line(6, "- name: Runtime image to GHCR");
+    y.env(
+        8,
+        &[
+            ("OWNER", "${{ github.repository_owner }}"),
+            ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            ("TAG", "${{ github.ref_name }}"),
+        ],
+    );
+    let s = "\
+set -euo pipefail
+if [ ! -f containers/Containerfile.runtime ]; then
+  echo \"::notice::no containers/Containerfile.runtime yet: no runtime image published\"
+  exit 0
+fi
+image=\"ghcr.io/${OWNER,,}/rocforge:$RELEASE-$TAG\"
+podman build --build-arg RELEASE=\"$RELEASE\" -f containers/Containerfile.runtime -t \"$image\" dist
+podman push \"$image\"
+echo \"- runtime image $image\" >> \"$GITHUB_STEP_SUMMARY\"
+";
+    y.run(8, s);
+    y.line(6, "- name: Pages site (signed index, wheel index)");
+    let s = "\
+set -euo pipefail
+mkdir -p site
+cp dist/index.json* dist/SHA256SUMS* dist/report.* site/
+# The wheel index: one directory per target (rocforge publish writes DIR/<target>/<project>/).
+find dist -mindepth 1 -maxdepth 1 -type d -exec cp -r {} site/ \\;
+";
+    y.run(8, s);
+    y.line(6, "- uses: actions/upload-pages-artifact@v3");
+    y.line(8, "with:");
+    y.line(10, "path: site");
+    y.line(0, "");
+    y.line(2, "pages:");
+    y.line(4, "needs: publish");
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 15");
+    y.permissions(&[("pages", "write"), ("id-token", "write")]);
+    y.line(4, "environment:");
+    y.line(6, "name: github-pages");
+    y.line(6, "url: ${{ steps.deploy.outputs.page_url }}");
+    y.line(4, "steps:");
+    y.line(6, "- id: deploy");
+    y.line(8, "uses: actions/deploy-pages@v4");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One job's text: from its ID line to the blank line after it.
+    fn job_text(wf: &str, id: &str) -> String {
+        let start = wf
+            .find(&format!("\n  {id}:\n"))
+            .unwrap_or_else(|| panic!("no job {id}"));
+        let rest = &wf[start + 1..];
+        rest[..rest.find("\n\n").unwrap_or(rest.len())].to_string()
+    }
+
+    fn line(name: &str, levels: &[(&str, usize)]) -> Line {
+        Line {
+            name: name.into(),
+            image: format!("ghcr.io/x/builder:{name}"),
+            tested: vec!["b".into()],
+            levels: levels.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
+        }
+    }
+
+    #[test]
+    fn layout_has_one_job_per_level_and_splits_wide_levels() {
+        let small = line("l-1", &[("a", 0), ("b", 1), ("c", 1), ("d", 3)]);
+        // Level 2 is empty in this line but still gets a job (skipped at run time).
+        assert_eq!(Layout::of(std::slice::from_ref(&small)).parts, vec![1, 1, 1, 1]);
+        let mut wide = line("l-2", &[("top", 1)]);
+        for i in 0..300 {
+            wide.levels.insert(format!("leaf-{i}"), 0);
+        }
+        let layout = Layout::of(&[small, wide]);
+        assert_eq!(layout.parts, vec![2, 1, 1, 1]);
+        assert_eq!(
+            layout.slots(),
+            vec![(0, 0), (0, 1), (1, 0), (2, 0), (3, 0)]
+        );
+        let exactly = line("l-3", &(0..256).map(|_| ("x", 0)).collect::<Vec<_>>());
+        // 256 entries of one name collapse to one component; build 256 distinct ones.
+        let mut exact = exactly.clone();
+        exact.levels = (0..256).map(|i| (format!("c{i}"), 0)).collect();
+        assert_eq!(Layout::of(&[exact]).parts, vec![1]);
+        assert_eq!(Layout::of(&[]).parts, vec![1]);
+    }
+
+    #[test]
+    fn later_levels_run_after_skipped_ones() {
+        let l = line("l-1", &[("a", 0), ("b", 1), ("c", 2)]);
+        let wf = workflow(&[l], &Runners::embedded());
+        let job = |id: &str| job_text(&wf, id);
+        let b2 = job("build-2");
+        assert!(b2.contains("needs: [plan, images, build-0, build-1]"), "{b2}");
+        assert!(b2.contains("if: always() && "), "{b2}");
+        assert!(b2.contains("needs.plan.outputs.level_2_part_0 != ''"), "{b2}");
+        assert!(b2.contains("!contains(needs.*.result, 'failure')"), "{b2}");
+        assert!(b2.contains("packages: write"), "{b2}");
+        let pr = job("pr-build-2");
+        assert!(pr.contains("needs: [plan, pr-build-0, pr-build-1]"), "{pr}");
+        assert!(pr.contains("github.event_name == 'pull_request'"), "{pr}");
+        assert!(pr.contains("packages: read") && !pr.contains("packages: write"), "{pr}");
+        assert!(!pr.contains("secrets."), "{pr}");
+        // Every output the level jobs read is set by the plan job.
+        for o in ["level_0_part_0", "level_1_part_0", "level_2_part_0"] {
+            assert!(wf.contains(&format!("{o}: ${{{{ steps.plan.outputs.{o} }}}}")));
+        }
+        assert!(wf.contains("for slot in 0:0 1:0 2:0; do"));
+        // The signing key reaches the publish job only.
+        assert_eq!(wf.matches("secrets.ROCFORGE_SIGNING_KEY").count(), 1);
+        let publish = job("publish");
+        assert!(publish.contains("secrets.ROCFORGE_SIGNING_KEY"));
+        // Every job has a timeout and its own permissions.
+        let jobs = wf.split("\njobs:\n").nth(1).unwrap();
+        let ids: Vec<&str> = jobs
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.ends_with(':'))
+            .map(|l| l.trim().trim_end_matches(':'))
+            .collect();
+        assert!(ids.len() > 10, "{ids:?}");
+        for id in ids {
+            let j = job(id);
+            assert!(j.contains("\n    timeout-minutes: "), "{id} has no timeout");
+            assert!(j.contains("\n    permissions:\n"), "{id} has no permissions");
+        }
+        assert!(wf.contains("\npermissions: {}\n"));
+    }
+
+    #[test]
+    fn gpu_jobs_only_for_registered_runners() {
+        let l = line("l-1", &[("a", 0), ("b", 1)]);
+        let mut r = Runners::embedded();
+        let wf = workflow(std::slice::from_ref(&l), &r);
+        assert!(!wf.contains("runs-on: [self-hosted"), "no runner is registered");
+        assert!(wf.contains("untested (no runner registered for $arch in runners.toml)"));
+        r.gpu[0].registered = true;
+        let target = r.gpu[0].target.clone();
+        let wf = workflow(&[l], &r);
+        assert!(wf.contains(&format!("runs-on: [self-hosted, linux, {target}]")));
+        assert!(wf.contains(&format!("  test-{target}:\n")));
+        assert!(wf.contains(&format!("registered=\" {target} \"")));
+        assert!(wf.contains(&format!("needs: [plan, test-{target}]")));
+        let test = job_text(&wf, &format!("test-{target}"));
+        assert!(test.contains(TRUSTED), "tests run for trusted events only");
+        assert!(!test.contains("pull_request"));
+    }
+}

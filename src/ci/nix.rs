@@ -1,0 +1,248 @@
+//! `rocforge nix export`: an overlay for nixpkgs' `rocmPackages` carrying our GPU targets and
+//! patch series, so Nix users build the same patched components inside the Nix sandbox.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use crate::arch::TargetId;
+use crate::catalog::Catalog;
+
+/// nixpkgs' `rocmPackages` attribute for each catalog component that has one.
+pub const ATTRIBUTES: &[(&str, &str)] = &[
+    ("hipblas", "hipblas"),
+    ("hipblas-common", "hipblas-common"),
+    ("hipblaslt", "hipblaslt"),
+    ("hipcub", "hipcub"),
+    ("hipfft", "hipfft"),
+    ("hiprand", "hiprand"),
+    ("hipsolver", "hipsolver"),
+    ("hipsparse", "hipsparse"),
+    ("miopen", "miopen"),
+    ("rocblas", "rocblas"),
+    ("rocfft", "rocfft"),
+    ("rocm-runtime", "rocm-runtime"),
+    ("rocprim", "rocprim"),
+    ("rocrand", "rocrand"),
+    ("rocsolver", "rocsolver"),
+    ("rocsparse", "rocsparse"),
+    ("rocthrust", "rocthrust"),
+    ("tensile", "tensile"),
+];
+
+/// The nixpkgs revision the overlay is meant for, when one is known for the release line.
+/// None: not verified yet (docs/nix.md says what was found).
+pub fn nixpkgs_pin(release: &str) -> Option<&'static str> {
+    let _ = release;
+    None
+}
+
+pub fn attribute(component: &str) -> Option<&'static str> {
+    ATTRIBUTES
+        .iter()
+        .find(|(c, _)| *c == component)
+        .map(|(_, a)| *a)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NixError {
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot read patch {patch}: {source}")]
+    Patch {
+        patch: String,
+        source: std::io::Error,
+    },
+}
+
+/// What an export wrote and what it left out.
+#[derive(Debug, Default)]
+pub struct Export {
+    pub files: Vec<PathBuf>,
+    /// Components overridden in `rocmPackages`.
+    pub mapped: Vec<String>,
+    /// Components with no `rocmPackages` attribute.
+    pub unmapped: Vec<String>,
+    /// Components whose derived files (`[[derive]]`) the overlay does not reproduce.
+    pub underived: Vec<String>,
+}
+
+fn nix_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '$' => out.push_str("\\$"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Writes `overlay.nix`, `patches/<component>/…`, `default.nix` and `nixpkgs.json` into `out`.
+pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Export, NixError> {
+    let write = |path: PathBuf, bytes: &[u8]| -> Result<PathBuf, NixError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| NixError::Write {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        std::fs::write(&path, bytes).map_err(|source| NixError::Write {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(path)
+    };
+    let release = &catalog.release;
+    let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
+    let mut ex = Export::default();
+    let mut body = String::new();
+    for (name, recipe) in &catalog.recipes {
+        let Some(attr) = attribute(name) else {
+            ex.unmapped.push(name.clone());
+            continue;
+        };
+        ex.mapped.push(name.clone());
+        let series = recipe.patches.series(arches.iter().copied());
+        let _ = writeln!(
+            body,
+            "      # {name} {}: {} patch(es) from rocforge's catalog",
+            recipe.version,
+            series.len()
+        );
+        if !recipe.derive.is_empty() {
+            ex.underived.push(name.clone());
+            for d in &recipe.derive {
+                let _ = writeln!(
+                    body,
+                    "      # TODO: rocforge derives {} from {} for {} (Tensile logic); an overlay cannot express that yet",
+                    d.to,
+                    d.from,
+                    d.arches.join(", ")
+                );
+            }
+        }
+        if series.is_empty() {
+            let _ = writeln!(body, "      (keep {} retarget)", nix_string(attr));
+            continue;
+        }
+        let _ = writeln!(body, "      (keep {} (pkg: patched pkg [", nix_string(attr));
+        for p in series {
+            let bytes = catalog
+                .root
+                .read_patch(&release.name, name, &p.value)
+                .map_err(|source| NixError::Patch {
+                    patch: format!("{name}/{}", p.value),
+                    source,
+                })?;
+            let rel = format!("patches/{name}/{}", p.value);
+            ex.files.push(write(out.join(&rel), &bytes)?);
+            let _ = writeln!(body, "        ./{rel}");
+        }
+        body += "      ]))\n";
+    }
+    let version = release.name.trim_start_matches("rocm-");
+    let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
+    let targets_nix: Vec<String> = targets.iter().map(|t| nix_string(&t.to_string())).collect();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Generated by `rocforge nix export` from rocforge's catalog, release {}. Do not edit:",
+        release.name
+    );
+    o += "# regenerate instead. An overlay for nixpkgs' rocmPackages: GPU targets and patch series.\n";
+    let _ = writeln!(
+        o,
+        "# Meant for a nixpkgs whose rocmPackages is ROCm {minor}.x (see nixpkgs.json and docs/nix.md)."
+    );
+    o += "final: prev:\nlet\n";
+    let _ = writeln!(o, "  gpuTargets = [ {} ];", targets_nix.join(" "));
+    let _ = writeln!(o, "  rocmMinor = {};", nix_string(&minor));
+    o += "  # `override` carries the package function's arguments (lib.mirrorFunctionArgs).\n";
+    o += "  takes = pkg: arg: pkg ? override && (pkg.override.__functionArgs or { }) ? ${arg};\n";
+    o += "  retarget = pkg: if takes pkg \"gpuTargets\" then pkg.override { inherit gpuTargets; } else pkg;\n";
+    o += "  checked = pkg:\n";
+    o += "    if builtins.substring 0 (builtins.stringLength rocmMinor) (pkg.version or \"\") == rocmMinor then pkg\n";
+    o += "    else builtins.trace \"rocforge overlay: ${pkg.pname or \"?\"} ${pkg.version or \"?\"} is not ROCm ${rocmMinor}.x; the patches may not apply\" pkg;\n";
+    o += "  patched = pkg: patches:\n";
+    o += "    (retarget (checked pkg)).overrideAttrs (old: {\n";
+    o += "      patches = (old.patches or [ ]) ++ patches;\n";
+    o += "    });\n";
+    o += "in\n{\n";
+    o += "  rocmPackages = prev.rocmPackages.overrideScope (\n";
+    o += "    rfinal: rprev:\n";
+    o += "    let\n";
+    o += "      keep = name: f: if rprev ? ${name} then { ${name} = f rprev.${name}; } else { };\n";
+    o += "    in\n";
+    o += "    builtins.foldl' (a: b: a // b) { } [\n";
+    o += &body;
+    o += "    ]\n";
+    o += "  );\n";
+    o += "}\n";
+    for c in &ex.unmapped {
+        let _ = writeln!(o, "# {c}: no rocmPackages attribute; not in this overlay");
+    }
+    ex.files.push(write(out.join("overlay.nix"), o.as_bytes())?);
+
+    let pin = nixpkgs_pin(&release.name);
+    let default = format!(
+        "# Generated by `rocforge nix export`. nixpkgs with rocforge's overlay; its rocmPackages.\n\
+         # nix-build -A rocblas (pass --arg nixpkgs <path or fetchTarball …> for another nixpkgs)\n\
+         {{ nixpkgs ? {} }}:\n\
+         (import nixpkgs {{ overlays = [ (import ./overlay.nix) ]; }}).rocmPackages\n",
+        match pin {
+            Some(rev) => format!(
+                "builtins.fetchTarball \"https://github.com/NixOS/nixpkgs/archive/{rev}.tar.gz\""
+            ),
+            None => "<nixpkgs>".into(),
+        }
+    );
+    ex.files
+        .push(write(out.join("default.nix"), default.as_bytes())?);
+    let pin_json = serde_json::json!({
+        "release": release.name,
+        "rocm": version,
+        "rev": pin,
+        "note": match pin {
+            Some(_) => "nixpkgs revision whose rocmPackages matches the release line".to_string(),
+            None => format!(
+                "TODO: no nixpkgs revision with rocmPackages {version} verified; rocmPackages went 6.3.3 -> 6.4.3 \
+                 in NixOS/nixpkgs#427944. Use a nixpkgs whose rocmPackages is {minor}.x (docs/nix.md)"
+            ),
+        },
+        "targets": targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        "components": ex.mapped,
+        "not-in-nixpkgs": ex.unmapped,
+        "derived-files-not-reproduced": ex.underived,
+    });
+    let text = serde_json::to_string_pretty(&pin_json).expect("plain data") + "\n";
+    ex.files.push(write(out.join("nixpkgs.json"), text.as_bytes())?);
+    Ok(ex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nix_strings_are_escaped() {
+        assert_eq!(nix_string("a\"b${c}\\"), "\"a\\\"b\\${c}\\\\\"");
+    }
+
+    #[test]
+    fn every_shipped_component_is_mapped_or_known_unmapped() {
+        let c = Catalog::load(crate::catalog::CatalogRoot::Embedded, None).unwrap();
+        for name in c.recipes.keys() {
+            assert!(
+                attribute(name).is_some() || name == "rocm-examples",
+                "{name} has no rocmPackages mapping"
+            );
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `ci github` and `nix export`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::{Global, Result, only_text_or_json, root};
+use rocforge::catalog::Catalog;
+use rocforge::ci::github::{self, ACTIONLINT_CONFIG_PATH, Line, WORKFLOW_PATH};
+use rocforge::ci::runners::{RUNNERS_FILE, Runners};
+use rocforge::ci::{nix, unified_diff};
+use rocforge::diag::Diagnostic;
+
+/// Every release line of the catalog, oldest first.
+fn lines(g: &Global) -> Result<Vec<Line>> {
+    let r = root(g);
+    let names = r
+        .releases()
+        .map_err(|e| Diagnostic::new(format!("cannot list the release lines: {e}")))?;
+    let mut out = Vec::new();
+    for name in names {
+        let c = Catalog::load(r.clone(), Some(&name))?;
+        out.push(Line::from_catalog(&c));
+    }
+    Ok(out)
+}
+
+/// The generated files and where they go under `dir`.
+pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let path = dir.join(RUNNERS_FILE);
+    let runners = Runners::read(&path).map_err(|e| {
+        Diagnostic::new(e.to_string())
+            .hint("run from the repository root, or pass --dir ROOT (the directory holding runners.toml)")
+    })?;
+    let lines = lines(g)?;
+    Ok(vec![
+        (
+            dir.join(WORKFLOW_PATH),
+            github::workflow(&lines, &runners),
+        ),
+        (
+            dir.join(ACTIONLINT_CONFIG_PATH),
+            github::actionlint_config(&runners),
+        ),
+    ])
+}
+
+pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
+    only_text_or_json(g, "ci github")?;
+    let files = generated(g, dir)?;
+    if check {
+        let mut drift = false;
+        for (path, text) in &files {
+            let committed = std::fs::read_to_string(path).unwrap_or_default();
+            let shown = path.display().to_string();
+            let diff = unified_diff(
+                &committed,
+                text,
+                &format!("{shown} (committed)"),
+                &format!("{shown} (generated)"),
+            );
+            if !diff.is_empty() {
+                drift = true;
+                print!("{diff}");
+            }
+        }
+        if drift {
+            eprintln!(
+                "error: the committed workflow differs from the generated one\n  = hint: run `rocforge ci github` and commit the result"
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        if !g.quiet {
+            eprintln!("generated files are up to date");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (path, text) in &files {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Diagnostic::new(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
+            println!("unchanged {}", path.display());
+            continue;
+        }
+        rocforge::fsutil::write_atomic(path, text.as_bytes())
+            .map_err(|e| Diagnostic::new(format!("cannot write {}: {e}", path.display())))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
+    only_text_or_json(g, "nix export")?;
+    let catalog = Catalog::load(root(g), g.release.as_deref())?;
+    let targets = super::plan_cmd::targets(g, &catalog)?;
+    let ex = nix::export(&catalog, &targets, out).map_err(|e| {
+        Diagnostic::new(e.to_string()).hint("choose a writable --out directory")
+    })?;
+    match g.format {
+        super::Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "out": out.display().to_string(),
+                "files": ex.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+                "components": ex.mapped,
+                "not_in_nixpkgs": ex.unmapped,
+                "derived_files_not_reproduced": ex.underived,
+            }))
+            .unwrap_or_default()
+        ),
+        _ => {
+            println!(
+                "wrote {} files to {} (overlay.nix, default.nix, nixpkgs.json, patches/)",
+                ex.files.len(),
+                out.display()
+            );
+            println!(
+                "rocmPackages overridden: {} (gpuTargets {})",
+                ex.mapped.join(", "),
+                targets
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            if !ex.unmapped.is_empty() {
+                println!("not in nixpkgs' rocmPackages: {}", ex.unmapped.join(", "));
+            }
+            if !ex.underived.is_empty() {
+                println!(
+                    "not reproduced in the overlay: the derived files of {} (see the TODO comments)",
+                    ex.underived.join(", ")
+                );
+            }
+            if nix::nixpkgs_pin(&catalog.release.name).is_none() {
+                println!(
+                    "nixpkgs revision: not pinned (TODO in nixpkgs.json); use a nixpkgs whose rocmPackages matches {}",
+                    catalog.release.name
+                );
+            }
+            println!(
+                "use it: nix-build {}/default.nix -A rocblas --arg nixpkgs /path/to/nixpkgs",
+                out.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
