@@ -11,6 +11,7 @@ pub mod ci;
 pub mod config;
 pub mod diag;
 pub mod fsutil;
+pub mod image;
 pub mod inspect;
 pub mod install;
 pub mod oci;

@@ -419,6 +419,26 @@ impl Remote {
         Ok(())
     }
 
+    /// Mounts a blob from another repository of the same registry (no bytes move); false when
+    /// the registry did not mount it (then upload it).
+    pub fn mount_blob(&self, digest: &str, from: &str) -> Result<bool, OciError> {
+        let mut url = reqwest::Url::parse(&self.url("blobs/uploads/")).map_err(|e| {
+            OciError::Invalid {
+                reference: self.repo.reference(digest),
+                message: e.to_string(),
+            }
+        })?;
+        url.query_pairs_mut()
+            .append_pair("mount", digest)
+            .append_pair("from", from);
+        let resp = self.send(digest, &|c| c.post(url.clone()).header(CONTENT_LENGTH, "0"))?;
+        match resp.status().as_u16() {
+            201 => Ok(true),
+            202 => Ok(false),
+            s => Err(self.err_status(digest, s)),
+        }
+    }
+
     /// Uploads `bytes` as a blob; returns its descriptor.
     pub fn push_bytes(&self, media_type: &str, bytes: &[u8]) -> Result<Descriptor, OciError> {
         let digest = digest_of(bytes);
@@ -492,6 +512,47 @@ impl Remote {
             });
         }
         Ok(Some((digest, bytes)))
+    }
+
+    /// Every tag of the repository (`/v2/<name>/tags/list`, following `Link: <…>; rel="next"`
+    /// pages); empty when the repository does not exist.
+    pub fn list_tags(&self) -> Result<Vec<String>, OciError> {
+        #[derive(serde::Deserialize)]
+        struct Tags {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let mut url = self.url("tags/list?n=1000");
+        let mut out = Vec::new();
+        loop {
+            let resp = self.send("tags/list", &|c| c.get(&url))?;
+            match resp.status().as_u16() {
+                200 => {}
+                404 => return Ok(out),
+                s => return Err(self.err_status("tags/list", s)),
+            }
+            let next = resp
+                .headers()
+                .get(reqwest::header::LINK)
+                .and_then(|v| v.to_str().ok())
+                .filter(|l| l.contains("rel=\"next\""))
+                .and_then(|l| Some(l[l.find('<')? + 1..l.find('>')?].to_string()));
+            let bytes = read_capped(resp, 64 << 20).map_err(|e| OciError::Invalid {
+                reference: self.repo.reference("tags/list"),
+                message: e.to_string(),
+            })?;
+            let tags: Tags = serde_json::from_slice(&bytes).map_err(|e| OciError::Invalid {
+                reference: self.repo.reference("tags/list"),
+                message: e.to_string(),
+            })?;
+            out.extend(tags.tags.unwrap_or_default());
+            match next {
+                // The link is absolute or relative to the registry.
+                Some(n) if n.starts_with("http") => url = n,
+                Some(n) => url = format!("{}{n}", self.repo.base_url()),
+                None => return Ok(out),
+            }
+        }
     }
 
     /// A blob's bytes as a stream. The caller checks the digest (see [`DigestReader`]).

@@ -281,8 +281,23 @@ fn fixture() -> Option<&'static Fixture> {
             std::fs::write(&l, list).unwrap();
             std::fs::write(rel.join(format!("{name}.toml")), recipe(name, client, shards, timeout, &l, &kmsg)).unwrap();
         }
+        // An each-binary corpus (rocm-examples' shape): one program, behaving by its name.
+        let src = rel.join("src/examples");
+        std::fs::create_dir_all(&src).unwrap();
+        let ex = bin.join("example");
+        std::fs::write(bin.join("example.c"), EXAMPLE_C).unwrap();
+        cc(&["-o", ex.to_str().unwrap(), bin.join("example.c").to_str().unwrap()]);
+        for name in EXAMPLES.iter().map(|(n, _, _)| *n).chain(["notme"]) {
+            std::fs::copy(&ex, src.join(name)).unwrap();
+        }
+        std::fs::write(src.join("ex_README"), "not executable\n").unwrap();
+        std::fs::write(
+            rel.join("examples.toml"),
+            "name = \"examples\"\nversion = \"1.0\"\nsummary = \"fake examples\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/examples\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n\n[test]\nkind = \"each-binary\"\ndir = \"bin/ex_*\"\nshards = 2\ntimeout = \"2s\"\nskip-exit-code = 77\nargs = [\"--quick\"]\n",
+        )
+        .unwrap();
         for arch in ["gfx90c", "gfx900", "gfx902"] {
-            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "missing", "--arch", arch, "--runtime", "host"]);
+            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "missing", "examples", "--arch", arch, "--runtime", "host"]);
             assert_eq!(o.code, 0, "build for {arch}:\n{}\n{}", o.stdout, o.stderr);
         }
         Some(Fixture { dir })
@@ -710,6 +725,171 @@ fn target_mismatch_spoof_and_missing_artifacts() {
     assert_eq!(v["environment"]["HSA_OVERRIDE_GFX_VERSION"], "9.0.0");
     assert_eq!(v["device"]["target"], "gfx90c");
     assert_eq!(v["arch"], "gfx900");
+}
+
+// ---------------------------------------------------------------- each-binary corpora
+
+/// A stand-in for a self-checking example program: what it does depends on its name.
+const EXAMPLE_C: &str = r#"#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    const char *me = strrchr(argv[0], '/');
+    me = me ? me + 1 : argv[0];
+    char cwd[4096];
+    printf("%s in %s with %s\n", me, getcwd(cwd, sizeof cwd) ? cwd : "?", argc > 1 ? argv[1] : "no args");
+    fflush(stdout);
+    if (!strcmp(me, "ex_fail")) { fprintf(stderr, "Validation failed: 3 mismatches\n"); return 1; }
+    if (!strcmp(me, "ex_skip")) { printf("no suitable device: skipped\n"); return 77; }
+    if (!strcmp(me, "ex_segv")) raise(SIGSEGV);
+    if (!strcmp(me, "ex_hang")) for (;;) sleep(1);
+    if (!strcmp(me, "ex_nobinary")) { fprintf(stderr, "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"); return 1; }
+    if (!strcmp(me, "ex_slow")) sleep(1);
+    printf("Validation passed.\n");
+    return 0;
+}
+"#;
+
+/// The corpus, sorted by name: (binary, outcome, class).
+const EXAMPLES: [(&str, &str, Option<&str>); 7] = [
+    ("ex_fail", "failed", Some("assertion")),
+    ("ex_hang", "hung", Some("hang")),
+    ("ex_nobinary", "failed", Some("no-code-object")),
+    ("ex_pass", "passed", None),
+    ("ex_segv", "crashed", Some("crash")),
+    ("ex_skip", "skipped", Some("skipped")),
+    ("ex_slow", "passed", None),
+];
+
+#[test]
+fn each_binary_corpus_runs_every_executable_as_one_test() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-examples");
+    let args = |resume: bool| {
+        let mut v = vec![
+            "--recipes".to_string(),
+            "recipes".into(),
+            "--quiet".into(),
+            "test".into(),
+            "examples".into(),
+            "--arch".into(),
+            "gfx90c".into(),
+            "--sysfs-root".into(),
+            f.root("m-gfx90c"),
+            "--out".into(),
+            out.display().to_string(),
+            "--machine".into(),
+            "laptop-a".into(),
+        ];
+        if resume {
+            v.push("--resume".into());
+        }
+        v
+    };
+    // Killed while ex_slow (shard 0's last binary) runs; then resumed.
+    let journal = out.join("journal.jsonl");
+    let turn = kmsg_turn();
+    let mut child = base_cmd(&f.dir, &[])
+        .args(args(false))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.contains("bin/ex_segv") {
+            break; // ex_slow runs for a second now
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no progress: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = rf(
+        &f.dir,
+        &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    drop(turn);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    assert_eq!(
+        v["tests"].as_array().unwrap().len(),
+        EXAMPLES.len(),
+        "{:#}",
+        v["tests"]
+    );
+    for (i, (bin, outcome, class)) in EXAMPLES.iter().enumerate() {
+        let t = by_name(&v, &format!("bin/{bin}"));
+        assert_eq!(t["outcome"], *outcome, "{bin}: {t:#}");
+        assert_eq!(t["class"].as_str(), *class, "{bin}: {t:#}");
+        assert_eq!(t["shard"], i % 2, "{bin}: binary i runs in shard i % 2");
+    }
+    // Excerpts prove the class; the binary ran in its directory with the recipe's args.
+    let excerpt = |b: &str| {
+        by_name(&v, &format!("bin/{b}"))["excerpt"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        excerpt("ex_fail").contains("Validation failed"),
+        "{}",
+        excerpt("ex_fail")
+    );
+    assert!(excerpt("ex_nobinary").contains("hipErrorNoBinaryForGpu"));
+    assert!(
+        excerpt("ex_segv").contains("SIGSEGV"),
+        "{}",
+        excerpt("ex_segv")
+    );
+    assert!(
+        excerpt("ex_fail").contains("prefix/bin with --quick"),
+        "{}",
+        excerpt("ex_fail")
+    );
+    // The per-binary timeout killed the hang.
+    let ms = by_name(&v, "bin/ex_hang")["duration_ms"].as_u64().unwrap();
+    assert!((1900..5000).contains(&ms), "ex_hang took {ms} ms");
+    // Resumed: each binary journaled once; shard 0 ran twice, shard 1 once (after the resume).
+    let text = std::fs::read_to_string(&journal).unwrap();
+    for (bin, _, _) in EXAMPLES {
+        let name = format!("\"name\":\"bin/{bin}\"");
+        assert_eq!(
+            text.matches(&name).count(),
+            1,
+            "{bin} journaled once:\n{text}"
+        );
+    }
+    let slow = text
+        .lines()
+        .find(|l| l.contains("\"bin/ex_slow\""))
+        .unwrap();
+    assert!(
+        slow.ends_with("\"attempt\":2}"),
+        "the interrupted binary ran again: {slow}"
+    );
+    let shards = v["shards"].as_array().unwrap();
+    assert_eq!(
+        (
+            shards[0]["attempts"].as_u64(),
+            shards[1]["attempts"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    assert!(out.join("logs/bin-0006-ex_slow.attempt-2.log").is_file());
+    assert_eq!(v["client"]["path"], "bin/ex_*");
+    assert_eq!(v["summary"]["total"], 7);
+    assert!(v["environment"].get("GTEST_TOTAL_SHARDS").is_none());
+    // Not in the corpus: the glob leaves out notme, and ex_README is not executable.
+    assert!(!text.contains("notme") && !text.contains("ex_README"));
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("name=\"bin/ex_segv\""), "{junit}");
 }
 
 // ---------------------------------------------------------------- report

@@ -202,7 +202,10 @@ impl Y {
         self.line(10, "name: rocforge");
         self.line(10, "path: bin");
         self.line(6, "- name: rocforge on PATH");
-        self.run(8, "chmod +x bin/rocforge\necho \"$PWD/bin\" >> \"$GITHUB_PATH\"");
+        self.run(
+            8,
+            "chmod +x bin/rocforge\necho \"$PWD/bin\" >> \"$GITHUB_PATH\"",
+        );
     }
 
     /// Pulls accept cache entries signed by runners.toml's `[cache] trusted-keys`.
@@ -308,7 +311,10 @@ fn header(y: &mut Y, lines: &[Line], newest: &str) {
     y.line(0, "permissions: {}");
     y.line(0, "concurrency:");
     y.line(2, "group: release-${{ github.ref }}");
-    y.line(2, "cancel-in-progress: ${{ github.event_name == 'pull_request' }}");
+    y.line(
+        2,
+        "cancel-in-progress: ${{ github.event_name == 'pull_request' }}",
+    );
     y.line(0, "env:");
     y.line(2, &format!("CACHE: {CACHE}"));
     y.line(0, "jobs:");
@@ -369,7 +375,8 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "targets=$(jq -r '.targets | join(\",\")' plan.json)\n";
     s += "echo \"release=$release\" >> \"$GITHUB_OUTPUT\"\n";
     s += "echo \"targets=$targets\" >> \"$GITHUB_OUTPUT\"\n";
-    s += "# One output per level job of this workflow; empty when the level has nothing to build.\n";
+    s +=
+        "# One output per level job of this workflow; empty when the level has nothing to build.\n";
     s += "used=0\n";
     let _ = writeln!(s, "for slot in {}; do", slot_list.join(" "));
     s += "  level=${slot%:*}\n";
@@ -434,7 +441,10 @@ fn images_job(y: &mut Y, lines: &[Line]) {
     for l in lines {
         y.line(10, &format!("- release: {}", l.name));
         y.line(12, &format!("image: {}", l.image));
-        y.line(12, &format!("containerfile: containers/Containerfile.{}", l.name));
+        y.line(
+            12,
+            &format!("containerfile: containers/Containerfile.{}", l.name),
+        );
     }
     y.line(4, "steps:");
     y.checkout();
@@ -485,7 +495,12 @@ echo \"- builder image $IMAGE@$digest ($note)\" >> \"$GITHUB_STEP_SUMMARY\"
 
 /// One job per level and part. Trusted events push to the cache; pull requests only read it.
 /// Returns the job IDs.
-fn build_jobs(y: &mut Y, runners: &Runners, slots: &[(usize, usize)], trusted: bool) -> Vec<String> {
+fn build_jobs(
+    y: &mut Y,
+    runners: &Runners,
+    slots: &[(usize, usize)],
+    trusted: bool,
+) -> Vec<String> {
     let prefix = if trusted { "" } else { "pr-" };
     let mut ids: Vec<String> = Vec::new();
     let hosted = &runners.hosted;
@@ -625,7 +640,10 @@ fn test_jobs(
         let t = &gpu.target;
         let id = format!("test-{t}");
         y.line(2, &format!("{id}:"));
-        y.line(4, &format!("name: test on {t} (${{{{ matrix.component }}}})"));
+        y.line(
+            4,
+            &format!("name: test on {t} (${{{{ matrix.component }}}})"),
+        );
         let mut needs = vec!["plan".to_string()];
         needs.extend(builds.iter().cloned());
         y.line(4, &format!("needs: [{}]", needs.join(", ")));
@@ -654,7 +672,10 @@ fn test_jobs(
         y.checkout();
         y.rocforge();
         y.trust(&runners.cache.trusted_keys);
-        y.line(6, &format!("- name: Build or pull ${{{{ matrix.component }}}} for {t}"));
+        y.line(
+            6,
+            &format!("- name: Build or pull ${{{{ matrix.component }}}} for {t}"),
+        );
         y.env(
             8,
             &[
@@ -687,7 +708,10 @@ fn test_jobs(
         y.line(6, &format!("- uses: {UPLOAD}"));
         y.line(8, "if: always()");
         y.line(8, "with:");
-        y.line(10, &format!("name: results-{t}-${{{{ matrix.component }}}}"));
+        y.line(
+            10,
+            &format!("name: results-{t}-${{{{ matrix.component }}}}"),
+        );
         y.line(10, "path: results/");
         y.line(10, "if-no-files-found: warn");
         y.line(0, "");
@@ -783,7 +807,10 @@ fn publish_jobs(y: &mut Y, runners: &Runners, builds: &[String]) {
     y.line(10, "name: report");
     y.line(10, "path: report");
     y.trust(&runners.cache.trusted_keys);
-    y.line(6, "- name: Every component of the release, pulled from the cache");
+    y.line(
+        6,
+        "- name: Every component of the release, pulled from the cache",
+    );
     y.env(
         8,
         &[
@@ -804,7 +831,10 @@ fn publish_jobs(y: &mut Y, runners: &Runners, builds: &[String]) {
             ("RELEASE", "${{ needs.plan.outputs.release }}"),
             ("TARGETS", "${{ needs.plan.outputs.targets }}"),
             ("SIGNING_KEY", "${{ secrets.ROCFORGE_SIGNING_KEY }}"),
-            ("ROCFORGE_KEY_PASSWORD", "${{ secrets.ROCFORGE_KEY_PASSWORD }}"),
+            (
+                "ROCFORGE_KEY_PASSWORD",
+                "${{ secrets.ROCFORGE_KEY_PASSWORD }}",
+            ),
         ],
     );
     let s = "\
@@ -914,17 +944,17 @@ mod tests {
     fn layout_has_one_job_per_level_and_splits_wide_levels() {
         let small = line("l-1", &[("a", 0), ("b", 1), ("c", 1), ("d", 3)]);
         // Level 2 is empty in this line but still gets a job (skipped at run time).
-        assert_eq!(Layout::of(std::slice::from_ref(&small)).parts, vec![1, 1, 1, 1]);
+        assert_eq!(
+            Layout::of(std::slice::from_ref(&small)).parts,
+            vec![1, 1, 1, 1]
+        );
         let mut wide = line("l-2", &[("top", 1)]);
         for i in 0..300 {
             wide.levels.insert(format!("leaf-{i}"), 0);
         }
         let layout = Layout::of(&[small, wide]);
         assert_eq!(layout.parts, vec![2, 1, 1, 1]);
-        assert_eq!(
-            layout.slots(),
-            vec![(0, 0), (0, 1), (1, 0), (2, 0), (3, 0)]
-        );
+        assert_eq!(layout.slots(), vec![(0, 0), (0, 1), (1, 0), (2, 0), (3, 0)]);
         let exactly = line("l-3", &(0..256).map(|_| ("x", 0)).collect::<Vec<_>>());
         // 256 entries of one name collapse to one component; build 256 distinct ones.
         let mut exact = exactly.clone();
@@ -939,15 +969,24 @@ mod tests {
         let wf = workflow(&[l], &Runners::embedded());
         let job = |id: &str| job_text(&wf, id);
         let b2 = job("build-2");
-        assert!(b2.contains("needs: [plan, images, build-0, build-1]"), "{b2}");
+        assert!(
+            b2.contains("needs: [plan, images, build-0, build-1]"),
+            "{b2}"
+        );
         assert!(b2.contains("if: always() && "), "{b2}");
-        assert!(b2.contains("needs.plan.outputs.level_2_part_0 != ''"), "{b2}");
+        assert!(
+            b2.contains("needs.plan.outputs.level_2_part_0 != ''"),
+            "{b2}"
+        );
         assert!(b2.contains("!contains(needs.*.result, 'failure')"), "{b2}");
         assert!(b2.contains("packages: write"), "{b2}");
         let pr = job("pr-build-2");
         assert!(pr.contains("needs: [plan, pr-build-0, pr-build-1]"), "{pr}");
         assert!(pr.contains("github.event_name == 'pull_request'"), "{pr}");
-        assert!(pr.contains("packages: read") && !pr.contains("packages: write"), "{pr}");
+        assert!(
+            pr.contains("packages: read") && !pr.contains("packages: write"),
+            "{pr}"
+        );
         assert!(!pr.contains("secrets."), "{pr}");
         // Every output the level jobs read is set by the plan job.
         for o in ["level_0_part_0", "level_1_part_0", "level_2_part_0"] {
@@ -969,7 +1008,10 @@ mod tests {
         for id in ids {
             let j = job(id);
             assert!(j.contains("\n    timeout-minutes: "), "{id} has no timeout");
-            assert!(j.contains("\n    permissions:\n"), "{id} has no permissions");
+            assert!(
+                j.contains("\n    permissions:\n"),
+                "{id} has no permissions"
+            );
         }
         assert!(wf.contains("\npermissions: {}\n"));
     }
@@ -979,7 +1021,10 @@ mod tests {
         let l = line("l-1", &[("a", 0), ("b", 1)]);
         let mut r = Runners::embedded();
         let wf = workflow(std::slice::from_ref(&l), &r);
-        assert!(!wf.contains("runs-on: [self-hosted"), "no runner is registered");
+        assert!(
+            !wf.contains("runs-on: [self-hosted"),
+            "no runner is registered"
+        );
         assert!(wf.contains("untested (no runner registered for $arch in runners.toml)"));
         r.gpu[0].registered = true;
         let target = r.gpu[0].target.clone();

@@ -222,7 +222,8 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
         "derived-files-not-reproduced": ex.underived,
     });
     let text = serde_json::to_string_pretty(&pin_json).expect("plain data") + "\n";
-    ex.files.push(write(out.join("nixpkgs.json"), text.as_bytes())?);
+    ex.files
+        .push(write(out.join("nixpkgs.json"), text.as_bytes())?);
     Ok(ex)
 }
 

@@ -102,8 +102,7 @@ impl Runners {
         for k in &r.cache.trusted_keys {
             let b64 = k.len() == 56
                 && k.starts_with("RW")
-                && k
-                    .chars()
+                && k.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='));
             if !b64 {
                 return Err(invalid(format!(
@@ -155,11 +154,7 @@ impl Runners {
         let fits = r.disk_bytes <= h.disk_gib << 30
             && r.memory_bytes * h.jobs <= h.memory_gib << 30
             && r.hours / h.speed <= h.hours;
-        if fits {
-            &h.label
-        } else {
-            &self.large().label
-        }
+        if fits { &h.label } else { &self.large().label }
     }
 
     /// GPU targets with a registered runner.

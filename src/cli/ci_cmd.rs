@@ -28,15 +28,13 @@ fn lines(g: &Global) -> Result<Vec<Line>> {
 pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
     let path = dir.join(RUNNERS_FILE);
     let runners = Runners::read(&path).map_err(|e| {
-        Diagnostic::new(e.to_string())
-            .hint("run from the repository root, or pass --dir ROOT (the directory holding runners.toml)")
+        Diagnostic::new(e.to_string()).hint(
+            "run from the repository root, or pass --dir ROOT (the directory holding runners.toml)",
+        )
     })?;
     let lines = lines(g)?;
     Ok(vec![
-        (
-            dir.join(WORKFLOW_PATH),
-            github::workflow(&lines, &runners),
-        ),
+        (dir.join(WORKFLOW_PATH), github::workflow(&lines, &runners)),
         (
             dir.join(ACTIONLINT_CONFIG_PATH),
             github::actionlint_config(&runners),
@@ -76,9 +74,8 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
     }
     for (path, text) in &files {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Diagnostic::new(format!("cannot create {}: {e}", parent.display()))
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Diagnostic::new(format!("cannot create {}: {e}", parent.display())))?;
         }
         if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
             println!("unchanged {}", path.display());
@@ -95,9 +92,8 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
     only_text_or_json(g, "nix export")?;
     let catalog = Catalog::load(root(g), g.release.as_deref())?;
     let targets = super::plan_cmd::targets(g, &catalog)?;
-    let ex = nix::export(&catalog, &targets, out).map_err(|e| {
-        Diagnostic::new(e.to_string()).hint("choose a writable --out directory")
-    })?;
+    let ex = nix::export(&catalog, &targets, out)
+        .map_err(|e| Diagnostic::new(e.to_string()).hint("choose a writable --out directory"))?;
     match g.format {
         super::Format::Json => println!(
             "{}",

@@ -5,6 +5,7 @@ mod artifact_cmd;
 mod build_cmd;
 mod catalog_cmds;
 mod ci_cmd;
+mod image_cmd;
 mod inspect_cmd;
 mod plan_cmd;
 pub mod progress;
@@ -191,7 +192,7 @@ Examples:
         #[arg(long, value_name = "FILE", env = "ROCFORGE_CACHE_KEY")]
         cache_key: Option<PathBuf>,
     },
-    /// Builder images
+    /// Images: the builder image (`image build`), images with a built stack installed (`image create`)
     #[command(subcommand)]
     Image(ImageCommand),
     /// Check this machine before hours of work: runtime, builder image, disk and memory against the plan
@@ -453,6 +454,39 @@ pub enum ImageCommand {
         #[arg(long, value_name = "FILE")]
         containerfile: Option<PathBuf>,
     },
+    /// An image to run the stack in: a base image plus one layer with the built components installed
+    #[command(after_help = "\
+`image build` makes the builder image rocforge builds in; `image create` makes an image for
+users: the base image (pulled from its registry; linux/amd64 from a multi-platform index) plus
+one layer holding the components and their dependencies from the store under the release
+prefix (/opt/rocm), with ROCM_PATH, PATH and LD_LIBRARY_PATH set and org.opencontainers.image.*
+and rocforge.* labels. Reproducible: the same store entries on the same base give the same
+digest (created and file times: SOURCE_DATE_EPOCH, else the store entries', else 1970).
+Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for credentials.
+
+Examples:
+  rocforge image create rocm-math --arch gfx90c --base docker.io/library/ubuntu:24.04 --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
+  rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 --tag localhost/rocsparse:gfx90c --load podman")]
+    Create {
+        /// Components to install (with their dependencies); bundles like rocm-math work too
+        #[arg(required = true)]
+        components: Vec<String>,
+        /// The base image in a registry: REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:…
+        #[arg(long, value_name = "REF")]
+        base: String,
+        /// The new image's name: REGISTRY/NAME:TAG
+        #[arg(long, value_name = "REF")]
+        tag: String,
+        /// Push the image to --tag's registry
+        #[arg(long)]
+        push: bool,
+        /// Load the image into podman (an oci-archive) or docker (a docker-archive)
+        #[arg(long, value_enum, value_name = "TOOL")]
+        load: Option<rocforge::image::Loader>,
+        /// Which builds to install: container builds or --runtime host builds
+        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+        runtime: RuntimeKind,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -690,6 +724,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
             runtime,
             containerfile,
         }) => build_cmd::image_build(g, *runtime, containerfile.clone()),
+        Command::Image(ImageCommand::Create {
+            components,
+            base,
+            tag,
+            push,
+            load,
+            runtime,
+        }) => image_cmd::create(
+            g,
+            image_cmd::CreateArgs {
+                components,
+                base,
+                tag,
+                push: *push,
+                load: *load,
+                runtime: *runtime,
+            },
+        ),
         Command::Doctor {
             components,
             runtime,

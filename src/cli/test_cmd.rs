@@ -10,12 +10,13 @@ use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::catalog::Catalog;
 use rocforge::diag::Diagnostic;
 use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::recipe::TestKind;
 use rocforge::report;
 use rocforge::store::StoreView;
 use rocforge::testrun::bundle::{self, Artifact, Bundle, ClientSpec, DeviceSummary, Summary};
 use rocforge::testrun::detect::{self, Device, Profile};
 use rocforge::testrun::journal::{Journal, Record};
-use rocforge::testrun::run::{self, RunSpec};
+use rocforge::testrun::run::{self, Corpus, RunSpec};
 
 fn one(e: impl ToString, hint: impl Into<String>) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(hint))
@@ -261,15 +262,42 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         run::link_tree(&store.tree(&s.key.0), &prefix).map_err(io_err)?;
     }
     let client = prefix.join(&spec.client);
-    if !client.is_file() {
-        return Err(one(
-            format!(
-                "the test client {} is not in {}'s install tree",
-                spec.client, a.component
-            ),
-            "the recipe's [test] client is relative to the install prefix; check that the build installs it",
-        ));
-    }
+    let corpus = match spec.kind {
+        TestKind::Gtest => {
+            if !client.is_file() {
+                return Err(one(
+                    format!(
+                        "the test client {} is not in {}'s install tree",
+                        spec.client, a.component
+                    ),
+                    "the recipe's [test] client is relative to the install prefix; check that the build installs it",
+                ));
+            }
+            Corpus::Gtest
+        }
+        TestKind::EachBinary => {
+            let hint = "the recipe's [test] dir is relative to the install prefix; check that the build installs the binaries there";
+            let binaries = run::find_binaries(&prefix, &spec.client).map_err(|e| {
+                one(
+                    format!("the test dir {} of {}: {e}", spec.client, a.component),
+                    hint,
+                )
+            })?;
+            if binaries.is_empty() {
+                return Err(one(
+                    format!(
+                        "no executables match the test dir {} in {}'s install tree",
+                        spec.client, a.component
+                    ),
+                    hint,
+                ));
+            }
+            Corpus::EachBinary {
+                binaries,
+                skip_exit_code: spec.skip_exit_code,
+            }
+        }
+    };
     let mut env: Vec<(String, String)> = vec![
         (
             "LD_LIBRARY_PATH".into(),
@@ -294,6 +322,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     let kmsg = a.sysfs_root.unwrap_or(Path::new("/")).join("dev/kmsg");
     let run_spec = RunSpec {
         client: client.clone(),
+        corpus,
         args: spec.args.clone(),
         env: env.clone(),
         env_remove: if a.spoof {
@@ -309,7 +338,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     let reporter = TermReporter::new(g.quiet);
     if !g.quiet {
         eprintln!(
-            "testing {} {} for {target}{} on {}: {} shard(s), {}s without progress kills a test",
+            "testing {} {} for {target}{} on {}: {} shard(s), {}s {} kills a test",
             a.component,
             step.version,
             if a.spoof {
@@ -324,7 +353,12 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 .and_then(|d| d.target_id.clone())
                 .unwrap_or_else(|| "no GPU".into()),
             spec.shards,
-            spec.timeout_secs
+            spec.timeout_secs,
+            if spec.kind == TestKind::EachBinary {
+                "per binary"
+            } else {
+                "without progress"
+            }
         );
     }
     let result =
@@ -346,7 +380,9 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     if let Ok(x) = std::env::var("HSA_XNACK") {
         environment.insert("HSA_XNACK".into(), x);
     }
-    environment.insert("GTEST_TOTAL_SHARDS".into(), spec.shards.to_string());
+    if spec.kind == TestKind::Gtest {
+        environment.insert("GTEST_TOTAL_SHARDS".into(), spec.shards.to_string());
+    }
     let b = Bundle {
         schema: bundle::RESULTS_SCHEMA.into(),
         rocforge_version: env!("CARGO_PKG_VERSION").into(),

@@ -273,7 +273,7 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-fn header(kind: tar::EntryType, mode: u32, size: u64, mtime: u64) -> tar::Header {
+pub fn header(kind: tar::EntryType, mode: u32, size: u64, mtime: u64) -> tar::Header {
     let mut h = tar::Header::new_gnu();
     h.set_entry_type(kind);
     h.set_mode(mode);
@@ -297,17 +297,36 @@ pub fn write_tar<W: Write>(tree: &Path, manifest: &Manifest, out: W) -> Result<W
     let mut h = header(tar::EntryType::Regular, 0o644, json.len() as u64, mtime);
     b.append_data(&mut h, MANIFEST_NAME, &json[..])
         .map_err(io_out)?;
-    for e in &manifest.files {
+    append_files(&mut b, tree, &manifest.files, "", mtime)?;
+    b.into_inner().map_err(io_out)
+}
+
+/// Appends `files` (paths relative to `tree`, in the given order) as entries named
+/// `under` + path: 0:0, `mtime`, modes 0755/0644, symlinks as symlinks. `under` is empty or
+/// ends with `/` (an image layer puts the tree under the release prefix).
+pub fn append_files<W: Write>(
+    b: &mut tar::Builder<W>,
+    tree: &Path,
+    files: &[FileEntry],
+    under: &str,
+    mtime: u64,
+) -> Result<(), PackageError> {
+    let io_out = |source: io::Error| PackageError::Io {
+        path: PathBuf::from("<tarball>"),
+        source,
+    };
+    for e in files {
         let p = tree.join(&e.path);
+        let name = format!("{under}{}", e.path);
         match e.kind {
             Kind::Dir => {
                 let mut h = header(tar::EntryType::Directory, 0o755, 0, mtime);
-                b.append_data(&mut h, format!("{}/", e.path), io::empty())
+                b.append_data(&mut h, format!("{name}/"), io::empty())
                     .map_err(io_out)?;
             }
             Kind::Symlink => {
                 let mut h = header(tar::EntryType::Symlink, 0o777, 0, mtime);
-                b.append_link(&mut h, &e.path, e.target.as_deref().unwrap_or_default())
+                b.append_link(&mut h, &name, e.target.as_deref().unwrap_or_default())
                     .map_err(io_out)?;
             }
             Kind::File => {
@@ -320,8 +339,7 @@ pub fn write_tar<W: Write>(tree: &Path, manifest: &Manifest, out: W) -> Result<W
                     inner: &mut r,
                     n: 0,
                 };
-                b.append_data(&mut h, &e.path, &mut counted)
-                    .map_err(io_out)?;
+                b.append_data(&mut h, &name, &mut counted).map_err(io_out)?;
                 if counted.n != e.size {
                     return Err(PackageError::Changed {
                         path: e.path.clone(),
@@ -330,7 +348,7 @@ pub fn write_tar<W: Write>(tree: &Path, manifest: &Manifest, out: W) -> Result<W
             }
         }
     }
-    b.into_inner().map_err(io_out)
+    Ok(())
 }
 
 struct CountingReader<'a, R> {

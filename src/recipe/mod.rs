@@ -145,11 +145,28 @@ pub struct Build {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Test {
+    pub kind: TestKind,
+    /// gtest: the client, relative to the prefix. each-binary: the corpus `dir` (a directory
+    /// or a glob), relative to the prefix.
     pub client: String,
     pub args: Vec<String>,
     pub shards: u32,
+    /// gtest: per shard, without progress. each-binary: per binary.
     pub timeout_secs: u64,
     pub env: BTreeMap<String, String>,
+    /// each-binary: the exit code a binary reports "skipped" with (e.g. 77, CTest's convention).
+    pub skip_exit_code: Option<i32>,
+}
+
+/// How a `[test]` corpus is run.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    /// One gtest client, sharded with gtest's variables.
+    #[default]
+    Gtest,
+    /// Every executable in a directory, each one test with its own timeout.
+    EachBinary,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -793,16 +810,88 @@ fn read_build(
 fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
     let file = t.file().clone();
     let before = d.len();
-    let client = t.str(
-        "client",
-        d,
-        "client = \"bin/<name>-test\", relative to the install prefix",
-    );
+    let kind_str = t.opt_str("kind", d);
+    let kind = match kind_str.as_ref().map(|k| k.value.as_str()) {
+        None | Some("gtest") => Some(TestKind::Gtest),
+        Some("each-binary") => Some(TestKind::EachBinary),
+        Some(other) => {
+            let k = kind_str.as_ref().expect("matched Some");
+            d.push(
+                Diagnostic::new(format!("unknown test kind \"{other}\""))
+                    .at(&file, k.span.clone(), "expected \"gtest\" or \"each-binary\"")
+                    .hint(did_you_mean(other, ["gtest", "each-binary"]).unwrap_or_else(|| {
+                        "use \"gtest\" (one sharded gtest client, the default) or \"each-binary\" (every executable in dir, one test each)".to_string()
+                    })),
+            );
+            None
+        }
+    };
+    // The key the kind needs is required; the other kind's key is refused below.
+    let (client, dir) = match kind {
+        Some(TestKind::EachBinary) => (
+            t.opt_str("client", d),
+            t.str(
+                "dir",
+                d,
+                "dir = \"bin/examples\" (or a glob, \"bin/example_*\"), relative to the install prefix",
+            ),
+        ),
+        Some(TestKind::Gtest) => (
+            t.str(
+                "client",
+                d,
+                "client = \"bin/<name>-test\", relative to the install prefix",
+            ),
+            t.opt_str("dir", d),
+        ),
+        None => (t.opt_str("client", d), t.opt_str("dir", d)),
+    };
     let args = t.opt_str_list("args", d).unwrap_or_default();
     let shards = t.opt_int("shards", d);
     let timeout = t.opt_str("timeout", d);
     let env = t.opt_str_map("env", d).unwrap_or_default();
+    let skip = t.opt_int("skip-exit-code", d);
     t.finish(d);
+    let misplaced = match kind {
+        Some(TestKind::EachBinary) => client.as_ref().map(|c| (c, "client", "dir")),
+        Some(TestKind::Gtest) => dir.as_ref().map(|c| (c, "dir", "client")),
+        None => None,
+    };
+    if let Some((v, key, other)) = misplaced {
+        d.push(
+            Diagnostic::new(format!(
+                "\"{key}\" does not belong to a kind = \"{}\" test",
+                if key == "dir" { "gtest" } else { "each-binary" }
+            ))
+            .at(&file, v.span.clone(), format!("use \"{other}\" here"))
+            .hint(
+                "kind = \"gtest\" (the default) runs one client; kind = \"each-binary\" runs every executable in dir",
+            ),
+        );
+    }
+    if let (Some(s), Some(TestKind::Gtest)) = (&skip, kind) {
+        d.push(
+            Diagnostic::new("skip-exit-code applies to kind = \"each-binary\" only")
+                .at(&file, s.span.clone(), "not used by a gtest client")
+                .hint("a gtest client reports skipped tests itself ([  SKIPPED ])"),
+        );
+    }
+    let skip_exit_code = match skip {
+        Some(s) if (1..=255).contains(&s.value) => Some(s.value as i32),
+        Some(s) => {
+            d.push(
+                Diagnostic::new(format!("skip-exit-code = {} is out of range", s.value))
+                    .at(&file, s.span.clone(), "expected 1 to 255")
+                    .hint("CTest's convention is 77"),
+            );
+            None
+        }
+        None => None,
+    };
+    let client = match kind {
+        Some(TestKind::EachBinary) => dir,
+        _ => client,
+    };
     let shards = match shards {
         None => 1,
         Some(s) if (1..=256).contains(&s.value) => s.value as u32,
@@ -832,24 +921,32 @@ fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
     if let Some(c) = &client
         && let Some(problem) = path_problem(c)
     {
+        let each = kind == Some(TestKind::EachBinary);
         d.push(
             Diagnostic::new(format!(
-                "test client \"{}\" must be relative to the install prefix",
+                "test {} \"{}\" must be relative to the install prefix",
+                if each { "dir" } else { "client" },
                 c.value
             ))
             .at(&file, c.span.clone(), problem)
-            .hint("e.g. client = \"bin/rocsparse-test\""),
+            .hint(if each {
+                "e.g. dir = \"bin/examples\""
+            } else {
+                "e.g. client = \"bin/rocsparse-test\""
+            }),
         );
     }
     if d.len() > before {
         return None;
     }
     Some(Test {
+        kind: kind?,
         client: client?.value,
         args: args.into_iter().map(|s| s.value).collect(),
         shards,
         timeout_secs,
         env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
+        skip_exit_code,
     })
 }
 

@@ -80,7 +80,16 @@ pub fn load(path: &Path) -> Result<Bundle, LoadError> {
         why,
     };
     let text = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-    let b: Bundle = serde_json::from_slice(&text).map_err(|e| err(e.to_string()))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// A results bundle from its bytes; `what` names it in errors (a path or an OCI reference).
+pub fn parse(bytes: &[u8], what: &str) -> Result<Bundle, LoadError> {
+    let err = |why: String| LoadError {
+        path: what.to_string(),
+        why,
+    };
+    let b: Bundle = serde_json::from_slice(bytes).map_err(|e| err(e.to_string()))?;
     if b.schema != crate::testrun::bundle::RESULTS_SCHEMA {
         return Err(err(format!("unknown schema \"{}\"", b.schema)));
     }

@@ -8,3 +8,4 @@ pub mod detect;
 pub mod gtest;
 pub mod journal;
 pub mod run;
+pub mod share;

@@ -5,6 +5,10 @@
 //! timeout, the process group is killed, the running test is recorded as hung, and the shard
 //! starts again without the tests it finished and the hung one; a client that dies inside a
 //! test is restarted the same way. `--resume` feeds the journal back in as `previous`.
+//!
+//! A corpus of plain programs (`kind = "each-binary"`, e.g. rocm-examples) runs each binary
+//! once as one test named by its path, with the timeout per binary: exit 0 passes, the recipe's
+//! skip-exit-code skips, another exit fails, a signal crashes, the timeout hangs.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -26,7 +30,9 @@ const KEEP_LINES: usize = 200;
 pub const EXCERPT_LINES: usize = 24;
 
 pub struct RunSpec {
+    /// The gtest client (unused by an each-binary corpus).
     pub client: PathBuf,
+    pub corpus: Corpus,
     pub args: Vec<String>,
     /// Environment set for the client (on top of the inherited one).
     pub env: Vec<(String, String)>,
@@ -39,6 +45,65 @@ pub struct RunSpec {
     pub dir: PathBuf,
     /// Where the kernel log is read for amdgpu reset lines (`/dev/kmsg`), if at all.
     pub kernel_log: Option<PathBuf>,
+}
+
+/// What `run` runs.
+#[derive(Debug, Clone, Default)]
+pub enum Corpus {
+    /// `client`, a gtest client sharded with gtest's variables.
+    #[default]
+    Gtest,
+    /// Each binary once, as the test named by its first element (its path in the prefix);
+    /// binary i runs in shard i % shards; the timeout is per binary.
+    EachBinary {
+        binaries: Vec<(String, PathBuf)>,
+        skip_exit_code: Option<i32>,
+    },
+}
+
+/// The executables an each-binary corpus names: every executable file (symlinks followed) in
+/// `prefix/pattern`, or, when the last component of `pattern` holds `*` or `?`, in its
+/// directory matching that component. Sorted by name; named by their path in the prefix.
+pub fn find_binaries(prefix: &Path, pattern: &str) -> std::io::Result<Vec<(String, PathBuf)>> {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, glob) = match pattern.rsplit_once('/') {
+        Some((d, last)) if last.contains(['*', '?']) => (d, Some(last)),
+        None if pattern.contains(['*', '?']) => ("", Some(pattern)),
+        _ => (pattern, None),
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(prefix.join(dir))? {
+        let e = e?;
+        let file = e.file_name().to_string_lossy().into_owned();
+        if glob.is_some_and(|g| !wildcard(g.as_bytes(), file.as_bytes())) {
+            continue;
+        }
+        // Following symlinks: a corpus directory may link to binaries installed elsewhere.
+        let Ok(meta) = std::fs::metadata(e.path()) else {
+            continue;
+        };
+        if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+            let name = if dir.is_empty() {
+                file
+            } else {
+                format!("{dir}/{file}")
+            };
+            out.push((name, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// `*` (any run of characters) and `?` (one character) against a file name.
+fn wildcard(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => wildcard(&p[1..], s) || (!s.is_empty() && wildcard(p, &s[1..])),
+        (Some(b'?'), Some(_)) => wildcard(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => wildcard(&p[1..], &s[1..]),
+        _ => false,
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -205,6 +270,23 @@ pub fn run(
             }),
             Record::Start { .. } => {}
         }
+    }
+    if let Corpus::EachBinary {
+        binaries,
+        skip_exit_code,
+    } = &spec.corpus
+    {
+        run_each(
+            spec,
+            binaries,
+            *skip_exit_code,
+            journal,
+            &mut result,
+            kernel.as_mut(),
+            reporter,
+        )?;
+        result.shards.sort_by_key(|s| s.shard);
+        return Ok(result);
     }
     let mut listing: Option<Option<Vec<String>>> = None;
     for shard in 0..spec.shards {
@@ -448,7 +530,11 @@ fn read_log_tail(path: &Path, n: usize) -> Vec<String> {
 }
 
 fn command(spec: &RunSpec, args: &[String]) -> Command {
-    let mut cmd = Command::new(&spec.client);
+    command_for(spec, &spec.client, args)
+}
+
+fn command_for(spec: &RunSpec, program: &Path, args: &[String]) -> Command {
+    let mut cmd = Command::new(program);
     cmd.args(args)
         .env_remove("GTEST_TOTAL_SHARDS")
         .env_remove("GTEST_SHARD_INDEX")
@@ -803,6 +889,251 @@ fn record(
     Ok(())
 }
 
+/// Runs every binary of an each-binary corpus not journaled yet, shard by shard.
+#[allow(clippy::too_many_arguments)]
+fn run_each(
+    spec: &RunSpec,
+    binaries: &[(String, PathBuf)],
+    skip_exit_code: Option<i32>,
+    journal: &mut Journal,
+    result: &mut RunResult,
+    mut kernel: Option<&mut KernelLog>,
+    reporter: &dyn Reporter,
+) -> Result<(), RunError> {
+    for shard in 0..spec.shards {
+        if result.shards.iter().any(|s| s.shard == shard) {
+            continue;
+        }
+        let clock = Instant::now();
+        let mine: Vec<(usize, &(String, PathBuf))> = binaries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i as u32 % spec.shards == shard)
+            .collect();
+        let mut done: BTreeSet<String> = result
+            .tests
+            .iter()
+            .filter(|t| t.shard == shard)
+            .map(|t| t.name.clone())
+            .collect();
+        // A resumed shard is the next start; its logs do not overwrite the interrupted one's.
+        let attempt = result
+            .tests
+            .iter()
+            .filter(|t| t.shard == shard)
+            .map(|t| t.attempt)
+            .max()
+            .map_or(1, |a| a + 1);
+        let task = reporter.task(
+            &format!("shard {}/{}", shard + 1, spec.shards),
+            Some(mine.len() as u64),
+            false,
+        );
+        task.inc(done.len() as u64);
+        let (mut exit_code, mut signal) = (Some(0), None);
+        for (index, (name, path)) in mine {
+            if done.contains(name) {
+                continue;
+            }
+            task.set_message(name);
+            let (t, code, sig) = run_binary(
+                spec,
+                shard,
+                attempt,
+                index,
+                name,
+                path,
+                skip_exit_code,
+                kernel.as_deref_mut(),
+            )?;
+            (exit_code, signal) = (code, sig);
+            record(journal, &mut result.tests, &mut done, t)?;
+            task.inc(1);
+        }
+        let seconds = clock.elapsed().as_secs_f64();
+        journal.append(&Record::Shard {
+            shard,
+            exit_code,
+            signal,
+            attempts: attempt,
+            seconds,
+        })?;
+        task.finish(&format!(
+            "shard {}/{}: {} tests",
+            shard + 1,
+            spec.shards,
+            result.tests.iter().filter(|t| t.shard == shard).count()
+        ));
+        result.shards.push(ShardSummary {
+            shard,
+            attempts: attempt,
+            exit_code,
+            signal,
+            seconds,
+        });
+    }
+    Ok(())
+}
+
+/// Runs one binary of an each-binary corpus in its own directory, killing its process group
+/// at the timeout. Returns its record and its exit code and signal.
+#[allow(clippy::too_many_arguments)]
+fn run_binary(
+    spec: &RunSpec,
+    shard: u32,
+    attempt: u32,
+    index: usize,
+    name: &str,
+    path: &Path,
+    skip_exit_code: Option<i32>,
+    kernel: Option<&mut KernelLog>,
+) -> Result<(TestRecord, Option<i32>, Option<i32>), RunError> {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let log_file = spec
+        .dir
+        .join("logs")
+        .join(format!("bin-{index:04}-{file}.attempt-{attempt}.log"));
+    let mut log = std::io::BufWriter::new(
+        std::fs::File::create(&log_file).map_err(io(format!("{}", log_file.display())))?,
+    );
+    let _ = writeln!(
+        log,
+        "# rocforge: shard {shard} attempt {attempt}: {} {}",
+        path.display(),
+        spec.args
+            .iter()
+            .map(|a| crate::process::shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut cmd = command_for(spec, path, &spec.args);
+    if let Some(dir) = path.parent() {
+        cmd.current_dir(dir);
+    }
+    let (reader, writer) = std::io::pipe().map_err(io("creating a pipe"))?;
+    let writer2 = writer.try_clone().map_err(io("creating a pipe"))?;
+    cmd.stdout(writer).stderr(writer2);
+    let started = Instant::now();
+    let deadline = started + spec.timeout;
+    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+        client: path.display().to_string(),
+        source,
+    })?;
+    drop(cmd);
+    let pid = child.id();
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(4096);
+    let pump = std::thread::spawn(move || {
+        let mut r = BufReader::with_capacity(1 << 16, reader);
+        loop {
+            let mut line = Vec::new();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let mut lines: Vec<String> = Vec::new();
+    let mut keep = |log: &mut std::io::BufWriter<std::fs::File>, bytes: &[u8]| {
+        let _ = log.write_all(bytes);
+        if lines.len() >= KEEP_LINES {
+            lines.drain(..KEEP_LINES / 2);
+        }
+        lines.push(
+            String::from_utf8_lossy(bytes)
+                .trim_end_matches(['\n', '\r'])
+                .to_string(),
+        );
+    };
+    let mut hung = false;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(bytes) => keep(&mut log, &bytes),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                hung = true;
+                kill_group(pid);
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // The output ended; the binary has what is left of its timeout to exit.
+    let status = loop {
+        match child.try_wait().map_err(io("waiting for a test binary"))? {
+            Some(s) => break s,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            None => {
+                hung = true;
+                kill_group(pid);
+            }
+        }
+    };
+    let elapsed = started.elapsed();
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+        keep(&mut log, &bytes);
+    }
+    let _ = pump.join();
+    let exit_code = status.code();
+    let signal = if hung { None } else { status.signal() };
+    let _ = writeln!(
+        log,
+        "# rocforge: {}",
+        if hung {
+            format!(
+                "still running after {}s: killed the process group",
+                spec.timeout.as_secs()
+            )
+        } else {
+            format!("exited: {status}")
+        }
+    );
+    let _ = log.flush();
+    let outcome = if hung {
+        Outcome::Hung
+    } else if signal.is_some() {
+        Outcome::Crashed
+    } else if exit_code == Some(0) {
+        Outcome::Passed
+    } else if exit_code.is_some() && exit_code == skip_exit_code {
+        Outcome::Skipped
+    } else {
+        Outcome::Failed
+    };
+    // The binary is gone: resets logged meanwhile are its own (read even when it passed, so
+    // they are not pinned on the next one).
+    let resets = kernel.map(|k| k.new_resets()).unwrap_or_default();
+    let (class, excerpt) = classify::classify(
+        &Evidence {
+            outcome,
+            exit_code,
+            signal,
+            lines: &lines,
+            kernel: if matches!(outcome, Outcome::Hung | Outcome::Crashed) {
+                &resets
+            } else {
+                &[]
+            },
+        },
+        EXCERPT_LINES,
+    );
+    let t = TestRecord {
+        shard,
+        name: name.to_string(),
+        outcome,
+        class,
+        duration_ms: elapsed.as_millis() as u64,
+        excerpt,
+        attempt,
+    };
+    Ok((t, exit_code, signal))
+}
+
 /// Lays `from`'s files into `to` as hard links (copies across filesystems): the scratch
 /// prefix a test runs in, merged from the component's and its dependencies' store trees.
 pub fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -835,4 +1166,24 @@ pub fn class_counts(tests: &[TestRecord]) -> std::collections::BTreeMap<Class, u
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard;
+
+    #[test]
+    fn wildcards() {
+        for (p, s, ok) in [
+            ("hip_*", "hip_saxpy", true),
+            ("hip_*", "rocblas_gemm", false),
+            ("*", "", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("*_test", "x_test", true),
+            ("*_test", "x_test2", false),
+        ] {
+            assert_eq!(wildcard(p.as_bytes(), s.as_bytes()), ok, "{p} {s}");
+        }
+    }
 }

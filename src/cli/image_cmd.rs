@@ -1,0 +1,224 @@
+//! `image create`: the base image plus one layer with built components installed, pushed to a
+//! registry or loaded into podman or docker.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::progress::TermReporter;
+use super::{CliError, Format, Global, Result, only_text_or_json, root};
+use rocforge::catalog::Catalog;
+use rocforge::diag::Diagnostic;
+use rocforge::image::{self, ImageError, Loader};
+use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::progress::Reporter;
+use rocforge::source::cache::Cache;
+use rocforge::store::StoreView;
+
+pub struct CreateArgs<'a> {
+    pub components: &'a [String],
+    pub base: &'a str,
+    pub tag: &'a str,
+    pub push: bool,
+    pub load: Option<Loader>,
+    pub runtime: RuntimeKind,
+}
+
+fn err(e: ImageError) -> CliError {
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
+fn client() -> Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        // Layers can be gigabytes: no overall deadline, only for connecting.
+        .timeout(None)
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| Diagnostic::new(format!("cannot make an HTTP client: {e}")).into())
+}
+
+/// SOURCE_DATE_EPOCH when set, else the newest the store entries record, else 0.
+fn created(store: &rocforge::store::Store, keys: &[String]) -> Result<u64> {
+    if let Ok(v) = std::env::var("SOURCE_DATE_EPOCH") {
+        return v.trim().parse().map_err(|_| {
+            Diagnostic::new(format!(
+                "SOURCE_DATE_EPOCH={v:?} is not a number of seconds"
+            ))
+            .hint("unset it, or set it to seconds since 1970")
+            .into()
+        });
+    }
+    Ok(keys
+        .iter()
+        .filter_map(|k| {
+            let b = std::fs::read(store.entry_dir(k).join("meta.json")).ok()?;
+            serde_json::from_slice::<serde_json::Value>(&b).ok()?["source_date_epoch"].as_u64()
+        })
+        .max()
+        .unwrap_or(0))
+}
+
+pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
+    only_text_or_json(g, "image create")?;
+    if !a.push && a.load.is_none() {
+        return Err(Diagnostic::new("nothing to do: neither --push nor --load")
+            .hint("add --push (to --tag's registry) or --load podman|docker")
+            .into());
+    }
+    let target = image::Reference::parse(a.tag)
+        .map_err(|e| err(e.into()))
+        .and_then(|r| {
+            if r.reference.starts_with("sha256:") {
+                Err(Diagnostic::new(format!("--tag {} names a digest", a.tag))
+                    .hint("--tag is REGISTRY/NAME:TAG")
+                    .into())
+            } else {
+                Ok(r)
+            }
+        })?;
+    let catalog = Catalog::load(root(g), g.release.as_deref())?;
+    let targets = super::plan_cmd::targets(g, &catalog)?;
+    let lock = super::sources::lockfile(&catalog)?;
+    let store = super::build_cmd::store(g);
+    let req = plan::Request {
+        components: a.components.to_vec(),
+        targets: targets.clone(),
+        runtime: a.runtime,
+        lock,
+        overlays: Vec::new(),
+    };
+    let plan = plan::plan(&catalog, &req, &store)?;
+    let arch = targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let missing: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter(|s| !store.contains(&s.key.0))
+        .map(|s| s.component.as_str())
+        .collect();
+    if !missing.is_empty() {
+        let runtime = if a.runtime == RuntimeKind::Host {
+            " --runtime host"
+        } else {
+            ""
+        };
+        return Err(Diagnostic::new(format!(
+            "not in the store for {arch}: {}",
+            missing.join(", ")
+        ))
+        .hint(format!(
+            "build first: rocforge build {} --arch {arch}{runtime}",
+            a.components.join(" ")
+        ))
+        .into());
+    }
+    let components: Vec<image::Component> = plan
+        .steps
+        .iter()
+        .map(|s| image::Component {
+            name: s.component.clone(),
+            version: s.version.clone(),
+            key: s.key.0.clone(),
+            tree: store.tree(&s.key.0),
+        })
+        .collect();
+    let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
+    let created = created(&store, &keys)?;
+    let reporter = TermReporter::new(g.quiet);
+    let client = client()?;
+
+    let task = reporter.task(&format!("reading the base image {}", a.base), None, false);
+    let base = image::pull_base(client.clone(), a.base).map_err(err)?;
+    task.finish(&format!("base image {} ({})", a.base, base.digest));
+
+    let work = Cache::default_root().join("image-work");
+    let task = reporter.task("writing the layer", None, false);
+    let layer =
+        image::write_layer(&components, &catalog.release.prefix, created, &work).map_err(err)?;
+    task.finish(&format!(
+        "layer {} ({} entries, {} bytes)",
+        layer.digest, layer.entries, layer.size
+    ));
+    let target_names: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    let img = image::compose(
+        &base,
+        &layer,
+        &image::Spec {
+            components: &components,
+            prefix: &catalog.release.prefix,
+            release: &catalog.release.name,
+            targets: &target_names,
+            created,
+        },
+    );
+    let digest = img.digest();
+
+    let mut pushed = None;
+    if a.push {
+        let d = image::push(client, &target, &base, &layer, &img, &reporter).map_err(err)?;
+        pushed = Some(format!(
+            "{}@{d}",
+            a.tag.rsplit_once(':').map_or(a.tag, |(n, _)| n)
+        ));
+    }
+    let mut loaded = None;
+    if let Some(loader) = a.load {
+        let tmp = tempfile::Builder::new()
+            .prefix(".image-")
+            .suffix(".tar")
+            .tempfile_in(&work)
+            .map_err(|e| {
+                err(ImageError::Io {
+                    path: work.clone(),
+                    source: e,
+                })
+            })?
+            .into_temp_path();
+        let task = reporter.task(&format!("loading into {}", loader.tool()), None, false);
+        image::write_archive(&tmp, loader, a.tag, &base, &layer, &img).map_err(err)?;
+        let said = image::load(loader, &tmp).map_err(err)?;
+        task.finish(&format!("loaded into {}: {}", loader.tool(), a.tag));
+        loaded = Some(said);
+    }
+
+    if g.format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "schema": "rocforge.image/1",
+                "tag": a.tag,
+                "digest": digest,
+                "id": img.id(),
+                "base": a.base,
+                "base_digest": base.digest,
+                "layer": {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size, "entries": layer.entries},
+                "components": components.iter().map(|c| json!({"name": c.name, "version": c.version, "key": c.key})).collect::<Vec<_>>(),
+                "targets": target_names,
+                "prefix": catalog.release.prefix,
+                "created": created,
+                "pushed": pushed,
+                "loaded": a.load.map(|l| l.tool()),
+            }))
+            .unwrap_or_default()
+        );
+    } else {
+        println!("image   {}", a.tag);
+        println!("digest  {digest}");
+        println!("id      {}", img.id());
+        if let Some(p) = &pushed {
+            println!("pushed  {p}");
+        }
+        if let Some(l) = &loaded {
+            println!("loaded  {}", l.lines().last().unwrap_or_default());
+        }
+        println!(
+            "run     podman run --rm --device /dev/kfd --device /dev/dri {} …   (ROCM_PATH={})",
+            a.tag, catalog.release.prefix
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,812 @@
+//! `rocforge image create`: an OCI image made of a base image (pulled from a registry) plus one
+//! layer holding the installed stack under the release prefix, with the environment set
+//! (ROCM_PATH, PATH, LD_LIBRARY_PATH).
+//!
+//! Reproducible: the layer is a deterministic tar (sorted entries, 0:0, one mtime, modes
+//! 0755/0644, written by [`crate::package::tarball::append_files`]) gzip-compressed with a zero
+//! header time; the config and manifest are serialized from the base's config and fixed values
+//! only (`created` is SOURCE_DATE_EPOCH, else the newest the store entries record, else 0). The
+//! same store entries on the same base give the same manifest digest.
+//!
+//! The image is pushed to a registry ([`push`]) or written as an archive ([`write_archive`]:
+//! oci-archive for `podman load`, docker-archive for `docker load`).
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::oci::{
+    Descriptor, DigestReader, IMAGE_INDEX, IMAGE_MANIFEST, ImageManifest, OciError, Remote,
+    Repository,
+};
+use crate::package::PackageError;
+use crate::package::manifest::{FileEntry, Kind};
+use crate::package::tarball::{self, HashingWriter};
+
+pub const LAYER_TAR_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+const DOCKER_LAYER_GZIP: &str = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+/// PATH when the base image sets none (Docker's default).
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error(transparent)]
+    Oci(#[from] OciError),
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("base image {reference}: {message}")]
+    Base { reference: String, message: String },
+    #[error("{path} is in both {first} and {second}, with different contents")]
+    Conflict {
+        path: String,
+        first: String,
+        second: String,
+    },
+    #[error("`{tool} load` failed: {message}")]
+    Load { tool: String, message: String },
+}
+
+impl ImageError {
+    pub fn hint(&self) -> String {
+        match self {
+            ImageError::Oci(e) => e.hint(),
+            ImageError::Package(e) => e.hint(),
+            ImageError::Io { .. } => "check free disk space and permissions".into(),
+            ImageError::Base { .. } => {
+                "use a linux/amd64 image in OCI or Docker v2 format, by REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:…".into()
+            }
+            ImageError::Conflict { .. } => {
+                "two components install the same file: put only one of them in the image".into()
+            }
+            ImageError::Load { tool, .. } => {
+                format!("check that `{tool} images` works for this user; or push with --push and pull the image")
+            }
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> ImageError + '_ {
+    move |source| ImageError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One store entry going into the image.
+#[derive(Debug, Clone)]
+pub struct Component {
+    pub name: String,
+    pub version: String,
+    pub key: String,
+    pub tree: PathBuf,
+}
+
+/// The layer file, with its digests.
+#[derive(Debug)]
+pub struct Layer {
+    pub path: tempfile::TempPath,
+    /// `sha256:` of the compressed bytes (the blob).
+    pub digest: String,
+    pub size: u64,
+    /// `sha256:` of the uncompressed tar (the config's rootfs.diff_ids).
+    pub diff_id: String,
+    pub entries: usize,
+}
+
+impl Layer {
+    pub fn descriptor(&self) -> Descriptor {
+        Descriptor {
+            media_type: LAYER_TAR_GZIP.into(),
+            digest: self.digest.clone(),
+            size: self.size,
+            annotations: BTreeMap::new(),
+        }
+    }
+}
+
+/// Writes one layer (in `work_dir`) holding every component's tree under `prefix`: the union
+/// of the trees, sorted by path, with the prefix's parent directories first. The same path in
+/// two components must be the same (directories always are).
+pub fn write_layer(
+    components: &[Component],
+    prefix: &str,
+    mtime: u64,
+    work_dir: &Path,
+) -> Result<Layer, ImageError> {
+    let prefix = prefix.trim_matches('/');
+    // path in the layer → (index of the component, entry relative to its tree)
+    let mut all: BTreeMap<String, (Option<usize>, FileEntry)> = BTreeMap::new();
+    let mut parent = String::new();
+    for part in prefix.split('/').filter(|p| !p.is_empty()) {
+        parent = if parent.is_empty() {
+            part.to_string()
+        } else {
+            format!("{parent}/{part}")
+        };
+        all.insert(
+            parent.clone(),
+            (
+                None,
+                FileEntry {
+                    path: parent.clone(),
+                    kind: Kind::Dir,
+                    size: 0,
+                    sha256: None,
+                    executable: false,
+                    target: None,
+                },
+            ),
+        );
+    }
+    let under = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}/")
+    };
+    for (i, c) in components.iter().enumerate() {
+        let scan = tarball::scan(&c.tree, &[])?;
+        for e in scan.files {
+            let name = format!("{under}{}", e.path);
+            match all.get(&name) {
+                None => {
+                    all.insert(name, (Some(i), e));
+                }
+                Some((_, old)) if old.kind == Kind::Dir && e.kind == Kind::Dir => {}
+                Some((_, old))
+                    if old.kind == e.kind
+                        && old.sha256 == e.sha256
+                        && old.executable == e.executable
+                        && old.target == e.target => {}
+                Some((j, _)) => {
+                    return Err(ImageError::Conflict {
+                        path: format!("/{name}"),
+                        first: j.map_or("the prefix".into(), |j| components[j].name.clone()),
+                        second: c.name.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    std::fs::create_dir_all(work_dir).map_err(io_err(work_dir))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".layer-")
+        .suffix(".tar.gz")
+        .tempfile_in(work_dir)
+        .map_err(io_err(work_dir))?;
+    let file = tmp.as_file().try_clone().map_err(io_err(tmp.path()))?;
+    let compressed = HashingWriter {
+        inner: io::BufWriter::with_capacity(1 << 20, file),
+        hasher: Sha256::new(),
+        bytes: 0,
+    };
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(compressed, flate2::Compression::default());
+    let plain = HashingWriter {
+        inner: gz,
+        hasher: Sha256::new(),
+        bytes: 0,
+    };
+    let mut b = tar::Builder::new(plain);
+    b.follow_symlinks(false);
+    for (i, e) in all.values() {
+        match i {
+            Some(i) => tarball::append_files(
+                &mut b,
+                &components[*i].tree,
+                std::slice::from_ref(e),
+                &under,
+                mtime,
+            )?,
+            None => tarball::append_files(&mut b, work_dir, std::slice::from_ref(e), "", mtime)?,
+        }
+    }
+    let tmp_path = tmp.path().to_path_buf();
+    let out = io_err(&tmp_path);
+    let plain = b.into_inner().map_err(&out)?;
+    let diff_id = format!("sha256:{}", hex::encode(plain.hasher.finalize()));
+    let compressed = plain.inner.finish().map_err(&out)?;
+    let HashingWriter {
+        inner,
+        hasher,
+        bytes,
+    } = compressed;
+    inner
+        .into_inner()
+        .map_err(|e| out(e.into_error()))?
+        .sync_all()
+        .map_err(&out)?;
+    Ok(Layer {
+        path: tmp.into_temp_path(),
+        digest: format!("sha256:{}", hex::encode(hasher.finalize())),
+        size: bytes,
+        diff_id,
+        entries: all.len(),
+    })
+}
+
+/// A base image reference: `REGISTRY/NAME:TAG` or `REGISTRY/NAME@sha256:…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub repo: Repository,
+    /// A tag or a `sha256:` digest.
+    pub reference: String,
+}
+
+impl Reference {
+    pub fn parse(s: &str) -> Result<Reference, OciError> {
+        if let Some((name, digest)) = s.split_once('@') {
+            let repo = Repository::parse(name)?;
+            if crate::oci::ImageName::parse(&format!("{name}:x")).is_err()
+                || !digest.starts_with("sha256:")
+            {
+                return Err(OciError::Malformed(s.to_string()));
+            }
+            return Ok(Reference {
+                repo,
+                reference: digest.to_string(),
+            });
+        }
+        let n = crate::oci::ImageName::parse(s)?;
+        let repo = Repository::parse(&format!("{}/{}", n.registry, n.repository))?;
+        Ok(Reference {
+            repo,
+            reference: n.tag,
+        })
+    }
+
+    /// As written: `REGISTRY/NAME:TAG` or `REGISTRY/NAME@DIGEST`.
+    pub fn full(&self) -> String {
+        let sep = if self.reference.starts_with("sha256:") {
+            '@'
+        } else {
+            ':'
+        };
+        format!(
+            "{}/{}{sep}{}",
+            self.repo.registry, self.repo.repository, self.reference
+        )
+    }
+}
+
+/// The base image: its (platform) manifest digest, config and layers.
+pub struct Base {
+    pub reference: Reference,
+    pub remote: Remote,
+    pub digest: String,
+    pub config: serde_json::Value,
+    /// With OCI media types (a Docker v2 layer's bytes are the same gzip tar).
+    pub layers: Vec<Descriptor>,
+}
+
+/// The GOARCH name of this machine's architecture.
+pub fn host_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+/// Pulls the base's manifest (choosing linux/<host arch> from an index or manifest list) and
+/// config. Layers are not downloaded here.
+pub fn pull_base(client: reqwest::blocking::Client, reference: &str) -> Result<Base, ImageError> {
+    let r = Reference::parse(reference)?;
+    let remote = Remote::new(client, r.repo.clone());
+    let bad = |message: String| ImageError::Base {
+        reference: reference.to_string(),
+        message,
+    };
+    let (mut digest, mut bytes) = remote.get_manifest(&r.reference)?.ok_or_else(|| {
+        ImageError::Oci(OciError::Status {
+            registry: r.repo.registry.clone(),
+            reference: reference.to_string(),
+            status: 404,
+        })
+    })?;
+    let parse = |b: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(b)
+            .map_err(|e| bad(format!("its manifest is not JSON: {e}")))
+    };
+    let mut v = parse(&bytes)?;
+    let is_index = |v: &serde_json::Value| {
+        matches!(v["mediaType"].as_str(), Some(IMAGE_INDEX | DOCKER_LIST))
+            || (v["mediaType"].is_null() && v["manifests"].is_array())
+    };
+    if is_index(&v) {
+        let arch = host_arch();
+        let chosen = v["manifests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["platform"]["os"] == "linux" && m["platform"]["architecture"] == arch)
+            .and_then(|m| m["digest"].as_str())
+            .ok_or_else(|| bad(format!("it has no linux/{arch} image")))?
+            .to_string();
+        (digest, bytes) = remote
+            .get_manifest(&chosen)?
+            .ok_or_else(|| bad(format!("its linux/{arch} manifest {chosen} is missing")))?;
+        v = parse(&bytes)?;
+        if is_index(&v) {
+            return Err(bad("its index points at another index".into()));
+        }
+    }
+    match v["mediaType"].as_str() {
+        Some(IMAGE_MANIFEST | DOCKER_MANIFEST) | None => {}
+        Some(other) => return Err(bad(format!("unsupported manifest type {other}"))),
+    }
+    if v["mediaType"].is_null() {
+        // Optional in OCI manifests (podman leaves it out).
+        v["mediaType"] = IMAGE_MANIFEST.into();
+    }
+    let m: ImageManifest = serde_json::from_value(v)
+        .map_err(|e| bad(format!("its manifest is not an image manifest: {e}")))?;
+    let mut layers = Vec::new();
+    for l in m.layers {
+        let media_type = match l.media_type.as_str() {
+            DOCKER_LAYER_GZIP => LAYER_TAR_GZIP.to_string(),
+            t if t.starts_with("application/vnd.oci.image.layer.v1.tar") => t.to_string(),
+            t => return Err(bad(format!("unsupported layer type {t} ({})", l.digest))),
+        };
+        layers.push(Descriptor { media_type, ..l });
+    }
+    let config_bytes = remote.get_blob_bytes(&m.config.digest, 16 << 20)?;
+    let config: serde_json::Value = serde_json::from_slice(&config_bytes)
+        .map_err(|e| bad(format!("its config is not JSON: {e}")))?;
+    let diff_ids = config["rootfs"]["diff_ids"].as_array().map_or(0, Vec::len);
+    if diff_ids != layers.len() {
+        return Err(bad(format!(
+            "its config lists {diff_ids} layer(s), its manifest {}",
+            layers.len()
+        )));
+    }
+    if !matches!(config["os"].as_str(), Some("linux") | None) {
+        return Err(bad(format!("it is an image for {}", config["os"])));
+    }
+    Ok(Base {
+        reference: r,
+        remote,
+        digest,
+        config,
+        layers,
+    })
+}
+
+/// What goes into the config besides the base and the layer.
+pub struct Spec<'a> {
+    pub components: &'a [Component],
+    /// The release prefix, e.g. /opt/rocm.
+    pub prefix: &'a str,
+    pub release: &'a str,
+    pub targets: &'a [String],
+    /// Seconds since the epoch for `created` (and the layer's mtimes).
+    pub created: u64,
+}
+
+/// The new image: config bytes and manifest.
+pub struct Image {
+    pub config: Vec<u8>,
+    pub manifest: ImageManifest,
+}
+
+impl Image {
+    pub fn manifest_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.manifest).expect("plain data")
+    }
+    pub fn digest(&self) -> String {
+        crate::oci::digest_of(&self.manifest_bytes())
+    }
+    /// The image ID podman and docker show: the config's digest.
+    pub fn id(&self) -> String {
+        self.manifest.config.digest.clone()
+    }
+}
+
+/// `PATH`-like: `first` then what `old` had (without `first`).
+fn prepend(first: &str, old: Option<&str>) -> String {
+    match old {
+        Some(o) if !o.is_empty() => {
+            let rest: Vec<&str> = o.split(':').filter(|p| *p != first).collect();
+            if rest.is_empty() {
+                first.to_string()
+            } else {
+                format!("{first}:{}", rest.join(":"))
+            }
+        }
+        _ => first.to_string(),
+    }
+}
+
+/// The config (base config, layer added, environment and labels set) and the manifest.
+pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
+    let prefix = format!("/{}", spec.prefix.trim_matches('/'));
+    let created = crate::package::index::rfc3339(spec.created);
+    let mut c = base.config.clone();
+    c["created"] = created.clone().into();
+    if !c["architecture"].is_string() {
+        c["architecture"] = host_arch().into();
+    }
+    if !c["os"].is_string() {
+        c["os"] = "linux".into();
+    }
+    // rootfs
+    let mut diff_ids = c["rootfs"]["diff_ids"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    diff_ids.push(layer.diff_id.clone().into());
+    c["rootfs"] = serde_json::json!({"type": "layers", "diff_ids": diff_ids});
+    // environment: ordered as the base had it, ours replaced in place or appended
+    if !c["config"].is_object() {
+        c["config"] = serde_json::json!({});
+    }
+    let env: Vec<String> = c["config"]["Env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(str::to_string))
+        .collect();
+    let get = |k: &str| {
+        env.iter()
+            .find_map(|e| e.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+    };
+    let ours = [
+        (
+            "PATH",
+            prepend(
+                &format!("{prefix}/bin"),
+                Some(get("PATH").unwrap_or(DEFAULT_PATH)),
+            ),
+        ),
+        ("ROCM_PATH", prefix.clone()),
+        (
+            "LD_LIBRARY_PATH",
+            prepend(&format!("{prefix}/lib"), get("LD_LIBRARY_PATH")),
+        ),
+    ];
+    let mut new_env: Vec<String> = env
+        .iter()
+        .map(|e| {
+            let k = e.split_once('=').map_or(e.as_str(), |(k, _)| k);
+            match ours.iter().find(|(o, _)| *o == k) {
+                Some((o, v)) => format!("{o}={v}"),
+                None => e.clone(),
+            }
+        })
+        .collect();
+    for (k, v) in &ours {
+        if get(k).is_none() {
+            new_env.push(format!("{k}={v}"));
+        }
+    }
+    c["config"]["Env"] = new_env.into();
+    // labels
+    let names: Vec<&str> = spec.components.iter().map(|c| c.name.as_str()).collect();
+    let mut labels: BTreeMap<String, String> = c["config"]["Labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    let base_name = base.reference.full();
+    labels.extend(
+        [
+            ("org.opencontainers.image.created", created.clone()),
+            (
+                "org.opencontainers.image.title",
+                format!("rocforge {}", names.join(" ")),
+            ),
+            (
+                "org.opencontainers.image.description",
+                format!(
+                    "{} ({}) for {}, built by rocforge, installed in {prefix}",
+                    names.join(", "),
+                    spec.release,
+                    spec.targets.join(",")
+                ),
+            ),
+            ("org.opencontainers.image.version", spec.release.to_string()),
+            ("org.opencontainers.image.base.name", base_name.clone()),
+            ("org.opencontainers.image.base.digest", base.digest.clone()),
+            (
+                "rocforge.components",
+                spec.components
+                    .iter()
+                    .map(|c| format!("{}={}", c.name, c.version))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "rocforge.keys",
+                spec.components
+                    .iter()
+                    .map(|c| format!("{}={}", c.name, c.key))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            ("rocforge.targets", spec.targets.join(",")),
+            ("rocforge.prefix", prefix.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    c["config"]["Labels"] = serde_json::to_value(&labels).expect("plain data");
+    // history
+    let mut history = c["history"].as_array().cloned().unwrap_or_default();
+    history.push(serde_json::json!({
+        "created": created,
+        "created_by": format!("rocforge image create {} (installed in {prefix})", names.join(" ")),
+        "comment": format!("rocforge {}", env!("CARGO_PKG_VERSION")),
+    }));
+    c["history"] = history.into();
+    let config = serde_json::to_vec(&c).expect("plain data");
+    let mut layers = base.layers.clone();
+    layers.push(layer.descriptor());
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: IMAGE_MANIFEST.into(),
+        artifact_type: None,
+        config: Descriptor {
+            media_type: OCI_CONFIG.into(),
+            digest: crate::oci::digest_of(&config),
+            size: config.len() as u64,
+            annotations: BTreeMap::new(),
+        },
+        layers,
+        annotations: [
+            ("org.opencontainers.image.base.name".to_string(), base_name),
+            (
+                "org.opencontainers.image.base.digest".to_string(),
+                base.digest.clone(),
+            ),
+            ("org.opencontainers.image.created".to_string(), created),
+        ]
+        .into(),
+    };
+    Image { config, manifest }
+}
+
+/// Pushes the image to `target` (`REGISTRY/NAME:TAG`): base layers mounted (same registry) or
+/// copied, the new layer, the config, the manifest. Returns the manifest digest.
+pub fn push(
+    client: reqwest::blocking::Client,
+    target: &Reference,
+    base: &Base,
+    layer: &Layer,
+    image: &Image,
+    reporter: &dyn crate::progress::Reporter,
+) -> Result<String, ImageError> {
+    let dest = Remote::new(client, target.repo.clone());
+    for l in &base.layers {
+        if dest.has_blob(&l.digest)? {
+            continue;
+        }
+        if target.repo.registry == base.reference.repo.registry
+            && dest
+                .mount_blob(&l.digest, &base.reference.repo.repository)
+                .unwrap_or(false)
+        {
+            continue;
+        }
+        let task = reporter.task(&format!("copying base layer {}", l.digest), None, false);
+        let size = l.size;
+        dest.push_blob_with(&l.digest, size, &|| {
+            let resp = base.remote.get_blob(&l.digest).map_err(io::Error::other)?;
+            Ok(reqwest::blocking::Body::sized(resp, size))
+        })?;
+        task.finish(&format!("copied base layer {}", l.digest));
+    }
+    let task = reporter.task("pushing the layer", None, false);
+    dest.push_file(
+        LAYER_TAR_GZIP,
+        &layer.path,
+        layer.digest.trim_start_matches("sha256:"),
+        layer.size,
+    )?;
+    task.finish(&format!("pushed the layer {}", layer.digest));
+    dest.push_bytes(OCI_CONFIG, &image.config)?;
+    let digest = dest.put_manifest(&target.reference, &image.manifest)?;
+    Ok(digest)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Loader {
+    Podman,
+    Docker,
+}
+
+impl Loader {
+    pub fn tool(self) -> &'static str {
+        match self {
+            Loader::Podman => "podman",
+            Loader::Docker => "docker",
+        }
+    }
+}
+
+/// Adds one blob (streamed, its digest checked) to an archive.
+fn append_blob<W: Write>(
+    b: &mut tar::Builder<W>,
+    name: &str,
+    size: u64,
+    digest: &str,
+    r: impl Read,
+) -> Result<(), ImageError> {
+    let mut h = tarball::header(tar::EntryType::Regular, 0o644, size, 0);
+    let mut dr = DigestReader::new(r.take(size));
+    b.append_data(&mut h, name, &mut dr)
+        .map_err(io_err(Path::new(name)))?;
+    let (got, n) = dr.finish().map_err(io_err(Path::new(name)))?;
+    if got != digest || n != size {
+        return Err(ImageError::Oci(OciError::Invalid {
+            reference: digest.to_string(),
+            message: format!("the blob read back as {got} ({n} bytes)"),
+        }));
+    }
+    Ok(())
+}
+
+fn append_bytes<W: Write>(
+    b: &mut tar::Builder<W>,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(), ImageError> {
+    let mut h = tarball::header(tar::EntryType::Regular, 0o644, bytes.len() as u64, 0);
+    b.append_data(&mut h, name, bytes)
+        .map_err(io_err(Path::new(name)))
+}
+
+fn append_dir<W: Write>(b: &mut tar::Builder<W>, name: &str) -> Result<(), ImageError> {
+    let mut h = tarball::header(tar::EntryType::Directory, 0o755, 0, 0);
+    b.append_data(&mut h, name, io::empty())
+        .map_err(io_err(Path::new(name)))
+}
+
+/// Writes the image as an archive `loader` loads: an OCI image layout in a tar (oci-archive) for
+/// podman, a docker-archive (manifest.json, config, layers) for docker. Base layers are
+/// downloaded into it. `name` is the image name the loader gives it.
+pub fn write_archive(
+    path: &Path,
+    loader: Loader,
+    name: &str,
+    base: &Base,
+    layer: &Layer,
+    image: &Image,
+) -> Result<(), ImageError> {
+    let f = std::fs::File::create(path).map_err(io_err(path))?;
+    let mut b = tar::Builder::new(io::BufWriter::with_capacity(1 << 20, f));
+    let hex = |d: &str| d.trim_start_matches("sha256:").to_string();
+    type Out = tar::Builder<io::BufWriter<std::fs::File>>;
+    let blob = |b: &mut Out, entry: String, d: &Descriptor| -> Result<(), ImageError> {
+        if d.digest == layer.digest {
+            let f = std::fs::File::open(&layer.path).map_err(io_err(&layer.path))?;
+            append_blob(b, &entry, d.size, &d.digest, io::BufReader::new(f))
+        } else {
+            let resp = base.remote.get_blob(&d.digest)?;
+            append_blob(b, &entry, d.size, &d.digest, resp)
+        }
+    };
+    match loader {
+        Loader::Podman => {
+            append_bytes(&mut b, "oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+            let manifest = image.manifest_bytes();
+            let index = serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": IMAGE_INDEX,
+                "manifests": [{
+                    "mediaType": IMAGE_MANIFEST,
+                    "digest": image.digest(),
+                    "size": manifest.len(),
+                    "annotations": {REF_NAME: name},
+                }],
+            });
+            append_bytes(
+                &mut b,
+                "index.json",
+                &serde_json::to_vec(&index).expect("plain data"),
+            )?;
+            append_dir(&mut b, "blobs/")?;
+            append_dir(&mut b, "blobs/sha256/")?;
+            let mut blobs: BTreeMap<String, Option<&Descriptor>> = BTreeMap::new();
+            blobs.insert(image.digest(), None);
+            blobs.insert(image.manifest.config.digest.clone(), None);
+            for l in &image.manifest.layers {
+                blobs.insert(l.digest.clone(), Some(l));
+            }
+            for (d, desc) in blobs {
+                let entry = format!("blobs/sha256/{}", hex(&d));
+                match desc {
+                    Some(desc) => blob(&mut b, entry, desc)?,
+                    None if d == image.digest() => append_bytes(&mut b, &entry, &manifest)?,
+                    None => append_bytes(&mut b, &entry, &image.config)?,
+                }
+            }
+        }
+        Loader::Docker => {
+            let config_name = format!("{}.json", hex(&image.manifest.config.digest));
+            let mut layer_names = Vec::new();
+            for l in &image.manifest.layers {
+                layer_names.push(format!("{}.tar.gz", hex(&l.digest)));
+            }
+            let manifest = serde_json::json!([{
+                "Config": config_name,
+                "RepoTags": [name],
+                "Layers": layer_names,
+            }]);
+            append_bytes(
+                &mut b,
+                "manifest.json",
+                &serde_json::to_vec(&manifest).expect("plain data"),
+            )?;
+            append_bytes(&mut b, &config_name, &image.config)?;
+            let mut seen = std::collections::BTreeSet::new();
+            for (l, n) in image.manifest.layers.iter().zip(&layer_names) {
+                if seen.insert(n.clone()) {
+                    blob(&mut b, n.clone(), l)?;
+                }
+            }
+        }
+    }
+    let w = b.into_inner().map_err(io_err(path))?;
+    w.into_inner()
+        .map_err(|e| io_err(path)(e.into_error()))?
+        .sync_all()
+        .map_err(io_err(path))?;
+    Ok(())
+}
+
+/// `podman load -i FILE` / `docker load -i FILE`; returns what it printed.
+pub fn load(loader: Loader, archive: &Path) -> Result<String, ImageError> {
+    let tool = loader.tool();
+    let out = std::process::Command::new(tool)
+        .arg("load")
+        .arg("-i")
+        .arg(archive)
+        .output()
+        .map_err(|e| ImageError::Load {
+            tool: tool.into(),
+            message: e.to_string(),
+        })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        return Err(ImageError::Load {
+            tool: tool.into(),
+            message: format!("{}\n{stdout}", String::from_utf8_lossy(&out.stderr).trim()),
+        });
+    }
+    Ok(stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_and_paths() {
+        let r = Reference::parse("127.0.0.1:5000/base:1").unwrap();
+        assert_eq!(r.repo.repository, "base");
+        assert_eq!(r.reference, "1");
+        assert_eq!(r.full(), "127.0.0.1:5000/base:1");
+        let d = format!("sha256:{}", "a".repeat(64));
+        let r = Reference::parse(&format!("ghcr.io/x/y@{d}")).unwrap();
+        assert_eq!(r.repo.repository, "x/y");
+        assert_eq!(r.reference, d);
+        assert_eq!(r.full(), format!("ghcr.io/x/y@{d}"));
+        assert!(Reference::parse("base:1").is_err());
+        assert_eq!(
+            prepend("/opt/rocm/bin", Some("/usr/bin:/bin")),
+            "/opt/rocm/bin:/usr/bin:/bin"
+        );
+        assert_eq!(prepend("/opt/rocm/lib", None), "/opt/rocm/lib");
+        assert_eq!(prepend("/a", Some("/a:/b")), "/a:/b");
+    }
+}

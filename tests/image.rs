@@ -1,0 +1,435 @@
+//! `rocforge image create` for real: a store built by the test (host runtime, two copied
+//! components), the test base image pushed to a registry on 127.0.0.1 (Debian's
+//! docker-registry), the image created and pushed twice (same digest, checked with a HEAD on the
+//! registry), its config, labels and layer checked, then pulled and run with podman; and loaded
+//! into podman (oci-archive) and docker (docker-archive) and run there.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const BASE: &str = "localhost/rocforge-test-base:bookworm";
+const EPOCH: &str = "1700000000";
+
+fn containers_conf() -> PathBuf {
+    manifest().join("containers/containers.conf")
+}
+
+fn podman(args: &[&str]) -> std::process::Output {
+    Command::new("podman")
+        .args(args)
+        .env("CONTAINERS_CONF", containers_conf())
+        .output()
+        .expect("podman")
+}
+
+fn podman_ok(args: &[&str]) -> String {
+    let o = podman(args);
+    assert!(
+        o.status.success(),
+        "podman {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+const DOCKER_HOST: &str = "unix:///run/rocforge-test/docker.sock";
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker")
+        .args(args)
+        .env("DOCKER_HOST", DOCKER_HOST)
+        .output()
+        .expect("docker")
+}
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fx {
+    fn run(&self, args: &[&str]) -> Out {
+        let conf = containers_conf();
+        let env: Vec<(&str, &Path)> = vec![
+            ("CONTAINERS_CONF", conf.as_path()),
+            ("SOURCE_DATE_EPOCH", Path::new(EPOCH)),
+            ("DOCKER_HOST", Path::new(DOCKER_HOST)),
+        ];
+        let mut full = vec!["--recipes", "recipes", "--arch", "gfx90c"];
+        full.extend_from_slice(args);
+        rocforge_env(&self.root, &env, &full)
+    }
+    fn ok(&self, args: &[&str]) -> Out {
+        let o = self.run(args);
+        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
+        o
+    }
+    fn create(&self, base: &str, tag: &str, how: &[&str]) -> serde_json::Value {
+        let mut args = vec![
+            "image",
+            "create",
+            "hello",
+            "--runtime",
+            "host",
+            "--base",
+            base,
+            "--tag",
+            tag,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(how);
+        serde_json::from_str(&self.ok(&args).stdout).unwrap()
+    }
+}
+
+/// `hello` (a shell script copied into bin/) depending on `hellodoc` (copied into share/hello),
+/// built with the host runtime.
+fn fixture() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    let rel = root.join("recipes/test-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::create_dir_all(root.join("src/hello")).unwrap();
+    std::fs::create_dir_all(root.join("src/doc/sub")).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("hellodoc.toml"),
+        "name = \"hellodoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/hello\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("hello.toml"),
+        "name = \"hello\"\nversion = \"2.0\"\nsummary = \"a script\"\nlicense = \"MIT\"\ndepends = [\"hellodoc\"]\n\n[source]\npath = \"../../src/hello\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n",
+    )
+    .unwrap();
+    let script = root.join("src/hello/hello-rocforge");
+    std::fs::write(&script, "#!/bin/sh\necho \"hello from $ROCM_PATH\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("src/doc/README"), "stack docs\n").unwrap();
+    std::fs::write(root.join("src/doc/sub/notes"), "notes\n").unwrap();
+    std::os::unix::fs::symlink("README", root.join("src/doc/README.link")).unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(&["build", "hello", "--runtime", "host"]);
+    fx
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::new()
+}
+
+fn remote(host: &str, repo: &str) -> rocforge::oci::Remote {
+    rocforge::oci::Remote::new(
+        client(),
+        rocforge::oci::Repository::parse(&format!("{host}/{repo}")).unwrap(),
+    )
+}
+
+#[test]
+fn image_create_is_reproducible_pushes_loads_and_runs() {
+    if !require("docker-registry", which("docker-registry"))
+        || !require(
+            &format!("podman with the image {BASE}"),
+            podman(&["image", "exists", BASE]).status.success(),
+        )
+    {
+        return;
+    }
+    let Some(reg) = Registry::start() else {
+        panic!("docker-registry did not start");
+    };
+    let host = reg.host();
+    let base = format!("{host}/base:1");
+    podman_ok(&[
+        "push",
+        "--tls-verify=false",
+        BASE,
+        &format!("docker://{base}"),
+    ]);
+    let fx = fixture();
+
+    // Missing store entries: the hint is the build command.
+    let o = fx.run(&[
+        "image",
+        "create",
+        "hello",
+        "--runtime",
+        "container",
+        "--base",
+        &base,
+        "--tag",
+        &format!("{host}/stack:1"),
+        "--push",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("build first: rocforge build hello --arch gfx90c"),
+        "{}",
+        o.stderr
+    );
+
+    // Created and pushed twice: the same digest, and the registry's tag points at it.
+    let tag = format!("{host}/stack:1");
+    let first = fx.create(&base, &tag, &["--push"]);
+    let digest = first["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &tag).unwrap(),
+        digest
+    );
+    let second = fx.create(&base, &tag, &["--push"]);
+    assert_eq!(second["digest"], first["digest"]);
+    assert_eq!(second["layer"], first["layer"]);
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &tag).unwrap(),
+        digest
+    );
+    // Another repository of the same registry (base layers mounted): still the same digest.
+    let other = format!("{host}/elsewhere/stack:9");
+    assert_eq!(
+        fx.create(&base, &other, &["--push"])["digest"],
+        first["digest"]
+    );
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &other).unwrap(),
+        digest
+    );
+
+    // What the registry holds: an OCI manifest of the base's layers plus ours, the config.
+    let r = remote(&host, "stack");
+    let (_, bytes) = r.get_manifest(&digest).unwrap().unwrap();
+    let m: rocforge::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(m.media_type, "application/vnd.oci.image.manifest.v1+json");
+    let (base_digest, base_bytes) = remote(&host, "base").get_manifest("1").unwrap().unwrap();
+    let bm: serde_json::Value = serde_json::from_slice(&base_bytes).unwrap();
+    let base_layers = bm["layers"].as_array().unwrap();
+    assert_eq!(m.layers.len(), base_layers.len() + 1);
+    for (ours, theirs) in m.layers.iter().zip(base_layers) {
+        assert_eq!(ours.digest, theirs["digest"].as_str().unwrap());
+    }
+    let layer = m.layers.last().unwrap();
+    assert_eq!(
+        layer.media_type,
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    );
+    assert_eq!(
+        m.annotations["org.opencontainers.image.base.digest"],
+        base_digest
+    );
+    let config: serde_json::Value =
+        serde_json::from_slice(&r.get_blob_bytes(&m.config.digest, 1 << 20).unwrap()).unwrap();
+    assert_eq!(config["created"], "2023-11-14T22:13:20Z");
+    let env: Vec<&str> = config["config"]["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(env.contains(&"ROCM_PATH=/opt/rocm"), "{env:?}");
+    assert!(env.contains(&"LD_LIBRARY_PATH=/opt/rocm/lib"), "{env:?}");
+    assert!(
+        env.iter()
+            .any(|e| e.starts_with("PATH=/opt/rocm/bin:") && e.contains("/usr/bin")),
+        "{env:?}"
+    );
+    let labels = &config["config"]["Labels"];
+    assert_eq!(labels["rocforge.components"], "hellodoc=1.0,hello=2.0");
+    assert_eq!(labels["rocforge.targets"], "gfx90c");
+    assert_eq!(labels["org.opencontainers.image.base.name"], base.as_str());
+    assert!(
+        labels["rocforge.keys"]
+            .as_str()
+            .unwrap()
+            .contains(first["components"][1]["key"].as_str().unwrap())
+    );
+    let diff_ids = config["rootfs"]["diff_ids"].as_array().unwrap();
+    assert_eq!(diff_ids.len(), m.layers.len());
+    assert_eq!(diff_ids.last().unwrap(), &first["layer"]["diff_id"]);
+    let history = config["history"].as_array().unwrap();
+    assert_eq!(history.last().unwrap()["created"], "2023-11-14T22:13:20Z");
+
+    // The layer: gzip with a zero time, a tar sorted by path, 0:0, one mtime, normalized modes,
+    // the prefix's directories first; its uncompressed sha256 is the diff_id.
+    let mut gz = Vec::new();
+    r.get_blob(&layer.digest)
+        .unwrap()
+        .read_to_end(&mut gz)
+        .unwrap();
+    assert_eq!(&gz[4..8], &[0, 0, 0, 0], "gzip header time");
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&plain)),
+        first["layer"]["diff_id"].as_str().unwrap()
+    );
+    let mut ar = tar::Archive::new(&plain[..]);
+    let mut names = Vec::new();
+    for e in ar.entries().unwrap() {
+        let e = e.unwrap();
+        let h = e.header();
+        assert_eq!((h.uid().unwrap(), h.gid().unwrap()), (0, 0));
+        assert_eq!(h.mtime().unwrap(), 1_700_000_000);
+        let name = e.path().unwrap().display().to_string();
+        let mode = h.mode().unwrap();
+        match name.as_str() {
+            "opt/rocm/bin/hello-rocforge" => assert_eq!(mode, 0o755),
+            "opt/rocm/share/hello/README" => assert_eq!(mode, 0o644),
+            "opt/rocm/share/hello/README.link" => {
+                assert_eq!(e.link_name().unwrap().unwrap().to_str(), Some("README"))
+            }
+            _ => {}
+        }
+        names.push(name);
+    }
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert_eq!(
+        names,
+        [
+            "opt/",
+            "opt/rocm/",
+            "opt/rocm/bin/",
+            "opt/rocm/bin/hello-rocforge",
+            "opt/rocm/share/",
+            "opt/rocm/share/hello/",
+            "opt/rocm/share/hello/README",
+            "opt/rocm/share/hello/README.link",
+            "opt/rocm/share/hello/sub/",
+            "opt/rocm/share/hello/sub/notes",
+        ]
+    );
+
+    // A Docker v2 base (its layer types become OCI's; the bytes are the same) and a base behind
+    // a manifest list (linux/amd64 is chosen: the same manifest as base:1).
+    let v2 = format!("{host}/base-v2:1");
+    podman_ok(&[
+        "push",
+        "--tls-verify=false",
+        "--format",
+        "v2s2",
+        BASE,
+        &format!("docker://{v2}"),
+    ]);
+    let from_v2 = fx.create(&v2, &format!("{host}/stack-v2:1"), &["--push"]);
+    let (_, bytes) = remote(&host, "stack-v2")
+        .get_manifest(from_v2["digest"].as_str().unwrap())
+        .unwrap()
+        .unwrap();
+    let m2: rocforge::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
+    assert!(
+        m2.layers
+            .iter()
+            .all(|l| l.media_type == "application/vnd.oci.image.layer.v1.tar+gzip"),
+        "{m2:?}"
+    );
+    assert_eq!(from_v2["layer"], first["layer"]);
+    let list = "localhost/rocforge-test-base-list:1";
+    let _ = podman(&["manifest", "rm", list]);
+    podman_ok(&["manifest", "create", list]);
+    podman_ok(&[
+        "manifest",
+        "add",
+        "--tls-verify=false",
+        list,
+        &format!("docker://{base}"),
+    ]);
+    let listed = format!("{host}/base-list:1");
+    podman_ok(&[
+        "manifest",
+        "push",
+        "--tls-verify=false",
+        "--all",
+        list,
+        &format!("docker://{listed}"),
+    ]);
+    let _ = podman(&["manifest", "rm", list]);
+    let (_, list_bytes) = remote(&host, "base-list")
+        .get_manifest("1")
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&list_bytes).contains("\"manifests\""));
+    let from_list = fx.create(&listed, &format!("{host}/stack-list:1"), &["--push"]);
+    assert_eq!(from_list["base_digest"], base_digest.as_str());
+
+    // Pulled by podman and run: the stack's files and environment are there.
+    let script =
+        "cat \"$ROCM_PATH/share/hello/README\"; echo \"ROCM_PATH=$ROCM_PATH\"; hello-rocforge";
+    let _ = podman(&["rmi", "-f", &tag]);
+    podman_ok(&["pull", "--tls-verify=false", &tag]);
+    let out = podman_ok(&["run", "--rm", &tag, "sh", "-c", script]);
+    assert_eq!(
+        out,
+        "stack docs\nROCM_PATH=/opt/rocm\nhello from /opt/rocm\n"
+    );
+    let _ = podman(&["rmi", "-f", &tag]);
+
+    // Loaded into podman (oci-archive): named by --tag, the same image ID, runs.
+    let local = "localhost/rocforge-test-stack:load";
+    let _ = podman(&["rmi", "-f", local]);
+    let loaded = fx.create(&base, local, &["--load", "podman"]);
+    assert_eq!(loaded["digest"], first["digest"]);
+    let id = podman_ok(&["image", "inspect", "--format", "{{.Id}}", local]);
+    assert_eq!(
+        format!("sha256:{}", id.trim()),
+        first["id"].as_str().unwrap()
+    );
+    let out = podman_ok(&["run", "--rm", local, "sh", "-c", script]);
+    assert_eq!(
+        out,
+        "stack docs\nROCM_PATH=/opt/rocm\nhello from /opt/rocm\n"
+    );
+    let _ = podman(&["rmi", "-f", local]);
+
+    // Loaded into docker (docker-archive) and run.
+    let docker_ready = which("docker") && docker(&["version"]).status.success();
+    if require(
+        "a docker daemon at /run/rocforge-test/docker.sock",
+        docker_ready,
+    ) {
+        let _ = docker(&["rmi", "-f", local]);
+        fx.create(&base, local, &["--load", "docker"]);
+        let o = docker(&["image", "inspect", "--format", "{{.Id}}", local]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            first["id"].as_str().unwrap()
+        );
+        let o = docker(&["run", "--rm", local, "sh", "-c", script]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "stack docs\nROCM_PATH=/opt/rocm\nhello from /opt/rocm\n"
+        );
+        let _ = docker(&["rmi", "-f", local]);
+    }
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(b))
+}

@@ -1,0 +1,178 @@
+//! The Nix path: every .nix file parses, and the exported overlay evaluates against a small
+//! `rocmPackages` the test provides (Debian's nix-bin evaluates without a daemon).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{manifest, ok, require};
+
+fn nix_instantiate(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("nix-instantiate")
+        .current_dir(dir)
+        .args(args)
+        // No build users exist on these machines; evaluation needs none.
+        .env("NIX_CONFIG", "build-users-group =")
+        .env("HOME", dir)
+        .output()
+        .expect("run nix-instantiate")
+}
+
+fn have_nix() -> bool {
+    require(
+        "nix-instantiate (Debian nix-bin)",
+        Command::new("nix-instantiate")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+    )
+}
+
+fn nix_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.is_dir() {
+            if !matches!(name.as_str(), "target" | ".git" | "node_modules") {
+                nix_files(&p, out);
+            }
+        } else if name.ends_with(".nix") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_nix_file_parses() {
+    if !have_nix() {
+        return;
+    }
+    let mut files = Vec::new();
+    nix_files(&manifest(), &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("nix/flake.nix")),
+        "{files:?}"
+    );
+    for f in files {
+        let o = nix_instantiate(&manifest(), &["--parse", f.to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// A stand-in for nixpkgs' rocmPackages: packages whose `override` carries the function's
+/// arguments as nixpkgs' does (`__functionArgs`), `overrideAttrs` taking `old: { … }`, and a
+/// scope with `overrideScope`.
+const FAKE_PKGS: &str = r#"
+let
+  mkPkg = name: args: attrs:
+    let
+      self = {
+        pname = name;
+        version = attrs.version or "6.4.3";
+        patches = attrs.patches or [ ];
+        gpuTargets = args.gpuTargets or [ "default" ];
+        override = {
+          __functionArgs = if attrs.takesTargets or true then { gpuTargets = true; } else { };
+          __functor = _: newArgs: mkPkg name (args // newArgs) attrs;
+        };
+        overrideAttrs = f: mkPkg name args (attrs // f self);
+      };
+    in
+    self;
+  base = {
+    rocblas = mkPkg "rocblas" { } { patches = [ ./upstream.patch ]; };
+    rocsparse = mkPkg "rocsparse" { } { };
+    rocprim = mkPkg "rocprim" { } { version = "6.3.3"; };
+    tensile = mkPkg "tensile" { } { takesTargets = false; };
+    clr = mkPkg "clr" { } { };
+  };
+  scope = pkgs: pkgs // {
+    overrideScope = f: let next = pkgs // f next pkgs; in scope next;
+  };
+  prev = { rocmPackages = scope base; };
+  result = prev // (import ./export/overlay.nix) result prev;
+  r = result.rocmPackages;
+  show = p: {
+    inherit (p) version gpuTargets;
+    patches = map (x: baseNameOf (toString x)) p.patches;
+    patchesExist = builtins.all builtins.pathExists p.patches;
+  };
+in
+{
+  rocblas = show r.rocblas;
+  rocsparse = show r.rocsparse;
+  rocprim = show r.rocprim;
+  tensile = show r.tensile;
+  clr = show r.clr;
+  attributes = builtins.attrNames (removeAttrs r [ "overrideScope" ]);
+}
+"#;
+
+#[test]
+fn exported_overlay_evaluates_against_a_rocm_package_set() {
+    if !have_nix() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        dir.path(),
+        &["nix", "export", "--arch", "gfx90c", "--out", "export"],
+    );
+    assert!(out.contains("rocmPackages overridden"), "{out}");
+    assert!(
+        out.contains("not in nixpkgs' rocmPackages: rocm-examples"),
+        "{out}"
+    );
+    let pin: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("export/nixpkgs.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pin["release"], "rocm-6.4.4");
+    assert!(pin["rev"].is_null() && pin["note"].as_str().unwrap().starts_with("TODO"));
+    std::fs::write(dir.path().join("upstream.patch"), "").unwrap();
+    std::fs::write(dir.path().join("test.nix"), FAKE_PKGS).unwrap();
+    for f in ["export/overlay.nix", "export/default.nix", "test.nix"] {
+        let o = nix_instantiate(dir.path(), &["--parse", f]);
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = nix_instantiate(dir.path(), &["--eval", "--strict", "--json", "test.nix"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // rocBLAS: retargeted, upstream's patches kept and ours appended, files present.
+    assert_eq!(v["rocblas"]["gpuTargets"], serde_json::json!(["gfx90c"]));
+    assert_eq!(
+        v["rocblas"]["patches"],
+        serde_json::json!([
+            "upstream.patch",
+            "0001-gfx902-gfx90c-device-arch-and-lazy-loading.patch"
+        ])
+    );
+    assert_eq!(v["rocblas"]["patchesExist"], true);
+    // No patches of ours: retargeted only.
+    assert_eq!(v["rocsparse"]["gpuTargets"], serde_json::json!(["gfx90c"]));
+    assert_eq!(v["rocsparse"]["patches"], serde_json::json!([]));
+    // Tensile's function takes no gpuTargets: not retargeted, still patched.
+    assert_eq!(v["tensile"]["gpuTargets"], serde_json::json!(["default"]));
+    assert_eq!(v["tensile"]["patches"].as_array().unwrap().len(), 2);
+    assert_eq!(v["tensile"]["patchesExist"], true);
+    // What the catalog does not map is left alone; nothing the set lacks is added.
+    assert_eq!(v["clr"]["gpuTargets"], serde_json::json!(["default"]));
+    assert_eq!(
+        v["attributes"],
+        serde_json::json!(["clr", "rocblas", "rocprim", "rocsparse", "tensile"])
+    );
+    // rocprim 6.3.3 in a 6.4 overlay: retargeted, and no warning since it has no patches.
+    assert_eq!(v["rocprim"]["gpuTargets"], serde_json::json!(["gfx90c"]));
+    assert!(!stderr.contains("rocforge overlay: rocblas"), "{stderr}");
+}
