@@ -297,11 +297,24 @@ pub fn host_arch() -> &'static str {
     }
 }
 
+/// Where a repository's API is: Docker Hub's (`docker.io/NAME`) is on registry-1.docker.io,
+/// with official images under library/.
+pub fn api_repo(repo: &Repository) -> Repository {
+    let mut api = repo.clone();
+    if api.registry == "docker.io" {
+        api.registry = "registry-1.docker.io".into();
+        if !api.repository.contains('/') {
+            api.repository = format!("library/{}", api.repository);
+        }
+    }
+    api
+}
+
 /// Pulls the base's manifest (choosing linux/<host arch> from an index or manifest list) and
 /// config. Layers are not downloaded here.
 pub fn pull_base(client: reqwest::blocking::Client, reference: &str) -> Result<Base, ImageError> {
     let r = Reference::parse(reference)?;
-    let remote = Remote::new(client, r.repo.clone());
+    let remote = Remote::new(client, api_repo(&r.repo));
     let bad = |message: String| ImageError::Base {
         reference: reference.to_string(),
         message,
@@ -585,14 +598,14 @@ pub fn push(
     image: &Image,
     reporter: &dyn crate::progress::Reporter,
 ) -> Result<String, ImageError> {
-    let dest = Remote::new(client, target.repo.clone());
+    let dest = Remote::new(client, api_repo(&target.repo));
     for l in &base.layers {
         if dest.has_blob(&l.digest)? {
             continue;
         }
-        if target.repo.registry == base.reference.repo.registry
+        if dest.repo.registry == base.remote.repo.registry
             && dest
-                .mount_blob(&l.digest, &base.reference.repo.repository)
+                .mount_blob(&l.digest, &base.remote.repo.repository)
                 .unwrap_or(false)
         {
             continue;
@@ -792,6 +805,10 @@ mod tests {
 
     #[test]
     fn references_and_paths() {
+        assert_eq!(
+            api_repo(&Reference::parse("docker.io/ubuntu:24.04").unwrap().repo).repository,
+            "library/ubuntu"
+        );
         let r = Reference::parse("127.0.0.1:5000/base:1").unwrap();
         assert_eq!(r.repo.repository, "base");
         assert_eq!(r.reference, "1");

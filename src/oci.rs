@@ -422,12 +422,11 @@ impl Remote {
     /// Mounts a blob from another repository of the same registry (no bytes move); false when
     /// the registry did not mount it (then upload it).
     pub fn mount_blob(&self, digest: &str, from: &str) -> Result<bool, OciError> {
-        let mut url = reqwest::Url::parse(&self.url("blobs/uploads/")).map_err(|e| {
-            OciError::Invalid {
+        let mut url =
+            reqwest::Url::parse(&self.url("blobs/uploads/")).map_err(|e| OciError::Invalid {
                 reference: self.repo.reference(digest),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         url.query_pairs_mut()
             .append_pair("mount", digest)
             .append_pair("from", from);
