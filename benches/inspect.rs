@@ -113,11 +113,8 @@ fn build_file(dir: &Path, hipcc: &Path) -> (PathBuf, usize) {
         ".hip_fatbin=bundle.bin",
         "a.o",
     ]));
+    // The object's whole section, as the linker copies it, then padding to the next bundle.
     let mut bundle = std::fs::read(dir.join("bundle.bin")).unwrap();
-    // Trailing zeros are the section's own padding; the bundle is what comes before them.
-    while bundle.last() == Some(&0) {
-        bundle.pop();
-    }
     let bundle_len = bundle.len();
     bundle.resize(bundle_len.next_multiple_of(ALIGN), 0);
     let copies = TARGET_BYTES.div_ceil(bundle.len() as u64) as usize;

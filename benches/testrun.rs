@@ -45,6 +45,7 @@ fn overhead(tmp: &Path) {
         let (mut j, prev) = Journal::open(&dir.join("journal.jsonl"), &start, false).unwrap();
         let spec = RunSpec {
             client: client.to_path_buf(),
+            corpus: Default::default(),
             args: Vec::new(),
             env: Vec::new(),
             env_remove: Vec::new(),

@@ -892,6 +892,366 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
     assert!(junit.contains("name=\"bin/ex_segv\""), "{junit}");
 }
 
+// ---------------------------------------------------------------- submit
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
+    let Some(f) = fixture() else { return };
+    if !require("docker-registry", which("docker-registry")) {
+        return;
+    }
+    let reg = common::Registry::start().expect("docker-registry starts");
+    let repo = format!("oci://{}/volunteers/results", reg.host());
+    // Machine A signs its submission; machine B (a gfx902 laptop) does not.
+    let keys = f.dir.join("submit-keys");
+    let o = rf(
+        &f.dir,
+        &["key", "generate", "--out", keys.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let key = keys.join("rocforge.key");
+    let runs = [
+        ("laptop-a", "gfx90c", "m-gfx90c", Some(&key)),
+        ("laptop-b", "gfx902", "m-gfx902", None),
+    ];
+    for (machine, arch, root, key) in runs {
+        let out = f.dir.join(format!("r-submit-{machine}"));
+        let (root, out_s) = (f.root(root), out.display().to_string());
+        let mut args = vec![
+            "passing",
+            "--arch",
+            arch,
+            "--sysfs-root",
+            &root,
+            "--out",
+            &out_s,
+            "--machine",
+            machine,
+            "--submit",
+            &repo,
+        ];
+        if let Some(k) = key {
+            args.extend(["--key", k.to_str().unwrap()]);
+        }
+        let o = test_run(f, &args);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        assert!(o.stdout.contains("submitted: "), "{}", o.stdout);
+        if key.is_some() {
+            assert!(out.join("results.json.minisig").is_file());
+        }
+    }
+    // The registry holds two results artifacts, tagged results-<component>-<target>-<machine>-<time>.
+    let client = reqwest::blocking::Client::new();
+    let base = format!("http://{}/v2/volunteers/results", reg.host());
+    let tags: Value = client
+        .get(format!("{base}/tags/list"))
+        .send()
+        .unwrap()
+        .bytes()
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    let tags: Vec<String> = tags["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(tags.len(), 2, "{tags:?}");
+    let a = tags
+        .iter()
+        .find(|t| t.starts_with("results-passing-gfx90c-laptop-a-"))
+        .unwrap_or_else(|| panic!("{tags:?}"));
+    assert!(
+        tags.iter()
+            .any(|t| t.starts_with("results-passing-gfx902-laptop-b-"))
+    );
+    let m: Value = client
+        .get(format!("{base}/manifests/{a}"))
+        .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+        .send()
+        .unwrap()
+        .bytes()
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    let media: Vec<&str> = m["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["mediaType"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        media,
+        [
+            "application/vnd.rocforge.results.v1+json",
+            "application/vnd.rocforge.signature.v1+minisign",
+            "application/vnd.rocforge.junit.v1+xml",
+            "application/vnd.rocforge.signature.v1+minisign",
+        ],
+        "{m:#}"
+    );
+    // The pushed signature verifies against the submitter's public key.
+    let blob = |digest: &str| {
+        client
+            .get(format!("{base}/blobs/{digest}"))
+            .send()
+            .unwrap()
+            .bytes()
+            .unwrap()
+    };
+    let pulled = f.dir.join("r-submit-pulled");
+    std::fs::create_dir_all(&pulled).unwrap();
+    std::fs::write(
+        pulled.join("results.json"),
+        blob(m["layers"][0]["digest"].as_str().unwrap()),
+    )
+    .unwrap();
+    std::fs::write(
+        pulled.join("results.json.minisig"),
+        blob(m["layers"][1]["digest"].as_str().unwrap()),
+    )
+    .unwrap();
+    let o = rf(
+        &f.dir,
+        &[
+            "verify",
+            pulled.join("results.json").to_str().unwrap(),
+            "--key",
+            keys.join("rocforge.pub").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    // One report from the repository holds both machines.
+    let report = f.dir.join("report-oci");
+    let o = rf(
+        &f.dir,
+        &["report", &repo, "--out", report.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    for machine in ["laptop-a", "laptop-b"] {
+        assert!(html.contains(machine), "{machine} missing from the report");
+    }
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("laptop-a") && md.contains("laptop-b"), "{md}");
+    // An empty repository is an error that says how to fill it.
+    let empty = format!("oci://{}/nobody/results", reg.host());
+    let o = rf(
+        &f.dir,
+        &["report", &empty, "--out", report.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("holds no results artifacts"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// An HTTP server that answers every PUT with 201 and keeps (path, body).
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+fn put_server() -> (String, Received) {
+    use std::io::{BufRead, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = got.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut r = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut first = String::new();
+            r.read_line(&mut first).unwrap();
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                r.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            let mut parts = first.split_whitespace();
+            let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let status = if method == "PUT" {
+                "201 Created"
+            } else {
+                "405 Method Not Allowed"
+            };
+            keep.lock().unwrap().push((path.to_string(), body));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (url, got)
+}
+
+#[test]
+fn submit_to_an_http_url_puts_the_results() {
+    let Some(f) = fixture() else { return };
+    let (url, got) = put_server();
+    let out = f.dir.join("r-submit-http");
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "laptop-c",
+            "--submit",
+            &format!("{url}/incoming/"),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let got = got.lock().unwrap();
+    assert_eq!(
+        got.len(),
+        1,
+        "{:?}",
+        got.iter().map(|g| &g.0).collect::<Vec<_>>()
+    );
+    let (path, body) = &got[0];
+    let v = results(&out);
+    assert_eq!(
+        path,
+        &format!("/incoming/laptop-c-passing-gfx90c-{}.json", v["finished"])
+    );
+    assert_eq!(body, &std::fs::read(out.join("results.json")).unwrap());
+    // A destination that is neither is refused before anything runs.
+    let o = test_run(f, &["passing", "--arch", "gfx90c", "--submit", "ftp://x/y"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("unknown submission destination"),
+        "{}",
+        o.stderr
+    );
+}
+
+// ---------------------------------------------------------------- install from an index
+
+#[test]
+fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
+    let Some(f) = fixture() else { return };
+    if !require("python3 (http.server)", which("python3")) {
+        return;
+    }
+    // A signed index of `passing` for gfx90c, served over HTTP; the key trusted by the config.
+    let work = f.dir.join("from-index");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let keys = work.join("keys");
+    let o = rf(
+        &f.dir,
+        &["key", "generate", "--out", keys.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let config = work.join("trust.toml");
+    std::fs::write(
+        &config,
+        format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
+    )
+    .unwrap();
+    let dist = work.join("dist");
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "package",
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            dist.to_str().unwrap(),
+            "--key",
+            keys.join("rocforge.key").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let index: Value =
+        serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
+    let key = index["artifacts"][0]["key"].as_str().unwrap().to_string();
+    let server = common::HttpServer::start(&dist);
+    // An empty store: the component must come from the index.
+    let store = work.join("empty-store");
+    let out = work.join("r");
+    let run = |extra: &[&str]| {
+        let root = f.root("m-gfx90c");
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "--quiet",
+            "test",
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &root,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        base_cmd(&f.dir, &args)
+            .env("ROCFORGE_STORE", &store)
+            .env("ROCFORGE_CONFIG", &config)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not in the store") && stderr.contains("--from"),
+        "{stderr}"
+    );
+    let o = run(&["--from", &server.url()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = results(&out);
+    assert_eq!(v["summary"]["passed"], 6, "{:#}", v["summary"]);
+    assert_eq!(v["component"]["key"], key.as_str());
+    assert_eq!(v["component"]["runtime"], "index");
+    assert_eq!(v["component"]["targets"][0], "gfx90c");
+    // Installed (with a receipt), not linked from a store.
+    assert!(out.join("prefix/bin/fakegtest").is_file());
+    assert!(!store.join(&key).exists());
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    assert!(journal.lines().next().unwrap().contains(&key), "{journal}");
+    // An index signed by an untrusted key is refused.
+    std::fs::write(&config, "").unwrap();
+    let o = run(&["--from", &server.url()]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("no trusted keys"), "{stderr}");
+}
+
 // ---------------------------------------------------------------- report
 
 fn chromium() -> Option<PathBuf> {

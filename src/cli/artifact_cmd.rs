@@ -63,7 +63,7 @@ fn config(g: &Global) -> Result<Config> {
 }
 
 /// Built-in keys, config `[trust] keys`, then `--key` arguments (base64 or .pub files).
-fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKey>> {
+pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKey>> {
     let mut keys = sign::trusted_keys(&config(g)?.trust_keys).map_err(sign_err)?;
     for k in extra {
         keys.push(sign::public_from_arg(k).map_err(sign_err)?);

@@ -1,5 +1,6 @@
 //! `inspect`: the GPU code in built files, and `--against` coverage tables.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,13 +48,25 @@ pub fn inspect_cmd(g: &Global, paths: &[PathBuf], against: Option<&str>) -> Resu
     }
     let ok = inventories.iter().all(|i| i.errors.is_empty());
     if g.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.inspect/1", "inventories": inventories})
-            )
-            .unwrap_or_default()
-        );
+        // Streamed: a library of tens of thousands of bundles gives tens of MB of JSON, which
+        // neither a serde_json::Value tree nor a String of it should hold in memory.
+        #[derive(serde::Serialize)]
+        struct Output<'a> {
+            schema: &'static str,
+            inventories: &'a [Inventory],
+        }
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        serde_json::to_writer_pretty(
+            &mut out,
+            &Output {
+                schema: "rocforge.inspect/1",
+                inventories: &inventories,
+            },
+        )
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush())
+        .map_err(|e| Diagnostic::new(format!("cannot write the JSON report: {e}")))?;
     } else {
         for inv in &inventories {
             print_inventory(inv);

@@ -392,10 +392,19 @@ Examples:
         /// This machine's name in reports [default: the hostname]
         #[arg(long, value_name = "NAME")]
         machine: Option<String>,
+        /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
+        #[arg(long, value_name = "DEST")]
+        submit: Option<String>,
+        /// Sign the submitted results.json and junit.xml with this secret key
+        #[arg(long, value_name = "FILE", requires = "submit")]
+        key: Option<PathBuf>,
+        /// Install from this artifact index (URL or directory) when the store lacks the component
+        #[arg(long, value_name = "INDEX")]
+        from: Option<String>,
     },
     /// One HTML page and a markdown summary from results bundles of any number of machines
     Report {
-        /// results.json files written by `rocforge test`
+        /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
         #[arg(required = true)]
         results: Vec<PathBuf>,
         /// Where report.html and report.md go
@@ -759,6 +768,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             sysfs_root,
             out,
             machine,
+            submit,
+            key,
+            from,
         } => test_cmd::test(
             g,
             test_cmd::TestArgs {
@@ -768,6 +780,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 sysfs_root: sysfs_root.as_deref(),
                 out: out.as_deref(),
                 machine: machine.as_deref(),
+                submit: submit.as_deref(),
+                key: key.as_deref(),
+                from: from.as_deref(),
             },
         ),
         Command::Report { results, out } => test_cmd::report(g, results, out),

@@ -9,6 +9,7 @@ use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::catalog::Catalog;
 use rocforge::diag::Diagnostic;
+use rocforge::install;
 use rocforge::plan::{self, key::RuntimeKind};
 use rocforge::recipe::TestKind;
 use rocforge::report;
@@ -17,6 +18,7 @@ use rocforge::testrun::bundle::{self, Artifact, Bundle, ClientSpec, DeviceSummar
 use rocforge::testrun::detect::{self, Device, Profile};
 use rocforge::testrun::journal::{Journal, Record};
 use rocforge::testrun::run::{self, Corpus, RunSpec};
+use rocforge::testrun::share;
 
 fn one(e: impl ToString, hint: impl Into<String>) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(hint))
@@ -142,6 +144,17 @@ pub struct TestArgs<'a> {
     pub sysfs_root: Option<&'a Path>,
     pub out: Option<&'a Path>,
     pub machine: Option<&'a str>,
+    pub submit: Option<&'a str>,
+    pub key: Option<&'a Path>,
+    pub from: Option<&'a str>,
+}
+
+fn share_err(e: share::ShareError) -> CliError {
+    one(&e, e.hint())
+}
+
+fn http_client() -> Result<reqwest::blocking::Client> {
+    rocforge::publish::client().map_err(|e| one(&e, e.hint()))
 }
 
 fn hostname() -> String {
@@ -166,6 +179,24 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 recipe.file.display
             ),
         ));
+    };
+    // Where results go and the key that signs them: checked before a long run, not after.
+    let submit = a
+        .submit
+        .map(share::Destination::parse)
+        .transpose()
+        .map_err(share_err)?;
+    let key = match a.key {
+        Some(k) => Some(
+            rocforge::sign::load_secret(
+                k,
+                std::env::var(rocforge::sign::PASSWORD_ENV)
+                    .ok()
+                    .filter(|p| !p.is_empty()),
+            )
+            .map_err(|e| one(&e, e.hint()))?,
+        ),
+        None => None,
     };
     let targets = super::plan_cmd::targets(g, &catalog)?;
     if targets.len() != 1 || g.arch.is_none() {
@@ -202,18 +233,6 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             break;
         }
     }
-    let Some(plan) = found else {
-        return Err(one(
-            format!("{} for {target} is not in the store", a.component),
-            format!(
-                "build it first: `rocforge build {} --arch {target}` (add --runtime host to build without containers)",
-                a.component
-            ),
-        ));
-    };
-    let step = plan
-        .step(a.component)
-        .expect("requested component is planned");
     let entry = |s: &plan::Step| -> Artifact {
         let meta = store.find(&s.key.0).ok();
         Artifact {
@@ -222,6 +241,62 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             key: s.key.0.clone(),
             targets: meta.as_ref().map(|m| m.targets.clone()).unwrap_or_default(),
             runtime: meta.map(|m| m.runtime).unwrap_or_default(),
+        }
+    };
+    // What goes into the prefix: store trees, or (when the store lacks them) an index's
+    // artifacts, chosen now so the journal knows the key before anything is installed.
+    let (plan, tested, dependencies) = match (found, a.from) {
+        (Some(plan), _) => {
+            let step = plan
+                .step(a.component)
+                .expect("requested component is planned");
+            let tested = entry(step);
+            let deps = plan
+                .steps
+                .iter()
+                .filter(|s| s.component != a.component)
+                .map(entry)
+                .collect::<Vec<_>>();
+            (Some(plan), tested, deps)
+        }
+        (None, Some(from)) => {
+            let keys = super::artifact_cmd::trusted(g, &[])?;
+            let client = rocforge::source::download::client_with(&Default::default());
+            let loaded =
+                install::load_index(&client, from, &keys, false).map_err(|e| one(&e, e.hint()))?;
+            let chosen = install::resolve(
+                &loaded.index,
+                &[a.component.to_string()],
+                &[target.to_string()],
+            )
+            .map_err(|e| one(&e, e.hint()))?;
+            let as_entry = |x: &rocforge::package::index::Artifact| Artifact {
+                name: x.name.clone(),
+                version: x.version.clone(),
+                key: x.key.clone(),
+                targets: x.targets.clone(),
+                runtime: "index".into(),
+            };
+            let tested = chosen
+                .iter()
+                .find(|x| x.name == a.component)
+                .map(|x| as_entry(x))
+                .expect("resolve returns the requested component");
+            let deps = chosen
+                .iter()
+                .filter(|x| x.name != a.component)
+                .map(|x| as_entry(x))
+                .collect();
+            (None, tested, deps)
+        }
+        (None, None) => {
+            return Err(one(
+                format!("{} for {target} is not in the store", a.component),
+                format!(
+                    "build it first: `rocforge build {} --arch {target}` (add --runtime host to build without containers), or install it from an artifact index with --from URL_OR_DIR",
+                    a.component
+                ),
+            ));
         }
     };
 
@@ -236,7 +311,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     let start = Record::Start {
         schema: rocforge::testrun::journal::JOURNAL_SCHEMA.into(),
         component: a.component.into(),
-        key: step.key.0.clone(),
+        key: tested.key.clone(),
         arch: target.to_string(),
         spoofed: a.spoof,
         shards: spec.shards,
@@ -258,8 +333,41 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         )
     };
     rocforge::fsutil::remove_tree(&prefix).map_err(io_err)?;
-    for s in &plan.steps {
-        run::link_tree(&store.tree(&s.key.0), &prefix).map_err(io_err)?;
+    match (&plan, a.from) {
+        (Some(plan), _) => {
+            for s in &plan.steps {
+                run::link_tree(&store.tree(&s.key.0), &prefix).map_err(io_err)?;
+            }
+        }
+        (None, Some(from)) => {
+            let keys = super::artifact_cmd::trusted(g, &[])?;
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let installer = TermReporter::new(g.quiet);
+            let req = install::Request {
+                components: &[a.component.to_string()],
+                targets: &[target.to_string()],
+                from,
+                prefix: &prefix,
+                allow_unsigned: false,
+                allowed_hosts: &[],
+                keys: &keys,
+                cache_dir: rocforge::source::cache::Cache::default_root(),
+                max_bytes: install::DEFAULT_MAX_BYTES,
+                download: Default::default(),
+                stop: &stop,
+            };
+            let report = install::install(&req, &installer).map_err(|e| one(&e, e.hint()))?;
+            // The index may have changed since it was read: the journal names what was chosen.
+            if let Some(r) = report.installed.iter().find(|r| r.name == a.component)
+                && r.key != tested.key
+            {
+                return Err(one(
+                    format!("{} changed while it was installed from {from}", a.component),
+                    "run the test again",
+                ));
+            }
+        }
+        (None, None) => unreachable!("checked above"),
     }
     let client = prefix.join(&spec.client);
     let corpus = match spec.kind {
@@ -340,7 +448,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         eprintln!(
             "testing {} {} for {target}{} on {}: {} shard(s), {}s {} kills a test",
             a.component,
-            step.version,
+            tested.version,
             if a.spoof {
                 format!(
                     " (spoofed: HSA_OVERRIDE_GFX_VERSION={})",
@@ -389,13 +497,8 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         machine: a.machine.map(str::to_string).unwrap_or_else(hostname),
         started,
         finished: now(),
-        component: entry(step),
-        dependencies: plan
-            .steps
-            .iter()
-            .filter(|s| s.component != a.component)
-            .map(entry)
-            .collect(),
+        component: tested,
+        dependencies,
         arch: target.to_string(),
         spoofed: a.spoof,
         hsa_override,
@@ -440,6 +543,17 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     };
+    let submitted = match &submit {
+        Some(dest) => Some(
+            share::submit(&http_client()?, dest, &out, &b, key.as_ref()).map_err(|e| {
+                one(
+                    format!("the results are in {}, but {e}", json_path.display()),
+                    e.hint(),
+                )
+            })?,
+        ),
+        None => None,
+    };
     if g.format == Format::Json {
         println!(
             "{}",
@@ -447,6 +561,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 "schema": "rocforge.test/1",
                 "results": json_path,
                 "junit": junit_path,
+                "submitted": submitted,
                 "summary": summary,
                 "classes": b.classes,
             }))
@@ -476,6 +591,9 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     }
     println!("results: {}", json_path.display());
     println!("junit:   {}", junit_path.display());
+    if let Some(s) = &submitted {
+        println!("submitted: {s}");
+    }
     Ok(code)
 }
 
@@ -571,7 +689,31 @@ fn pick_device<'p>(
 pub fn report(g: &Global, results: &[PathBuf], out: &Path) -> Result<ExitCode> {
     only_text_or_json(g, "report")?;
     let mut bundles = Vec::new();
+    let mut client = None;
     for r in results {
+        let text = r.to_string_lossy();
+        if text.starts_with("oci://") {
+            let repo = rocforge::oci::Repository::parse(&text)
+                .map_err(|e| share_err(share::ShareError::Oci(e)))?;
+            if client.is_none() {
+                client = Some(http_client()?);
+            }
+            let pulled =
+                share::pull_all(client.as_ref().expect("just set"), &repo).map_err(share_err)?;
+            if pulled.is_empty() {
+                return Err(one(
+                    format!(
+                        "{text} holds no results artifacts (tags {}*)",
+                        share::TAG_PREFIX
+                    ),
+                    "submit results there first: `rocforge test COMPONENT --arch T --submit oci://…`",
+                ));
+            }
+            for (reference, bytes) in pulled {
+                bundles.push(report::parse(&bytes, &reference).map_err(|e| one(&e, e.hint()))?);
+            }
+            continue;
+        }
         bundles.push(report::load(r).map_err(|e| one(&e, e.hint()))?);
     }
     let rep = report::build(&bundles);

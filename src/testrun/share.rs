@@ -156,7 +156,10 @@ pub fn submit(
             )?;
             let annotations: BTreeMap<String, String> = [
                 (TITLE, "results.json".to_string()),
-                ("org.opencontainers.image.version", bundle.component.version.clone()),
+                (
+                    "org.opencontainers.image.version",
+                    bundle.component.version.clone(),
+                ),
                 ("rocforge.component", bundle.component.name.clone()),
                 ("rocforge.arch", bundle.arch.clone()),
                 ("rocforge.machine", bundle.machine.clone()),
@@ -262,7 +265,10 @@ pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<(String, Vec<u
         if layer.size > MAX_RESULTS {
             return Err(invalid(format!("results.json is {} bytes", layer.size)));
         }
-        out.push((reference, remote.get_blob_bytes(&layer.digest, MAX_RESULTS)?));
+        out.push((
+            reference,
+            remote.get_blob_bytes(&layer.digest, MAX_RESULTS)?,
+        ));
     }
     Ok(out)
 }
