@@ -9,6 +9,9 @@
 //! Run: `cargo bench --bench artifacts`. Size: ROCFORGE_BENCH_MB (default 256; the issue asks
 //! for 1 GB, which takes several minutes per round at level 19 on a 2-core machine).
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
@@ -158,6 +161,15 @@ fn run() -> io::Result<()> {
         ours_size as f64 / 1048576.0,
         peer_size as f64 / 1048576.0
     );
+    common::record(
+        &format!("package: tarball size, {mb} MiB tree"),
+        ours_size as f64 / 1048576.0,
+        "MiB",
+        Some(("tar | zstd -T0 -19", peer_size as f64 / 1048576.0)),
+        Some(ours_size as f64 / peer_size as f64),
+        "",
+        None,
+    );
 
     // install
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
@@ -235,5 +247,25 @@ fn report(what: &str, mb: u64, ours: Duration, peer: Duration) {
         mb as f64 / o,
         mb as f64 / p,
         o / p
+    );
+    let (name, peer) = if what == "package" {
+        (
+            format!("package: {mb} MiB synthetic install tree, zstd -19"),
+            "tar --sort=name | zstd -T0 -19 + sha256sum",
+        )
+    } else {
+        (
+            format!("install: the {mb} MiB tree's tarball from loopback"),
+            "curl | tee | zstd -d | tar -x + sha256sum",
+        )
+    };
+    common::record(
+        &name,
+        o,
+        "s",
+        Some((peer, p)),
+        Some(o / p),
+        "ratio <= 1.0",
+        Some(o / p <= 1.0),
     );
 }

@@ -3,6 +3,9 @@
 //!
 //! Run: `cargo bench --bench download`. Goal: ours / peer <= 1.1.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Write};
@@ -97,12 +100,15 @@ fn run() -> io::Result<()> {
         "rocforge download(): median {ours_median:.3}s ({:.0} MB/s) over {ROUNDS} rounds",
         mb / ours_median
     );
+    let name = format!("download + verify {} MB from loopback", SIZE / 1_000_000);
     if !has_curl {
         println!("curl is missing: no peer figure (install curl to compare)");
+        common::record(&name, ours_median, "s", None, None, "", None);
         return Ok(());
     }
     if !has_sha256sum {
         println!("sha256sum is missing: no peer figure (install coreutils to compare)");
+        common::record(&name, ours_median, "s", None, None, "", None);
         return Ok(());
     }
     let peer_median = median(&mut peer);
@@ -114,6 +120,15 @@ fn run() -> io::Result<()> {
     println!(
         "ratio ours/peer: {ratio:.3} (goal <= {GOAL}): {}",
         if ratio <= GOAL { "met" } else { "NOT met" }
+    );
+    common::record(
+        &name,
+        ours_median,
+        "s",
+        Some(("curl -s -o + sha256sum", peer_median)),
+        Some(ratio),
+        &format!("ratio <= {GOAL}"),
+        Some(ratio <= GOAL),
     );
     Ok(())
 }

@@ -16,6 +16,9 @@
 //!
 //! cargo bench --bench inspect
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -273,4 +276,38 @@ fn main() {
         s / peer_s
     );
     println!("  (the peer does less: the bundler lists the first of the {copies} bundles only)");
+    let name = format!(
+        "inspect a {:.0} MB library, {copies} bundles, JSON",
+        size as f64 / 1e6
+    );
+    common::record(
+        &name,
+        s,
+        "s",
+        Some((
+            "llvm-objcopy --dump-section + clang-offload-bundler --list",
+            peer_s,
+        )),
+        Some(s / peer_s),
+        &format!("<= {GOAL_S} s"),
+        Some(s <= GOAL_S),
+    );
+    common::record(
+        &format!("{name}: peak RSS (mapped file pages count)"),
+        mib(rss as u64),
+        "MiB",
+        None,
+        None,
+        "",
+        None,
+    );
+    common::record(
+        &format!("{name}: peak anonymous memory"),
+        mib(anon),
+        "MiB",
+        None,
+        None,
+        &format!("<= {anon_goal:.0} MiB"),
+        Some(mib(anon) <= anon_goal),
+    );
 }

@@ -6,6 +6,9 @@
 //! cargo bench --bench plan                      run it
 //! cargo bench --bench plan -- --generate DIR    only write the generated catalog to DIR
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -129,13 +132,33 @@ fn bench(
         ),
         None => println!("  peak RSS           {rss_mib:8.1} MiB"),
     }
+    let mut peer_figure = None;
     if let Some((peer_name, _)) = peer_cmd {
         let peer_ms = median(peer_walls).as_secs_f64() * 1e3;
         println!(
             "  {peer_name:<18} {peer_ms:8.1} ms   ratio rocforge/peer = {:.2}",
             ms / peer_ms
         );
+        peer_figure = Some((peer_name, peer_ms));
     }
+    common::record(
+        &format!("plan: {name}"),
+        ms,
+        "ms",
+        peer_figure,
+        peer_figure.map(|(_, p)| ms / p),
+        &format!("<= {goal_ms} ms"),
+        Some(ms <= goal_ms),
+    );
+    common::record(
+        &format!("plan peak RSS: {name}"),
+        rss_mib,
+        "MiB",
+        None,
+        None,
+        &goal_rss_mib.map_or(String::new(), |g| format!("<= {g} MiB")),
+        goal_rss_mib.map(|g| rss_mib <= g),
+    );
 }
 
 fn tomllib_parse(dir: &Path) -> Option<(&'static str, Command)> {

@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench testrun`; figures go to docs/performance.md.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -65,6 +68,16 @@ fn overhead(tmp: &Path) {
         runner.as_secs_f64() * 1e3,
         (runner.saturating_sub(direct)).as_secs_f64() * 1e3,
         runner.as_secs_f64() / direct.as_secs_f64()
+    );
+    let (runner_ms, direct_ms) = (runner.as_secs_f64() * 1e3, direct.as_secs_f64() * 1e3);
+    common::record(
+        "test runner per shard, a client that exits at once (/bin/true)",
+        runner_ms,
+        "ms",
+        Some(("the client spawned and waited for directly", direct_ms)),
+        Some(runner_ms / direct_ms),
+        "<= 50 ms beyond the client",
+        Some(runner_ms - direct_ms <= 50.0),
     );
 }
 
@@ -145,6 +158,24 @@ fn parse_and_bundle(tmp: &Path) {
         json.len() as f64 / 1e6,
         junit.len() as f64 / 1e6,
         total.as_secs_f64()
+    );
+    common::record(
+        "parse a 300,000-test gtest XML report alone",
+        parsed.as_secs_f64(),
+        "s",
+        None,
+        None,
+        "",
+        None,
+    );
+    common::record(
+        "parse a 300,000-test gtest XML report, classify, write results JSON + JUnit XML",
+        total.as_secs_f64(),
+        "s",
+        None,
+        None,
+        "< 2 s",
+        Some(total.as_secs_f64() < 2.0),
     );
 }
 

@@ -315,12 +315,22 @@ pub fn parse(
         d,
         "add the component's upstream version, e.g. version = \"3.4.0\"",
     );
+    // Versions end up in file names (tarballs, store listings): no separators, no `..`.
     if let Some(v) = &version
-        && (v.is_empty() || v.chars().any(char::is_whitespace))
+        && (v.is_empty()
+            || v.len() > 64
+            || v.contains("..")
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._+~-".contains(c)))
     {
         d.push(
             Diagnostic::new(format!("invalid version \"{}\"", v.value))
-                .at(file, v.span.clone(), "empty or contains spaces")
+                .at(
+                    file,
+                    v.span.clone(),
+                    "empty, or has characters other than letters, digits and . _ + ~ -",
+                )
                 .hint("write the upstream version, e.g. version = \"3.4.0\""),
         );
     }
