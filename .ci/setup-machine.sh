@@ -39,6 +39,12 @@ packages=(
     nix-bin
 )
 
+# Node.js for the workflow linter (scripts/lint-workflows.sh): the machine image usually has it;
+# Debian's nodejs + npm otherwise.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    packages+=(nodejs npm)
+fi
+
 missing_packages() {
     local p status
     for p in "${packages[@]}"; do

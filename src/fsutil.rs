@@ -65,3 +65,79 @@ pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Lays `from`'s files into `to` as hard links (copies across filesystems), merging install
+/// trees into one prefix: dependencies for a build, a scratch prefix for a test run. Files
+/// already present in `to` win.
+pub fn link_tree(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let dest = to.join(e.file_name());
+        // symlink_metadata, not exists(): a dangling symlink is still "present".
+        let present = std::fs::symlink_metadata(&dest).is_ok();
+        if ft.is_dir() {
+            link_tree(&e.path(), &dest)?;
+        } else if ft.is_symlink() {
+            if !present {
+                std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dest)?;
+            }
+        } else if !present && std::fs::hard_link(e.path(), &dest).is_err() {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// An exclusive advisory lock on `<dir>/<name>.lock`, held until dropped.
+pub struct Lock {
+    file: std::fs::File,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Takes the lock, waiting for another process to release it (`on_wait` is called once if it
+/// is busy, so the user learns why nothing happens). A zero timeout means "try once".
+pub fn lock(
+    dir: &Path,
+    name: &str,
+    timeout: std::time::Duration,
+    on_wait: &dyn Fn(),
+) -> io::Result<Lock> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{name}.lock"));
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    let start = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Lock { file }),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        if !told {
+            on_wait();
+            told = true;
+        }
+        if start.elapsed() >= timeout {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "another rocforge process has held {} for {}s",
+                    path.display(),
+                    timeout.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

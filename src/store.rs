@@ -118,7 +118,7 @@ pub struct Staging {
     pub dir: PathBuf,
     pub key: String,
     final_dir: PathBuf,
-    _lock: crate::source::cache::Lock,
+    _lock: crate::fsutil::Lock,
     committed: bool,
 }
 
@@ -194,10 +194,14 @@ impl Store {
         self.root.join(key).join("tree")
     }
 
-    fn locks(&self) -> crate::source::cache::Cache {
-        // The cache's lock helper, rooted in the store: `<store>/locks` would collide with
-        // entry names, so locks live in `<store>/.locks`.
-        crate::source::cache::Cache::new(self.root.join(".locks-root"))
+    /// Locks live in `<store>/.locks`, out of the way of entry names.
+    fn lock(
+        &self,
+        key: &str,
+        timeout: Duration,
+        on_wait: &dyn Fn(),
+    ) -> std::io::Result<crate::fsutil::Lock> {
+        crate::fsutil::lock(&self.root.join(".locks"), key, timeout, on_wait)
     }
 
     /// Reserves `key` for building. Returns None when another process committed it meanwhile
@@ -205,7 +209,6 @@ impl Store {
     pub fn reserve(&self, key: &str, on_wait: &dyn Fn()) -> Result<Option<Staging>, StoreError> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
         let lock = self
-            .locks()
             .lock(key, Duration::from_secs(48 * 3600), on_wait)
             .map_err(io(&self.root))?;
         if self.contains(key) {
@@ -238,7 +241,7 @@ impl Store {
                 continue;
             };
             let key = rest.split('-').next().unwrap_or_default();
-            if let Ok(_lock) = self.locks().lock(key, Duration::ZERO, &|| {}) {
+            if let Ok(_lock) = self.lock(key, Duration::ZERO, &|| {}) {
                 let _ = crate::fsutil::remove_tree(&e.path());
                 removed.push(e.path());
             }

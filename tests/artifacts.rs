@@ -386,13 +386,6 @@ fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-}
-
 #[test]
 fn install_from_http_then_relocated_link_then_uninstall() {
     let fx = fixture();
@@ -546,7 +539,7 @@ fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
     ];
     for (name, spoil) in &cases {
         let d = fx.root.join(format!("serve-{name}"));
-        copy_dir(&dist, &d);
+        rocforge::fsutil::copy_tree(&dist, &d).unwrap();
         spoil(&d);
         let server = HttpServer::start(&d);
         let url = server.url();

@@ -57,7 +57,7 @@ fn fixture() -> Fixture {
     let src = manifest().join("tests/fixtures/hip-build");
     for name in ["hipcore", "hipapp"] {
         let repo = origin.join(format!("{name}.git"));
-        copy_dir(&src.join(name), &repo);
+        rocforge::fsutil::copy_tree(&src.join(name), &repo).unwrap();
         git(&repo, &["init", "-q", "-b", "main"]);
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-q", "-m", "import"]);
@@ -107,17 +107,6 @@ fn fixture() -> Fixture {
         root,
         origin,
         _daemon: daemon,
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
     }
 }
 

@@ -380,7 +380,7 @@ impl Builder<'_> {
                 std::fs::create_dir_all(&deps).map_err(io("dependency tree"))?;
                 for d in &step.depends {
                     let dep = self.plan.step(d).expect("dependencies are in the plan");
-                    link_tree(&self.store.tree(&dep.key.0), &deps)
+                    crate::fsutil::link_tree(&self.store.tree(&dep.key.0), &deps)
                         .map_err(io("dependency tree"))?;
                 }
                 let ccache = self.sources.cache.root().join("ccache").join(
@@ -613,25 +613,4 @@ fn with_phases<T>(log: &Path, task: &dyn crate::progress::Task, f: impl FnOnce()
         let _ = done.send(());
         out
     })
-}
-
-/// Lays `from`'s files into `to` as hard links (copies across filesystems), merging
-/// dependencies' install trees into one prefix.
-fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ft.is_dir() {
-            link_tree(&e.path(), &dest)?;
-        } else if ft.is_symlink() {
-            if !dest.exists() {
-                std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dest)?;
-            }
-        } else if !dest.exists() && std::fs::hard_link(e.path(), &dest).is_err() {
-            std::fs::copy(e.path(), &dest)?;
-        }
-    }
-    Ok(())
 }

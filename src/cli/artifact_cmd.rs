@@ -19,7 +19,6 @@ use rocforge::plan::{self, key::RuntimeKind};
 use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
-use rocforge::store::StoreView;
 
 fn sign_err(e: SignError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
@@ -94,33 +93,7 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         overlays: Vec::new(),
     };
     let plan = plan::plan(&catalog, &req, &store)?;
-    let missing: Vec<&str> = plan
-        .steps
-        .iter()
-        .filter(|s| !store.contains(&s.key.0))
-        .map(|s| s.component.as_str())
-        .collect();
-    if !missing.is_empty() {
-        let arch = targets
-            .iter()
-            .map(|t| t.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        let runtime = if a.runtime == RuntimeKind::Host {
-            " --runtime host"
-        } else {
-            ""
-        };
-        return Err(Diagnostic::new(format!(
-            "not in the store for {arch}: {}",
-            missing.join(", ")
-        ))
-        .hint(format!(
-            "build first: rocforge build {} --arch {arch}{runtime}",
-            a.components.join(" ")
-        ))
-        .into());
-    }
+    super::build_cmd::require_built(&plan, &store, a.components)?;
     let key = load_signing_key(a.key)?;
     let reporter = TermReporter::new(g.quiet);
     if key.is_none() {

@@ -19,7 +19,7 @@ use rocforge::runtime::{self, ContainerRuntime, Kind, RuntimeArgs};
 use rocforge::source::cache::Cache;
 use rocforge::source::download::DownloadOptions;
 use rocforge::source::prepare::Sources;
-use rocforge::store::{LocalImage, Store};
+use rocforge::store::{LocalImage, Store, StoreView};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RuntimeChoice {
@@ -674,4 +674,38 @@ pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
         if dry_run { "to remove" } else { "removed" }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to go on when any step of `plan` is not in the store, naming the build command
+/// that would produce it (`package` and `image create` read store entries, never build).
+pub(crate) fn require_built(plan: &plan::Plan, store: &Store, components: &[String]) -> Result<()> {
+    let missing: Vec<&str> = plan
+        .steps
+        .iter()
+        .filter(|s| !store.contains(&s.key.0))
+        .map(|s| s.component.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let arch = plan
+        .targets
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let runtime = if plan.runtime == RuntimeKind::Host {
+        " --runtime host"
+    } else {
+        ""
+    };
+    Err(Diagnostic::new(format!(
+        "not in the store for {arch}: {}",
+        missing.join(", ")
+    ))
+    .hint(format!(
+        "build first: rocforge build {} --arch {arch}{runtime}",
+        components.join(" ")
+    ))
+    .into())
 }

@@ -13,7 +13,6 @@ use rocforge::image::{self, ImageError, Loader};
 use rocforge::plan::{self, key::RuntimeKind};
 use rocforge::progress::Reporter;
 use rocforge::source::cache::Cache;
-use rocforge::store::StoreView;
 
 pub struct CreateArgs<'a> {
     pub components: &'a [String],
@@ -89,33 +88,7 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
         overlays: Vec::new(),
     };
     let plan = plan::plan(&catalog, &req, &store)?;
-    let arch = targets
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let missing: Vec<&str> = plan
-        .steps
-        .iter()
-        .filter(|s| !store.contains(&s.key.0))
-        .map(|s| s.component.as_str())
-        .collect();
-    if !missing.is_empty() {
-        let runtime = if a.runtime == RuntimeKind::Host {
-            " --runtime host"
-        } else {
-            ""
-        };
-        return Err(Diagnostic::new(format!(
-            "not in the store for {arch}: {}",
-            missing.join(", ")
-        ))
-        .hint(format!(
-            "build first: rocforge build {} --arch {arch}{runtime}",
-            a.components.join(" ")
-        ))
-        .into());
-    }
+    super::build_cmd::require_built(&plan, &store, a.components)?;
     let components: Vec<image::Component> = plan
         .steps
         .iter()

@@ -336,7 +336,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     match (&plan, a.from) {
         (Some(plan), _) => {
             for s in &plan.steps {
-                run::link_tree(&store.tree(&s.key.0), &prefix).map_err(io_err)?;
+                rocforge::fsutil::link_tree(&store.tree(&s.key.0), &prefix).map_err(io_err)?;
             }
         }
         (None, Some(from)) => {

@@ -7,24 +7,15 @@
 //! `git/<url hash>/` bare repositories, `downloads/<sha256>` verified files,
 //! `src/<key>/tree` patched trees with `src/<key>/source.json`, `locks/` lock files.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Cache {
     root: PathBuf,
 }
 
 /// An exclusive lock held until dropped.
-pub struct Lock {
-    file: File,
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
+pub use crate::fsutil::Lock;
 
 impl Cache {
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -55,40 +46,9 @@ impl Cache {
         self.root.join("downloads").join(sha256)
     }
 
-    /// Takes an exclusive lock named `name`, waiting for another process to release it.
-    /// `on_wait` is called once if the lock is busy, so the user learns why nothing happens.
+    /// Takes an exclusive lock named `name` in the cache's `locks/` directory.
     pub fn lock(&self, name: &str, timeout: Duration, on_wait: &dyn Fn()) -> std::io::Result<Lock> {
-        let dir = self.root.join("locks");
-        std::fs::create_dir_all(&dir)?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(format!("{name}.lock")))?;
-        let start = Instant::now();
-        let mut told = false;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Lock { file }),
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => return Err(e),
-            }
-            if !told {
-                on_wait();
-                told = true;
-            }
-            if start.elapsed() > timeout {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "another rocforge process has held {} for {}s",
-                        dir.join(name).display(),
-                        timeout.as_secs()
-                    ),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::fsutil::lock(&self.root.join("locks"), name, timeout, on_wait)
     }
 
     /// Source entries present: (key, directory).

@@ -1134,29 +1134,6 @@ fn run_binary(
     Ok((t, exit_code, signal))
 }
 
-/// Lays `from`'s files into `to` as hard links (copies across filesystems): the scratch
-/// prefix a test runs in, merged from the component's and its dependencies' store trees.
-pub fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let ft = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ft.is_dir() {
-            link_tree(&e.path(), &dest)?;
-        } else if ft.is_symlink() {
-            if std::fs::symlink_metadata(&dest).is_err() {
-                std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &dest)?;
-            }
-        } else if std::fs::symlink_metadata(&dest).is_err()
-            && std::fs::hard_link(e.path(), &dest).is_err()
-        {
-            std::fs::copy(e.path(), &dest)?;
-        }
-    }
-    Ok(())
-}
-
 /// Counts by class, for summaries.
 pub fn class_counts(tests: &[TestRecord]) -> std::collections::BTreeMap<Class, usize> {
     let mut m = std::collections::BTreeMap::new();
