@@ -862,3 +862,139 @@ fn path_sources_are_keyed_by_content() {
             .ends_with("# edited\n")
     );
 }
+
+/// `check --sources`: one row per component and target set, each outcome named, exit 1 when any
+/// does not apply, and nothing written to the source cache.
+#[test]
+fn check_sources_reports_each_component_and_writes_no_cache_entry() {
+    let w = world();
+    // A second component whose patch was written against another revision.
+    make_repo(
+        &w.origin.join("old-core.git"),
+        &[("CMakeLists.txt", &CMAKE.replace("3.16", "3.21"))],
+        "v1.0.0",
+    );
+    w.recipe(
+        "old-core",
+        "name = \"old-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/old-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = []\ngfx902 = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    w.patch("old-core", "0001-accept-gfx90c.patch", PATCH);
+    // One whose repository does not exist behind the mirror.
+    w.recipe(
+        "gone",
+        "name = \"gone\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/gone.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    // One whose derivation source has moved upstream.
+    w.recipe(
+        "logic",
+        "name = \"logic\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"logic/vega10\"\nto = \"logic/{arch}\"\n",
+    );
+
+    let out = rocforge(w.path(), &["--recipes", "recipes", "check", "--sources"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let line = |component: &str, arches: &str| -> String {
+        out.stdout
+            .lines()
+            .find(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.get(1) == Some(&component) && cols.get(2) == Some(&arches)
+            })
+            .unwrap_or_else(|| panic!("no row {component} {arches}:\n{}", out.stdout))
+            .to_string()
+    };
+    assert!(
+        line("hip-core", "gfx902,gfx90c").contains("applies (1 patch(es), 0 derived tree(s))"),
+        "{}",
+        out.stdout
+    );
+    // The per-arch series is checked with the other targets and alone.
+    let both = line("old-core", "gfx902,gfx90c");
+    assert!(both.contains("conflict"), "{both}");
+    assert!(both.contains("0001-accept-gfx90c.patch"), "{both}");
+    assert!(both.contains("@@ -1,3 +1,3 @@"), "{both}");
+    assert!(line("old-core", "gfx902").contains("conflict"));
+    assert!(
+        line("gone", "gfx902,gfx90c").contains("source unreachable"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        line("logic", "gfx902,gfx90c").contains("derivation fails"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("hint: "), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("5 check(s): 1 apply, 4 do not"),
+        "{}",
+        out.stderr
+    );
+
+    // JSON for scripts: the same rows, with the conflict located.
+    let out = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--format",
+            "json",
+            "check",
+            "--sources",
+            "old-core",
+            "hip-core",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "rocforge.check-sources/1");
+    assert_eq!(v["ok"], false);
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    let conflict = checks
+        .iter()
+        .find(|c| c["component"] == "old-core" && c["arches"] == serde_json::json!(["gfx902"]))
+        .unwrap();
+    assert_eq!(conflict["result"], "conflict");
+    assert_eq!(conflict["file"], "CMakeLists.txt");
+    assert_eq!(conflict["line"], 1);
+    assert_eq!(conflict["release"], "line-1.0");
+
+    // --only-patched skips components without patches or derivations; a fixed catalog passes.
+    std::fs::remove_file(w.path().join("recipes/line-1.0/gone.toml")).unwrap();
+    std::fs::remove_file(w.path().join("recipes/line-1.0/logic.toml")).unwrap();
+    std::fs::remove_file(w.path().join("recipes/line-1.0/old-core.toml")).unwrap();
+    let out = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "check",
+            "--sources",
+            "--only-patched",
+        ],
+    );
+    assert!(out.contains("hip-core"), "{out}");
+
+    // Scratch trees are gone and the source cache holds nothing a build would pick up.
+    let cache = w.path().join("cache");
+    let leftovers: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".check-sources-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let src: Vec<_> = std::fs::read_dir(cache.join("src"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        src.is_empty(),
+        "check --sources writes no source tree: {src:?}"
+    );
+
+    let err = fails(
+        w.path(),
+        &["--recipes", "recipes", "check", "--sources", "nonesuch"],
+    );
+    assert!(err.contains("nonesuch"), "{err}");
+}

@@ -422,6 +422,17 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "  done\n";
     s += "} >> \"$GITHUB_STEP_SUMMARY\"\n";
     y.run(8, &s);
+    // The patches meet the real upstream sources here, where the network is; CI checks only
+    // their shape and verification records.
+    y.line(
+        6,
+        "- name: Patches and derivations against the upstream sources",
+    );
+    y.env(8, &[("RELEASE", "${{ inputs.release }}")]);
+    y.run(
+        8,
+        "set -euo pipefail\nargs=()\nif [ -n \"${RELEASE:-}\" ]; then args+=(--release \"$RELEASE\"); fi\ntarget/release/rocforge \"${args[@]}\" --locked check --sources --only-patched\n",
+    );
     let _ = lines;
     y.line(0, "");
 }

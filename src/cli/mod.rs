@@ -92,7 +92,29 @@ pub enum Command {
         prefix: Option<PathBuf>,
     },
     /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
-    Check,
+    #[command(after_help = "\
+Without --sources nothing is fetched: the recipes, the target table and the patches' shape are
+checked. With --sources each component's source is fetched (through the mirrors in rocforge.toml),
+then its patch series and derivations are applied for all of the line's targets together and for
+each target with patches of its own, in scratch copies (the source cache is not written). Each
+component is reported as applies, conflict (naming the patch, the hunk and the line), derivation
+fails, or source unreachable; exit 1 when any does not apply.
+
+  rocforge check                                  recipes and patches, offline
+  rocforge check --sources                        every component of every release line
+  rocforge check --sources --release rocm-6.4.4 rocblas tensile
+  rocforge check --sources --only-patched --format json")]
+    Check {
+        /// Fetch every source and apply its patches and derivations for every target
+        #[arg(long)]
+        sources: bool,
+        /// With --sources: skip components that carry no patches and no derivations
+        #[arg(long, requires = "sources")]
+        only_patched: bool,
+        /// With --sources: only these components (or bundles) [default: all]
+        #[arg(requires = "sources")]
+        components: Vec<String>,
+    },
     /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
     #[command(after_help = "\
 Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs
@@ -691,7 +713,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Uninstall { names, prefix } => {
             artifact_cmd::uninstall_cmd(g, names, prefix.as_deref())
         }
-        Command::Check => catalog_cmds::check(g),
+        Command::Check { sources: false, .. } => catalog_cmds::check(g),
+        Command::Check {
+            sources: true,
+            only_patched,
+            components,
+        } => sources::check_sources(g, components, *only_patched),
         Command::Plan {
             components,
             explain,

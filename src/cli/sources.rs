@@ -8,7 +8,7 @@ use serde_json::json;
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::arch::TargetId;
-use rocforge::catalog::{Catalog, CatalogRoot};
+use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
 use rocforge::config::Config;
 use rocforge::diag::{Diagnostic, Diagnostics};
 use rocforge::process::Cmd;
@@ -516,4 +516,171 @@ pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
         if dry_run { "to remove" } else { "removed" }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `rocforge check --sources`: every component's patches and derivations against its real source.
+pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> Result<ExitCode> {
+    use rocforge::source::verify::{self, Outcome, SourceCheck};
+    only_text_or_json(g, "check --sources")?;
+    let root = root(g);
+    let releases = match &g.release {
+        Some(r) => vec![r.clone()],
+        None => root.releases().map_err(|source| CatalogError::Io {
+            path: root.describe(),
+            source,
+        })?,
+    };
+    let reporter = TermReporter::new(g.quiet);
+    let cache = Cache::new(Cache::default_root());
+    let mut rows: Vec<(String, SourceCheck)> = Vec::new();
+    let mut known_somewhere = vec![false; components.len()];
+    let mut catalogs = Vec::new();
+    for r in &releases {
+        catalogs.push(Catalog::load(root.clone(), Some(r))?);
+    }
+    for catalog in &catalogs {
+        let lock = lockfile(catalog)?;
+        let config = config(catalog)?;
+        let targets = super::plan_cmd::targets(g, catalog)?;
+        let mut wanted: Vec<String> = Vec::new();
+        if components.is_empty() {
+            wanted.extend(catalog.recipes.keys().cloned());
+        } else {
+            for (i, name) in components.iter().enumerate() {
+                // A name may belong to one release line only; it must belong to at least one.
+                if let Ok(members) = catalog.expand(std::slice::from_ref(name)) {
+                    known_somewhere[i] = true;
+                    wanted.extend(members);
+                }
+            }
+        }
+        wanted.sort();
+        wanted.dedup();
+        let sources = Sources {
+            catalog,
+            lock: &lock,
+            config: &config,
+            cache: &cache,
+            overlays: &[],
+            locked: g.locked,
+            reporter: &reporter,
+            download: DownloadOptions::default(),
+            offline: false,
+        };
+        for name in &wanted {
+            let Some(recipe) = catalog.get(name) else {
+                continue;
+            };
+            let patched = recipe.patches.every().next().is_some() || !recipe.derive.is_empty();
+            if only_patched && !patched {
+                continue;
+            }
+            let scratch = tempfile::Builder::new()
+                .prefix(".check-sources-")
+                .tempdir_in(cache.root())
+                .or_else(|_| {
+                    std::fs::create_dir_all(cache.root())?;
+                    tempfile::Builder::new()
+                        .prefix(".check-sources-")
+                        .tempdir_in(cache.root())
+                })
+                .map_err(|e| {
+                    CliError::One(
+                        Diagnostic::new(format!(
+                            "cannot make a scratch directory in {}: {e}",
+                            cache.root().display()
+                        ))
+                        .hint("check free disk space and permissions of ROCFORGE_CACHE"),
+                    )
+                })?;
+            for c in verify::check_component(&sources, recipe, &targets, scratch.path()) {
+                rows.push((catalog.release.name.clone(), c));
+            }
+        }
+    }
+    if let Some(i) = known_somewhere.iter().position(|k| !k) {
+        return Err(catalogs
+            .first()
+            .map(|c| c.unknown_component(&components[i]))
+            .unwrap_or_else(|| Diagnostic::new(format!("no component \"{}\"", components[i])))
+            .into());
+    }
+    let failed = rows.iter().filter(|(_, c)| !c.outcome.ok()).count();
+    if g.format == Format::Json {
+        let items: Vec<_> = rows
+            .iter()
+            .map(|(r, c)| {
+                let mut v = serde_json::to_value(c).unwrap_or_default();
+                v["release"] = json!(r);
+                v
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "schema": "rocforge.check-sources/1",
+                "ok": failed == 0,
+                "checks": items,
+            }))
+            .unwrap_or_default()
+        );
+    } else {
+        let w_rel = rows.iter().map(|(r, _)| r.len()).max().unwrap_or(0).max(7);
+        let w_comp = rows
+            .iter()
+            .map(|(_, c)| c.component.len())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        let arches = |c: &SourceCheck| c.arches.join(",");
+        let w_arch = rows
+            .iter()
+            .map(|(_, c)| arches(c).len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        println!(
+            "{:w_rel$}  {:w_comp$}  {:w_arch$}  result",
+            "release", "component", "arches"
+        );
+        for (r, c) in &rows {
+            let result = match &c.outcome {
+                Outcome::Applies { patches, derived } => {
+                    format!("applies ({patches} patch(es), {derived} derived tree(s))")
+                }
+                Outcome::Conflict { message, .. } => format!("conflict: {message}"),
+                Outcome::DeriveFails { message, .. } => format!("derivation fails: {message}"),
+                Outcome::Unreachable { message, .. } => format!("source unreachable: {message}"),
+            };
+            println!(
+                "{r:w_rel$}  {:w_comp$}  {:w_arch$}  {result}",
+                c.component,
+                arches(c)
+            );
+        }
+        let mut hints: Vec<&str> = rows
+            .iter()
+            .filter_map(|(_, c)| match &c.outcome {
+                Outcome::Applies { .. } => None,
+                Outcome::Conflict { hint, .. }
+                | Outcome::DeriveFails { hint, .. }
+                | Outcome::Unreachable { hint, .. } => Some(hint.as_str()),
+            })
+            .collect();
+        hints.sort();
+        hints.dedup();
+        for h in hints {
+            eprintln!("hint: {h}");
+        }
+        eprintln!(
+            "{} check(s): {} apply, {failed} do not",
+            rows.len(),
+            rows.len() - failed
+        );
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -7,3 +7,4 @@ pub mod git;
 pub mod lock;
 pub mod patch;
 pub mod prepare;
+pub mod verify;

@@ -456,6 +456,30 @@ pub fn prepare(
     }
 }
 
+/// Fetches the pristine (unpatched) source of `recipe` into `tree` and returns the patch series
+/// `targets` would apply, for `rocforge check --sources`, which applies the series itself per
+/// target set without touching the source cache.
+pub fn fetch_pristine(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    targets: &[TargetId],
+    tree: &Path,
+) -> Result<Vec<PatchFile>, SourceError> {
+    let plan = source_plan(s, recipe, targets)?;
+    let staging = tree.parent().unwrap_or(tree);
+    fetch_origin(s, recipe, &plan.origin, tree, staging)?;
+    Ok(plan.patch_files)
+}
+
+/// The patch series `targets` would apply, read from the catalog.
+pub fn patch_series(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    targets: &[TargetId],
+) -> Result<Vec<PatchFile>, SourceError> {
+    source_plan(s, recipe, targets).map(|p| p.patch_files)
+}
+
 fn read_epoch(entry: &Path) -> Option<i64> {
     let text = std::fs::read(entry.join("source.json")).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&text).ok()?;

@@ -1,0 +1,244 @@
+//! `rocforge check --sources`: fetch each component's pristine source once, then apply its
+//! patch series and derivations for every target set the release line builds, and say per
+//! component whether they apply, conflict (and where) or the source cannot be reached.
+//!
+//! Nothing here writes to the source cache: the trees are scratch copies that are removed when
+//! the check ends, so a check never leaves a half-patched tree where a build would find it.
+
+// A failed step short-circuits with the row's own `Outcome`; it is built once per row.
+#![allow(clippy::result_large_err)]
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::derive;
+use super::patch::{self, PatchError};
+use super::prepare::{self, SourceError, Sources};
+use crate::arch::TargetId;
+use crate::recipe::Recipe;
+
+/// The result of checking one component for one set of targets.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceCheck {
+    pub component: String,
+    /// The processors whose series and derivations were applied together.
+    pub arches: Vec<String>,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every patch applied and every derivation found its source.
+    Applies { patches: usize, derived: usize },
+    /// A patch does not apply; `hunk` and `line` locate the first mismatch when known.
+    Conflict {
+        patch: String,
+        file: Option<String>,
+        hunk: Option<String>,
+        line: Option<usize>,
+        message: String,
+        hint: String,
+    },
+    /// A derivation could not run (its source path moved, or upstream now ships the files).
+    DeriveFails { message: String, hint: String },
+    /// The source could not be fetched (network, mirror, missing tag, checksum).
+    Unreachable { message: String, hint: String },
+}
+
+impl Outcome {
+    pub fn ok(&self) -> bool {
+        matches!(self, Outcome::Applies { .. })
+    }
+}
+
+/// The target sets a component is checked for: all of the line's targets together (what a
+/// multi-target build applies), then each processor alone when it has patches of its own, since
+/// a per-arch series must also apply without the other processors' patches.
+pub fn target_sets(recipe: &Recipe, targets: &[TargetId]) -> Vec<Vec<TargetId>> {
+    let mut sets = vec![targets.to_vec()];
+    if targets.len() > 1 {
+        for t in targets {
+            if recipe
+                .patches
+                .per_arch
+                .get(&t.arch)
+                .is_some_and(|l| !l.is_empty())
+            {
+                sets.push(vec![t.clone()]);
+            }
+        }
+    }
+    sets
+}
+
+/// Checks one component. `scratch` is an empty directory the caller owns and removes.
+pub fn check_component(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    targets: &[TargetId],
+    scratch: &Path,
+) -> Vec<SourceCheck> {
+    let component = recipe.name.value.clone();
+    let sets = target_sets(recipe, targets);
+    let arch_names =
+        |set: &[TargetId]| -> Vec<String> { set.iter().map(|t| t.arch.clone()).collect() };
+    let pristine = scratch.join("pristine");
+    let fetched = std::fs::create_dir_all(&pristine)
+        .map_err(|source| SourceError::Io {
+            component: component.clone(),
+            path: pristine.display().to_string(),
+            source,
+        })
+        .and_then(|()| prepare::fetch_pristine(s, recipe, targets, &pristine));
+    if let Err(e) = fetched {
+        let outcome = unreachable_or(e);
+        return sets
+            .iter()
+            .map(|set| SourceCheck {
+                component: component.clone(),
+                arches: arch_names(set),
+                outcome: outcome.clone(),
+            })
+            .collect();
+    }
+    sets.iter()
+        .enumerate()
+        .map(|(i, set)| SourceCheck {
+            component: component.clone(),
+            arches: arch_names(set),
+            outcome: apply_set(s, recipe, set, &pristine, &scratch.join(format!("set-{i}"))),
+        })
+        .collect()
+}
+
+fn apply_set(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    set: &[TargetId],
+    pristine: &Path,
+    work: &Path,
+) -> Outcome {
+    let component = recipe.name.value.as_str();
+    let task = s.reporter.task(
+        &format!(
+            "apply {component} for {}",
+            set.iter()
+                .map(|t| t.arch.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        None,
+        false,
+    );
+    let outcome = (|| {
+        let series = prepare::patch_series(s, recipe, set).map_err(unreachable_or)?;
+        crate::fsutil::copy_tree(pristine, work).map_err(|e| Outcome::Unreachable {
+            message: format!(
+                "{component}: cannot copy the source to {}: {e}",
+                work.display()
+            ),
+            hint: "check free disk space in the cache directory (ROCFORGE_CACHE)".into(),
+        })?;
+        if !series.is_empty() {
+            patch::apply_series(work, &series).map_err(conflict)?;
+        }
+        let arches: Vec<&str> = set.iter().map(|t| t.arch.as_str()).collect();
+        derive::apply(component, work, &recipe.derive, &arches, &s.catalog.arches).map_err(
+            |e| Outcome::DeriveFails {
+                message: e.to_string(),
+                hint: e.hint(),
+            },
+        )?;
+        let derived = recipe
+            .derive
+            .iter()
+            .map(|d| {
+                d.arches
+                    .iter()
+                    .filter(|a| arches.contains(&a.as_str()))
+                    .count()
+            })
+            .sum();
+        Ok::<_, Outcome>(Outcome::Applies {
+            patches: series.len(),
+            derived,
+        })
+    })()
+    .unwrap_or_else(|o| o);
+    let _ = crate::fsutil::remove_tree(work);
+    task.finish(&format!("{component}: {}", outcome_word(&outcome)));
+    outcome
+}
+
+fn outcome_word(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Applies { .. } => "applies",
+        Outcome::Conflict { .. } => "conflict",
+        Outcome::DeriveFails { .. } => "derivation fails",
+        Outcome::Unreachable { .. } => "source unreachable",
+    }
+}
+
+fn conflict(e: PatchError) -> Outcome {
+    let hint = e.hint();
+    let message = e.to_string();
+    match e {
+        PatchError::Conflict {
+            patch,
+            file,
+            hunk,
+            line,
+            ..
+        } => Outcome::Conflict {
+            patch,
+            file: Some(file),
+            hunk: Some(hunk),
+            line: Some(line),
+            message,
+            hint,
+        },
+        PatchError::MissingFile { patch, file }
+        | PatchError::AlreadyExists { patch, file }
+        | PatchError::BeyondSymlink { patch, file } => Outcome::Conflict {
+            patch,
+            file: Some(file),
+            hunk: None,
+            line: None,
+            message,
+            hint,
+        },
+        PatchError::Malformed { patch, .. } | PatchError::Git { patch, .. } => Outcome::Conflict {
+            patch,
+            file: None,
+            hunk: None,
+            line: None,
+            message,
+            hint,
+        },
+        PatchError::Io { path, .. } => Outcome::Conflict {
+            patch: path.display().to_string(),
+            file: None,
+            hunk: None,
+            line: None,
+            message,
+            hint,
+        },
+    }
+}
+
+fn unreachable_or(e: SourceError) -> Outcome {
+    match e {
+        SourceError::Patch { source, .. } => conflict(*source),
+        SourceError::Derive { source, .. } => Outcome::DeriveFails {
+            message: source.to_string(),
+            hint: source.hint(),
+        },
+        other => Outcome::Unreachable {
+            hint: other.hint(),
+            message: other.to_string(),
+        },
+    }
+}
