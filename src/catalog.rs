@@ -112,6 +112,26 @@ impl CatalogRoot {
         Ok(out)
     }
 
+    /// The line used when none is named: the newest one whose release.toml does not say
+    /// `preview = true`, or the newest of all when every line is a preview. A release.toml
+    /// that does not parse counts as no preview; loading that line reports its problems.
+    pub fn default_release(&self) -> io::Result<Option<String>> {
+        let releases = self.releases()?;
+        let is_preview = |name: &str| {
+            self.read(&format!("{name}/{RELEASE_FILE}"))
+                .ok()
+                .and_then(|text| text.parse::<toml::Table>().ok())
+                .and_then(|t| t.get("preview").and_then(toml::Value::as_bool))
+                .unwrap_or(false)
+        };
+        Ok(releases
+            .iter()
+            .rev()
+            .find(|r| !is_preview(r))
+            .or(releases.last())
+            .cloned())
+    }
+
     /// Recipe files of a release line (every `.toml` beside release.toml), sorted.
     pub fn recipe_files(&self, release: &str) -> io::Result<Vec<String>> {
         let mut out = Vec::new();
@@ -266,28 +286,30 @@ pub fn load_arches(root: &CatalogRoot, d: &mut Diagnostics) -> Result<ArchTable,
 }
 
 impl Catalog {
-    /// Loads one release line (the newest when `release` is None), failing with every problem.
+    /// Loads one release line (when `release` is None, the newest line that is not a preview:
+    /// see [`CatalogRoot::default_release`]), failing with every problem.
     pub fn load(root: CatalogRoot, release: Option<&str>) -> Result<Catalog, CatalogError> {
-        let releases = root.releases().map_err(|source| CatalogError::Io {
+        let io_err = |source| CatalogError::Io {
             path: root.describe(),
             source,
-        })?;
-        let name = match release {
-            Some(r) if releases.iter().any(|x| x == r) => r.to_string(),
-            Some(r) => {
-                return Err(CatalogError::UnknownRelease {
-                    name: r.to_string(),
-                    root: root.describe(),
-                    known: releases,
-                });
-            }
-            None => releases
-                .last()
-                .cloned()
-                .ok_or_else(|| CatalogError::NoReleases {
-                    root: root.describe(),
-                })?,
         };
+        let releases = root.releases().map_err(io_err)?;
+        let name =
+            match release {
+                Some(r) if releases.iter().any(|x| x == r) => r.to_string(),
+                Some(r) => {
+                    return Err(CatalogError::UnknownRelease {
+                        name: r.to_string(),
+                        root: root.describe(),
+                        known: releases,
+                    });
+                }
+                None => root.default_release().map_err(io_err)?.ok_or_else(|| {
+                    CatalogError::NoReleases {
+                        root: root.describe(),
+                    }
+                })?,
+            };
         let mut d = Diagnostics::default();
         let arches = load_arches(&root, &mut d)?;
         let catalog = load_line(root, arches, &name, &mut d)?;
@@ -726,4 +748,55 @@ fn write_dir(dir: &Dir<'_>, dest: &Path, written: &mut Vec<PathBuf>) -> io::Resu
         write_dir(sub, &dest.join(name), written)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(recipes: &Path, name: &str, preview: &str) {
+        let dir = recipes.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(RELEASE_FILE),
+            format!("name = \"{name}\"\nversion = \"1\"\nimage = \"x\"\nprefix = \"/opt/rocm\"\n{preview}"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_default_line_is_the_newest_that_is_not_a_preview() {
+        let dir = tempfile::tempdir().unwrap();
+        let recipes = dir.path().join("recipes");
+        line(&recipes, "rocm-6.9", "");
+        line(&recipes, "rocm-6.10", "preview = false\n");
+        line(&recipes, "rocm-7.14.0", "preview = true\n");
+        let root = CatalogRoot::Dir(recipes.clone());
+        assert_eq!(
+            root.default_release().unwrap().as_deref(),
+            Some("rocm-6.10")
+        );
+        // Every line a preview: the newest of them.
+        line(&recipes, "rocm-6.9", "preview = true\n");
+        line(&recipes, "rocm-6.10", "preview = true\n");
+        assert_eq!(
+            root.default_release().unwrap().as_deref(),
+            Some("rocm-7.14.0")
+        );
+        // An unreadable release.toml is no preview; loading that line reports it.
+        line(&recipes, "rocm-6.10", "preview = \n");
+        assert_eq!(
+            root.default_release().unwrap().as_deref(),
+            Some("rocm-6.10")
+        );
+    }
+
+    #[test]
+    fn the_shipped_default_line_is_not_a_preview() {
+        let name = CatalogRoot::Embedded.default_release().unwrap().unwrap();
+        let text = CatalogRoot::Embedded
+            .read(&format!("{name}/{RELEASE_FILE}"))
+            .unwrap();
+        assert!(!text.contains("preview = true"), "{name}");
+    }
 }

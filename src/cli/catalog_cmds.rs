@@ -25,8 +25,12 @@ pub fn list(g: &Global) -> Result<ExitCode> {
         .into());
     }
     let mut rows = Vec::new();
+    let mut previews = Vec::new();
     for r in &releases {
         let c = Catalog::load(root.clone(), Some(r))?;
+        if c.release.preview {
+            previews.push(r.clone());
+        }
         for recipe in c.recipes.values() {
             rows.push((
                 recipe.name.value.clone(),
@@ -39,7 +43,9 @@ pub fn list(g: &Global) -> Result<ExitCode> {
     if g.format == Format::Json {
         let items: Vec<_> = rows
             .iter()
-            .map(|(n, v, r, s)| json!({"name": n, "version": v, "release": r, "summary": s}))
+            .map(|(n, v, r, s)| {
+                json!({"name": n, "version": v, "release": r, "preview": previews.contains(r), "summary": s})
+            })
             .collect();
         println!(
             "{}",
@@ -49,6 +55,12 @@ pub fn list(g: &Global) -> Result<ExitCode> {
             .unwrap_or_default()
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    // A preview line (release.toml `preview = true`) is marked; it is never the default line.
+    for row in &mut rows {
+        if previews.contains(&row.2) {
+            row.2.push_str(" (preview)");
+        }
     }
     let header = ("component", "version", "release", "summary");
     let w0 = rows

@@ -20,6 +20,9 @@ pub struct Release {
     pub prefix: String,
     /// Targets used when `--arch` is not given.
     pub arches: Vec<TargetId>,
+    /// A line still being brought up (`preview = true`): listed and buildable with
+    /// `--release`, but never the default line and not part of the release workflow.
+    pub preview: bool,
     /// Named groups of components (`rocm-math`, `pytorch`), usable wherever a component is.
     pub bundles: BTreeMap<String, Vec<Sp<String>>>,
     /// Where each bundle's name is written, for messages.
@@ -54,6 +57,7 @@ pub fn parse(
         "add the install prefix, e.g. prefix = \"/opt/rocm\"",
     );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
+    let preview = r.opt_bool("preview", d).is_some_and(|p| p.value);
     let mut bundles = BTreeMap::new();
     let mut bundle_spans = BTreeMap::new();
     if let Some(mut t) = r.opt_table("bundles", d) {
@@ -157,6 +161,7 @@ pub fn parse(
         image: image?.value,
         prefix: prefix?.value,
         arches: targets,
+        preview,
         bundles,
         bundle_spans,
         file: file.clone(),
