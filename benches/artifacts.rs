@@ -107,6 +107,7 @@ fn run() -> io::Result<()> {
         duration_secs: 0.0,
         source_commit: None,
         coverage: None,
+        licenses: Vec::new(),
     };
     std::fs::write(
         store.entry_dir(&key).join("meta.json"),
@@ -215,6 +216,7 @@ fn run() -> io::Result<()> {
                 cache_dir: cache.clone(),
                 max_bytes: u64::MAX,
                 download: Default::default(),
+                runtime: rocforge::install::RuntimeCheck::Auto,
                 stop: &stop,
             };
             rocforge::install::install(&req, &Silent).map_err(io::Error::other)?;

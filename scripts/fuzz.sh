@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds and runs each cargo-fuzz target in fuzz/ for a bounded time; fails on any crash.
 #
-#   scripts/fuzz.sh [SECONDS]    seconds per target, default 60
+#   scripts/fuzz.sh [SECONDS]    seconds per target, default 60 (four targets: 4 x SECONDS)
+#
+# Targets: inspect_bytes (ELF files, offload bundles, code objects), recipe_parse (recipe TOML),
+# tar_extract (install's safe extraction; asserts nothing lands outside the staging directory)
+# and results_xml (gtest XML reports and event lines). Seeds: fuzz/corpus/TARGET/; those of
+# tar_extract and results_xml are written by fuzz/seeds.py.
 #
 # Runs on a stable toolchain: `--sanitizer none` (cargo-fuzz's default AddressSanitizer build
 # passes -Zsanitizer, which stable rustc refuses unless RUSTC_BOOTSTRAP=1), debug assertions and overflow checks on, and fuzz/src/lib.rs's allocation guard in
@@ -16,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 secs="${1:-60}"
 [[ "$secs" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, got '$secs'"
-targets=(inspect_bytes recipe_parse)
+targets=(inspect_bytes recipe_parse tar_extract results_xml)
 flags=(--sanitizer none --debug-assertions)
 # Memory limit for one input, in MiB; the same figure as fuzz/src/lib.rs's LIMIT.
 rss_limit_mb=2048
@@ -31,7 +36,8 @@ log "building ${targets[*]}"
 cargo fuzz build "${flags[@]}"
 
 scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+# tar_extract unpacks into a scratch root named for its process (in /dev/shm when present).
+trap 'rm -rf "$scratch" /dev/shm/rocforge-fuzz-tar-* "${TMPDIR:-/tmp}"/rocforge-fuzz-tar-*' EXIT
 failed=()
 for t in "${targets[@]}"; do
     [ -d "corpus/$t" ] || die "no seed corpus fuzz/corpus/$t"

@@ -10,7 +10,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = temp_file_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -25,8 +25,8 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-/// A fresh, uniquely named directory beside `target`, for building something that is then
-/// renamed into place.
+/// A fresh, uniquely named directory beside `target` (`.<name>.tmp-<pid>-…`), for building
+/// something that is then renamed into place.
 pub fn staging_dir(target: &Path) -> io::Result<PathBuf> {
     let parent = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
@@ -35,9 +35,55 @@ pub fn staging_dir(target: &Path) -> io::Result<PathBuf> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let dir = tempfile::Builder::new()
-        .prefix(&format!(".{name}.tmp-"))
+        .prefix(&format!(".{name}.tmp-{}-", std::process::id()))
         .tempdir_in(parent)?;
     Ok(dir.keep())
+}
+
+/// A temporary file in `dir` named `.tmp-<pid>-…`: when a kill -9 leaves it behind,
+/// [`reap_temp`] can tell it from one a live process is still writing.
+pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(&format!(".tmp-{}-", std::process::id()))
+        .tempfile_in(dir)
+}
+
+/// The same for a temporary directory.
+pub fn temp_dir_in(dir: &Path) -> io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!(".tmp-{}-", std::process::id()))
+        .tempdir_in(dir)
+}
+
+/// Removes what killed processes left in `dir`: entries named `<start><pid>-…` (as
+/// [`temp_file_in`], [`temp_dir_in`] and [`staging_dir`] name them) whose process is gone.
+/// Returns what was removed. A pid reused by another live process only delays the removal.
+pub fn reap_temp(dir: &Path, start: &str) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(start)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || crate::runtime::pid_alive(pid) {
+            continue;
+        }
+        let gone = match e.file_type() {
+            Ok(t) if t.is_dir() => remove_tree(&e.path()),
+            _ => std::fs::remove_file(e.path()),
+        };
+        if gone.is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
 }
 
 /// Removes a directory tree, tolerating its absence.
@@ -139,5 +185,50 @@ pub fn lock(
             ));
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reap_temp_removes_only_what_dead_processes_left() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = {
+            let mut c = std::process::Command::new("true").spawn().unwrap();
+            c.wait().unwrap();
+            c.id()
+        };
+        let me = std::process::id();
+        let dir = tmp.path();
+        std::fs::create_dir(dir.join(format!(".tmp-{dead}-a"))).unwrap();
+        std::fs::write(dir.join(format!(".tmp-{dead}-b")), "").unwrap();
+        std::fs::write(dir.join(format!(".tmp-{me}-c")), "").unwrap();
+        std::fs::write(dir.join(".tmp-0123abc-d"), "").unwrap();
+        std::fs::write(dir.join(format!("tmp-{dead}-e")), "").unwrap();
+        let mut gone: Vec<String> = reap_temp(dir, ".tmp-")
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        gone.sort();
+        assert_eq!(gone, [format!(".tmp-{dead}-a"), format!(".tmp-{dead}-b")]);
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 3);
+        // What temp_file_in and staging_dir create is named for this process.
+        let f = temp_file_in(dir).unwrap();
+        assert!(
+            f.path()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!(".tmp-{me}-"))
+        );
+        let s = staging_dir(&dir.join("prefix")).unwrap();
+        assert!(
+            s.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!(".prefix.tmp-{me}-"))
+        );
     }
 }

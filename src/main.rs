@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let args = cli::Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("ROCFORGE_LOG")
         .unwrap_or_else(|_| "warn".into());
@@ -23,4 +24,23 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `rocforge list | head` closes stdout early; print! then panics with EPIPE. Exit the way a
+/// SIGPIPE'd command does (status 141, no message) instead of printing a backtrace. SIGPIPE stays
+/// ignored so a closed socket or pipe to a child is still an error the code handles.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }

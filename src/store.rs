@@ -41,6 +41,10 @@ pub struct EntryMeta {
     /// The code-object coverage gate's result (None for components without device code).
     #[serde(default)]
     pub coverage: Option<serde_json::Value>,
+    /// License files the build copied from the source, relative to the tree
+    /// (`share/doc/<component>/…`).
+    #[serde(default)]
+    pub licenses: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -143,11 +147,14 @@ impl Staging {
             &serde_json::to_vec_pretty(hash_input).expect("plain data"),
         )
         .map_err(io(&hi))?;
+        crate::fault::point("build");
         // meta.json last: its presence marks a complete entry.
         let m = self.dir.join("meta.json");
         crate::fsutil::write_atomic(&m, &serde_json::to_vec_pretty(meta).expect("plain data"))
             .map_err(io(&m))?;
+        crate::fault::point("build");
         std::fs::rename(&self.dir, &self.final_dir).map_err(io(&self.final_dir))?;
+        crate::fault::point("build");
         crate::fsutil::sync_dir(self.final_dir.parent().unwrap_or(Path::new(".")));
         self.committed = true;
         Ok(self.final_dir.clone())
@@ -241,11 +248,17 @@ impl Store {
                 continue;
             };
             let key = rest.split('-').next().unwrap_or_default();
+            // Only key-named staging is reserved through a lock; `.tmp-<pid>-…` (a cache push's
+            // scratch) is reaped below by its process.
+            if !is_key(key) {
+                continue;
+            }
             if let Ok(_lock) = self.lock(key, Duration::ZERO, &|| {}) {
                 let _ = crate::fsutil::remove_tree(&e.path());
                 removed.push(e.path());
             }
         }
+        removed.extend(crate::fsutil::reap_temp(&self.root, ".tmp-"));
         removed
     }
 

@@ -3,7 +3,9 @@
 //! minisign interop in both directions, `install` from an HTTP server on 127.0.0.1 into a
 //! prefix other than the build's (then a program linked against it), the refusals (truncated,
 //! tampered, expired, another host, malicious tarballs) with the prefix unchanged, and
-//! uninstall.
+//! uninstall; license files from a git source in the tarball; the HIP runtime check (a library
+//! whose DT_NEEDED names a stub libamdhip64.so.6, indexes with and without a rocm-runtime); key
+//! rotation (chains, tampered, untrusted and replayed key lists, revocation).
 
 mod common;
 
@@ -23,10 +25,18 @@ impl Fx {
         &self.root
     }
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![("ROCFORGE_CONFIG", self.root.join("trust.toml"))]
+        vec![
+            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
+            ("ROCFORGE_STATE", self.root.join("state")),
+        ]
     }
     fn run(&self, args: &[&str]) -> Out {
-        let env = self.env();
+        self.run_env(&[], args)
+    }
+    /// With more environment variables (e.g. ROCFORGE_HOST_LIBS).
+    fn run_env(&self, extra: &[(&'static str, PathBuf)], args: &[&str]) -> Out {
+        let mut env = self.env();
+        env.extend(extra.iter().cloned());
         let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
         let mut full = vec!["--recipes", "recipes"];
         full.extend_from_slice(args);
@@ -90,15 +100,13 @@ cc -O2 -o "$P/bin/greet" main.c -I. -L"$P/lib" -lgreet -Wl,-rpath,'$ORIGIN/../li
 """
 "#;
 
-/// A catalog with `greet` (script build with cc) depending on `greetdoc` (copy), built with the
-/// host runtime into the test's store, and a key pair trusted through the config.
-fn fixture() -> Fx {
+/// An empty catalog (release `test-1.0`, prefix /opt/rocm, gfx90c) in a new directory; returns
+/// the directory and the release's recipe directory.
+fn catalog() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
     let rel = root.join("recipes/test-1.0");
     std::fs::create_dir_all(&rel).unwrap();
-    std::fs::create_dir_all(root.join("src/greet")).unwrap();
-    std::fs::create_dir_all(root.join("src/doc")).unwrap();
     std::fs::copy(
         manifest().join("tests/fixtures/base/recipes/arches.toml"),
         root.join("recipes/arches.toml"),
@@ -109,6 +117,16 @@ fn fixture() -> Fx {
         "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
     )
     .unwrap();
+    std::fs::write(root.join("trust.toml"), "").unwrap();
+    (tmp, root, rel)
+}
+
+/// A catalog with `greet` (script build with cc) depending on `greetdoc` (copy), built with the
+/// host runtime into the test's store, and a key pair trusted through the config.
+fn fixture() -> Fx {
+    let (tmp, root, rel) = catalog();
+    std::fs::create_dir_all(root.join("src/greet")).unwrap();
+    std::fs::create_dir_all(root.join("src/doc")).unwrap();
     std::fs::write(
         rel.join("greetdoc.toml"),
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
@@ -131,7 +149,6 @@ fn fixture() -> Fx {
     )
     .unwrap();
     std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
-    std::fs::write(root.join("trust.toml"), "").unwrap();
     let fx = Fx { _tmp: tmp, root };
     fx.ok(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
     let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
@@ -553,7 +570,10 @@ fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with(".prefix"))
             .collect();
-        assert!(staging.is_empty(), "{name}: staging left behind");
+        assert!(
+            staging.is_empty(),
+            "{name}: staging left behind: {staging:?}"
+        );
         snaps.push(format!(
             "--- {name}\n{}",
             redact(&o.stderr, &fx, Some(server.port))
@@ -578,6 +598,9 @@ fn evil_tarball(
         key: format!("{:0>64}", hex::encode(name)),
         depends: vec![],
         license: None,
+        licenses: vec![],
+        needs: vec![],
+        provides: vec![],
         image: None,
         runtime: "host".into(),
         reproducible: false,
@@ -867,4 +890,629 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
     ]);
     assert_eq!(std::fs::read(prefix.join("lib/ok.txt")).unwrap(), good);
     insta::assert_snapshot!("malicious_tarballs", snaps.join("\n"));
+}
+
+/// A recipe building a small data tree with a script, from `source` (a TOML `[source]` body).
+fn data_recipe(name: &str, source: &str, extra: &str) -> String {
+    format!(
+        "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n{extra}\n[source]\n{source}\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/share/{name}\"\necho data > \"$P/share/{name}/data\"\n\"\"\"\n"
+    )
+}
+
+#[test]
+fn packages_carry_the_license_files_of_their_source() {
+    let (tmp, root, rel) = catalog();
+    let repo = root.join("origin/lic.git");
+    make_repo(
+        &repo,
+        &[
+            ("LICENSE", "MIT License\n"),
+            ("COPYING.LIB", "LGPL\n"),
+            ("docs/THIRD-PARTY.txt", "third party notices\n"),
+            ("README.md", "not a license\n"),
+        ],
+        "v1",
+    );
+    let git = format!("git = \"file://{}\"\ntag = \"v1\"", repo.display());
+    std::fs::write(rel.join("lic.toml"), data_recipe("lic", &git, "")).unwrap();
+    std::fs::write(
+        rel.join("listed.toml"),
+        data_recipe(
+            "listed",
+            &git,
+            "license-files = [\"docs/THIRD-PARTY.txt\", \"LICENSE\"]\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("missing.toml"),
+        data_recipe("missing", &git, "license-files = [\"NOPE.txt\"]\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("src/nolic")).unwrap();
+    std::fs::write(root.join("src/nolic/README"), "no license here\n").unwrap();
+    std::fs::write(
+        rel.join("nolic.toml"),
+        data_recipe("nolic", "path = \"../../src/nolic\"", ""),
+    )
+    .unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    // The content key changes only for the recipe that lists license files.
+    let explain = |c: &str| -> serde_json::Value {
+        let o = fx.ok(&[
+            "plan",
+            c,
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--explain",
+            c,
+            "--format",
+            "json",
+        ]);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let lic = explain("lic").to_string();
+    assert!(!lic.contains("license_files"), "{lic}");
+    let listed = explain("listed").to_string();
+    assert!(
+        listed.contains("\"license_files\":[\"docs/THIRD-PARTY.txt\",\"LICENSE\"]"),
+        "{listed}"
+    );
+    let build = fx.ok(&[
+        "build",
+        "lic",
+        "listed",
+        "nolic",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
+    assert!(
+        build.stderr.contains("warning: nolic: no license file")
+            && build.stderr.contains("license-files"),
+        "{}",
+        build.stderr
+    );
+    assert!(!build.stderr.contains("warning: lic:"), "{}", build.stderr);
+    // A listed file the source lacks: the build fails, naming the recipe line.
+    let err = fx.run(&["build", "missing", "--arch", "gfx90c", "--runtime", "host"]);
+    assert_ne!(err.code, 0);
+    let text = format!("{}{}", err.stdout, err.stderr);
+    assert!(
+        text.contains("recipes/test-1.0/missing.toml:5:")
+            && text.contains("the license file NOPE.txt is not in the source"),
+        "{text}"
+    );
+    let o = fx.ok(&[
+        "package",
+        "lic",
+        "listed",
+        "nolic",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+    ]);
+    assert!(
+        o.stderr
+            .contains("warning: nolic: the tarball carries no license file"),
+        "{}",
+        o.stderr
+    );
+    let dist = fx.root.join("dist");
+    let find = |name: &str| {
+        tarballs(&dist)
+            .into_iter()
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}-"))
+            })
+            .unwrap()
+    };
+    let m = rocforge::package::tarball::read_manifest(&find("lic")).unwrap();
+    assert_eq!(
+        m.licenses,
+        ["share/doc/lic/COPYING.LIB", "share/doc/lic/LICENSE"]
+    );
+    let m = rocforge::package::tarball::read_manifest(&find("listed")).unwrap();
+    assert_eq!(
+        m.licenses,
+        [
+            "share/doc/listed/LICENSE",
+            "share/doc/listed/THIRD-PARTY.txt"
+        ]
+    );
+    let m = rocforge::package::tarball::read_manifest(&find("nolic")).unwrap();
+    assert!(m.licenses.is_empty());
+    // tar's own view: the file is in the tarball, with the source's bytes.
+    let out = Command::new("tar")
+        .args(["--zstd", "-xOf"])
+        .arg(find("lic"))
+        .arg("share/doc/lic/LICENSE")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "MIT License\n");
+    // Installed with the component.
+    let prefix = fx.root.join("prefix");
+    let p = prefix.display().to_string();
+    fx.ok(&[
+        "install",
+        "lic",
+        "--arch",
+        "gfx90c",
+        "--from",
+        "dist",
+        "--prefix",
+        &p,
+        "--allow-unsigned",
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("share/doc/lic/LICENSE")).unwrap(),
+        "MIT License\n"
+    );
+}
+
+/// `hipapp`: a library whose DT_NEEDED names libamdhip64.so.6 (linked against a stub built in the
+/// build directory, not installed); `rocm-runtime`: a stub libamdhip64.so.6 with that SONAME.
+fn runtime_fixture() -> Fx {
+    let (tmp, root, rel) = catalog();
+    for d in ["src/hipapp", "src/runtime"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(
+        root.join("src/hipapp/app.c"),
+        "int hipapp(void) { return 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/hipapp/LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        root.join("src/runtime/hip.c"),
+        "int hipInit(unsigned f) { return (int)f; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/runtime/LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        rel.join("hipapp.toml"),
+        r#"name = "hipapp"
+version = "1.0"
+summary = "needs the HIP runtime"
+license = "MIT"
+
+[source]
+path = "../../src/hipapp"
+
+[build]
+system = "script"
+script = """
+cc -shared -fPIC -o "$BUILD/libamdhip64.so" -Wl,-soname,libamdhip64.so.6 -x c - <<'C'
+int hipInit(unsigned f) { return (int)f; }
+C
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib"
+cc -shared -fPIC -o "$P/lib/libhipapp.so.1" app.c -Wl,-soname,libhipapp.so.1 -Wl,--no-as-needed -L"$BUILD" -lamdhip64
+"""
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("rocm-runtime.toml"),
+        r#"name = "rocm-runtime"
+version = "6.4.4"
+summary = "a stub HIP runtime"
+license = "MIT"
+
+[source]
+path = "../../src/runtime"
+
+[build]
+system = "script"
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib"
+cc -shared -fPIC -o "$P/lib/libamdhip64.so.6" hip.c -Wl,-soname,libamdhip64.so.6
+ln -s libamdhip64.so.6 "$P/lib/libamdhip64.so"
+"""
+"#,
+    )
+    .unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(&[
+        "build",
+        "hipapp",
+        "rocm-runtime",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
+    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
+    std::fs::write(
+        fx.root.join("trust.toml"),
+        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+    )
+    .unwrap();
+    fx
+}
+
+#[test]
+fn install_finds_adds_or_requires_the_hip_runtime() {
+    let fx = runtime_fixture();
+    let key = fx.key();
+    let package = |out: &str, comps: &[&str]| {
+        let mut args = vec!["package"];
+        args.extend_from_slice(comps);
+        args.extend_from_slice(&[
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            out,
+            "--key",
+            &key,
+        ]);
+        fx.ok(&args);
+        fx.root.join(out).display().to_string()
+    };
+    let without = package("dist-no", &["hipapp"]);
+    let with = package("dist-yes", &["hipapp", "rocm-runtime"]);
+    // What package recorded: in the manifests and the index.
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fx.root.join("dist-yes/index.json")).unwrap())
+            .unwrap();
+    let by_name = |n: &str| {
+        index["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        by_name("hipapp")["needs"],
+        serde_json::json!(["hip-runtime"])
+    );
+    assert!(by_name("hipapp").get("provides").is_none());
+    assert_eq!(
+        by_name("rocm-runtime")["provides"],
+        serde_json::json!(["hip-runtime"])
+    );
+    assert!(by_name("rocm-runtime").get("needs").is_none());
+    let empty = fx.root.join("host-empty");
+    let hostlib = fx.root.join("host-lib");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::create_dir_all(&hostlib).unwrap();
+    std::fs::write(hostlib.join("libamdhip64.so.6"), "stub").unwrap();
+    let host = |d: &Path| vec![("ROCFORGE_HOST_LIBS", d.to_path_buf())];
+    let install = |from: &str, prefix: &str, host_dir: &Path, extra: &[&str]| {
+        let p = fx.root.join(prefix).display().to_string();
+        let mut args = vec![
+            "install", "hipapp", "--arch", "gfx90c", "--from", from, "--prefix", &p,
+        ];
+        args.extend_from_slice(extra);
+        fx.run_env(&host(host_dir), &args)
+    };
+
+    // No runtime on the host, none in the index: a clear error, nothing installed.
+    let o = install(&without, "p-none", &empty, &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("hipapp needs the HIP runtime (libamdhip64), which this system lacks")
+            && o.stderr.contains("--no-runtime-check"),
+        "{}",
+        o.stderr
+    );
+    assert!(!fx.root.join("p-none").exists());
+    // ...unless told not to check.
+    let o = install(&without, "p-none", &empty, &["--no-runtime-check"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("warning: --no-runtime-check"),
+        "{}",
+        o.stderr
+    );
+    // The host has it: used.
+    let o = install(&without, "p-host", &hostlib, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "HIP runtime: {}/libamdhip64.so.6",
+            hostlib.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(!fx.root.join("p-host/lib/libamdhip64.so.6").exists());
+    // The index offers one and the host lacks it: added, and said so.
+    let o = install(&with, "p-added", &empty, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("adding rocm-runtime 6.4.4 from the index: hipapp needs the HIP runtime"),
+        "{}",
+        o.stderr
+    );
+    assert!(fx.root.join("p-added/lib/libamdhip64.so.6").is_file());
+    let r: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fx.root.join("p-added/.rocforge/receipts/rocm-runtime.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r["provides"], serde_json::json!(["hip-runtime"]));
+    // The prefix's runtime counts, whatever the host has.
+    let o = install(&without, "p-added", &empty, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("HIP runtime: rocm-runtime 6.4.4 in the prefix"),
+        "{}",
+        o.stderr
+    );
+    // The host has one and the index too: the host's is used unless --with-runtime.
+    let o = install(&with, "p-both", &hostlib, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!fx.root.join("p-both/lib/libamdhip64.so.6").exists());
+    let o = install(&with, "p-with", &hostlib, &["--with-runtime"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("adding rocm-runtime 6.4.4 from the index: --with-runtime"),
+        "{}",
+        o.stderr
+    );
+    assert!(fx.root.join("p-with/lib/libamdhip64.so.6").is_file());
+    // --with-runtime and an index without one.
+    let o = install(&without, "p-nowith", &hostlib, &["--with-runtime"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("offers no component that provides the HIP runtime"),
+        "{}",
+        o.stderr
+    );
+    // An index written before these fields existed installs as before (no check).
+    edit_index(&fx.root.join("dist-no"), |v| {
+        v["artifacts"][0].as_object_mut().unwrap().remove("needs");
+    });
+    resign(&fx, &fx.root.join("dist-no"));
+    let o = install(&without, "p-old", &empty, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+fn minisign_ok(file: &Path, pubfile: &Path) -> bool {
+    Command::new("minisign")
+        .arg("-Vm")
+        .arg(file)
+        .arg("-p")
+        .arg(pubfile)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn key_rotation_chains_are_followed_and_bad_lists_refused() {
+    let fx = fixture();
+    let has_minisign = require(
+        "minisign",
+        Command::new("minisign").arg("-v").output().is_ok(),
+    );
+    let a_pub = fx.root.join("keys/rocforge.pub");
+    let a_key = fx.key();
+    for k in ["keys-b", "keys-c", "keys-u"] {
+        fx.ok(&["key", "generate", "--out", k]);
+    }
+    let path = |p: &str| fx.root.join(p).display().to_string();
+    // Rotation 1: A → B, A retired. The list is a minisign-signed file.
+    let o = fx.ok(&[
+        "key",
+        "rotate",
+        "--old",
+        &a_key,
+        "--new",
+        &path("keys-b/rocforge.pub"),
+        "--revoke-old",
+        "--out",
+        &path("dist/keys.json"),
+    ]);
+    assert!(o.stdout.contains("keys-1.json"), "{}", o.stdout);
+    let list: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fx.root.join("dist/keys.json")).unwrap()).unwrap();
+    assert_eq!(list["schema"], "rocforge.keys/1");
+    assert_eq!(list["sequence"], 1);
+    assert_eq!(list["revoke"].as_array().unwrap().len(), 1);
+    if has_minisign {
+        assert!(minisign_ok(&fx.root.join("dist/keys.json"), &a_pub));
+        assert!(!minisign_ok(
+            &fx.root.join("dist/keys.json"),
+            &fx.root.join("keys-b/rocforge.pub")
+        ));
+    }
+    // Packaged and signed with B; the user trusts only A (config): install follows the list.
+    fx.ok(&[
+        "package",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+        "--key",
+        &path("keys-b/rocforge.key"),
+    ]);
+    let install = |dir: &str, prefix: &str| {
+        let d = path(dir);
+        let p = path(prefix);
+        fx.run(&[
+            "install", "greet", "--arch", "gfx90c", "--from", &d, "--prefix", &p,
+        ])
+    };
+    let o = install("dist", "p1");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("key list: sequence 1"), "{}", o.stderr);
+    let v = fx.ok(&["verify", &path("dist/index.json")]);
+    assert!(
+        v.stderr.contains("trusted through key list 1"),
+        "{}",
+        v.stderr
+    );
+    // Rotation 2: B → C; an installer that trusts A follows two lists.
+    fx.ok(&[
+        "key",
+        "rotate",
+        "--old",
+        &path("keys-b/rocforge.key"),
+        "--new",
+        &path("keys-c/rocforge.pub"),
+        "--out",
+        &path("dist/keys.json"),
+    ]);
+    if has_minisign {
+        assert!(minisign_ok(&fx.root.join("dist/keys-1.json"), &a_pub));
+        assert!(minisign_ok(
+            &fx.root.join("dist/keys-2.json"),
+            &fx.root.join("keys-b/rocforge.pub")
+        ));
+        assert!(minisign_ok(
+            &fx.root.join("dist/keys.json"),
+            &fx.root.join("keys-b/rocforge.pub")
+        ));
+    }
+    fx.ok(&[
+        "index",
+        &path("dist"),
+        "--key",
+        &path("keys-c/rocforge.key"),
+    ]);
+    let o = install("dist", "p2");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("key list: sequence 2 (2 lists from key"),
+        "{}",
+        o.stderr
+    );
+    // The release files include the key lists, for publish.
+    let files: Vec<String> = rocforge::package::index::release_files(&fx.root.join("dist"))
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for f in [
+        "keys.json",
+        "keys.json.minisig",
+        "keys-1.json",
+        "keys-2.json.minisig",
+    ] {
+        assert!(files.contains(&f.to_string()), "{files:?}");
+    }
+
+    let prefix_untouched = |name: &str, o: &Out| {
+        assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
+        assert!(!fx.root.join(format!("p-{name}")).exists(), "{name}");
+    };
+    // Tampered: a key swapped into the newest list after signing.
+    let copy = |name: &str| {
+        let d = fx.root.join(format!("serve-{name}"));
+        rocforge::fsutil::copy_tree(&fx.root.join("dist"), &d).unwrap();
+        d
+    };
+    let d = copy("tampered");
+    let u_pub = std::fs::read_to_string(fx.root.join("keys-u/rocforge.pub")).unwrap();
+    let u_line = u_pub.lines().last().unwrap();
+    let c_pub = std::fs::read_to_string(fx.root.join("keys-c/rocforge.pub")).unwrap();
+    let c_line = c_pub.lines().last().unwrap();
+    let text = std::fs::read_to_string(d.join("keys.json")).unwrap();
+    std::fs::write(d.join("keys.json"), text.replace(c_line, u_line)).unwrap();
+    let o = install("serve-tampered", "p-tampered");
+    prefix_untouched("tampered", &o);
+    assert!(
+        o.stderr
+            .contains("keys.json: the signature does not verify with key")
+            && o.stderr.contains("changed after signing"),
+        "{}",
+        o.stderr
+    );
+    // A list signed by an untrusted key U, trusting U, and an index signed by U: refused.
+    let d = fx.root.join("serve-untrusted");
+    rocforge::fsutil::copy_tree(&fx.root.join("dist"), &d).unwrap();
+    for f in [
+        "keys.json",
+        "keys.json.minisig",
+        "keys-1.json",
+        "keys-1.json.minisig",
+        "keys-2.json",
+        "keys-2.json.minisig",
+    ] {
+        std::fs::remove_file(d.join(f)).unwrap();
+    }
+    fx.ok(&[
+        "key",
+        "rotate",
+        "--old",
+        &path("keys-u/rocforge.key"),
+        "--new",
+        &path("keys-u/rocforge.pub"),
+        "--out",
+        &d.join("keys.json").display().to_string(),
+    ]);
+    fx.ok(&[
+        "index",
+        &d.display().to_string(),
+        "--key",
+        &path("keys-u/rocforge.key"),
+    ]);
+    let o = install("serve-untrusted", "p-untrusted");
+    prefix_untouched("untrusted", &o);
+    assert!(
+        o.stderr
+            .contains("which is not trusted (and no earlier key list leads to a trusted key)")
+            && o.stderr.contains("not trusted"),
+        "{}",
+        o.stderr
+    );
+    // Replayed: the first list served as the newest after the second was seen.
+    let d = copy("replayed");
+    std::fs::copy(d.join("keys-1.json"), d.join("keys.json")).unwrap();
+    std::fs::copy(d.join("keys-1.json.minisig"), d.join("keys.json.minisig")).unwrap();
+    fx.ok(&[
+        "index",
+        &d.display().to_string(),
+        "--key",
+        &path("keys-b/rocforge.key"),
+    ]);
+    let o = install("serve-replayed", "p-replayed");
+    prefix_untouched("replayed", &o);
+    assert!(
+        o.stderr
+            .contains("its sequence 1 is older than the key list 2 already accepted")
+            && o.stderr.contains("replayed"),
+        "{}",
+        o.stderr
+    );
+    // Revoked: A retired itself in list 1; an index it signs is refused even with no key list.
+    let d = fx.root.join("serve-revoked");
+    std::fs::create_dir_all(&d).unwrap();
+    for t in tarballs(&fx.root.join("dist")) {
+        std::fs::copy(&t, d.join(t.file_name().unwrap())).unwrap();
+    }
+    fx.ok(&["index", &d.display().to_string(), "--key", &a_key]);
+    let o = install("serve-revoked", "p-revoked");
+    prefix_untouched("revoked", &o);
+    assert!(
+        o.stderr.contains("which key list 1 (signed by") && o.stderr.contains("revoked"),
+        "{}",
+        o.stderr
+    );
+    let err = fx.fails(&["verify", &d.join("index.json").display().to_string()]);
+    assert!(err.contains("revoked"), "{err}");
 }

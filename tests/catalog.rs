@@ -232,3 +232,50 @@ fn plan_rocsolver_for_both_igpus_json() {
     assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!(stdout);
 }
+
+/// The `pytorch` bundle for gfx90c: the whole dependency graph (torch needs most of the math
+/// stack, MIOpen and hipBLASLt), each step's content key, and the GPU flags: PYTORCH_ROCM_ARCH
+/// in the environment of the two wheel builds.
+#[test]
+fn plan_pytorch_for_gfx90c_json() {
+    let (code, stdout, stderr) = rocforge(&[
+        "--release",
+        "rocm-6.4.4",
+        "plan",
+        "pytorch",
+        "--arch",
+        "gfx90c",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stdout);
+}
+
+/// rocBLAS of the rocm-7.14.0 preview line (monorepo source: projects/rocblas plus shared/tensile)
+/// for both iGPUs: one step (Tensile is built inside rocBLAS), its content key (which covers
+/// gfx902's patch series) and the GPU flags. A preview line is reached only with `--release`.
+#[test]
+fn plan_rocblas_7_14_for_both_igpus_json() {
+    let (code, stdout, stderr) = rocforge(&[
+        "plan",
+        "rocblas",
+        "--release",
+        "rocm-7.14.0",
+        "--arch",
+        "gfx90c,gfx902",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stdout);
+}
+
+/// A preview line is never the default: without `--release` the newest non-preview line is used.
+#[test]
+fn the_default_release_line_is_not_a_preview() {
+    let (code, stdout, stderr) = rocforge(&["plan", "rocblas", "--arch", "gfx90c"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(first.contains("(release rocm-6.4.4,"), "{first}");
+}

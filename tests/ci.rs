@@ -82,7 +82,7 @@ fn check_prints_a_diff_and_fails_on_drift() {
         "{}",
         o.stdout
     );
-    // runners.toml drives the GPU jobs.
+    // runners.toml decides which GPU jobs run when no runner-listing token is set.
     let runners = std::fs::read_to_string(dir.path().join("runners.toml")).unwrap();
     // The first [[gpu]] entry is gfx90c's.
     let registered = runners.replacen(
@@ -95,8 +95,7 @@ fn check_prints_a_diff_and_fails_on_drift() {
     let o = rocforge(dir.path(), &["ci", "github", "--check"]);
     assert_eq!(o.code, 1);
     assert!(
-        o.stdout
-            .contains("+    runs-on: [self-hosted, linux, gfx90c]"),
+        o.stdout.contains("+          registered=\" gfx90c \""),
         "{}",
         o.stdout
     );
@@ -152,4 +151,129 @@ fn a_wide_level_gets_one_job_per_part() {
         );
         assert!(l["matrix"]["include"].as_array().unwrap().len() <= 256);
     }
+}
+
+/// `ci runners` against a server speaking GitHub's runners endpoint: pages followed, the token
+/// sent and never printed, a label ready only when a runner with self-hosted, linux and the label
+/// is online, and runners.toml alone when no token is set.
+#[test]
+fn runners_come_from_the_api_when_a_token_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_repo_files(dir.path());
+    std::fs::write(
+        dir.path().join("runners.toml"),
+        std::fs::read_to_string(dir.path().join("runners.toml"))
+            .unwrap()
+            .replace("registered = true", "registered = false"),
+    )
+    .unwrap();
+    let runner = |id: usize, status: &str, labels: &[&str]| {
+        serde_json::json!({
+            "id": id, "name": format!("r{id}"), "os": "Linux", "status": status, "busy": false,
+            "labels": labels.iter().map(|l| serde_json::json!({"id": 1, "name": l, "type": "custom"})).collect::<Vec<_>>(),
+        })
+    };
+    // 100 filler runners on page 1, the interesting ones on page 2.
+    let mut page1: Vec<serde_json::Value> = (0..100)
+        .map(|i| {
+            runner(
+                i,
+                "online",
+                &["self-hosted", "Linux", "X64", "rocforge-large"],
+            )
+        })
+        .collect();
+    page1[0] = runner(0, "offline", &["self-hosted", "linux", "gfx902"]);
+    let page2 = vec![
+        runner(100, "online", &["self-hosted", "Linux", "X64", "gfx90c"]),
+        runner(101, "online", &["self-hosted", "gfx902"]),
+    ];
+    let server = common::JsonServer::start(move |req| {
+        if req.headers.get("authorization").map(String::as_str) != Some("Bearer s3cret-token") {
+            return (401, r#"{"message":"Bad credentials"}"#.into());
+        }
+        let page = if req.target.contains("page=2") {
+            &page2
+        } else {
+            &page1
+        };
+        if !req
+            .target
+            .starts_with("/repos/me/rocforge/actions/runners?")
+        {
+            return (404, r#"{"message":"Not Found"}"#.into());
+        }
+        (
+            200,
+            serde_json::json!({"total_count": 102, "runners": page}).to_string(),
+        )
+    });
+    let run = |token: Option<&str>, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
+        cmd.current_dir(dir.path())
+            .args(["ci", "runners"])
+            .args(args)
+            .env("ROCFORGE_GITHUB_API", server.url())
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("ROCFORGE_RUNNERS_TOKEN");
+        if let Some(t) = token {
+            cmd.env("ROCFORGE_RUNNERS_TOKEN", t);
+        }
+        let o = cmd.output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+
+    let (code, out, err) = run(
+        Some("s3cret-token"),
+        &["--repo", "me/rocforge", "--format", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["source"], "github-api");
+    assert_eq!(v["gpu_ready"], serde_json::json!(["gfx90c"]));
+    let label = |l: &str| {
+        v["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["label"] == l)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        label("gfx902")["online"],
+        0,
+        "the online gfx902 runner lacks `linux`"
+    );
+    assert_eq!(label("gfx902")["offline"], 1);
+    assert_eq!(label("rocforge-large")["online"], 99);
+    assert!(
+        err.contains("runners.toml says gfx90c is not registered"),
+        "{err}"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "two pages: {reqs:?}");
+    assert!(reqs[1].target.ends_with("per_page=100&page=2"), "{reqs:?}");
+    assert!(!out.contains("s3cret") && !err.contains("s3cret"));
+
+    // A refused token: the error names the URL and says which rights are needed.
+    let (code, out, err) = run(Some("wrong"), &["--repo", "me/rocforge"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("/repos/me/rocforge/actions/runners"), "{err}");
+    assert!(err.contains("401"), "{err}");
+    assert!(!err.contains("wrong"), "{err}");
+
+    // No token: runners.toml decides (all unregistered here), and --repo without one is an error.
+    let (code, out, _) = run(None, &["--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["source"], "runners.toml");
+    assert_eq!(v["gpu_ready"], serde_json::json!([]));
+    let (code, _, err) = run(None, &["--repo", "me/rocforge"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("ROCFORGE_RUNNERS_TOKEN"), "{err}");
 }

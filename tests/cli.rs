@@ -528,3 +528,23 @@ fn bundles_expand_to_their_components() {
         o.stderr
     );
 }
+
+/// `rocforge list | head -1`: the reader goes away before rocforge writes; rocforge exits like a
+/// SIGPIPE'd command (141) without a panic message.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rocforge"))
+        .args(["list"])
+        .current_dir(dir.path())
+        .env("ROCFORGE_CONFIG", dir.path().join("none.toml"))
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}

@@ -433,3 +433,79 @@ fn sha256_hex(b: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(b))
 }
+
+/// containers/Containerfile.runtime is the base of the published images: built here FROM the test
+/// base (no registry is reachable), pushed, then `image create` puts the stack on it, as the
+/// release workflow's publish job does. The OS libraries the ROCm runtime links against resolve
+/// in the result, and the stack and its environment are there.
+#[test]
+fn runtime_template_is_the_base_of_published_images() {
+    if !require("docker-registry", which("docker-registry"))
+        || !require(
+            &format!("podman with the image {BASE}"),
+            podman(&["image", "exists", BASE]).status.success(),
+        )
+    {
+        return;
+    }
+    let Some(reg) = Registry::start() else {
+        panic!("docker-registry did not start");
+    };
+    let host = reg.host();
+    let local = "localhost/rocforge-test-runtime-base:test";
+    let build = podman(&[
+        "build",
+        "--timestamp",
+        "0",
+        "--build-arg",
+        &format!("BASE={BASE}"),
+        "-f",
+        manifest()
+            .join("containers/Containerfile.runtime")
+            .to_str()
+            .unwrap(),
+        "-t",
+        local,
+        manifest().join("containers").to_str().unwrap(),
+    ]);
+    assert!(
+        build.status.success(),
+        "podman build of containers/Containerfile.runtime: {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let base = format!("{host}/rocforge-runtime-base:1");
+    podman_ok(&[
+        "push",
+        "--tls-verify=false",
+        local,
+        &format!("docker://{base}"),
+    ]);
+    let fx = fixture();
+    let tag = format!("{host}/rocforge:test-1.0-gfx90c-v1");
+    let created = fx.create(&base, &tag, &["--push"]);
+    assert!(created["digest"].as_str().unwrap().starts_with("sha256:"));
+
+    let _ = podman(&["rmi", "-f", &tag]);
+    podman_ok(&["pull", "--tls-verify=false", &tag]);
+    // Every runtime library the template promises is in the linker cache, and the stack runs.
+    let script = "for l in libnuma.so.1 libdrm.so.2 libdrm_amdgpu.so.1 libelf.so.1 libz.so.1 \
+                  libzstd.so.1 libtinfo.so.6 libgomp.so.1 libgfortran.so.5; do \
+                  ldconfig -p | grep -q \"$l \" || echo \"missing $l\"; done; \
+                  command -v lspci >/dev/null || echo 'missing lspci'; \
+                  echo \"ROCM_PATH=$ROCM_PATH\"; hello-rocforge";
+    let out = podman_ok(&["run", "--rm", &tag, "sh", "-c", script]);
+    assert_eq!(out, "ROCM_PATH=/opt/rocm\nhello from /opt/rocm\n");
+    // The stack's own title and description replace the template's; the template's others stay.
+    let labels = podman_ok(&["image", "inspect", "--format", "{{json .Labels}}", &tag]);
+    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
+    assert_eq!(
+        labels["org.opencontainers.image.title"],
+        "rocforge hellodoc hello"
+    );
+    assert_eq!(
+        labels["org.opencontainers.image.source"], "https://github.com/rocforge/rocforge",
+        "{labels}"
+    );
+    let _ = podman(&["rmi", "-f", &tag]);
+    let _ = podman(&["rmi", "-f", local]);
+}

@@ -130,6 +130,21 @@ fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
     }
     let reg = Registry::start().expect("docker-registry starts");
     let fx = fixture();
+    // A key rotation published with the release: its list travels with the index.
+    fx.ok(&[], &["key", "generate", "--out", "keys2"]);
+    fx.ok(
+        &[],
+        &[
+            "key",
+            "rotate",
+            "--old",
+            "keys/rocforge.key",
+            "--new",
+            "keys2/rocforge.pub",
+            "--out",
+            "dist/keys.json",
+        ],
+    );
     let to = format!("oci://{}/rocforge/releases", reg.host());
     let out = fx.ok(&[], &["publish", "dist", "--to", &to]).stdout;
     let client = reqwest::blocking::Client::new();
@@ -218,6 +233,29 @@ fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
     assert_eq!(
         blob(m["layers"][1]["digest"].as_str().unwrap()),
         std::fs::read(fx.dist().join("index.json.minisig")).unwrap()
+    );
+    let titled = |i: usize| {
+        (
+            m["layers"][i]["mediaType"].as_str().unwrap().to_string(),
+            m["layers"][i]["annotations"]["org.opencontainers.image.title"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    };
+    let key_layers: Vec<(String, String)> = (2..m["layers"].as_array().unwrap().len())
+        .map(titled)
+        .collect();
+    assert!(
+        key_layers.contains(&(
+            "application/vnd.rocforge.keys.v1+json".into(),
+            "keys.json".into()
+        )),
+        "{key_layers:?}"
+    );
+    assert!(
+        key_layers.iter().any(|(_, t)| t == "keys.json.minisig"),
+        "{key_layers:?}"
     );
     // A re-run is accepted and changes nothing.
     fx.ok(&[], &["publish", "dist", "--to", &to]);
@@ -595,13 +633,64 @@ fn wheel_index_serves_pip_per_target() {
     }
     let fx = fixture();
     let dist = fx.dist();
-    write_wheel(
-        &dist,
+    // The gfx90c wheel comes the way torch's does: a build installs it under
+    // share/rocforge/wheels, and `package` copies it beside the tarballs, signed and summed.
+    let wheel_src = fx.root.join("src/rocdemo");
+    std::fs::create_dir_all(&wheel_src).unwrap();
+    let built = write_wheel(
+        &wheel_src,
         "rocdemo",
         "1.0+rocm1.0.gfx90c",
         "rocdemo",
         &["roc_dep>=0.1"],
     );
+    std::fs::write(
+        fx.root.join("recipes/test-1.0/rocdemo.toml"),
+        "name = \"rocdemo\"\nversion = \"1.0\"\nsummary = \"a wheel\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/rocdemo\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/wheels\"\n",
+    )
+    .unwrap();
+    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    fx.ok(
+        &[],
+        &["build", "rocdemo", "--arch", "gfx90c", "--runtime", "host"],
+    );
+    fx.ok(
+        &[],
+        &[
+            "package",
+            "rocdemo",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            "dist",
+            "--key",
+            &key,
+        ],
+    );
+    let name = built.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        sha256_file(&dist.join(name)),
+        sha256_file(&built),
+        "the packaged wheel is the built one"
+    );
+    assert!(dist.join(format!("{name}.minisig")).is_file());
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(
+        sums.contains(&format!("{}  {name}", sha256_file(&built))),
+        "{sums}"
+    );
+    let o = Command::new("minisign")
+        .args(["-V", "-p"])
+        .arg(fx.root.join("keys/rocforge.pub"))
+        .arg("-m")
+        .arg(dist.join(name))
+        .output();
+    if require("minisign", o.is_ok()) {
+        let o = o.unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
     write_wheel(
         &dist,
         "rocdemo",

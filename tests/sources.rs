@@ -998,3 +998,199 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     );
     assert!(err.contains("nonesuch"), "{err}");
 }
+
+/// An `[[inputs]]` entry pinned by the md5 upstream publishes (rocSPARSE's test matrices):
+/// nothing fetches it before `rocforge lock` has checked the md5 and recorded the sha256; the
+/// content key follows the lock; a wrong md5 names the input and its URL and records nothing.
+#[test]
+fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
+    use md5::{Digest, Md5};
+    let w = world();
+    let srv_dir = w.path().join("served");
+    std::fs::create_dir_all(srv_dir.join("m/nos1")).unwrap();
+    std::fs::write(
+        srv_dir.join("m/nos1/nos1.mtx"),
+        "%%MatrixMarket matrix coordinate real symmetric\n1 1 1\n1 1 1.0\n",
+    )
+    .unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(srv_dir.join("m"))
+        .arg("-czf")
+        .arg(srv_dir.join("nos1.tar.gz"))
+        .arg("nos1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let served = std::fs::read(srv_dir.join("nos1.tar.gz")).unwrap();
+    let md5 = hex::encode(Md5::digest(&served));
+    let sha = sha256_file(&srv_dir.join("nos1.tar.gz"));
+    let server = HttpServer::start(&srv_dir);
+    std::fs::write(
+        w.path().join("rocforge.toml"),
+        format!(
+            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
+            w.daemon.url(),
+            server.url()
+        ),
+    )
+    .unwrap();
+    let url = "https://example.invalid/dl/nos1.tar.gz";
+    let recipe = |md5: &str| {
+        format!(
+            "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[inputs]]\nname = \"nos1.tar.gz\"\nurl = \"{url}\"\nmd5 = \"{md5}\"\n"
+        )
+    };
+    w.recipe("hip-core", &recipe(&md5));
+    let hash_input = || -> serde_json::Value {
+        serde_json::from_str(&ok(
+            w.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "--format",
+                "json",
+                "plan",
+                "hip-core",
+                "--arch",
+                "gfx90c",
+                "--explain",
+                "hip-core",
+            ],
+        ))
+        .unwrap()
+    };
+    let unlocked = hash_input();
+    assert!(
+        unlocked["component"].get("locked_inputs").is_none(),
+        "{unlocked}"
+    );
+    assert_eq!(unlocked["component"]["inputs"][0]["md5"], md5.as_str());
+
+    // No lock entry: the fetch is refused, naming the input, its URL and the fix.
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(
+        err.contains("input nos1.tar.gz") && err.contains(url) && err.contains("rocforge lock"),
+        "{err}"
+    );
+    let err = fails(
+        w.path(),
+        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
+    );
+    assert!(
+        err.contains("input nos1.tar.gz") && err.contains("no sha256 in the lock"),
+        "{err}"
+    );
+
+    // lock downloads it once, checks the md5 and records the sha256 (and the recipe's URL).
+    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    assert!(out.contains("1 md5-pinned input(s)"), "{out}");
+    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    assert!(
+        lock.contains("[[input]]")
+            && lock.contains(&format!("sha256 = \"{sha}\""))
+            && lock.contains(&format!("md5 = \"{md5}\""))
+            && lock.contains(&format!("url = \"{url}\"")),
+        "{lock}"
+    );
+    ok(
+        w.path(),
+        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
+    );
+    assert_eq!(
+        hash_input()["component"]["locked_inputs"]["nos1.tar.gz"],
+        sha.as_str(),
+        "the content key covers the locked sha256"
+    );
+
+    // The fetch now verifies that sha256 and hands the build the file.
+    let o = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--format",
+            "json",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["inputs"][0][0], "nos1.tar.gz");
+    let file = PathBuf::from(v["inputs"][0][1].as_str().unwrap());
+    assert_eq!(std::fs::read(&file).unwrap(), served);
+
+    // Locking again downloads nothing: the server is gone, the entry is kept byte for byte.
+    drop(server);
+    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    assert!(out.starts_with("unchanged"), "{out}");
+    assert_eq!(
+        lock,
+        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+    );
+
+    // A wrong md5: the lock fails naming the input and both URLs, and writes nothing.
+    let server = HttpServer::start(&srv_dir);
+    std::fs::write(
+        w.path().join("rocforge.toml"),
+        format!(
+            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
+            w.daemon.url(),
+            server.url()
+        ),
+    )
+    .unwrap();
+    let wrong = "0".repeat(32);
+    w.recipe("hip-core", &recipe(&wrong));
+    let err = fails(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    assert!(
+        err.contains("input nos1.tar.gz")
+            && err.contains(url)
+            && err.contains(&format!("{}nos1.tar.gz", server.url()))
+            && err.contains("md5 mismatch")
+            && err.contains(&wrong)
+            && err.contains(&md5),
+        "{err}"
+    );
+    assert_eq!(
+        lock,
+        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap(),
+        "nothing is written unless everything resolved"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(w.path().join("cache/downloads"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".part"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The stale entry is refused by fetch as well.
+    let err = fails(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(
+        err.contains("input nos1.tar.gz") && err.contains("rocforge lock"),
+        "{err}"
+    );
+}

@@ -1027,11 +1027,57 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
         ],
     );
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
-    // One report from the repository holds both machines.
+    // Pulled results must be signed by a trusted key: A's key is not trusted yet and B signed
+    // nothing, so nothing is left and the report says how to trust a submitter.
     let report = f.dir.join("report-oci");
     let o = rf(
         &f.dir,
         &["report", &repo, "--out", report.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("laptop-a") && o.stderr.contains("refused"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("unsigned, left out"), "{}", o.stderr);
+    assert!(o.stderr.contains("--key"), "{}", o.stderr);
+    assert!(!report.join("report.html").exists());
+    // Trusting A's key: A's signed results are in, B's unsigned ones are not.
+    let public = keys.join("rocforge.pub");
+    let o = rf(
+        &f.dir,
+        &[
+            "report",
+            &repo,
+            "--out",
+            report.to_str().unwrap(),
+            "--key",
+            public.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("1 signed by trusted keys, 0 unsigned included, 1 left out"),
+        "{}",
+        o.stderr
+    );
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    assert!(html.contains("laptop-a"));
+    assert!(!html.contains("laptop-b"), "unsigned results stay out");
+    // --allow-unsigned: one report from the repository holds both machines.
+    let o = rf(
+        &f.dir,
+        &[
+            "report",
+            &repo,
+            "--out",
+            report.to_str().unwrap(),
+            "--key",
+            public.to_str().unwrap(),
+            "--allow-unsigned",
+        ],
     );
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let html = std::fs::read_to_string(report.join("report.html")).unwrap();

@@ -3,6 +3,7 @@
 
 pub mod driver;
 pub mod jobs;
+pub mod license;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};
@@ -101,6 +102,8 @@ enum StepError {
     Stopped { component: String },
     #[error("{component}: built libraries lack code for requested targets:\n{table}")]
     Coverage { component: String, table: String },
+    #[error("{0}")]
+    License(#[from] license::LicenseError),
 }
 
 impl StepError {
@@ -113,6 +116,7 @@ impl StepError {
             StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
             StepError::Io { .. } => "check free disk space".into(),
             StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
+            StepError::License(e) => e.hint(),
             StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches), or pass --allow-missing TARGET to accept and record the gap".into(),
         }
     }
@@ -343,6 +347,7 @@ impl Builder<'_> {
             task.finish(&format!("{component}: built by another rocforge process"));
             return Ok(None);
         };
+        crate::fault::point("build");
         if self.stop.load(Ordering::SeqCst) {
             return Err(StepError::Stopped {
                 component: component.into(),
@@ -355,6 +360,7 @@ impl Builder<'_> {
         let started = now();
         let clock = Instant::now();
         let prepared = prepare::prepare(&self.sources, recipe, &self.plan.targets)?;
+        crate::fault::point("build");
         let prefix = self.sources.catalog.release.prefix.clone();
         let prefix_rel = prefix.trim_start_matches('/').to_string();
         let jobs = jobs::share(
@@ -471,6 +477,7 @@ impl Builder<'_> {
                     .into(),
                 };
                 task.set_message(&format!("building, -j{jobs}"));
+                crate::fault::point("build");
                 self.running
                     .lock()
                     .expect("not poisoned")
@@ -495,6 +502,7 @@ impl Builder<'_> {
                             .map_or("killed by a signal".into(), |c| c.to_string()),
                     });
                 }
+                crate::fault::point("build");
                 let installed = scratch.join("out").join(&prefix_rel);
                 if !installed.is_dir() {
                     return Err(StepError::NothingInstalled {
@@ -503,9 +511,29 @@ impl Builder<'_> {
                     });
                 }
                 std::fs::remove_dir(staging.tree()).map_err(io("store staging"))?;
-                std::fs::rename(&installed, staging.tree()).map_err(io("store staging"))?;
+                let into_store = format!("moving the output into {}", staging.tree().display());
+                match std::fs::rename(&installed, staging.tree()) {
+                    // The scratch directory is in the cache, the staging entry in the store:
+                    // on two filesystems (a store on another disk) only a copy gets it there.
+                    Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                        crate::fsutil::copy_tree(&installed, &staging.tree())
+                            .map_err(io(&into_store))?
+                    }
+                    r => r.map_err(io(&into_store))?,
+                }
+                crate::fault::point("build");
                 let _ = crate::fsutil::remove_tree(&scratch);
             }
+        }
+        task.set_message("license files");
+        let licenses = license::collect(recipe, &prepared.tree, &staging.tree())?.files;
+        if licenses.is_empty() {
+            self.reporter.note(&format!(
+                "warning: {component}: no license file (LICENSE*, LICENCE*, COPYING*, NOTICE*, \
+                 COPYRIGHT*) at the top of its source, so its packages carry none; list them with \
+                 license-files = [\"…\"] in {}",
+                recipe.file.display
+            ));
         }
         let coverage = match &recipe.build.system {
             BuildSystem::Copy { .. } => None,
@@ -515,6 +543,7 @@ impl Builder<'_> {
             }
         };
         std::fs::copy(log, staging.log()).map_err(io("log"))?;
+        crate::fault::point("build");
         let seconds = clock.elapsed().as_secs_f64();
         let meta = EntryMeta {
             component: component.into(),
@@ -530,6 +559,7 @@ impl Builder<'_> {
             duration_secs: seconds,
             source_commit: prepared.commit.clone(),
             coverage,
+            licenses,
         };
         staging.commit(&meta, &step.hash_input.to_value())?;
         task.finish(&format!(

@@ -196,7 +196,8 @@ impl BuildCache for OciCache {
             .map_err(|e| Self::invalid(key, e.to_string()))?;
         let hash_input: serde_json::Value = serde_json::from_slice(&read("hash-input.json")?)
             .map_err(|e| Self::invalid(key, e.to_string()))?;
-        let tmp = tempfile::tempdir_in(store.root()).map_err(|source| CacheError::Io {
+        // Named for this process, so a kill -9 mid-push leaves nothing the next build keeps.
+        let tmp = crate::fsutil::temp_dir_in(store.root()).map_err(|source| CacheError::Io {
             path: store.root().to_path_buf(),
             source,
         })?;

@@ -26,12 +26,18 @@ const UNTRUSTED: &str = "github.event_name == 'pull_request'";
 /// A job that runs after skipped jobs: none of its needs failed or was cancelled.
 const NEEDS_OK: &str =
     "!contains(needs.*.result, 'failure') && !contains(needs.*.result, 'cancelled')";
-const CHECKOUT: &str = "actions/checkout@v4";
+// Actions are pinned to commits (a moved tag cannot change what runs with the release key); the
+// comment names the release each commit is. Checked against the actions' own repositories.
+const CHECKOUT: &str = "actions/checkout@11d5960a326750d5838078e36cf38b85af677262 # v4.4.0";
 /// rocforge's registry client (cache pulls and pushes, OCI publishing) takes these.
 const REGISTRY_USER: (&str, &str) = ("ROCFORGE_REGISTRY_USER", "${{ github.actor }}");
 const REGISTRY_PASSWORD: (&str, &str) = ("ROCFORGE_REGISTRY_PASSWORD", "${{ github.token }}");
-const UPLOAD: &str = "actions/upload-artifact@v4";
-const DOWNLOAD: &str = "actions/download-artifact@v4";
+const UPLOAD: &str = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2";
+const DOWNLOAD: &str =
+    "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0";
+const UPLOAD_PAGES: &str =
+    "actions/upload-pages-artifact@56afc609e74202658d3ffba0e8f6dda462b719fa # v3.0.1";
+const DEPLOY_PAGES: &str = "actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e # v4.0.5";
 
 /// What the generator needs to know of one release line.
 #[derive(Debug, Clone)]
@@ -256,7 +262,7 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> String {
     let trusted_builds = build_jobs(&mut y, runners, &slots, true);
     build_jobs(&mut y, runners, &slots, false);
     let tests = test_jobs(&mut y, lines, runners, newest, &trusted_builds);
-    report_job(&mut y, runners, &tests);
+    report_job(&mut y, &tests);
     publish_jobs(&mut y, runners, &trusted_builds);
     y.0
 }
@@ -326,7 +332,7 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     y.line(4, "timeout-minutes: 45");
     y.permissions(&[("contents", "read")]);
     y.line(4, "outputs:");
-    for o in ["release", "targets"] {
+    for o in ["release", "targets", "gpu_ready", "gpu_source"] {
         y.line(6, &format!("{o}: ${{{{ steps.plan.outputs.{o} }}}}"));
     }
     for &(l, p) in slots {
@@ -351,6 +357,12 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
             ("RELEASE", "${{ inputs.release }}"),
             ("TARGETS", "${{ inputs.targets }}"),
             ("TRUSTED", &format!("${{{{ {TRUSTED} }}}}")),
+            ("REPO", "${{ github.repository }}"),
+            // Only trusted runs see the token that lists runners (docs/ci.md).
+            (
+                "RUNNERS_TOKEN",
+                &format!("${{{{ {TRUSTED} && secrets.ROCFORGE_RUNNERS_TOKEN || '' }}}}"),
+            ),
         ],
     );
     let slot_list: Vec<String> = slots.iter().map(|(l, p)| format!("{l}:{p}")).collect();
@@ -375,6 +387,28 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "targets=$(jq -r '.targets | join(\",\")' plan.json)\n";
     s += "echo \"release=$release\" >> \"$GITHUB_OUTPUT\"\n";
     s += "echo \"targets=$targets\" >> \"$GITHUB_OUTPUT\"\n";
+    s +=
+        "# GPU targets whose test jobs run: runners.toml's registered labels, or the runners the\n";
+    s += "# GitHub API reports online when ROCFORGE_RUNNERS_TOKEN is set (rocforge ci runners).\n";
+    let _ = writeln!(s, "registered=\" {} \"", registered.join(" "));
+    s += "source=runners.toml\n";
+    s += "if [ -n \"${RUNNERS_TOKEN:-}\" ]; then\n";
+    s += "  if api=$(ROCFORGE_RUNNERS_TOKEN=\"$RUNNERS_TOKEN\" target/release/rocforge ci runners --repo \"$REPO\" --format json); then\n";
+    s += "    registered=\" $(jq -r '.gpu_ready | join(\" \")' <<<\"$api\") \"\n";
+    s += "    source=\"the GitHub API\"\n";
+    s += "  else\n";
+    s += "    echo \"::warning::listing the repository's runners failed: runners.toml decides\"\n";
+    s += "  fi\n";
+    s += "fi\n";
+    s += "ready=\"\"\n";
+    s += "if [ \"$TRUSTED\" = true ]; then\n";
+    s += "  for t in ${targets//,/ }; do\n";
+    s += "    arch=${t%%:*}\n";
+    s += "    if [[ \"$registered\" == *\" $arch \"* ]]; then ready=\"${ready:+$ready,}$arch\"; fi\n";
+    s += "  done\n";
+    s += "fi\n";
+    s += "echo \"gpu_ready=$ready\" >> \"$GITHUB_OUTPUT\"\n";
+    s += "echo \"gpu_source=$source\" >> \"$GITHUB_OUTPUT\"\n";
     s +=
         "# One output per level job of this workflow; empty when the level has nothing to build.\n";
     s += "used=0\n";
@@ -409,15 +443,14 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "  echo\n";
     s += "  echo '### Hardware tests'\n";
     s += "  echo\n";
-    let _ = writeln!(s, "  registered=\" {} \"", registered.join(" "));
     s += "  for t in ${targets//,/ }; do\n";
     s += "    arch=${t%%:*}\n";
     s += "    if [ \"$TRUSTED\" != true ]; then\n";
     s += "      echo \"- $t: untested (pull requests never run on hardware runners)\"\n";
-    s += "    elif [[ \"$registered\" == *\" $arch \"* ]]; then\n";
+    s += "    elif [[ \",$ready,\" == *\",$arch,\"* ]]; then\n";
     s += "      echo \"- $t: tested on [self-hosted, linux, $arch]\"\n";
     s += "    else\n";
-    s += "      echo \"- $t: untested (no runner registered for $arch in runners.toml)\"\n";
+    s += "      echo \"- $t: untested (no runner for $arch according to $source)\"\n";
     s += "    fi\n";
     s += "  done\n";
     s += "} >> \"$GITHUB_STEP_SUMMARY\"\n";
@@ -633,7 +666,8 @@ fi
     ids
 }
 
-/// One job per registered GPU runner. Returns the job IDs.
+/// One job per GPU label of runners.toml; each runs only when the plan found a runner for it
+/// (runners.toml's `registered`, or the GitHub API). Returns the job IDs.
 fn test_jobs(
     y: &mut Y,
     lines: &[Line],
@@ -647,7 +681,7 @@ fn test_jobs(
         .map(|l| l.tested.iter().map(String::as_str).collect())
         .unwrap_or_default();
     let mut ids = Vec::new();
-    for gpu in runners.registered_gpus() {
+    for gpu in &runners.gpu {
         let t = &gpu.target;
         let id = format!("test-{t}");
         y.line(2, &format!("{id}:"));
@@ -661,7 +695,7 @@ fn test_jobs(
         y.line(
             4,
             &format!(
-                "if: always() && {TRUSTED} && needs.plan.result == 'success' && {NEEDS_OK} && contains(format(',{{0}},', needs.plan.outputs.targets), ',{t},')"
+                "if: always() && {TRUSTED} && needs.plan.result == 'success' && {NEEDS_OK} && contains(format(',{{0}},', needs.plan.outputs.gpu_ready), ',{t},')"
             ),
         );
         y.line(4, &format!("runs-on: [self-hosted, linux, {t}]"));
@@ -731,7 +765,7 @@ fn test_jobs(
     ids
 }
 
-fn report_job(y: &mut Y, runners: &Runners, tests: &[String]) {
+fn report_job(y: &mut Y, tests: &[String]) {
     y.line(2, "report:");
     let mut needs = vec!["plan".to_string()];
     needs.extend(tests.iter().cloned());
@@ -752,12 +786,10 @@ fn report_job(y: &mut Y, runners: &Runners, tests: &[String]) {
         &[
             ("TARGETS", "${{ needs.plan.outputs.targets }}"),
             ("TRUSTED", &format!("${{{{ {TRUSTED} }}}}")),
+            ("GPU_READY", "${{ needs.plan.outputs.gpu_ready }}"),
+            ("GPU_SOURCE", "${{ needs.plan.outputs.gpu_source }}"),
         ],
     );
-    let registered: Vec<&str> = runners
-        .registered_gpus()
-        .map(|g| g.target.as_str())
-        .collect();
     let mut s = String::new();
     s += "set -euo pipefail\n";
     s += "mkdir -p report\n";
@@ -769,7 +801,6 @@ fn report_job(y: &mut Y, runners: &Runners, tests: &[String]) {
     s += "  echo >> report/report.md\n";
     s += "  echo 'No hardware results: no test job ran.' >> report/report.md\n";
     s += "fi\n";
-    let _ = writeln!(s, "registered=\" {} \"", registered.join(" "));
     s += "{\n";
     s += "  echo\n";
     s += "  echo '## Targets without results'\n";
@@ -778,8 +809,8 @@ fn report_job(y: &mut Y, runners: &Runners, tests: &[String]) {
     s += "    arch=${t%%:*}\n";
     s += "    if [ \"$TRUSTED\" != true ]; then\n";
     s += "      echo \"- $t: untested (pull requests never run on hardware runners)\"\n";
-    s += "    elif [[ \"$registered\" != *\" $arch \"* ]]; then\n";
-    s += "      echo \"- $t: untested (no runner registered for $arch in runners.toml)\"\n";
+    s += "    elif [[ \",$GPU_READY,\" != *\",$arch,\"* ]]; then\n";
+    s += "      echo \"- $t: untested (no runner for $arch according to $GPU_SOURCE)\"\n";
     s += "    fi\n";
     s += "  done\n";
     s += "} >> report/report.md\n";
@@ -881,26 +912,35 @@ rocforge publish dist --to \"github://$REPO@$TAG\"
 rocforge publish dist --to \"oci://ghcr.io/${OWNER,,}/rocforge\"
 ";
     y.run(8, s);
-    y.login("runtime image push");
-    y.line(6, "- name: Runtime image to GHCR");
+    y.login("runtime images push");
+    y.line(6, "- name: Runtime images to GHCR, one per target");
     y.env(
         8,
         &[
             ("OWNER", "${{ github.repository_owner }}"),
             ("RELEASE", "${{ needs.plan.outputs.release }}"),
+            ("TARGETS", "${{ needs.plan.outputs.targets }}"),
             ("TAG", "${{ github.ref_name }}"),
+            REGISTRY_USER,
+            REGISTRY_PASSWORD,
         ],
     );
+    // The OS part comes from the template; the stack is the reproducible layer `image create`
+    // adds from the same store entries the tarballs were packaged from.
     let s = "\
 set -euo pipefail
-if [ ! -f containers/Containerfile.runtime ]; then
-  echo \"::notice::no containers/Containerfile.runtime yet: no runtime image published\"
-  exit 0
-fi
-image=\"ghcr.io/${OWNER,,}/rocforge:$RELEASE-$TAG\"
-podman build --build-arg RELEASE=\"$RELEASE\" -f containers/Containerfile.runtime -t \"$image\" dist
-podman push \"$image\"
-echo \"- runtime image $image\" >> \"$GITHUB_STEP_SUMMARY\"
+repo_owner=\"${OWNER,,}\"
+base=\"ghcr.io/$repo_owner/rocforge-runtime-base:$RELEASE-$TAG\"
+podman build --timestamp 0 -f containers/Containerfile.runtime -t \"$base\" containers
+podman push \"$base\"
+mapfile -t components < <(rocforge --release \"$RELEASE\" --format json list | jq -r '.components[].name')
+for t in ${TARGETS//,/ }; do
+  arch=${t%%:*}
+  image=\"ghcr.io/$repo_owner/rocforge:$RELEASE-$arch-$TAG\"
+  rocforge --release \"$RELEASE\" --arch \"$t\" --locked image create \"${components[@]}\" \\
+    --base \"$base\" --tag \"$image\" --push
+  echo \"- runtime image $image\" >> \"$GITHUB_STEP_SUMMARY\"
+done
 ";
     y.run(8, s);
     y.line(6, "- name: Pages site (signed index, wheel index)");
@@ -912,7 +952,7 @@ cp dist/index.json* dist/SHA256SUMS* dist/report.* site/
 find dist -mindepth 1 -maxdepth 1 -type d -exec cp -r {} site/ \\;
 ";
     y.run(8, s);
-    y.line(6, "- uses: actions/upload-pages-artifact@v3");
+    y.line(6, &format!("- uses: {UPLOAD_PAGES}"));
     y.line(8, "with:");
     y.line(10, "path: site");
     y.line(0, "");
@@ -926,7 +966,7 @@ find dist -mindepth 1 -maxdepth 1 -type d -exec cp -r {} site/ \\;
     y.line(6, "url: ${{ steps.deploy.outputs.page_url }}");
     y.line(4, "steps:");
     y.line(6, "- id: deploy");
-    y.line(8, "uses: actions/deploy-pages@v4");
+    y.line(8, &format!("uses: {DEPLOY_PAGES}"));
 }
 
 #[cfg(test)]
@@ -1028,24 +1068,35 @@ mod tests {
     }
 
     #[test]
-    fn gpu_jobs_only_for_registered_runners() {
+    fn gpu_jobs_run_only_where_the_plan_found_a_runner() {
         let l = line("l-1", &[("a", 0), ("b", 1)]);
         let mut r = Runners::embedded();
+        r.gpu.iter_mut().for_each(|g| g.registered = false);
         let wf = workflow(std::slice::from_ref(&l), &r);
-        assert!(
-            !wf.contains("runs-on: [self-hosted"),
-            "no runner is registered"
-        );
-        assert!(wf.contains("untested (no runner registered for $arch in runners.toml)"));
-        r.gpu[0].registered = true;
+        // Every GPU label gets a job; whether it runs is decided at run time by the plan.
         let target = r.gpu[0].target.clone();
-        let wf = workflow(&[l], &r);
         assert!(wf.contains(&format!("runs-on: [self-hosted, linux, {target}]")));
-        assert!(wf.contains(&format!("  test-{target}:\n")));
-        assert!(wf.contains(&format!("registered=\" {target} \"")));
-        assert!(wf.contains(&format!("needs: [plan, test-{target}]")));
+        assert!(
+            wf.contains("registered=\"  \""),
+            "none registered in runners.toml"
+        );
+        assert!(wf.contains("untested (no runner for $arch according to $source)"));
+        assert!(wf.contains("rocforge ci runners --repo \"$REPO\" --format json"));
+        assert!(wf.contains("secrets.ROCFORGE_RUNNERS_TOKEN"));
         let test = job_text(&wf, &format!("test-{target}"));
         assert!(test.contains(TRUSTED), "tests run for trusted events only");
         assert!(!test.contains("pull_request"));
+        assert!(test.contains(&format!(
+            "contains(format(',{{0}},', needs.plan.outputs.gpu_ready), ',{target},')"
+        )));
+        r.gpu[0].registered = true;
+        let wf = workflow(&[l], &r);
+        assert!(wf.contains(&format!("registered=\" {target} \"")));
+        assert!(wf.contains(&format!("needs: [plan, test-{target}")));
+        // The runner-listing token reaches only trusted runs.
+        let plan = job_text(&wf, "plan");
+        assert!(plan.contains(&format!(
+            "RUNNERS_TOKEN: ${{{{ {TRUSTED} && secrets.ROCFORGE_RUNNERS_TOKEN || '' }}}}"
+        )));
     }
 }

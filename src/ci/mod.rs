@@ -1,6 +1,7 @@
 //! The release pipeline's generated files: the GitHub Actions workflow (from the catalog and
 //! runners.toml) and the Nix overlay export.
 
+pub mod discover;
 pub mod github;
 pub mod nix;
 pub mod runners;

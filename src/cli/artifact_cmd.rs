@@ -28,6 +28,10 @@ fn pkg_err(e: PackageError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
+fn trust_err(e: rocforge::trust::TrustError) -> CliError {
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
 fn install_err(e: InstallError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
@@ -127,6 +131,14 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         };
         let p = package::package_entry(&store, &step.key.0, &opts).map_err(pkg_err)?;
         task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
+        if p.licenses.is_empty() {
+            reporter.note(&format!(
+                "warning: {}: the tarball carries no license file (none was found in its source \
+                 when it was built; list them with license-files = [\"…\"] in its recipe and \
+                 build again)",
+                p.component
+            ));
+        }
         for (f, path) in &p.leaks {
             reporter.note(&format!(
                 "warning: {}: {f} contains the build path {path}",
@@ -143,7 +155,8 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
             .map(|p| {
                 json!({"component": p.component, "file": p.tarball.path, "size": p.tarball.size,
                 "sha256": p.tarball.sha256, "files": p.manifest_files, "installed_size": p.installed_size,
-                "glibc_floor": p.glibc_floor, "signature": p.signature})
+                "glibc_floor": p.glibc_floor, "licenses": p.licenses, "needs": p.needs,
+                "provides": p.provides, "signature": p.signature})
             })
             .collect();
         println!(
@@ -218,6 +231,57 @@ pub fn key_generate(_g: &Global, out: Option<&Path>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn key_rotate(
+    _g: &Global,
+    old: &Path,
+    new: &[String],
+    revoke_old: bool,
+    revoke: &[String],
+    out: &Path,
+) -> Result<ExitCode> {
+    let sk = sign::load_secret(old, password()).map_err(sign_err)?;
+    let new: Vec<sign::PublicKey> = new
+        .iter()
+        .map(|k| sign::public_from_arg(k))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(sign_err)?;
+    let mut revoked: Vec<sign::PublicKey> = revoke
+        .iter()
+        .map(|k| sign::public_from_arg(k))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(sign_err)?;
+    if revoke_old {
+        revoked.push(sk.public().clone());
+    }
+    let r = rocforge::trust::rotate(&sk, &new, &revoked, out).map_err(trust_err)?;
+    for f in &r.files {
+        println!("{}", f.display());
+    }
+    eprintln!(
+        "key list {} signed by key {}: trusts {}{}; publish these files beside index.json (and keep \
+         every keys-N.json: installers follow the chain back to the key they trust)",
+        r.list.sequence,
+        sk.key_id(),
+        new.iter()
+            .map(|k| sign::key_id(k.keynum()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if revoked.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", revokes {}",
+                revoked
+                    .iter()
+                    .map(|k| sign::key_id(k.keynum()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<ExitCode> {
     let Some(sk) = load_signing_key(key)? else {
         return Err(Diagnostic::new("no signing key")
@@ -236,18 +300,71 @@ pub fn verify_cmd(
     file: &Path,
     keys: &[String],
     sig: Option<&Path>,
+    key_list: Option<&Path>,
 ) -> Result<ExitCode> {
     let keys = trusted(g, keys)?;
     let sig = sig
         .map(Path::to_path_buf)
         .unwrap_or_else(|| sign::signature_path(file));
-    let v = sign::verify_file(&keys, file, &sig).map_err(sign_err)?;
+    // The key list: --key-list, else keys.json beside FILE.
+    let list = key_list.map(Path::to_path_buf).or_else(|| {
+        let p = file
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(rocforge::trust::KEY_LIST_NAME);
+        (p.is_file() && p != file).then_some(p)
+    });
+    let resolved = match &list {
+        Some(l) => {
+            let dir = match l.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let name = l
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut state = rocforge::trust::StateFile::load_default().map_err(trust_err)?;
+            let r = rocforge::trust::resolve(
+                &keys,
+                &mut rocforge::trust::DirSource { dir },
+                &name,
+                &mut state,
+            )
+            .map_err(trust_err)?;
+            if r.chain.is_none() && r.notes.is_empty() {
+                return Err(
+                    Diagnostic::new(format!("{}: no such key list", l.display()))
+                        .hint("name a keys.json written by `rocforge key rotate`")
+                        .into(),
+                );
+            }
+            r
+        }
+        None => {
+            let state = rocforge::trust::StateFile::load_default().map_err(trust_err)?;
+            rocforge::trust::Resolved::from_roots(&keys, &state.state)
+        }
+    };
+    for n in &resolved.notes {
+        eprintln!("warning: {n}");
+    }
+    let v = resolved.verify_file(file, &sig).map_err(trust_err)?;
     println!(
         "{}: good signature from key {} ({})",
         file.display(),
         v.key_id,
         v.trusted_comment
     );
+    if let Some(c) = &resolved.chain {
+        eprintln!(
+            "trusted through key list {} ({} list{} from key {})",
+            c.sequence,
+            c.lists,
+            if c.lists == 1 { "" } else { "s" },
+            c.anchor
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -269,6 +386,7 @@ pub struct InstallArgs<'a> {
     pub allow_host: &'a [String],
     pub keys: &'a [String],
     pub max_size: Option<&'a str>,
+    pub runtime: install::RuntimeCheck,
 }
 
 pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
@@ -325,6 +443,7 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         cache_dir: Cache::default_root(),
         max_bytes,
         download: Default::default(),
+        runtime: a.runtime,
         stop: &stop,
     };
     let report = match install::install(&req, &reporter) {
@@ -360,8 +479,38 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Finishes an install into `prefix` that a kill -9 cut short (src/install/merge.rs), so the
+/// receipts about to be read tell the truth. Waits for a running install when `wait` (and then
+/// returns the prefix's lock, held until dropped), else leaves the prefix to it.
+fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
+    let pending = !install::merge::staging(prefix).is_empty();
+    if !pending && (!wait || !prefix.is_dir()) {
+        return Ok(None);
+    }
+    let err = |e: std::io::Error| {
+        CliError::One(
+            Diagnostic::new(format!("{}: {e}", prefix.display()))
+                .hint("check permissions of the prefix and its parent directory"),
+        )
+    };
+    let lock = install::merge::lock(prefix, wait, &|| {
+        eprintln!(
+            "waiting for another rocforge process installing into {}",
+            prefix.display()
+        )
+    })
+    .map_err(err)?;
+    if lock.is_some() {
+        for name in install::merge::recover(prefix).map_err(err)? {
+            eprintln!("completed the install of {name} that a killed run had begun");
+        }
+    }
+    Ok(lock)
+}
+
 pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
     let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let _lock = settle(&prefix, true)?;
     let removed = receipt::uninstall(&prefix, names)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
     println!(
@@ -381,6 +530,7 @@ pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Re
 
 pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
     let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let _lock = settle(&prefix, false)?;
     let all = receipt::read_all(&prefix);
     if g.format == Format::Json {
         let items: Vec<_> = all

@@ -10,7 +10,8 @@ use rocforge::ci::runners::{RUNNERS_FILE, Runners};
 use rocforge::ci::{nix, unified_diff};
 use rocforge::diag::Diagnostic;
 
-/// Every release line of the catalog, oldest first.
+/// Every release line of the catalog, oldest first, except previews (`preview = true` in
+/// release.toml): a line still being brought up is built on request, not released.
 fn lines(g: &Global) -> Result<Vec<Line>> {
     let r = root(g);
     let names = r
@@ -19,7 +20,9 @@ fn lines(g: &Global) -> Result<Vec<Line>> {
     let mut out = Vec::new();
     for name in names {
         let c = Catalog::load(r.clone(), Some(&name))?;
-        out.push(Line::from_catalog(&c));
+        if !c.release.preview {
+            out.push(Line::from_catalog(&c));
+        }
     }
     Ok(out)
 }
@@ -141,6 +144,118 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
                 out.display()
             );
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ci runners`: runners.toml's labels, with the API's online counts when a token is set.
+pub fn runners(g: &Global, dir: &Path, repo: Option<&str>, org: Option<&str>) -> Result<ExitCode> {
+    use rocforge::ci::discover::{self, Scope};
+    only_text_or_json(g, "ci runners")?;
+    let path = dir.join(RUNNERS_FILE);
+    let runners = Runners::read(&path).map_err(|e| {
+        Diagnostic::new(e.to_string()).hint(
+            "run from the repository root, or pass --dir ROOT (the directory holding runners.toml)",
+        )
+    })?;
+    let scope = match (repo, org) {
+        (Some(r), _) => Some(Scope::parse_repo(r).ok_or_else(|| {
+            Diagnostic::new(format!("--repo {r:?} is not OWNER/REPO"))
+                .hint("e.g. --repo rocforge/rocforge")
+        })?),
+        (None, Some(o)) => Some(Scope::Org(o.to_string())),
+        (None, None) => None,
+    };
+    let token = ["ROCFORGE_RUNNERS_TOKEN", "GITHUB_TOKEN"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+    let api = std::env::var("ROCFORGE_GITHUB_API")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "https://api.github.com".into());
+    let (source, listed) = match (&scope, &token) {
+        (Some(scope), Some(token)) => {
+            let client = reqwest::blocking::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .map_err(|e| Diagnostic::new(format!("HTTP client: {e}")))?;
+            let list = discover::list(&client, &api, token, scope)
+                .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?;
+            ("github-api", Some(list))
+        }
+        (Some(_), None) => {
+            return Err(Diagnostic::new("--repo/--org given but no token is set")
+                .hint("set ROCFORGE_RUNNERS_TOKEN (or GITHUB_TOKEN) to a token with \"Administration: read\", or drop --repo to use runners.toml alone")
+                .into());
+        }
+        (None, _) => ("runners.toml", None),
+    };
+    let states = discover::states(&runners, listed.as_deref());
+    let gpu_ready: Vec<&str> = states
+        .iter()
+        .filter(|s| s.kind == "gpu" && s.ready())
+        .map(|s| s.label.as_str())
+        .collect();
+    let disagree: Vec<&discover::LabelState> = states
+        .iter()
+        .filter(|s| s.online.is_some() && s.ready() != s.registered)
+        .collect();
+    if g.format == super::Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": "rocforge.runners/1",
+                "source": source,
+                "labels": states,
+                "gpu_ready": gpu_ready,
+                "runners": listed,
+            }))
+            .unwrap_or_default()
+        );
+    } else {
+        println!(
+            "{:<18} {:<6} {:<20} online  offline",
+            "label", "kind", "runners.toml"
+        );
+        for s in &states {
+            let n = |v: Option<usize>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+            println!(
+                "{:<18} {:<6} {:<20} {:<7} {}",
+                s.label,
+                s.kind,
+                if s.registered {
+                    "registered"
+                } else {
+                    "not registered"
+                },
+                n(s.online),
+                n(s.offline)
+            );
+        }
+        println!(
+            "GPU targets with a runner ({source}): {}",
+            if gpu_ready.is_empty() {
+                "none".to_string()
+            } else {
+                gpu_ready.join(", ")
+            }
+        );
+    }
+    for s in disagree {
+        eprintln!(
+            "warning: runners.toml says {} is {}, the API {}: update runners.toml and run `rocforge ci github`",
+            s.label,
+            if s.registered {
+                "registered"
+            } else {
+                "not registered"
+            },
+            if s.ready() {
+                "has a runner online"
+            } else {
+                "has none online"
+            }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -24,7 +24,7 @@ use rocforge::plan::key::RuntimeKind;
 
 const AFTER_HELP: &str = "\
 Examples:
-  rocforge list                                  components of the newest release line
+  rocforge list                                  components of every release line
   rocforge plan rocsparse --arch gfx90c          what a build of rocSPARSE for gfx90c would do
   rocforge plan rocsolver --arch gfx90c,gfx902 --format json
   rocforge arch show gfx90c                      what rocforge knows about a GPU target
@@ -53,7 +53,7 @@ pub struct Global {
     /// A recipes/ directory to use instead of the built-in catalog (patches come from its sibling patches/)
     #[arg(long, global = true, env = "ROCFORGE_RECIPES", value_name = "DIR")]
     pub recipes: Option<PathBuf>,
-    /// Release line, e.g. rocm-6.4.4 [default: the newest in the catalog]
+    /// Release line, e.g. rocm-6.4.4 [default: the newest that is not a preview]
     #[arg(long, global = true, env = "ROCFORGE_RELEASE", value_name = "NAME")]
     pub release: Option<String>,
     /// The store of built install trees [default: $XDG_DATA_HOME/rocforge/store]
@@ -322,7 +322,12 @@ Examples:
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
     },
-    /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key)
+    /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key, key lists)
+    #[command(after_help = "\
+A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one
+--key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted
+key, and removes the keys it revokes. The newest list seen and every revocation are remembered in
+$ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.")]
     Verify {
         file: PathBuf,
         /// A public key (RW… or a .pub file); repeatable
@@ -331,13 +336,20 @@ Examples:
         /// The signature file [default: FILE.minisig]
         #[arg(long, value_name = "FILE")]
         sig: Option<PathBuf>,
+        /// A key list to apply [default: keys.json beside FILE, if there is one]
+        #[arg(long, value_name = "FILE")]
+        key_list: Option<PathBuf>,
     },
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
-Checks the index signature against the trusted keys and its expiry, the host's glibc against the
-artifacts' floor, downloads each artifact (resumable, verified against the index's sha256),
-extracts it safely into a staging directory beside the prefix, then moves it in and writes a
-receipt. A failed or interrupted install leaves the prefix as it was.
+Checks the index signature against the trusted keys (built-in, config, --key, and those of the
+key list keys.json beside the index when its signatures chain back to a trusted key) and its
+expiry, the host's glibc against the artifacts' floor, and that the HIP runtime is there for
+artifacts that need it (in the prefix, in the ld.so cache, $ROCM_PATH/lib or /opt/rocm/lib;
+else the index's rocm-runtime is added, else install stops; ROCFORGE_HOST_LIBS=DIR[:DIR…], for
+tests and unusual systems, names the only directories to look in), downloads each artifact
+(resumable, verified against the index's sha256), extracts it safely into a staging directory
+beside the prefix, then moves it in and writes a receipt. A failed or interrupted install leaves the prefix as it was.
 
 Examples:
   rocforge install rocsparse --arch gfx90c --from https://example.org/rocforge/rocm-6.4.4/ --prefix /opt/rocforge
@@ -363,6 +375,12 @@ Examples:
         /// Refuse to unpack more than this [default: 256GiB]
         #[arg(long, value_name = "SIZE")]
         max_size: Option<String>,
+        /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
+        #[arg(long, conflicts_with = "no_runtime_check")]
+        with_runtime: bool,
+        /// Do not check that the HIP runtime the artifacts need is present (nor add it)
+        #[arg(long)]
+        no_runtime_check: bool,
     },
     /// Remove installed components: exactly the files their receipts list
     Uninstall {
@@ -425,6 +443,16 @@ Examples:
         from: Option<String>,
     },
     /// One HTML page and a markdown summary from results bundles of any number of machines
+    #[command(after_help = "\
+Results pulled from oci://REGISTRY/REPO come from anyone who can push there, so each must carry a
+minisign signature (`rocforge test … --submit oci://… --key SECRET`) by a trusted key: the
+built-in keys, config [trust] keys, or --key. A bad signature or an untrusted key is refused
+(named, and left out); an unsigned artifact is left out unless --allow-unsigned. Local
+results.json files are your own and are read as they are.
+
+Examples:
+  rocforge report rocforge-results/*/results.json --out report/
+  rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… --out report/")]
     Report {
         /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
         #[arg(required = true)]
@@ -432,6 +460,12 @@ Examples:
         /// Where report.html and report.md go
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Also trust this public key (RW… or a .pub file) for pulled results; repeatable
+        #[arg(long, value_name = "PUB")]
+        key: Vec<String>,
+        /// Include pulled results that carry no signature (they are marked as such on stderr)
+        #[arg(long)]
+        allow_unsigned: bool,
     },
     /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
     #[command(after_help = "\
@@ -461,6 +495,34 @@ pub enum KeyCommand {
         /// Directory for rocforge.key and rocforge.pub [default: ~/.config/rocforge/keys]
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+    /// Rotate the signing key: a new key list trusting --new, signed by the --old secret key
+    #[command(after_help = "\
+Writes OUT (keys.json: sequence, issue date, the keys to trust and to revoke, and a sha256 link
+to the list before it) and OUT.minisig, signed by the old key, plus the numbered copy
+keys-<N>.json(.minisig); an existing OUT becomes keys-<N-1>.json. Publish all of them beside
+index.json: installers that trust the old key follow the chain to the new one. Schema and rules:
+docs/security.md. The old key's password comes from ROCFORGE_KEY_PASSWORD.
+
+Examples:
+  rocforge key generate --out new-keys
+  rocforge key rotate --old ~/.config/rocforge/keys/rocforge.key --new new-keys/rocforge.pub --revoke-old --out dist/keys.json")]
+    Rotate {
+        /// The secret key that signs the list (trusted today)
+        #[arg(long, value_name = "SECRET")]
+        old: PathBuf,
+        /// A public key to trust from now on (RW… or a .pub file); repeatable
+        #[arg(long, value_name = "PUB", required = true)]
+        new: Vec<String>,
+        /// Revoke the old key: installers stop trusting it once they have seen this list
+        #[arg(long)]
+        revoke_old: bool,
+        /// Another public key to revoke; repeatable
+        #[arg(long, value_name = "PUB")]
+        revoke: Vec<String>,
+        /// The key list to write (its directory gets the numbered copies)
+        #[arg(long, value_name = "FILE", default_value = "keys.json")]
+        out: PathBuf,
     },
 }
 
@@ -561,6 +623,30 @@ Examples:
         #[arg(long)]
         check: bool,
         /// The repository root: runners.toml is read and .github/ written there
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Which self-hosted runner labels of runners.toml have a runner: from the GitHub API when a token is set
+    #[command(after_help = "\
+Without a token, runners.toml's `registered` decides. With ROCFORGE_RUNNERS_TOKEN (or
+GITHUB_TOKEN) set and --repo or --org given, the GitHub API lists the runners: a label is ready
+when a runner carrying self-hosted, linux and the label is online. The token needs
+\"Administration: read\" on the repository (\"Self-hosted runners: read\" on an organization);
+the workflow's own GITHUB_TOKEN does not have it. ROCFORGE_GITHUB_API overrides
+https://api.github.com. `gpu_ready` in the JSON is what the release workflow's plan job uses.
+
+Examples:
+  rocforge ci runners                                  runners.toml only
+  ROCFORGE_RUNNERS_TOKEN=… rocforge ci runners --repo me/rocforge
+  rocforge ci runners --repo me/rocforge --format json | jq -r '.gpu_ready | join(\",\")'")]
+    Runners {
+        /// OWNER/REPO whose runners to list
+        #[arg(long, value_name = "OWNER/REPO", conflicts_with = "org")]
+        repo: Option<String>,
+        /// An organization whose runners to list
+        #[arg(long, value_name = "ORG")]
+        org: Option<String>,
+        /// The repository root holding runners.toml
         #[arg(long, value_name = "DIR", default_value = ".")]
         dir: PathBuf,
     },
@@ -686,10 +772,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
         Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
+        Command::Key(KeyCommand::Rotate {
+            old,
+            new,
+            revoke_old,
+            revoke,
+            out,
+        }) => artifact_cmd::key_rotate(g, old, new, *revoke_old, revoke, out),
         Command::Sign { files, key } => artifact_cmd::sign_cmd(g, files, key.as_deref()),
-        Command::Verify { file, key, sig } => {
-            artifact_cmd::verify_cmd(g, file, key, sig.as_deref())
-        }
+        Command::Verify {
+            file,
+            key,
+            sig,
+            key_list,
+        } => artifact_cmd::verify_cmd(g, file, key, sig.as_deref(), key_list.as_deref()),
         Command::Install {
             components,
             from,
@@ -698,6 +794,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             allow_host,
             key,
             max_size,
+            with_runtime,
+            no_runtime_check,
         } => artifact_cmd::install_cmd(
             g,
             artifact_cmd::InstallArgs {
@@ -708,6 +806,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 allow_host,
                 keys: key,
                 max_size: max_size.as_deref(),
+                runtime: if *no_runtime_check {
+                    rocforge::install::RuntimeCheck::Skip
+                } else if *with_runtime {
+                    rocforge::install::RuntimeCheck::With
+                } else {
+                    rocforge::install::RuntimeCheck::Auto
+                },
             },
         ),
         Command::Uninstall { names, prefix } => {
@@ -812,11 +917,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 from: from.as_deref(),
             },
         ),
-        Command::Report { results, out } => test_cmd::report(g, results, out),
+        Command::Report {
+            results,
+            out,
+            key,
+            allow_unsigned,
+        } => test_cmd::report(g, results, out, key, *allow_unsigned),
         Command::Inspect { paths, against } => {
             inspect_cmd::inspect_cmd(g, paths, against.as_deref())
         }
         Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
+        Command::Ci(CiCommand::Runners { repo, org, dir }) => {
+            ci_cmd::runners(g, dir, repo.as_deref(), org.as_deref())
+        }
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {

@@ -17,7 +17,7 @@ use rocforge::source::cache::Cache;
 use rocforge::source::derive::Overlay;
 use rocforge::source::download::DownloadOptions;
 use rocforge::source::git;
-use rocforge::source::lock::{self, LockedImage, LockedSource, Lockfile};
+use rocforge::source::lock::{self, LockedImage, LockedInput, LockedSource, Lockfile};
 use rocforge::source::patch::{self, PatchFile};
 use rocforge::source::prepare::{self, SourceError, Sources};
 
@@ -191,6 +191,7 @@ pub fn lock(g: &Global, check: bool, skip_images: bool) -> Result<ExitCode> {
     let mut new = Lockfile::new();
     let mut d = Diagnostics::default();
     let client = rocforge::source::download::client();
+    let cache = Cache::new(Cache::default_root());
     for c in &catalogs {
         let release = &c.release.name;
         for r in c.recipes.values() {
@@ -235,6 +236,25 @@ pub fn lock(g: &Global, check: bool, skip_images: bool) -> Result<ExitCode> {
                 commit,
             });
         }
+        for r in c.recipes.values() {
+            for input in &r.inputs {
+                let Some(md5) = &input.md5 else { continue };
+                if let Some(l) = lock_md5_input(
+                    &old,
+                    &config,
+                    &client,
+                    &cache,
+                    &reporter,
+                    release,
+                    &r.name.value,
+                    input,
+                    md5,
+                    &mut d,
+                ) {
+                    new.inputs.push(l);
+                }
+            }
+        }
         if skip_images {
             if let Some(i) = old.image(release, &c.release.image) {
                 new.images.push(i.clone());
@@ -258,17 +278,77 @@ pub fn lock(g: &Global, check: bool, skip_images: bool) -> Result<ExitCode> {
     new.write(&path)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
     if g.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&json!({"schema": "rocforge.lock/1", "path": path, "changed": changed, "sources": new.sources.len(), "images": new.images.len()})).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&json!({"schema": "rocforge.lock/1", "path": path, "changed": changed, "sources": new.sources.len(), "images": new.images.len(), "inputs": new.inputs.len()})).unwrap_or_default());
     } else {
         println!(
-            "{} {}: {} source(s), {} image(s)",
+            "{} {}: {} source(s), {} image(s), {} md5-pinned input(s)",
             if changed { "wrote" } else { "unchanged" },
             rocforge::catalog::display_path(&path),
             new.sources.len(),
-            new.images.len()
+            new.images.len(),
+            new.inputs.len()
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lock entry of an `[[inputs]]` entry pinned by md5: the old entry when it was made for
+/// the same URL and md5 (the file is not downloaded again), else a download whose md5 must
+/// match, recorded by its sha256. A failure is pushed to `d` and gives None.
+#[allow(clippy::too_many_arguments)]
+fn lock_md5_input(
+    old: &Lockfile,
+    config: &Config,
+    client: &reqwest::blocking::Client,
+    cache: &Cache,
+    reporter: &TermReporter,
+    release: &str,
+    component: &str,
+    input: &rocforge::recipe::ExtraInput,
+    md5: &str,
+    d: &mut Diagnostics,
+) -> Option<LockedInput> {
+    use rocforge::progress::Reporter;
+    if let Some(l) = old.input(release, component, &input.name)
+        && l.url == input.url
+        && l.md5 == *md5
+    {
+        return Some(l.clone());
+    }
+    let fetch_url = config.resolve(&input.url);
+    if fetch_url != input.url {
+        reporter.note(&format!(
+            "{release}/{component}: downloading input {} from mirror {fetch_url}",
+            input.name
+        ));
+    }
+    match rocforge::source::download::download_md5(
+        client,
+        &fetch_url,
+        md5,
+        &cache.root().join("downloads"),
+        &DownloadOptions::default(),
+        reporter,
+    ) {
+        Ok((_, sha256)) => Some(LockedInput {
+            release: release.to_string(),
+            component: component.to_string(),
+            name: input.name.clone(),
+            url: input.url.clone(),
+            md5: md5.to_string(),
+            sha256,
+        }),
+        Err(e) => {
+            d.push(
+                Diagnostic::new(format!(
+                    "{release}/{component}: input {} ({}): {e}",
+                    input.name, input.url
+                ))
+                .hint(e.hint()),
+            );
+            None
+        }
+    }
 }
 
 fn dev_dir(component: &str, dir: Option<&Path>) -> PathBuf {

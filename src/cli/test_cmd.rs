@@ -354,6 +354,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 cache_dir: rocforge::source::cache::Cache::default_root(),
                 max_bytes: install::DEFAULT_MAX_BYTES,
                 download: Default::default(),
+                runtime: install::RuntimeCheck::Auto,
                 stop: &stop,
             };
             let report = install::install(&req, &installer).map_err(|e| one(&e, e.hint()))?;
@@ -686,10 +687,17 @@ fn pick_device<'p>(
     ))
 }
 
-pub fn report(g: &Global, results: &[PathBuf], out: &Path) -> Result<ExitCode> {
+pub fn report(
+    g: &Global,
+    results: &[PathBuf],
+    out: &Path,
+    keys: &[String],
+    allow_unsigned: bool,
+) -> Result<ExitCode> {
     only_text_or_json(g, "report")?;
     let mut bundles = Vec::new();
     let mut client = None;
+    let mut trust: Option<rocforge::trust::Resolved> = None;
     for r in results {
         let text = r.to_string_lossy();
         if text.starts_with("oci://") {
@@ -709,8 +717,56 @@ pub fn report(g: &Global, results: &[PathBuf], out: &Path) -> Result<ExitCode> {
                     "submit results there first: `rocforge test COMPONENT --arch T --submit oci://…`",
                 ));
             }
-            for (reference, bytes) in pulled {
-                bundles.push(report::parse(&bytes, &reference).map_err(|e| one(&e, e.hint()))?);
+            if trust.is_none() {
+                let roots = super::artifact_cmd::trusted(g, keys)?;
+                let state =
+                    rocforge::trust::StateFile::load_default().map_err(|e| one(&e, e.hint()))?;
+                trust = Some(rocforge::trust::Resolved::from_roots(&roots, &state.state));
+            }
+            let trust = trust.as_ref().expect("just set");
+            let (mut signed, mut unsigned, mut refused) = (0, 0, 0);
+            for p in pulled {
+                match &p.signature {
+                    Some(sig) => match trust.verify_bytes(&p.results, sig, &p.reference) {
+                        Ok(v) => {
+                            signed += 1;
+                            if !g.quiet {
+                                eprintln!("{}: signed by trusted key {}", p.reference, v.key_id);
+                            }
+                        }
+                        Err(e) => {
+                            refused += 1;
+                            eprintln!("warning: {}: refused: {e}", p.reference);
+                            continue;
+                        }
+                    },
+                    None if allow_unsigned => {
+                        unsigned += 1;
+                        eprintln!(
+                            "warning: {}: unsigned, included because of --allow-unsigned",
+                            p.reference
+                        );
+                    }
+                    None => {
+                        refused += 1;
+                        eprintln!(
+                            "warning: {}: unsigned, left out (--allow-unsigned includes it)",
+                            p.reference
+                        );
+                        continue;
+                    }
+                }
+                bundles
+                    .push(report::parse(&p.results, &p.reference).map_err(|e| one(&e, e.hint()))?);
+            }
+            eprintln!(
+                "{text}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out"
+            );
+            if signed + unsigned == 0 {
+                return Err(one(
+                    format!("{text}: no results artifact is signed by a trusted key"),
+                    "trust the submitters' public keys with --key RW… (or [trust] keys in rocforge.toml), or pass --allow-unsigned to read unsigned ones",
+                ));
             }
             continue;
         }

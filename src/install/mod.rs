@@ -4,6 +4,7 @@
 //! interrupted install leaves it exactly as it was.
 
 pub mod extract;
+pub mod merge;
 pub mod receipt;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,7 +17,7 @@ use reqwest::Url;
 use crate::package::index::{
     Artifact, INDEX_NAME, Index, MAX_INDEX_BYTES, now_unix, parse_rfc3339, rfc3339,
 };
-use crate::package::manifest::{Kind, version_tuple};
+use crate::package::manifest::{HIP_RUNTIME, Kind, version_tuple};
 use crate::package::tarball::Compression;
 use crate::progress::Reporter;
 use crate::sign::{PublicKey, SignError};
@@ -34,6 +35,14 @@ pub enum InstallError {
     Unsigned { from: String },
     #[error("the index signature does not verify: {0}")]
     Signature(SignError),
+    #[error("the index signature does not verify: {source}\n{}", notes.join("\n"))]
+    SignatureNotes {
+        source: SignError,
+        /// Key lists beside the index that were not used, and why.
+        notes: Vec<String>,
+    },
+    #[error(transparent)]
+    Trust(crate::trust::TrustError),
     #[error("the index {from} expired at {expires}; it may be an old copy replayed by a mirror")]
     Expired { from: String, expires: String },
     #[error("the index {from} has an invalid date {value:?}")]
@@ -62,6 +71,13 @@ pub enum InstallError {
         need: String,
         have: String,
     },
+    #[error("{} need{} the HIP runtime (libamdhip64), which this system lacks (searched {}) and which the index does not offer", artifacts.join(", "), if artifacts.len() == 1 { "s" } else { "" }, searched.join(", "))]
+    NoRuntime {
+        artifacts: Vec<String>,
+        searched: Vec<String>,
+    },
+    #[error("--with-runtime: the index {from} offers no component that provides the HIP runtime")]
+    NoRuntimeOffered { from: String },
     #[error("{artifact}: {source}")]
     Download {
         artifact: String,
@@ -92,16 +108,29 @@ impl InstallError {
             InstallError::Index { .. } => "check --from: a directory or URL holding index.json".into(),
             InstallError::Unsigned { .. } => "ask the publisher for a signed index, or pass --allow-unsigned if you trust the source and the connection".into(),
             InstallError::Signature(e) => e.hint(),
+            InstallError::SignatureNotes { source, .. } => source.hint(),
+            InstallError::Trust(e) => e.hint(),
             InstallError::Expired { .. } => "fetch a current index from the publisher; an expired index is never used".into(),
             InstallError::BadDate { .. } => "the index's issued/expires must be RFC 3339 UTC, e.g. 2025-06-01T00:00:00Z".into(),
             InstallError::NotInIndex { .. } => "check the component name and --arch against the index".into(),
             InstallError::MissingDependency { .. } => "the index is incomplete; the publisher must package the dependency too".into(),
             InstallError::OtherHost { .. } => "pass --allow-host HOST if you trust that host".into(),
             InstallError::Glibc { .. } => "use artifacts built for an older distribution, or build from source with `rocforge build`".into(),
+            InstallError::NoRuntime { .. } => format!(
+                "install ROCm's HIP runtime (AMD's hip-runtime-amd package, under /opt/rocm or $ROCM_PATH), \
+                 install from an index that offers rocm-runtime, or pass --no-runtime-check to install \
+                 anyway (the libraries will not load until a runtime is found; {HOST_LIBS_ENV}=DIR:… \
+                 names where to look instead of the ld.so cache)"
+            ),
+            InstallError::NoRuntimeOffered { .. } => {
+                "drop --with-runtime to use this system's runtime, or install from an index that offers rocm-runtime".into()
+            }
             InstallError::Download { source, .. } => match source {
                 DownloadError::Checksum { .. } => "the file on the server is not the one the signed index lists (truncated or replaced); nothing was installed".into(),
                 other => other.hint(),
             },
+            // Writing failed (a full disk), not the tarball.
+            InstallError::Extract(extract::ExtractError::Io { .. }) => "check free disk space and permissions beside the prefix; nothing was installed".into(),
             InstallError::Extract(_) => "the tarball is unsafe or damaged; nothing was installed. Report it to the publisher".into(),
             InstallError::ManifestMismatch { .. } => "the index and the tarball disagree; nothing was installed".into(),
             InstallError::Conflict { .. } => "uninstall the owner first, or install into another --prefix".into(),
@@ -126,6 +155,35 @@ pub struct LoadedIndex {
     pub signer: Option<String>,
     /// Why an unsigned index was accepted (for a loud warning).
     pub unsigned_reason: Option<String>,
+    /// The key list chain applied (keys.json beside the index), if any.
+    pub key_list: Option<crate::trust::Chain>,
+    /// Key lists found but not used, and why.
+    pub trust_notes: Vec<String>,
+}
+
+/// Key lists beside an index, over HTTP(S) or from file:// URLs.
+struct UrlSource<'a> {
+    client: &'a reqwest::blocking::Client,
+    index: &'a Url,
+}
+
+impl crate::trust::ListSource for UrlSource<'_> {
+    fn fetch(&mut self, name: &str) -> Result<Option<crate::trust::Fetched>, String> {
+        let u = self.index.join(name).map_err(|e| e.to_string())?;
+        let Some(bytes) = fetch_small(self.client, &u)? else {
+            return Ok(None);
+        };
+        let sig_url = Url::parse(&format!("{u}.minisig")).map_err(|e| e.to_string())?;
+        let signature =
+            fetch_small(self.client, &sig_url)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(Some(crate::trust::Fetched { bytes, signature }))
+    }
+
+    fn describe(&self, name: &str) -> String {
+        self.index
+            .join(name)
+            .map_or_else(|_| name.to_string(), |u| u.to_string())
+    }
 }
 
 /// Where `from` (a directory, a file, or a URL of either) puts index.json.
@@ -187,7 +245,8 @@ fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<V
     Ok(Some(buf))
 }
 
-/// Fetches the index and its signature, checks the signature against `keys` and the expiry.
+/// Fetches the index and its signature, applies the key list beside it (`keys.json`, see
+/// [`crate::trust`]) to `keys`, checks the signature and the expiry.
 pub fn load_index(
     client: &reqwest::blocking::Client,
     from: &str,
@@ -208,15 +267,52 @@ pub fn load_index(
     }
     let sig_url = Url::parse(&format!("{url}.minisig")).map_err(|e| bad(e.to_string()))?;
     let sig = fetch_small(client, &sig_url).map_err(&bad)?;
+    let mut key_list = None;
+    let mut trust_notes = Vec::new();
     let (signer, unsigned_reason) = match sig {
         None if allow_unsigned => (None, Some(format!("{shown} has no signature"))),
         None => return Err(InstallError::Unsigned { from: shown }),
         Some(sig) => {
             let text = String::from_utf8_lossy(&sig);
-            match crate::sign::verify_bytes(keys, &bytes, &text, &shown) {
+            let resolved = crate::trust::StateFile::load_default().and_then(|mut state| {
+                crate::trust::resolve(
+                    keys,
+                    &mut UrlSource {
+                        client,
+                        index: &url,
+                    },
+                    crate::trust::KEY_LIST_NAME,
+                    &mut state,
+                )
+            });
+            let resolved = match resolved {
+                Ok(r) => r,
+                Err(e) if allow_unsigned => {
+                    trust_notes.push(format!("key list not used: {e}"));
+                    crate::trust::Resolved {
+                        keys: keys.to_vec(),
+                        revoked: Default::default(),
+                        chain: None,
+                        notes: Vec::new(),
+                    }
+                }
+                Err(e) => return Err(InstallError::Trust(e)),
+            };
+            trust_notes.extend(resolved.notes.iter().cloned());
+            key_list = resolved.chain.clone();
+            match resolved.verify_bytes(&bytes, &text, &shown) {
                 Ok(v) => (Some(v.key_id), None),
                 Err(e) if allow_unsigned => (None, Some(e.to_string())),
-                Err(e) => return Err(InstallError::Signature(e)),
+                Err(crate::trust::TrustError::Sign(e)) if trust_notes.is_empty() => {
+                    return Err(InstallError::Signature(e));
+                }
+                Err(crate::trust::TrustError::Sign(source)) => {
+                    return Err(InstallError::SignatureNotes {
+                        source,
+                        notes: trust_notes,
+                    });
+                }
+                Err(e) => return Err(InstallError::Trust(e)),
             }
         }
     };
@@ -241,6 +337,8 @@ pub fn load_index(
         url,
         signer,
         unsigned_reason,
+        key_list,
+        trust_notes,
     })
 }
 
@@ -363,7 +461,196 @@ pub struct Request<'a> {
     pub cache_dir: PathBuf,
     pub max_bytes: u64,
     pub download: DownloadOptions,
+    /// What to do about the HIP runtime artifacts need.
+    pub runtime: RuntimeCheck,
     pub stop: &'a AtomicBool,
+}
+
+/// How install treats the HIP runtime that artifacts need (their `needs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuntimeCheck {
+    /// The prefix's or this system's runtime, else the index's provider (added), else an error.
+    #[default]
+    Auto,
+    /// Install the index's provider whatever this system has (`--with-runtime`).
+    With,
+    /// Do not check (`--no-runtime-check`).
+    Skip,
+}
+
+/// Names directories (`:`-separated) to look for the HIP runtime in, instead of the ld.so cache,
+/// `$ROCM_PATH/lib`, `/opt/rocm/lib` and `$LD_LIBRARY_PATH`: for tests and unusual systems.
+pub const HOST_LIBS_ENV: &str = "ROCFORGE_HOST_LIBS";
+
+/// The HIP runtime library on this system (the first `libamdhip64.so*` found), and where
+/// rocforge looked.
+pub fn host_hip_runtime() -> (Option<PathBuf>, Vec<String>) {
+    let find_in = |dir: &Path| -> Option<PathBuf> {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with("libamdhip64.so"))
+            })
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        names.into_iter().next()
+    };
+    if let Some(v) = std::env::var_os(HOST_LIBS_ENV) {
+        let dirs: Vec<PathBuf> = std::env::split_paths(&v).collect();
+        let searched = dirs.iter().map(|d| d.display().to_string()).collect();
+        return (dirs.iter().find_map(|d| find_in(d)), searched);
+    }
+    let mut searched = vec!["the ld.so cache (ldconfig -p)".to_string()];
+    for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
+        let Ok(out) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
+            continue;
+        };
+        for line in out.lines() {
+            if line.trim_start().starts_with("libamdhip64.so")
+                && let Some((_, path)) = line.rsplit_once("=> ")
+            {
+                return (Some(PathBuf::from(path.trim())), searched);
+            }
+        }
+        break;
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(r) = std::env::var_os("ROCM_PATH") {
+        dirs.push(PathBuf::from(r).join("lib"));
+    }
+    dirs.push(PathBuf::from("/opt/rocm/lib"));
+    if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
+    }
+    for d in &dirs {
+        searched.push(d.display().to_string());
+        if let Some(p) = find_in(d) {
+            return (Some(p), searched);
+        }
+    }
+    (None, searched)
+}
+
+/// Adds the index's HIP runtime provider (and its dependencies) to `chosen` when an artifact
+/// needs the runtime and neither `chosen`, the prefix (`existing`) nor this system has it, or
+/// always with [`RuntimeCheck::With`].
+fn add_runtime<'a>(
+    index: &'a Index,
+    from: &str,
+    chosen: &mut Vec<&'a Artifact>,
+    existing: &[Receipt],
+    req: &Request<'_>,
+    reporter: &dyn Reporter,
+) -> Result<(), InstallError> {
+    let needy: Vec<String> = chosen
+        .iter()
+        .filter(|a| a.needs.iter().any(|n| n == HIP_RUNTIME))
+        .map(|a| a.name.clone())
+        .collect();
+    let in_set = chosen
+        .iter()
+        .any(|a| a.provides.iter().any(|p| p == HIP_RUNTIME));
+    let in_prefix = existing.iter().find(|r| {
+        r.provides.iter().any(|p| p == HIP_RUNTIME)
+            || (r.provides.is_empty() && r.name == "rocm-runtime")
+    });
+    let (why, searched) = match req.runtime {
+        RuntimeCheck::Skip => {
+            if !needy.is_empty() && !in_set && in_prefix.is_none() {
+                reporter.note(&format!(
+                    "warning: --no-runtime-check: {} need the HIP runtime; not checking that this system has it",
+                    needy.join(", ")
+                ));
+            }
+            return Ok(());
+        }
+        RuntimeCheck::Auto => {
+            if needy.is_empty() || in_set {
+                return Ok(());
+            }
+            if let Some(r) = in_prefix {
+                reporter.note(&format!(
+                    "HIP runtime: {} {} in the prefix",
+                    r.name, r.version
+                ));
+                return Ok(());
+            }
+            let (found, searched) = host_hip_runtime();
+            if let Some(p) = found {
+                reporter.note(&format!(
+                    "HIP runtime: {} (for {})",
+                    p.display(),
+                    needy.join(", ")
+                ));
+                return Ok(());
+            }
+            let why = format!(
+                "{} need{} the HIP runtime, which this system lacks (searched {})",
+                needy.join(", "),
+                if needy.len() == 1 { "s" } else { "" },
+                searched.join(", ")
+            );
+            (why, searched)
+        }
+        RuntimeCheck::With => {
+            if in_set {
+                return Ok(());
+            }
+            ("--with-runtime".to_string(), Vec::new())
+        }
+    };
+    let providers = providers(index, req.targets);
+    let Some(first) = providers.first() else {
+        return Err(if req.runtime == RuntimeCheck::With {
+            InstallError::NoRuntimeOffered { from: from.into() }
+        } else {
+            InstallError::NoRuntime {
+                artifacts: needy,
+                searched,
+            }
+        });
+    };
+    let mut added: Vec<&'a Artifact> = Vec::new();
+    for a in first {
+        if !chosen.iter().any(|c| c.key == a.key) && !added.iter().any(|c| c.key == a.key) {
+            added.push(a);
+        }
+    }
+    if let Some(p) = added.last() {
+        reporter.note(&format!(
+            "adding {} {} from the index: {why}",
+            p.name, p.version
+        ));
+    }
+    added.append(chosen);
+    *chosen = added;
+    Ok(())
+}
+
+/// The index's HIP runtime providers, each resolved with its dependencies (dependencies
+/// first): those for `targets` first, else any.
+fn providers<'a>(index: &'a Index, targets: &[String]) -> Vec<Vec<&'a Artifact>> {
+    let mut names: Vec<String> = index
+        .artifacts
+        .iter()
+        .filter(|a| a.provides.iter().any(|p| p == HIP_RUNTIME))
+        .map(|a| a.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let one = std::slice::from_ref(&n);
+            resolve(index, one, targets)
+                .or_else(|_| resolve(index, one, &[]))
+                .ok()
+        })
+        .collect()
 }
 
 pub struct Report {
@@ -381,7 +668,41 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             "WARNING: installing WITHOUT a verified signature (--allow-unsigned): {why}"
         ));
     }
-    let chosen = resolve(&loaded.index, req.components, req.targets)?;
+    for n in &loaded.trust_notes {
+        reporter.note(&format!("warning: {n}"));
+    }
+    if let Some(c) = &loaded.key_list {
+        reporter.note(&format!(
+            "key list: sequence {} ({} list{} from key {})",
+            c.sequence,
+            c.lists,
+            if c.lists == 1 { "" } else { "s" },
+            c.anchor
+        ));
+    }
+    let mut chosen = resolve(&loaded.index, req.components, req.targets)?;
+    // Installs into one prefix take turns; one that a kill -9 cut short is finished first.
+    let _lock = merge::lock(req.prefix, true, &|| {
+        reporter.note(&format!(
+            "waiting for another rocforge process installing into {}",
+            req.prefix.display()
+        ))
+    })
+    .map_err(ioe(req.prefix))?;
+    for name in merge::recover(req.prefix).map_err(ioe(req.prefix))? {
+        reporter.note(&format!(
+            "completed the install of {name} that a killed run had begun"
+        ));
+    }
+    let existing = receipt::read_all(req.prefix);
+    add_runtime(
+        &loaded.index,
+        loaded.url.as_str(),
+        &mut chosen,
+        &existing,
+        req,
+        reporter,
+    )?;
     let index_origin = origin(&loaded.url);
     let mut urls = Vec::new();
     for a in &chosen {
@@ -417,7 +738,6 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             }
         }
     }
-    let existing = receipt::read_all(req.prefix);
     let mut report = Report {
         installed: Vec::new(),
         already: Vec::new(),
@@ -471,6 +791,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             source,
         })?;
         files.push(dest);
+        crate::fault::point("install");
     }
 
     // Extract into a staging directory beside the prefix.
@@ -501,6 +822,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             a.installed_size.min(req.max_bytes),
         )?;
         task.finish(&format!("{}: unpacked", a.name));
+        crate::fault::point("install");
         let m = &x.manifest;
         if m.key != a.key || m.name != a.name {
             return Err(InstallError::ManifestMismatch {
@@ -521,6 +843,8 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             installed: now.clone(),
             depends: m.depends.clone(),
             glibc_floor: m.glibc_floor.clone(),
+            needs: m.needs.clone(),
+            provides: m.provides.clone(),
             signed_by: loaded.signer.clone(),
             files: Vec::new(),
             dirs: Vec::new(),
@@ -536,6 +860,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
     if req.stop.load(Ordering::SeqCst) {
         return Err(InstallError::Stopped);
     }
+    crate::fault::point("install");
     staging.commit(req.prefix, &receipts, &existing)?;
     report.installed = receipts;
     Ok(report)
@@ -638,37 +963,24 @@ impl Staging {
                 }
             }
         }
-        // Receipts first: if this is cut short, uninstall still knows every file.
-        for r in receipts {
-            receipt::write(prefix, r).map_err(ioe(prefix))?;
-        }
-        let mut new_files: BTreeSet<&str> = BTreeSet::new();
-        for r in receipts {
-            for d in &r.dirs {
-                let p = prefix.join(d);
-                if !p.is_dir() {
-                    std::fs::create_dir_all(&p).map_err(ioe(&p))?;
-                }
-            }
-            for f in &r.files {
-                let to = prefix.join(f);
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent).map_err(ioe(parent))?;
-                }
-                std::fs::rename(self.dir.join(f), &to).map_err(ioe(&to))?;
-                new_files.insert(f);
-            }
-        }
-        for old in existing
+        let new_files: BTreeSet<&str> = receipts
             .iter()
-            .filter(|r| replacing.contains(r.name.as_str()))
-        {
-            for f in old.files.iter().filter(|f| !new_files.contains(f.as_str())) {
-                let _ = std::fs::remove_file(prefix.join(f));
-            }
-        }
-        crate::fsutil::sync_dir(prefix);
-        Ok(())
+            .flat_map(|r| r.files.iter().map(String::as_str))
+            .collect();
+        let journal = merge::Journal {
+            receipts: receipts.to_vec(),
+            remove: existing
+                .iter()
+                .filter(|r| replacing.contains(r.name.as_str()))
+                .flat_map(|r| r.files.iter())
+                .filter(|f| !new_files.contains(f.as_str()))
+                .cloned()
+                .collect(),
+        };
+        // Journaled first, so a merge cut short is finished by the next command (merge.rs).
+        merge::begin(&self.dir, &journal).map_err(ioe(&self.dir))?;
+        crate::fault::point("install");
+        merge::apply(&self.dir, prefix, &journal).map_err(ioe(prefix))
     }
 }
 

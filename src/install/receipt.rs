@@ -28,6 +28,11 @@ pub struct Receipt {
     pub depends: Vec<Dependency>,
     #[serde(default)]
     pub glibc_floor: Option<String>,
+    /// Run-time capabilities it needs and provides (`hip-runtime`), from its manifest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<String>,
     /// Who signed the index it came from (a key ID), or None when installed unsigned.
     #[serde(default)]
     pub signed_by: Option<String>,

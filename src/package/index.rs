@@ -44,6 +44,12 @@ pub struct Artifact {
     pub depends: Vec<Dependency>,
     #[serde(default)]
     pub glibc_floor: Option<String>,
+    /// Run-time capabilities it needs from the host or another artifact (`hip-runtime`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    /// Capabilities it provides (`hip-runtime` for the rocm-runtime component).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<String>,
     /// The artifact's detached signature, relative like `url`.
     #[serde(default)]
     pub signature: Option<String>,
@@ -91,6 +97,8 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             installed_size: m.installed_size,
             depends: m.depends,
             glibc_floor: m.glibc_floor,
+            needs: m.needs,
+            provides: m.provides,
             signature: sig.is_file().then(|| format!("{name}.minisig")),
         });
     }
@@ -137,6 +145,7 @@ pub fn write(
             source,
         })?;
     let mut out = vec![path.clone()];
+    crate::fault::point("package");
     let sig = crate::sign::signature_path(&path);
     match key {
         Some(k) => out.push(crate::sign::sign_file(k, &path)?),
@@ -149,8 +158,9 @@ pub fn write(
 }
 
 /// Every file of a release directory a publisher uploads: tarballs and their signatures,
-/// SHA256SUMS (and its signature) and the index (and its signature), sorted by name. The seam
-/// for publishing to GitHub Releases, OCI registries or any HTTP directory.
+/// SHA256SUMS (and its signature), the index (and its signature) and the key lists
+/// (`keys.json`, `keys-N.json` and their signatures), sorted by name. The seam for publishing
+/// to GitHub Releases, OCI registries or any HTTP directory.
 pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| PackageError::Io {
@@ -163,7 +173,10 @@ pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let base = n.strip_suffix(".minisig").unwrap_or(n);
             !n.starts_with('.')
-                && (Compression::of(base).is_some() || base == "SHA256SUMS" || base == INDEX_NAME)
+                && (Compression::of(base).is_some()
+                    || base == "SHA256SUMS"
+                    || base == INDEX_NAME
+                    || crate::trust::is_key_list_name(base))
         })
         .collect();
     out.sort();

@@ -26,6 +26,16 @@ pub struct Manifest {
     /// SPDX expression from the recipe.
     #[serde(default)]
     pub license: Option<String>,
+    /// The license files the tree carries (`share/doc/<name>/…`), relative paths.
+    #[serde(default)]
+    pub licenses: Vec<String>,
+    /// Run-time capabilities the artifact's ELF files need from outside it, e.g.
+    /// [`HIP_RUNTIME`] when a library's DT_NEEDED names libamdhip64 or libhsa-runtime64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    /// Capabilities the artifact provides, e.g. [`HIP_RUNTIME`] when it holds libamdhip64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<String>,
     /// The builder image, by reference and digest (None for host builds).
     #[serde(default)]
     pub image: Option<crate::plan::key::ImageRef>,
@@ -134,6 +144,30 @@ pub fn symlink_inside(link: &str, target: &str) -> bool {
     true
 }
 
+/// The HIP runtime (libamdhip64 and the ROCr runtime libhsa-runtime64 it loads).
+pub const HIP_RUNTIME: &str = "hip-runtime";
+
+/// Whether a DT_NEEDED entry belongs to the HIP runtime.
+pub fn is_hip_runtime_lib(soname: &str) -> bool {
+    soname.starts_with("libamdhip64.so") || soname.starts_with("libhsa-runtime64.so")
+}
+
+/// What a tree needs and provides at run time, from its ELF files' DT_SONAME and DT_NEEDED
+/// entries: it provides [`HIP_RUNTIME`] when a library's SONAME is libamdhip64.so.N, and needs
+/// it when an ELF file needs libamdhip64 or libhsa-runtime64 and it does not provide it.
+pub fn runtime_capabilities(sonames: &[String], needed: &[String]) -> (Vec<String>, Vec<String>) {
+    let provides = sonames.iter().any(|s| s.starts_with("libamdhip64.so"));
+    let needs = !provides && needed.iter().any(|n| is_hip_runtime_lib(n));
+    let cap = |b: bool| {
+        if b {
+            vec![HIP_RUNTIME.to_string()]
+        } else {
+            Vec::new()
+        }
+    };
+    (cap(needs), cap(provides))
+}
+
 /// Dotted numeric version comparison ("2.34" < "2.38", "2.9" < "2.10").
 pub fn version_tuple(v: &str) -> Vec<u64> {
     v.split(['.', '-', '_'])
@@ -156,5 +190,28 @@ mod tests {
         assert!(!symlink_inside("lib/x", "../../etc"));
         assert!(!symlink_inside("lib/x", "/etc"));
         assert!(version_tuple("2.9") < version_tuple("2.10"));
+    }
+
+    #[test]
+    fn hip_runtime_capabilities() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            runtime_capabilities(
+                &s(&["librocsparse.so.1"]),
+                &s(&["libamdhip64.so.6", "libc.so.6"])
+            ),
+            (s(&[HIP_RUNTIME]), s(&[]))
+        );
+        assert_eq!(
+            runtime_capabilities(
+                &s(&["libamdhip64.so.6", "libhsa-runtime64.so.1"]),
+                &s(&["libhsa-runtime64.so.1"])
+            ),
+            (s(&[]), s(&[HIP_RUNTIME]))
+        );
+        assert_eq!(
+            runtime_capabilities(&s(&[]), &s(&["libc.so.6"])),
+            (s(&[]), s(&[]))
+        );
     }
 }

@@ -62,9 +62,20 @@ pub struct Packaged {
     pub manifest_files: usize,
     pub installed_size: u64,
     pub glibc_floor: Option<String>,
+    /// License files the tarball carries (empty: none; the caller warns).
+    pub licenses: Vec<String>,
+    pub needs: Vec<String>,
+    pub provides: Vec<String>,
     /// Build paths found and accepted (with `allow_build_paths`).
     pub leaks: Vec<(String, String)>,
+    /// Python wheels the tree carries under [`WHEEL_DIR`], copied beside the tarball for the
+    /// wheel index: (file name, sha256).
+    pub wheels: Vec<(String, String)>,
 }
+
+/// Where a build puts the Python wheels it makes (torch, torchvision): `package` copies them
+/// out of the tree into the release directory, where `publish` indexes them per target.
+pub const WHEEL_DIR: &str = "share/rocforge/wheels";
 
 pub struct Options<'a> {
     pub compression: Compression,
@@ -141,6 +152,8 @@ pub fn package_entry(
             leaks: scan.leaks,
         });
     }
+    let (needs, provides) = manifest::runtime_capabilities(&scan.sonames, &scan.needed);
+    let licenses = licenses(&meta, &scan.files);
     let manifest = Manifest {
         schema: MANIFEST_SCHEMA.into(),
         name: meta.component.clone(),
@@ -150,6 +163,9 @@ pub fn package_entry(
         key: meta.key.clone(),
         depends,
         license: opts.license.clone(),
+        licenses,
+        needs,
+        provides,
         image: meta.image.clone(),
         runtime: meta.runtime.clone(),
         reproducible: meta.reproducible,
@@ -166,6 +182,8 @@ pub fn package_entry(
         Some(k) => Some(crate::sign::sign_file(k, &written.path)?),
         None => None,
     };
+    let wheels = export_wheels(&tree, &manifest.files, opts)?;
+    crate::fault::point("package");
     Ok(Packaged {
         component: meta.component,
         tarball: written,
@@ -173,8 +191,68 @@ pub fn package_entry(
         manifest_files: manifest.files.len(),
         installed_size: manifest.installed_size,
         glibc_floor: manifest.glibc_floor,
+        licenses: manifest.licenses,
+        needs: manifest.needs,
+        provides: manifest.provides,
         leaks: scan.leaks,
+        wheels,
     })
+}
+
+/// Copies the tree's wheels into the release directory (through a temporary file and a rename,
+/// so a crash never leaves half a wheel under its real name), signed like the tarballs.
+fn export_wheels(
+    tree: &Path,
+    files: &[manifest::FileEntry],
+    opts: &Options<'_>,
+) -> Result<Vec<(String, String)>, PackageError> {
+    let mut out = Vec::new();
+    let prefix = format!("{WHEEL_DIR}/");
+    for f in files {
+        let Some(name) = f.path.strip_prefix(&prefix) else {
+            continue;
+        };
+        if f.kind != manifest::Kind::File || name.contains('/') || !name.ends_with(".whl") {
+            continue;
+        }
+        let (Some(sha), from) = (f.sha256.clone(), tree.join(&f.path)) else {
+            continue;
+        };
+        let dest = opts.out_dir.join(name);
+        let io = |p: &Path, source| PackageError::Io {
+            path: p.to_path_buf(),
+            source,
+        };
+        let tmp = crate::fsutil::temp_file_in(opts.out_dir).map_err(|e| io(opts.out_dir, e))?;
+        std::fs::copy(&from, tmp.path()).map_err(|e| io(&from, e))?;
+        tmp.as_file().sync_all().map_err(|e| io(tmp.path(), e))?;
+        tmp.persist(&dest).map_err(|e| io(&dest, e.error))?;
+        if let Some(k) = opts.key {
+            crate::sign::sign_file(k, &dest)?;
+        }
+        out.push((name.to_string(), sha));
+    }
+    Ok(out)
+}
+
+/// The license files of a tree: those the build recorded, and any regular file directly in
+/// `share/doc/<component>/` whose name mentions a license (a build that installs its own).
+fn licenses(meta: &EntryMeta, files: &[manifest::FileEntry]) -> Vec<String> {
+    let dir = format!("{}/", crate::build::license::doc_dir(&meta.component));
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|f| f.kind == manifest::Kind::File)
+        .filter(|f| {
+            meta.licenses.contains(&f.path)
+                || f.path
+                    .strip_prefix(&dir)
+                    .is_some_and(|n| !n.contains('/') && crate::build::license::mentions_license(n))
+        })
+        .map(|f| f.path.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The entry's SOURCE_DATE_EPOCH when its metadata records one, else 0.
@@ -195,15 +273,23 @@ pub fn finish_release(
     key: Option<&crate::sign::SecretKey>,
     valid_days: u64,
 ) -> Result<(Vec<PathBuf>, index::Index), PackageError> {
+    // Temporary files of a `package` killed mid-write (named for their dead process).
+    crate::fsutil::reap_temp(out_dir, ".tmp-");
     let sums: BTreeMap<String, String> = packaged
         .iter()
-        .map(|p| (p.tarball.file_name.clone(), p.tarball.sha256.clone()))
+        .flat_map(|p| {
+            std::iter::once((p.tarball.file_name.clone(), p.tarball.sha256.clone()))
+                .chain(p.wheels.iter().cloned())
+        })
         .collect();
     let sums_path = tarball::update_sha256sums(out_dir, &sums)?;
+    crate::fault::point("package");
     if let Some(k) = key {
         crate::sign::sign_file(k, &sums_path)?;
+        crate::fault::point("package");
     }
     let idx = index::build(out_dir, valid_days)?;
     index::write(out_dir, &idx, key)?;
+    crate::fault::point("package");
     Ok((index::release_files(out_dir)?, idx))
 }

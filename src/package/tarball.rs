@@ -63,6 +63,10 @@ pub struct Scan {
     pub installed_size: u64,
     /// Files (or symlinks) that mention a build path: (path in the tree, the build path).
     pub leaks: Vec<(String, String)>,
+    /// The DT_SONAME of every ELF file, sorted.
+    pub sonames: Vec<String>,
+    /// Every DT_NEEDED entry of the ELF files, sorted.
+    pub needed: Vec<String>,
 }
 
 /// Walks `tree`, hashing every regular file (two threads), finding the highest GLIBC version
@@ -78,6 +82,10 @@ pub fn scan(tree: &Path, build_paths: &[String]) -> Result<Scan, PackageError> {
         .collect();
     let leaks = Mutex::new(Vec::new());
     let glibc = Mutex::new(None::<(Vec<u64>, String)>);
+    let dynamic = Mutex::new((
+        std::collections::BTreeSet::<String>::new(),
+        std::collections::BTreeSet::<String>::new(),
+    ));
     let results: Vec<Mutex<Option<Hashed>>> = entries.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
@@ -110,6 +118,11 @@ pub fn scan(tree: &Path, build_paths: &[String]) -> Result<Scan, PackageError> {
                             if g.as_ref().is_none_or(|(old, _)| *old < t) {
                                 *g = Some((t, v));
                             }
+                        }
+                        if let Some((soname, needed)) = dynamic_names(bytes) {
+                            let mut d = dynamic.lock().expect("lock");
+                            d.0.extend(soname);
+                            d.1.extend(needed);
                         }
                     });
                     *results[i].lock().expect("lock") = Some(r);
@@ -164,11 +177,14 @@ pub fn scan(tree: &Path, build_paths: &[String]) -> Result<Scan, PackageError> {
     }
     leaks.sort();
     leaks.dedup();
+    let (sonames, needed) = dynamic.into_inner().expect("lock");
     Ok(Scan {
         files,
         glibc_floor: glibc.into_inner().expect("lock").map(|(_, v)| v),
         installed_size,
         leaks,
+        sonames: sonames.into_iter().collect(),
+        needed: needed.into_iter().collect(),
     })
 }
 
@@ -252,6 +268,50 @@ pub fn glibc_needed(bytes: &[u8]) -> Option<String> {
         }
     }
     best.map(|(_, v)| v)
+}
+
+/// An ELF file's DT_SONAME and DT_NEEDED entries (None for other files).
+pub fn dynamic_names(bytes: &[u8]) -> Option<(Option<String>, Vec<String>)> {
+    if !bytes.starts_with(b"\x7fELF") || bytes.len() < 6 {
+        return None;
+    }
+    match (bytes[4], bytes[5]) {
+        (1, 1) => elf_dynamic::<object::elf::FileHeader32<object::LittleEndian>>(bytes),
+        (2, 1) => elf_dynamic::<object::elf::FileHeader64<object::LittleEndian>>(bytes),
+        (1, 2) => elf_dynamic::<object::elf::FileHeader32<object::BigEndian>>(bytes),
+        (2, 2) => elf_dynamic::<object::elf::FileHeader64<object::BigEndian>>(bytes),
+        _ => None,
+    }
+}
+
+fn elf_dynamic<Elf: object::read::elf::FileHeader>(
+    bytes: &[u8],
+) -> Option<(Option<String>, Vec<String>)> {
+    let file = object::read::elf::ElfFile::<Elf>::parse(bytes).ok()?;
+    let table = file.elf_dynamic_table().ok()?;
+    if table.is_empty() {
+        return None;
+    }
+    let mut soname = None;
+    let mut needed = Vec::new();
+    for d in table.iter() {
+        if d.tag != object::elf::DT_NEEDED && d.tag != object::elf::DT_SONAME {
+            continue;
+        }
+        let Some(name) = table
+            .string(d)
+            .ok()
+            .and_then(|b| std::str::from_utf8(b).ok())
+        else {
+            continue;
+        };
+        if d.tag == object::elf::DT_SONAME {
+            soname = Some(name.to_string());
+        } else {
+            needed.push(name.to_string());
+        }
+    }
+    Some((soname, needed))
 }
 
 /// Counts and hashes what passes through.
@@ -382,7 +442,8 @@ pub fn write_tarball(
     file_name: &str,
 ) -> Result<Written, PackageError> {
     std::fs::create_dir_all(out_dir).map_err(io(out_dir))?;
-    let tmp = tempfile::NamedTempFile::new_in(out_dir).map_err(io(out_dir))?;
+    // `.tmp-<pid>-…`: what a killed run leaves, the next `package` removes.
+    let tmp = crate::fsutil::temp_file_in(out_dir).map_err(io(out_dir))?;
     let file = tmp.as_file().try_clone().map_err(io(out_dir))?;
     let sink = HashingWriter {
         inner: io::BufWriter::with_capacity(1 << 20, file),
@@ -421,7 +482,9 @@ pub fn write_tarball(
         .map_err(io_out)?;
     let path = out_dir.join(file_name);
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644)).map_err(io_out)?;
+    crate::fault::point("package");
     tmp.persist(&path).map_err(|e| io_out(e.error))?;
+    crate::fault::point("package");
     Ok(Written {
         path,
         file_name: file_name.to_string(),

@@ -16,8 +16,9 @@ use crate::recipe::{BuildSystem, Source};
 
 /// Bumped when the encoding below changes shape.
 pub const HASH_INPUT_SCHEMA: &str = "rocforge.hash-input/1";
-/// Bumped when the build driver changes how it turns a recipe into commands.
-pub const BUILD_DRIVER_SCHEMA: u32 = 1;
+/// Bumped when the build driver changes how it turns a recipe into commands or what it adds to
+/// a build's output. 2: the source's license files are copied into `share/doc/<component>/`.
+pub const BUILD_DRIVER_SCHEMA: u32 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -70,6 +71,13 @@ pub struct ComponentInput {
     pub overlays: Vec<crate::source::derive::Overlay>,
     /// Extra inputs, pinned by sha256.
     pub inputs: Vec<crate::recipe::ExtraInput>,
+    /// For inputs the recipe pins by md5 only: input name → the sha256 rocforge.lock records
+    /// (absent while unlocked, as `locked_commit` is for an unlocked tag).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub locked_inputs: BTreeMap<String, String>,
+    /// The recipe's `license-files` (copied into the tree); absent when the recipe has none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub license_files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -277,6 +277,18 @@ fn component_input(
             .cloned()
             .collect(),
         inputs: r.inputs.clone(),
+        locked_inputs: r
+            .inputs
+            .iter()
+            .filter(|i| i.md5.is_some())
+            .filter_map(
+                |i| match req.lock.input_pin(&catalog.release.name, &r.name, i) {
+                    crate::source::lock::InputPin::Sha256(sha) => Some((i.name.clone(), sha)),
+                    _ => None,
+                },
+            )
+            .collect(),
+        license_files: r.license_files.iter().map(|p| p.value.clone()).collect(),
     }
 }
 

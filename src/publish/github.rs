@@ -227,6 +227,7 @@ impl GitHub {
                 if !resp.status().is_success() {
                     return Err(Self::fail(&what, resp));
                 }
+                crate::fault::point("publish");
                 action = "replaced";
             }
             let mut url = reqwest::Url::parse(&upload).map_err(|e| PublishError::GitHub {
@@ -252,6 +253,7 @@ impl GitHub {
             if resp.status().as_u16() != 201 {
                 return Err(Self::fail(&what, resp));
             }
+            crate::fault::point("publish");
             task.finish(&format!("{name}: {action}"));
             out.push(Outcome {
                 file: name,

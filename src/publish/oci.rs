@@ -15,6 +15,8 @@ pub const INDEX_CONFIG: &str = "application/vnd.rocforge.release.config.v1+json"
 pub const COMPONENT_TAR_ZSTD: &str = "application/vnd.rocforge.component.v1.tar+zstd";
 pub const COMPONENT_TAR_GZIP: &str = "application/vnd.rocforge.component.v1.tar+gzip";
 pub const INDEX_TYPE: &str = "application/vnd.rocforge.index.v1+json";
+/// A signing-key list written by `rocforge key rotate` (schema rocforge.keys/1).
+pub const KEY_LIST_TYPE: &str = "application/vnd.rocforge.keys.v1+json";
 pub const SIGNATURE_TYPE: &str = crate::cache::oci::SIGNATURE_TYPE;
 pub const TITLE: &str = "org.opencontainers.image.title";
 
@@ -43,6 +45,7 @@ fn file_descriptor(
         None => super::sha256_file(path)?.0,
     };
     let mut d = remote.push_file(media_type, path, &sha, size)?;
+    crate::fault::point("publish");
     if let Some(n) = path.file_name() {
         d.annotations
             .insert(TITLE.into(), n.to_string_lossy().into_owned());
@@ -124,6 +127,7 @@ pub fn publish(
                 annotations,
             },
         )?;
+        crate::fault::point("publish");
         task.finish(&format!("{} → {}", a.url, remote.repo.reference(&tag)));
         out.push(Outcome {
             file: a.url.clone(),
@@ -142,6 +146,32 @@ pub fn publish(
     let sig = crate::sign::signature_path(&index_path);
     if sig.is_file() {
         layers.push(file_descriptor(remote, SIGNATURE_TYPE, &sig, None)?);
+    }
+    // The key lists (keys.json, keys-N.json and their signatures) travel with the index, so a
+    // puller that trusts an older key can follow a rotation (docs/security.md).
+    let mut key_files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| PublishError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                let base = n.strip_suffix(".minisig").unwrap_or(n);
+                crate::trust::is_key_list_name(base)
+            })
+        })
+        .collect();
+    key_files.sort();
+    for k in &key_files {
+        let is_sig = k.extension().is_some_and(|e| e == "minisig");
+        let media = if is_sig {
+            SIGNATURE_TYPE
+        } else {
+            KEY_LIST_TYPE
+        };
+        layers.push(file_descriptor(remote, media, k, None)?);
     }
     let config = serde_json::json!({
         "schema": "rocforge.release/1",

@@ -23,6 +23,9 @@ pub struct Recipe {
     pub version: String,
     pub summary: String,
     pub license: String,
+    /// License files to carry, relative to the source tree's top (`license-files`); empty:
+    /// the build looks for LICENSE*, LICENCE*, COPYING*, NOTICE* and COPYRIGHT* itself.
+    pub license_files: Vec<Sp<String>>,
     pub homepage: Option<String>,
     pub depends: Vec<Sp<String>>,
     pub source: Source,
@@ -39,11 +42,19 @@ pub struct Recipe {
 
 /// A file a build would otherwise download: a pip wheel, test data, a FetchContent archive.
 /// Pinned by sha256 and mounted read-only at `/inputs/<name>` in the build.
+///
+/// Exactly one of `sha256` and `md5` is set. An `md5` (what some upstreams publish, e.g.
+/// rocSPARSE's test matrices) is only a first-download check: `rocforge lock` downloads the
+/// file, verifies the md5 and records its sha256 in rocforge.lock; fetches then verify that
+/// sha256, and an md5 input without a lock entry is refused.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExtraInput {
     pub name: String,
     pub url: String,
-    pub sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub md5: Option<String>,
     /// Unpack a tar archive (.tar, .tar.gz, .tgz, .tar.zst) into a directory instead of
     /// keeping the file as it is.
     pub unpack: bool,
@@ -344,6 +355,19 @@ pub fn parse(
         d,
         "add the SPDX license of the component, e.g. license = \"MIT\"",
     );
+    let license_files = r.opt_str_list("license-files", d).unwrap_or_default();
+    for p in &license_files {
+        if let Some(problem) = path_problem(p) {
+            d.push(
+                Diagnostic::new(format!(
+                    "license file \"{}\" must be a path inside the source",
+                    p.value
+                ))
+                .at(file, p.span.clone(), problem)
+                .hint("write a path relative to the top of the source, e.g. \"LICENSE.md\""),
+            );
+        }
+    }
     let homepage = r.opt_str("homepage", d);
     let depends = r.opt_str_list("depends", d).unwrap_or_default();
     check_depends(file, name.as_ref().map(|n| n.as_str()), &depends, d);
@@ -398,6 +422,7 @@ pub fn parse(
         version: version?.value,
         summary: summary?.value,
         license: license?.value,
+        license_files,
         homepage: homepage.map(|h| h.value),
         depends,
         source: source?,
@@ -1016,19 +1041,24 @@ fn read_inputs(tables: Vec<TableReader<'_, '_>>, d: &mut Diagnostics) -> Vec<Ext
             d,
             "url = \"https://…\" of the file the build would otherwise download",
         );
-        let sha256 = t.str(
-            "sha256",
-            d,
-            "add sha256 = \"<64 hex digits>\" (`sha256sum FILE` prints it)",
-        );
+        let before_digest = d.len();
+        let sha256 = t.opt_str("sha256", d);
+        let md5 = t.opt_str("md5", d);
+        if sha256.is_none() && md5.is_none() && d.len() == before_digest {
+            t.missing(
+                d,
+                "sha256",
+                "add sha256 = \"<64 hex digits>\" (`sha256sum FILE` prints it); when upstream publishes only an MD5, write md5 = \"<32 hex digits>\" and run `rocforge lock`, which records the sha256",
+            );
+        }
         let unpack = t.opt_bool("unpack", d).is_some_and(|b| b.value);
         t.finish(d);
         if let Some(n) = &name {
-            if !is_component_name(n) {
+            if !is_input_name(n) {
                 d.push(
                     Diagnostic::new(format!("invalid input name \"{}\"", n.value))
-                        .at(&file, n.span.clone(), "not a plain name")
-                        .hint("input names use lowercase letters, digits, '-', '_' and '.'"),
+                        .at(&file, n.span.clone(), "not a plain file name")
+                        .hint("input names are file names: letters, digits, '-', '_' and '.', not starting with '.'"),
                 );
             } else if out.iter().any(|i| i.name == n.value) {
                 d.push(
@@ -1050,19 +1080,45 @@ fn read_inputs(tables: Vec<TableReader<'_, '_>>, d: &mut Diagnostics) -> Vec<Ext
                     .hint("copy the digest from `sha256sum FILE`"),
             );
         }
+        if let Some(m) = &md5 {
+            if sha256.is_some() {
+                d.push(
+                    Diagnostic::new("an input takes sha256 or md5, not both")
+                        .at(&file, m.span.clone(), "md5 beside a sha256")
+                        .hint("keep the sha256 and remove the md5: md5 is only for files whose upstream publishes nothing stronger"),
+                );
+            } else if !is_hex(m, 32) {
+                d.push(
+                    Diagnostic::new(format!("malformed md5 \"{}\"", m.value))
+                        .at(&file, m.span.clone(), hex_problem(m, 32))
+                        .hint("copy the digest upstream publishes, or `md5sum FILE` prints it"),
+                );
+            }
+        }
         if d.len() > before {
             continue;
         }
-        if let (Some(name), Some(url), Some(sha256)) = (name, url, sha256) {
+        if let (Some(name), Some(url)) = (name, url) {
             out.push(ExtraInput {
                 name: name.value,
                 url: url.value,
-                sha256: sha256.value,
+                sha256: sha256.map(|s| s.value),
+                md5: md5.map(|m| m.value),
                 unpack,
             });
         }
     }
     out
+}
+
+/// An extra input's name: the file name the build sees under /inputs. Letters (either case:
+/// upstream file names such as rocSPARSE's `Chebyshev4.tar.gz` keep theirs), digits, `-`, `_`
+/// and `.`; not starting with `.`.
+pub fn is_input_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && s.len() <= 128
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 const DERIVE_VARS: [&str; 5] = ["arch", "isa", "major", "minor", "stepping"];

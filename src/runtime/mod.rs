@@ -132,7 +132,7 @@ pub fn detect(
     docker: RuntimeArgs,
 ) -> Result<Box<dyn ContainerRuntime>, RuntimeError> {
     match wanted {
-        Some(Kind::Host) => Ok(Box::new(host::Host)),
+        Some(Kind::Host) => Ok(Box::new(host::Host::default())),
         // Asked for by name: a broken runtime shows itself on first use, with its own message;
         // probing it here would cost every build a round trip.
         Some(Kind::Podman) => Ok(Box::new(container::Container::new(Kind::Podman, podman))),

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
+use md5::Md5;
 use reqwest::StatusCode;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_RANGE, RANGE, RETRY_AFTER};
@@ -88,6 +89,14 @@ pub enum DownloadError {
         expected: String,
         actual: String,
     },
+    #[error("invalid md5 for {url}: {given:?} is not 32 hexadecimal digits")]
+    InvalidMd5 { url: String, given: String },
+    #[error("md5 mismatch for {url}: expected {expected}, got {actual}")]
+    Md5Mismatch {
+        url: String,
+        expected: String,
+        actual: String,
+    },
     #[error("cannot download {url}: {}: {source}", path.display())]
     Io {
         url: String,
@@ -116,6 +125,8 @@ impl DownloadError {
             | DownloadError::Http { url, .. }
             | DownloadError::Transport { url, .. }
             | DownloadError::Checksum { url, .. }
+            | DownloadError::InvalidMd5 { url, .. }
+            | DownloadError::Md5Mismatch { url, .. }
             | DownloadError::Io { url, .. }
             | DownloadError::Busy { url, .. } => url,
         }
@@ -148,6 +159,14 @@ impl DownloadError {
             }
             DownloadError::Checksum { .. } => "the file changed upstream or the recipe's sha256 \
                                                is wrong; the partial file was deleted"
+                .into(),
+            DownloadError::InvalidMd5 { .. } => {
+                "the recipe's md5 must be 32 hexadecimal digits (`md5sum FILE` prints it)".into()
+            }
+            DownloadError::Md5Mismatch { .. } => "the file at this URL is not the one upstream \
+                                                  published the md5 for (changed upstream, or a \
+                                                  wrong mirror); nothing was recorded and the \
+                                                  partial file was deleted"
                 .into(),
             DownloadError::Io { path, source, .. } => {
                 if source.kind() == io::ErrorKind::NotFound && !is_part(path) {
@@ -273,8 +292,16 @@ pub fn download(
             let mut part = Part::open(url, &part_path, true)?;
             let task = reporter.task(&label, None, true);
             task.set_position(part.len);
-            let result = http_download(client, url, &expected, &mut part, opts, reporter, &*task)
-                .and_then(|attempts| part.commit(url, dest).map(|()| attempts));
+            let result = http_download(
+                client,
+                url,
+                Want::Sha256(&expected),
+                &mut part,
+                opts,
+                reporter,
+                &*task,
+            )
+            .and_then(|attempts| part.commit(url, dest).map(|()| attempts));
             finish_task(&*task, &result);
             if result.is_err() && part.len == 0 {
                 // Nothing to resume from: leave no empty `.part` behind.
@@ -308,6 +335,99 @@ pub fn download(
             })
         }
     }
+}
+
+/// The digest a download is verified against.
+#[derive(Debug, Clone, Copy)]
+enum Want<'a> {
+    Sha256(&'a str),
+    /// Only for [`download_md5`]: a first download whose sha256 is not known yet.
+    Md5(&'a str),
+}
+
+/// Downloads `url`, for which only an MD5 is on record, into `dir`, checking the md5 as the
+/// bytes arrive (retries and `Range` resumption as for [`download`]). The verified file is
+/// stored as `dir/<sha256>`, the name [`download`] gives it, so a later fetch pinned by that
+/// sha256 needs no network. Returns the file and its sha256.
+///
+/// MD5 is weak: this is meant for `rocforge lock`, which records the sha256 so that every later
+/// fetch verifies that instead.
+pub fn download_md5(
+    client: &Client,
+    url: &str,
+    md5: &str,
+    dir: &Path,
+    opts: &DownloadOptions,
+    reporter: &dyn Reporter,
+) -> Result<(Downloaded, String), DownloadError> {
+    let md5 = md5.trim().to_ascii_lowercase();
+    if md5.len() != 32 || !md5.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(DownloadError::InvalidMd5 {
+            url: url.into(),
+            given: md5,
+        });
+    }
+    let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
+        url: url.into(),
+        reason: e.to_string(),
+    })?;
+    let origin = match parsed.scheme() {
+        "http" | "https" => None,
+        "file" => Some(
+            parsed
+                .to_file_path()
+                .map_err(|()| DownloadError::InvalidUrl {
+                    url: url.into(),
+                    reason: "a file:// URL must name an absolute local path".into(),
+                })?,
+        ),
+        other => {
+            return Err(DownloadError::UnsupportedScheme {
+                url: url.into(),
+                scheme: other.into(),
+            });
+        }
+    };
+    fs::create_dir_all(dir).map_err(|e| DownloadError::Io {
+        url: url.into(),
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    let part_path = dir.join(format!("md5-{md5}.part"));
+    // The sha256 is not known before the end, so an earlier run's bytes cannot be trusted to
+    // belong to this file: always start from zero.
+    let mut part = Part::open(url, &part_path, false)?;
+    part.md5 = Some(Md5::new());
+    let task = reporter.task(url, None, true);
+    let want = Want::Md5(&md5);
+    let result = match origin {
+        None => http_download(client, url, want, &mut part, opts, reporter, &*task),
+        Some(src) => copy_file(url, &src, &mut part, &*task)
+            .and_then(|()| part.check_want(url, want))
+            .map(|()| 0),
+    };
+    let attempts = match result {
+        Ok(n) => n,
+        Err(e) => {
+            task.finish("failed");
+            let _ = part.remove(url);
+            return Err(e);
+        }
+    };
+    let sha256 = part.digest();
+    let dest = dir.join(&sha256);
+    let committed = part.commit(url, &dest);
+    finish_task(&*task, &committed);
+    committed?;
+    Ok((
+        Downloaded {
+            path: dest,
+            bytes: part.len,
+            resumed_from: 0,
+            attempts,
+        },
+        sha256,
+    ))
 }
 
 fn finish_task<T>(task: &dyn Task, result: &Result<T, DownloadError>) {
@@ -397,6 +517,8 @@ struct Part {
     file: File,
     path: PathBuf,
     hasher: Sha256,
+    /// Hashes the same bytes for a download checked by md5 ([`download_md5`]); None otherwise.
+    md5: Option<Md5>,
     len: u64,
     /// Bytes still in the file from before this call (a killed earlier run).
     kept: u64,
@@ -442,6 +564,7 @@ impl Part {
             file,
             path: path.into(),
             hasher,
+            md5: None,
             len,
             kept: len,
             stitched: len > 0,
@@ -457,8 +580,16 @@ impl Part {
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<()> {
+        // A crash point per 64 KiB boundary crossed, however the bytes arrive: a count tests
+        // can rely on.
+        for _ in (self.len >> 16)..((self.len + buf.len() as u64) >> 16) {
+            crate::fault::point("fetch");
+        }
         self.file.write_all(buf)?;
         self.hasher.update(buf);
+        if let Some(m) = &mut self.md5 {
+            m.update(buf);
+        }
         self.len += buf.len() as u64;
         Ok(())
     }
@@ -468,6 +599,9 @@ impl Part {
         self.file.set_len(0)?;
         self.file.seek(SeekFrom::Start(0))?;
         self.hasher = Sha256::new();
+        if self.md5.is_some() {
+            self.md5 = Some(Md5::new());
+        }
         self.len = 0;
         self.kept = 0;
         self.stitched = false;
@@ -476,6 +610,39 @@ impl Part {
 
     fn digest(&self) -> String {
         hex::encode(self.hasher.clone().finalize())
+    }
+
+    fn md5_digest(&self) -> String {
+        self.md5
+            .as_ref()
+            .map(|m| hex::encode(m.clone().finalize()))
+            .unwrap_or_default()
+    }
+
+    fn matches(&self, want: Want<'_>) -> bool {
+        match want {
+            Want::Sha256(expected) => self.digest() == expected,
+            Want::Md5(expected) => self.md5_digest() == expected,
+        }
+    }
+
+    /// [`Part::check`] for either digest.
+    fn check_want(&mut self, url: &str, want: Want<'_>) -> Result<(), DownloadError> {
+        match want {
+            Want::Sha256(expected) => self.check(url, expected),
+            Want::Md5(expected) => {
+                let actual = self.md5_digest();
+                if actual == expected {
+                    return Ok(());
+                }
+                self.remove(url)?;
+                Err(DownloadError::Md5Mismatch {
+                    url: url.into(),
+                    expected: expected.into(),
+                    actual,
+                })
+            }
+        }
     }
 
     /// Compares the digest; on a mismatch deletes the file and says so.
@@ -503,6 +670,7 @@ impl Part {
     /// Makes the verified bytes durable and moves them to `dest` atomically.
     fn commit(&mut self, url: &str, dest: &Path) -> Result<(), DownloadError> {
         self.file.sync_all().map_err(|e| self.io_err(url, e))?;
+        crate::fault::point("fetch");
         fs::rename(&self.path, dest).map_err(|e| DownloadError::Io {
             url: url.into(),
             path: dest.into(),
@@ -582,7 +750,7 @@ enum Step {
 fn http_download(
     client: &Client,
     url: &str,
-    expected: &str,
+    want: Want<'_>,
     part: &mut Part,
     opts: &DownloadOptions,
     reporter: &dyn Reporter,
@@ -597,7 +765,7 @@ fn http_download(
         requests = requests.saturating_add(1);
         let (reason, status, retry_after) = match attempt(client, url, part, task) {
             Ok(step) => {
-                if part.digest() == expected {
+                if part.matches(want) {
                     return Ok(requests);
                 }
                 // 416 means the part file is already as long as the resource; a mismatch then,
@@ -615,7 +783,7 @@ fn http_download(
                     task.set_position(0);
                     continue;
                 }
-                part.check(url, expected)?;
+                part.check_want(url, want)?;
                 return Ok(requests);
             }
             Err(Failure::Fatal(mut e)) => {

@@ -157,6 +157,18 @@ pub fn fetch_and_checkout(
         source,
     };
     std::fs::create_dir_all(&dir).map_err(io)?;
+    // One rocforge process at a time in a URL's object store. Under this lock no lock file of
+    // libgit2's in it is live: one left by a kill -9 during a ref update would fail every
+    // later fetch ("failed to lock file"), so it is removed.
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    let _lock = crate::fsutil::lock(
+        &cache.join("locks"),
+        &format!("git-{}", name.unwrap_or_default()),
+        std::time::Duration::from_secs(6 * 3600),
+        &|| {},
+    )
+    .map_err(io)?;
+    remove_stale_locks(&dir, true);
     let repo = match git2::Repository::open_bare(&dir) {
         Ok(r) => r,
         Err(_) => git2::Repository::init_bare(&dir).map_err(other(url))?,
@@ -210,6 +222,7 @@ pub fn fetch_and_checkout(
             found: commit_id,
         });
     }
+    crate::fault::point("fetch");
     let oid = git2::Oid::from_str(&commit_id).map_err(other(url))?;
     let commit = repo.find_commit(oid).map_err(|_| GitError::MissingRef {
         url: url.to_string(),
@@ -223,6 +236,22 @@ pub fn fetch_and_checkout(
         commit: commit_id,
         time: commit.time().seconds(),
     })
+}
+
+/// Removes `*.lock` files at the top of a bare repository and anywhere under `refs/`.
+fn remove_stale_locks(dir: &Path, top: bool) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && (!top || e.file_name() == "refs") {
+            remove_stale_locks(&e.path(), false);
+        } else if !is_dir && e.file_name().to_string_lossy().ends_with(".lock") {
+            tracing::info!("removing {} left by a killed run", e.path().display());
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn peel_tag(repo: &git2::Repository, tag: &str) -> Option<String> {

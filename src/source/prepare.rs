@@ -11,7 +11,7 @@ use super::cache::Cache;
 use super::derive::{self, DeriveError, Overlay, hash_tree};
 use super::download::{self, DownloadError, DownloadOptions};
 use super::git::{self, GitError};
-use super::lock::{Lockfile, Pin};
+use super::lock::{InputPin, Lockfile, Pin};
 use super::patch::{self, PatchError, PatchFile};
 use crate::arch::TargetId;
 use crate::catalog::{Catalog, CatalogRoot};
@@ -48,6 +48,23 @@ pub enum SourceError {
         url: String,
         tag: String,
     },
+    #[error(
+        "{component}: input {input} ({url}) is pinned by md5 only and rocforge.lock has no sha256 for it"
+    )]
+    InputUnlocked {
+        component: String,
+        input: String,
+        url: String,
+    },
+    #[error(
+        "{component}: input {input}: rocforge.lock has {locked}, but the recipe now says {recipe}"
+    )]
+    InputStale {
+        component: String,
+        input: String,
+        locked: String,
+        recipe: String,
+    },
     #[error("{component}: rocforge.lock pins {locked}, but the recipe now says {recipe}")]
     Stale {
         component: String,
@@ -82,6 +99,7 @@ impl SourceError {
             SourceError::Patch { source, .. } => source.hint(),
             SourceError::Derive { source, .. } => source.hint(),
             SourceError::Unlocked { .. } => "run `rocforge lock` and commit rocforge.lock".into(),
+            SourceError::InputUnlocked { .. } | SourceError::InputStale { .. } => "run `rocforge lock`: it downloads the file, checks the md5 and records its sha256 in rocforge.lock (the built-in catalog's lock is fixed: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`)".into(),
             SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
             SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
             SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
@@ -399,14 +417,20 @@ pub fn prepare(
     if let Some(epoch) = read_epoch(&entry) {
         return Ok(done(true, epoch));
     }
+    // Staging of this key that a killed run left behind (the lock is ours now).
+    if let Some(parent) = entry.parent() {
+        crate::fsutil::reap_temp(parent, &format!(".{key}.tmp-"));
+    }
 
     let staging = crate::fsutil::staging_dir(&entry).map_err(io(&entry))?;
+    crate::fault::point("fetch");
     // Whatever happens below, a failure removes the staging directory: no half-made entry.
     let result = (|| -> Result<i64, SourceError> {
         let tree = staging.join("tree");
         std::fs::create_dir_all(&tree).map_err(io(&tree))?;
         let task = s.reporter.task(&format!("fetch {component}"), None, false);
         let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
+        crate::fault::point("fetch");
         task.finish(&format!("fetched {component}"));
         if !patch_files.is_empty() {
             patch::apply_series(&tree, &patch_files).map_err(|source| SourceError::Patch {
@@ -435,6 +459,7 @@ pub fn prepare(
             patches: patch_ids.clone(),
             source_date_epoch: epoch,
         };
+        crate::fault::point("fetch");
         let meta_path = staging.join("source.json");
         crate::fsutil::write_atomic(
             &meta_path,
@@ -445,7 +470,9 @@ pub fn prepare(
     })();
     match result {
         Ok(epoch) => {
+            crate::fault::point("fetch");
             std::fs::rename(&staging, &entry).map_err(io(&entry))?;
+            crate::fault::point("fetch");
             crate::fsutil::sync_dir(entry.parent().unwrap_or(Path::new(".")));
             Ok(done(false, epoch))
         }
@@ -597,14 +624,37 @@ fn fetch_inputs(
     inputs: &[ExtraInput],
 ) -> Result<Vec<(String, PathBuf)>, SourceError> {
     let mut out = Vec::new();
+    let release = &s.catalog.release.name;
     for input in inputs {
-        let file = fetch_file(s, component, &input.url, &input.sha256)?;
+        // An md5-only input is fetched by the sha256 `rocforge lock` recorded, never by its md5.
+        let sha256 = match s.lock.input_pin(release, component, input) {
+            InputPin::Sha256(sha) => sha,
+            InputPin::Unlocked => {
+                return Err(SourceError::InputUnlocked {
+                    component: component.to_string(),
+                    input: input.name.clone(),
+                    url: input.url.clone(),
+                });
+            }
+            InputPin::Stale { locked, recipe } => {
+                return Err(SourceError::InputStale {
+                    component: component.to_string(),
+                    input: input.name.clone(),
+                    locked,
+                    recipe,
+                });
+            }
+        };
+        let sha256 = &sha256;
+        let file = fetch_file(s, component, &input.url, sha256)?;
         if !input.unpack {
             out.push((input.name.clone(), file));
             continue;
         }
-        let dir = s.cache.root().join("inputs").join(&input.sha256);
+        let dir = s.cache.root().join("inputs").join(sha256);
         if !dir.is_dir() {
+            // Unpacking left half-done by a killed run.
+            crate::fsutil::reap_temp(&s.cache.root().join("inputs"), &format!(".{}.tmp-", sha256));
             let staging = crate::fsutil::staging_dir(&dir).map_err(|source| SourceError::Io {
                 component: component.to_string(),
                 path: dir.display().to_string(),

@@ -28,6 +28,8 @@ pub const TAG_PREFIX: &str = "results-";
 pub const TOKEN_ENV: &str = "ROCFORGE_SUBMIT_TOKEN";
 /// A results.json larger than this is refused when pulled (300,000 tests are ~60 MiB).
 const MAX_RESULTS: u64 = 1 << 30;
+/// A minisign signature is a few hundred bytes; anything much larger is not one.
+const MAX_SIGNATURE: u64 = 64 << 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShareError {
@@ -232,9 +234,18 @@ fn put(client: &Client, url: &str, path: &Path) -> Result<(), ShareError> {
     Ok(())
 }
 
-/// Every results bundle the repository holds (tags starting with `results-`), as
-/// (reference, results.json bytes), in tag order.
-pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<(String, Vec<u8>)>, ShareError> {
+/// One results artifact pulled from a registry.
+pub struct Pulled {
+    /// `REGISTRY/REPO:TAG`.
+    pub reference: String,
+    pub results: Vec<u8>,
+    /// The minisign signature of `results` pushed with it, when the submitter signed.
+    pub signature: Option<String>,
+}
+
+/// Every results bundle the repository holds (tags starting with `results-`), in tag order.
+/// Signatures are returned, not checked: which keys to trust is the caller's decision.
+pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<Pulled>, ShareError> {
     let remote = Remote::new(client.clone(), repo.clone());
     let mut out = Vec::new();
     for tag in remote.list_tags()? {
@@ -257,18 +268,34 @@ pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<(String, Vec<u
                 m.config.media_type
             )));
         }
-        let layer = m
+        let at = m
             .layers
             .iter()
-            .find(|l| l.media_type == RESULTS_JSON)
+            .position(|l| l.media_type == RESULTS_JSON)
             .ok_or_else(|| invalid(format!("no {RESULTS_JSON} layer")))?;
+        let layer = &m.layers[at];
         if layer.size > MAX_RESULTS {
             return Err(invalid(format!("results.json is {} bytes", layer.size)));
         }
-        out.push((
+        // `submit` pushes each file's signature as the layer right after it.
+        let signature =
+            match m.layers.get(at + 1) {
+                Some(l) if l.media_type == SIGNATURE_TYPE => {
+                    if l.size > MAX_SIGNATURE {
+                        return Err(invalid(format!("its signature is {} bytes", l.size)));
+                    }
+                    let bytes = remote.get_blob_bytes(&l.digest, MAX_SIGNATURE)?;
+                    Some(String::from_utf8(bytes).map_err(|_| {
+                        invalid("its signature layer is not minisign text".to_string())
+                    })?)
+                }
+                _ => None,
+            };
+        out.push(Pulled {
+            results: remote.get_blob_bytes(&layer.digest, MAX_RESULTS)?,
             reference,
-            remote.get_blob_bytes(&layer.digest, MAX_RESULTS)?,
-        ));
+            signature,
+        });
     }
     Ok(out)
 }

@@ -38,6 +38,26 @@ pub fn rocforge_env(dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> Out {
     }
 }
 
+/// The same command as [`rocforge_env`] runs, not started: for tests that kill it or run two.
+pub fn rocforge_command(dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> Command {
+    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
+    cmd.current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env_remove("GITHUB_ACTIONS")
+        .env("ROCFORGE_CACHE", dir.join("cache"))
+        .env("ROCFORGE_STORE", dir.join("store"))
+        .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))
+        .env("HOME", dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 pub fn rocforge(dir: &Path, args: &[&str]) -> Out {
     rocforge_env(dir, &[], args)
 }
@@ -301,4 +321,86 @@ pub fn require(what: &str, ok: bool) -> bool {
     }
     eprintln!("skipping: {what} is not available here (run .ci/setup-machine.sh)");
     false
+}
+
+/// One request a [`JsonServer`] answered: method, path with query, and headers (lowercase names).
+#[derive(Debug, Clone)]
+pub struct JsonRequest {
+    pub method: String,
+    pub target: String,
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 answering each request with `(status, JSON body)` from
+/// `answer`, recording every request. For API clients (GitHub's runners list) in tests.
+pub struct JsonServer {
+    pub port: u16,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<JsonRequest>>>,
+}
+
+impl JsonServer {
+    pub fn start(
+        answer: impl Fn(&JsonRequest) -> (u16, String) + Send + Sync + 'static,
+    ) -> JsonServer {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (log, answer) = (requests.clone(), std::sync::Arc::new(answer));
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (log, answer) = (log.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let mut w = conn;
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let mut parts = line.split_whitespace();
+                        let method = parts.next().unwrap_or_default().to_string();
+                        let target = parts.next().unwrap_or_default().to_string();
+                        let mut headers = std::collections::BTreeMap::new();
+                        loop {
+                            let mut h = String::new();
+                            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let h = h.trim_end();
+                            if h.is_empty() {
+                                break;
+                            }
+                            if let Some((k, v)) = h.split_once(':') {
+                                headers.insert(k.to_ascii_lowercase(), v.trim().to_string());
+                            }
+                        }
+                        let req = JsonRequest {
+                            method,
+                            target,
+                            headers,
+                        };
+                        let (status, body) = answer(&req);
+                        log.lock().unwrap().push(req);
+                        let resp = format!(
+                            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if w.write_all(resp.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        JsonServer { port, requests }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn requests(&self) -> Vec<JsonRequest> {
+        self.requests.lock().unwrap().clone()
+    }
 }

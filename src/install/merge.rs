@@ -1,0 +1,188 @@
+//! Merging a staged install into a non-empty prefix so that a kill -9 at any moment leaves the
+//! prefix as it was or, once the next rocforge command has looked at it, complete.
+//!
+//! Before the first change to the prefix the merge writes its journal,
+//! `<staging>/.rocforge-merge.json`: the receipts being installed and the old files to remove.
+//! From then on anyone can finish the merge: [`apply`] is idempotent (a file already moved is
+//! skipped). [`recover`], run under the prefix's lock by `install`, `uninstall` and
+//! `list --installed`, applies the journal of every staging directory a killed run left beside
+//! the prefix and removes those directories; staging without a journal never touched the prefix
+//! and is simply removed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::receipt::{self, Receipt};
+
+pub const JOURNAL: &str = ".rocforge-merge.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Journal {
+    pub receipts: Vec<Receipt>,
+    /// Files of the components being replaced that the new versions do not have.
+    pub remove: Vec<String>,
+}
+
+/// Records the merge in the staging directory: from here on it is finished, never undone.
+pub fn begin(staging: &Path, journal: &Journal) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(journal).expect("plain data");
+    crate::fsutil::write_atomic(&staging.join(JOURNAL), &bytes)
+}
+
+/// Writes the receipts, moves every staged entry into `prefix`, removes the replaced files.
+pub fn apply(staging: &Path, prefix: &Path, journal: &Journal) -> std::io::Result<()> {
+    // Receipts first: even cut short here, uninstall knows every file.
+    for r in &journal.receipts {
+        receipt::write(prefix, r)?;
+    }
+    crate::fault::point("install");
+    for r in &journal.receipts {
+        for d in &r.dirs {
+            let p = prefix.join(d);
+            if !p.is_dir() {
+                std::fs::create_dir_all(&p)?;
+            }
+        }
+        for f in &r.files {
+            let from = staging.join(f);
+            if std::fs::symlink_metadata(&from).is_err() {
+                continue; // moved by the run that was cut short
+            }
+            let to = prefix.join(f);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::rename(&from, &to)?;
+            crate::fault::point("install");
+        }
+    }
+    for f in &journal.remove {
+        let _ = std::fs::remove_file(prefix.join(f));
+    }
+    crate::fsutil::sync_dir(prefix);
+    Ok(())
+}
+
+/// The lock that makes installs into `prefix` take turns: `<parent>/.rocforge-install-<name>.lock`
+/// (not `.<name>…`, which would look like staging). None when
+/// `wait` is false and another process holds it; `on_wait` is called when waiting.
+pub fn lock(
+    prefix: &Path,
+    wait: bool,
+    on_wait: &dyn Fn(),
+) -> std::io::Result<Option<crate::fsutil::Lock>> {
+    let (parent, name) = parts(prefix);
+    std::fs::create_dir_all(&parent)?;
+    let timeout = std::time::Duration::from_secs(if wait { 24 * 3600 } else { 0 });
+    let on_wait = || {
+        if wait {
+            on_wait()
+        }
+    };
+    match crate::fsutil::lock(
+        &parent,
+        &format!(".rocforge-install-{name}"),
+        timeout,
+        &on_wait,
+    ) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if !wait && e.kind() == std::io::ErrorKind::TimedOut => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn parts(prefix: &Path) -> (PathBuf, String) {
+    let parent = prefix
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let name = prefix
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (parent, name)
+}
+
+/// The staging directories beside `prefix` (`.<name>.tmp-…`): a running install's, or what a
+/// killed one left.
+pub fn staging(prefix: &Path) -> Vec<PathBuf> {
+    let (parent, name) = parts(prefix);
+    let start = format!(".{name}.tmp-");
+    let Ok(rd) = std::fs::read_dir(&parent) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name().to_string_lossy().starts_with(&start)
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Finishes the merges and removes the staging that killed runs left beside `prefix`; the
+/// caller holds [`lock`]. Returns the components whose install was completed.
+pub fn recover(prefix: &Path) -> std::io::Result<Vec<String>> {
+    let mut completed = Vec::new();
+    for dir in staging(prefix) {
+        let journal: Option<Journal> = std::fs::read(dir.join(JOURNAL))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        if let Some(j) = journal {
+            apply(&dir, prefix, &j)?;
+            completed.extend(j.receipts.iter().map(|r| r.name.clone()));
+        }
+        crate::fsutil::remove_tree(&dir)?;
+    }
+    crate::fsutil::reap_temp(&receipt::dir(prefix), ".tmp-");
+    Ok(completed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_cut_short_is_finished_and_dead_staging_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let prefix = tmp.path().join("p");
+        std::fs::create_dir_all(prefix.join("lib")).unwrap();
+        std::fs::write(prefix.join("lib/libx.so.0"), "old").unwrap();
+        let receipt: Receipt = serde_json::from_value(serde_json::json!({
+            "schema": receipt::RECEIPT_SCHEMA, "name": "x", "version": "2", "targets": ["gfx90c"],
+            "key": "k", "sha256": "s", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
+            "files": ["bin/x", "lib/libx.so.1"], "dirs": ["bin", "lib"],
+        }))
+        .unwrap();
+        let journal = Journal {
+            receipts: vec![receipt],
+            remove: vec!["lib/libx.so.0".into()],
+        };
+        // Killed after moving lib/libx.so.1, before bin/x.
+        let stage = crate::fsutil::staging_dir(&prefix).unwrap();
+        std::fs::create_dir_all(stage.join("bin")).unwrap();
+        std::fs::write(stage.join("bin/x"), "x").unwrap();
+        std::fs::write(prefix.join("lib/libx.so.1"), "new").unwrap();
+        begin(&stage, &journal).unwrap();
+        // And an earlier run killed while extracting: no journal, never touched the prefix (under
+        // the lock every staging directory is dead, whatever its pid).
+        let unpacking = tmp.path().join(".p.tmp-1-abc");
+        std::fs::create_dir_all(unpacking.join("lib")).unwrap();
+        std::fs::write(unpacking.join("lib/libx.so.1"), "partial").unwrap();
+
+        assert_eq!(staging(&prefix).len(), 2);
+        assert_eq!(recover(&prefix).unwrap(), ["x"]);
+        assert_eq!(staging(&prefix).len(), 0);
+        assert_eq!(std::fs::read_to_string(prefix.join("bin/x")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(prefix.join("lib/libx.so.1")).unwrap(),
+            "new"
+        );
+        assert!(!prefix.join("lib/libx.so.0").exists());
+        assert_eq!(receipt::read_all(&prefix)[0].version, "2");
+        // Nothing left to do: a second recovery changes nothing.
+        assert!(recover(&prefix).unwrap().is_empty());
+    }
+}
