@@ -134,7 +134,15 @@ fn exported_overlay_evaluates_against_a_rocm_package_set() {
     )
     .unwrap();
     assert_eq!(pin["release"], "rocm-6.4.4");
-    assert!(pin["rev"].is_null() && pin["note"].as_str().unwrap().starts_with("TODO"));
+    assert_eq!(pin["rev"], "8fd9daa3db09ced9700431c5b7ad0e8ba199b575");
+    assert_eq!(pin["branch"], "nixos-25.11");
+    let default = std::fs::read_to_string(dir.path().join("export/default.nix")).unwrap();
+    assert!(
+        default.contains(
+            "archive/8fd9daa3db09ced9700431c5b7ad0e8ba199b575.tar.gz\"; sha256 = \"sha256-"
+        ),
+        "{default}"
+    );
     std::fs::write(dir.path().join("upstream.patch"), "").unwrap();
     std::fs::write(dir.path().join("test.nix"), FAKE_PKGS).unwrap();
     for f in ["export/overlay.nix", "export/default.nix", "test.nix"] {

@@ -29,11 +29,34 @@ pub const ATTRIBUTES: &[(&str, &str)] = &[
     ("tensile", "tensile"),
 ];
 
+/// A nixpkgs revision and the NAR hash of its source tree (what `builtins.fetchTarball` checks).
+#[derive(Debug, Clone, Copy)]
+pub struct Pin {
+    pub rev: &'static str,
+    pub nar_hash: &'static str,
+    pub branch: &'static str,
+    pub date: &'static str,
+    /// Which ROCm its rocmPackages is, and how that is known.
+    pub rocm: &'static str,
+}
+
 /// The nixpkgs revision the overlay is meant for, when one is known for the release line.
-/// None: not verified yet (docs/nix.md says what was found).
-pub fn nixpkgs_pin(release: &str) -> Option<&'static str> {
-    let _ = release;
-    None
+/// None: no revision is known (docs/nix.md says what was found).
+pub fn nixpkgs_pin(release: &str) -> Option<Pin> {
+    match release {
+        // nixos-25.11 carries rocmPackages 6.4.3: 6.3.3 -> 6.4.3 is NixOS/nixpkgs#427944 (2025),
+        // 6.4.3 -> 7.0.2 is #469378, opened 2025-12-09, after 25.11 branched, and a stable
+        // branch takes no major ROCm bumps. The revision and its NAR hash are those that public
+        // flake.lock files record for nixos-25.11; not fetched or built here.
+        "rocm-6.4.4" => Some(Pin {
+            rev: "8fd9daa3db09ced9700431c5b7ad0e8ba199b575",
+            nar_hash: "sha256-Ti+ZBvW6yrWWAg2szExVTwCd4qOJ3KlVr1tFHfyfi8Q=",
+            branch: "nixos-25.11",
+            date: "2026-05-10",
+            rocm: "6.4.3 (inferred from the nixpkgs pull requests; not evaluated here)",
+        }),
+        _ => None,
+    }
 }
 
 pub fn attribute(component: &str) -> Option<&'static str> {
@@ -197,8 +220,9 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
          {{ nixpkgs ? {} }}:\n\
          (import nixpkgs {{ overlays = [ (import ./overlay.nix) ]; }}).rocmPackages\n",
         match pin {
-            Some(rev) => format!(
-                "builtins.fetchTarball \"https://github.com/NixOS/nixpkgs/archive/{rev}.tar.gz\""
+            Some(p) => format!(
+                "builtins.fetchTarball {{ url = \"https://github.com/NixOS/nixpkgs/archive/{}.tar.gz\"; sha256 = \"{}\"; }}",
+                p.rev, p.nar_hash
             ),
             None => "<nixpkgs>".into(),
         }
@@ -208,9 +232,15 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
     let pin_json = serde_json::json!({
         "release": release.name,
         "rocm": version,
-        "rev": pin,
+        "rev": pin.map(|p| p.rev),
+        "nar-hash": pin.map(|p| p.nar_hash),
+        "branch": pin.map(|p| p.branch),
+        "date": pin.map(|p| p.date),
         "note": match pin {
-            Some(_) => "nixpkgs revision whose rocmPackages matches the release line".to_string(),
+            Some(p) => format!(
+                "{} of {}: rocmPackages {}, the nearest nixpkgs ROCm to {version}; the overlay's patches have not been applied there yet (docs/nix.md)",
+                p.rev, p.branch, p.rocm
+            ),
             None => format!(
                 "TODO: no nixpkgs revision with rocmPackages {version} verified; rocmPackages went 6.3.3 -> 6.4.3 \
                  in NixOS/nixpkgs#427944. Use a nixpkgs whose rocmPackages is {minor}.x (docs/nix.md)"
@@ -240,8 +270,12 @@ mod tests {
     fn every_shipped_component_is_mapped_or_known_unmapped() {
         let c = Catalog::load(crate::catalog::CatalogRoot::Embedded, None).unwrap();
         for name in c.recipes.keys() {
+            // No rocmPackages attribute: rocm-examples has none in nixpkgs; torch and
+            // torchvision are python3Packages.{torch,torchvision} with rocmSupport, outside
+            // the rocmPackages scope this overlay overrides (docs/nix.md).
             assert!(
-                attribute(name).is_some() || name == "rocm-examples",
+                attribute(name).is_some()
+                    || ["rocm-examples", "torch", "torchvision"].contains(&name.as_str()),
                 "{name} has no rocmPackages mapping"
             );
         }
