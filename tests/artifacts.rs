@@ -60,10 +60,14 @@ impl Fx {
         self.root.join("keys/rocforge.key").display().to_string()
     }
     fn package(&self, out: &str) -> PathBuf {
-        let key = self.key();
-        self.ok(&[
-            "package",
-            "greet",
+        self.package_signed(&["greet"], out, &self.key())
+    }
+    /// `components` packaged for gfx90c (host runtime) into `out`, signed with the secret key
+    /// `key`.
+    fn package_signed(&self, components: &[&str], out: &str, key: &str) -> PathBuf {
+        let mut args = vec!["package"];
+        args.extend_from_slice(components);
+        args.extend_from_slice(&[
             "--arch",
             "gfx90c",
             "--runtime",
@@ -71,8 +75,9 @@ impl Fx {
             "--out",
             out,
             "--key",
-            &key,
+            key,
         ]);
+        self.ok(&args);
         self.root.join(out)
     }
 }
@@ -105,18 +110,7 @@ cc -O2 -o "$P/bin/greet" main.c -I. -L"$P/lib" -lgreet -Wl,-rpath,'$ORIGIN/../li
 fn catalog() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
+    let rel = test_release(&root, "localhost/rocforge-none:1");
     std::fs::write(root.join("trust.toml"), "").unwrap();
     (tmp, root, rel)
 }
@@ -1145,22 +1139,8 @@ ln -s libamdhip64.so.6 "$P/lib/libamdhip64.so"
 fn install_finds_adds_or_requires_the_hip_runtime() {
     let fx = runtime_fixture();
     let key = fx.key();
-    let package = |out: &str, comps: &[&str]| {
-        let mut args = vec!["package"];
-        args.extend_from_slice(comps);
-        args.extend_from_slice(&[
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-            "--out",
-            out,
-            "--key",
-            &key,
-        ]);
-        fx.ok(&args);
-        fx.root.join(out).display().to_string()
-    };
+    let package =
+        |out: &str, comps: &[&str]| fx.package_signed(comps, out, &key).display().to_string();
     let without = package("dist-no", &["hipapp"]);
     let with = package("dist-yes", &["hipapp", "rocm-runtime"]);
     // What package recorded: in the manifests and the index.
@@ -1312,18 +1292,22 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         fx.ok(&["key", "generate", "--out", k]);
     }
     let path = |p: &str| fx.root.join(p).display().to_string();
+    let rotate = |old: &str, new: &str, extra: &[&str], out: &str| {
+        let mut args = vec!["key", "rotate", "--old", old, "--new", new];
+        args.extend_from_slice(extra);
+        args.extend(["--out", out]);
+        fx.ok(&args)
+    };
+    let index = |d: &Path, key: &str| {
+        fx.ok(&["index", &d.display().to_string(), "--key", key]);
+    };
     // Rotation 1: A → B, A retired. The list is a minisign-signed file.
-    let o = fx.ok(&[
-        "key",
-        "rotate",
-        "--old",
+    let o = rotate(
         &a_key,
-        "--new",
         &path("keys-b/rocforge.pub"),
-        "--revoke-old",
-        "--out",
+        &["--revoke-old"],
         &path("dist/keys.json"),
-    ]);
+    );
     assert!(o.stdout.contains("keys-1.json"), "{}", o.stdout);
     let list: serde_json::Value =
         serde_json::from_slice(&std::fs::read(fx.root.join("dist/keys.json")).unwrap()).unwrap();
@@ -1338,18 +1322,7 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         ));
     }
     // Packaged and signed with B; the user trusts only A (config): install follows the list.
-    fx.ok(&[
-        "package",
-        "greet",
-        "--arch",
-        "gfx90c",
-        "--runtime",
-        "host",
-        "--out",
-        "dist",
-        "--key",
-        &path("keys-b/rocforge.key"),
-    ]);
+    fx.package_signed(&["greet"], "dist", &path("keys-b/rocforge.key"));
     let install = |dir: &str, prefix: &str| {
         let d = path(dir);
         let p = path(prefix);
@@ -1367,16 +1340,12 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         v.stderr
     );
     // Rotation 2: B → C; an installer that trusts A follows two lists.
-    fx.ok(&[
-        "key",
-        "rotate",
-        "--old",
+    rotate(
         &path("keys-b/rocforge.key"),
-        "--new",
         &path("keys-c/rocforge.pub"),
-        "--out",
+        &[],
         &path("dist/keys.json"),
-    ]);
+    );
     if has_minisign {
         assert!(minisign_ok(&fx.root.join("dist/keys-1.json"), &a_pub));
         assert!(minisign_ok(
@@ -1388,12 +1357,7 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
             &fx.root.join("keys-b/rocforge.pub")
         ));
     }
-    fx.ok(&[
-        "index",
-        &path("dist"),
-        "--key",
-        &path("keys-c/rocforge.key"),
-    ]);
+    index(&fx.root.join("dist"), &path("keys-c/rocforge.key"));
     let o = install("dist", "p2");
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
@@ -1416,16 +1380,22 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         assert!(files.contains(&f.to_string()), "{files:?}");
     }
 
-    let prefix_untouched = |name: &str, o: &Out| {
+    // Each bad case is served from serve-<name>: the install into p-<name> is refused, the
+    // prefix is not created, and the error says what is wrong.
+    let refused = |name: &str, says: &[&str]| {
+        let o = install(&format!("serve-{name}"), &format!("p-{name}"));
         assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
         assert!(!fx.root.join(format!("p-{name}")).exists(), "{name}");
+        for s in says {
+            assert!(o.stderr.contains(s), "{name}: {}", o.stderr);
+        }
     };
-    // Tampered: a key swapped into the newest list after signing.
     let copy = |name: &str| {
         let d = fx.root.join(format!("serve-{name}"));
         rocforge::fsutil::copy_tree(&fx.root.join("dist"), &d).unwrap();
         d
     };
+    // Tampered: a key swapped into the newest list after signing.
     let d = copy("tampered");
     let u_pub = std::fs::read_to_string(fx.root.join("keys-u/rocforge.pub")).unwrap();
     let u_line = u_pub.lines().last().unwrap();
@@ -1433,18 +1403,15 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     let c_line = c_pub.lines().last().unwrap();
     let text = std::fs::read_to_string(d.join("keys.json")).unwrap();
     std::fs::write(d.join("keys.json"), text.replace(c_line, u_line)).unwrap();
-    let o = install("serve-tampered", "p-tampered");
-    prefix_untouched("tampered", &o);
-    assert!(
-        o.stderr
-            .contains("keys.json: the signature does not verify with key")
-            && o.stderr.contains("changed after signing"),
-        "{}",
-        o.stderr
+    refused(
+        "tampered",
+        &[
+            "keys.json: the signature does not verify with key",
+            "changed after signing",
+        ],
     );
     // A list signed by an untrusted key U, trusting U, and an index signed by U: refused.
-    let d = fx.root.join("serve-untrusted");
-    rocforge::fsutil::copy_tree(&fx.root.join("dist"), &d).unwrap();
+    let d = copy("untrusted");
     for f in [
         "keys.json",
         "keys.json.minisig",
@@ -1455,49 +1422,31 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     ] {
         std::fs::remove_file(d.join(f)).unwrap();
     }
-    fx.ok(&[
-        "key",
-        "rotate",
-        "--old",
+    rotate(
         &path("keys-u/rocforge.key"),
-        "--new",
         &path("keys-u/rocforge.pub"),
-        "--out",
+        &[],
         &d.join("keys.json").display().to_string(),
-    ]);
-    fx.ok(&[
-        "index",
-        &d.display().to_string(),
-        "--key",
-        &path("keys-u/rocforge.key"),
-    ]);
-    let o = install("serve-untrusted", "p-untrusted");
-    prefix_untouched("untrusted", &o);
-    assert!(
-        o.stderr
-            .contains("which is not trusted (and no earlier key list leads to a trusted key)")
-            && o.stderr.contains("not trusted"),
-        "{}",
-        o.stderr
+    );
+    index(&d, &path("keys-u/rocforge.key"));
+    refused(
+        "untrusted",
+        &[
+            "which is not trusted (and no earlier key list leads to a trusted key)",
+            "not trusted",
+        ],
     );
     // Replayed: the first list served as the newest after the second was seen.
     let d = copy("replayed");
     std::fs::copy(d.join("keys-1.json"), d.join("keys.json")).unwrap();
     std::fs::copy(d.join("keys-1.json.minisig"), d.join("keys.json.minisig")).unwrap();
-    fx.ok(&[
-        "index",
-        &d.display().to_string(),
-        "--key",
-        &path("keys-b/rocforge.key"),
-    ]);
-    let o = install("serve-replayed", "p-replayed");
-    prefix_untouched("replayed", &o);
-    assert!(
-        o.stderr
-            .contains("its sequence 1 is older than the key list 2 already accepted")
-            && o.stderr.contains("replayed"),
-        "{}",
-        o.stderr
+    index(&d, &path("keys-b/rocforge.key"));
+    refused(
+        "replayed",
+        &[
+            "its sequence 1 is older than the key list 2 already accepted",
+            "replayed",
+        ],
     );
     // Revoked: A retired itself in list 1; an index it signs is refused even with no key list.
     let d = fx.root.join("serve-revoked");
@@ -1505,14 +1454,8 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     for t in tarballs(&fx.root.join("dist")) {
         std::fs::copy(&t, d.join(t.file_name().unwrap())).unwrap();
     }
-    fx.ok(&["index", &d.display().to_string(), "--key", &a_key]);
-    let o = install("serve-revoked", "p-revoked");
-    prefix_untouched("revoked", &o);
-    assert!(
-        o.stderr.contains("which key list 1 (signed by") && o.stderr.contains("revoked"),
-        "{}",
-        o.stderr
-    );
+    index(&d, &a_key);
+    refused("revoked", &["which key list 1 (signed by", "revoked"]);
     let err = fx.fails(&["verify", &d.join("index.json").display().to_string()]);
     assert!(err.contains("revoked"), "{err}");
 }

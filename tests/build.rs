@@ -13,19 +13,6 @@ use common::*;
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
 const PATCH: &str = "Accept gfx90c and gfx902 in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -11,7 +11,7 @@ foreach(t IN LISTS GPU_TARGETS)\n   list(APPEND OFFLOAD \"--offload-arch=${t}\")\n endforeach()\n \n-set(SUPPORTED_TARGETS gfx900)\n+set(SUPPORTED_TARGETS gfx900 gfx90c gfx902)\n add_library(hipcore SHARED src/scale.hip)\n set_source_files_properties(src/scale.hip PROPERTIES LANGUAGE CXX)\n target_compile_options(hipcore PRIVATE -x hip ${OFFLOAD})\n";
 
-fn podman_ready() -> bool {
-    let ok = Command::new("podman")
-        .args(["image", "exists", IMAGE])
-        .env("CONTAINERS_CONF", containers_conf())
-        .status()
-        .is_ok_and(|s| s.success());
-    require(&format!("podman with the image {IMAGE}"), ok)
-}
-
-fn containers_conf() -> PathBuf {
-    manifest().join("containers/containers.conf")
-}
-
 struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -138,22 +125,6 @@ fn keys(f: &Fixture) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn results(out: &Out) -> Vec<(String, String)> {
-    let v: serde_json::Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    v["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s[0].as_str().unwrap().to_string(),
-                s[1]["result"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 fn store_tree(f: &Fixture, key: &str) -> PathBuf {
     f.path().join("store").join(key).join("tree")
 }
@@ -194,7 +165,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -303,7 +274,7 @@ fn tree_hashes(dir: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn two_clean_builds_into_two_stores_give_identical_trees() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -331,7 +302,7 @@ fn two_clean_builds_into_two_stores_give_identical_trees() {
 
 #[test]
 fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -407,7 +378,7 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
 
 #[test]
 fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -480,7 +451,7 @@ fn docker_builds_the_same_trees() {
     if !require(
         &format!("a docker daemon at {DOCKER_HOST} with {IMAGE} (scripts/start-docker.sh)"),
         ok,
-    ) || !podman_ready()
+    ) || !podman_ready(IMAGE)
     {
         return;
     }
@@ -536,7 +507,7 @@ fn rootless_podman_builds_as_the_invoking_user() {
     if !require(
         "root, and the rootless user rocforge-test (scripts/rootless-user.sh)",
         user.is_some() && is_root,
-    ) || !podman_ready()
+    ) || !podman_ready(IMAGE)
     {
         return;
     }
@@ -625,7 +596,7 @@ fn rootless_podman_builds_as_the_invoking_user() {
 
 #[test]
 fn two_concurrent_builds_build_each_component_once() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -651,7 +622,7 @@ fn two_concurrent_builds_build_each_component_once() {
 
 #[test]
 fn ctrl_c_stops_the_build_and_its_container() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();
@@ -695,23 +666,7 @@ fn ctrl_c_stops_the_build_and_its_container() {
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("stopped"), "{stderr}");
     // No container of that run is left, and the store holds only complete entries.
-    let ps = Command::new("podman")
-        .env("CONTAINERS_CONF", containers_conf())
-        .args([
-            "ps",
-            "--all",
-            "--filter",
-            &format!("label=rocforge.pid={pid}"),
-            "--format",
-            "{{.Names}}",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&ps.stdout).trim(),
-        "",
-        "containers left running"
-    );
+    assert_eq!(containers_of(pid), "", "containers left running");
     let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
         .unwrap()
         .flatten()
@@ -728,7 +683,7 @@ fn ctrl_c_stops_the_build_and_its_container() {
 
 #[test]
 fn doctor_store_and_image_build() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let f = fixture();

@@ -12,19 +12,6 @@ use common::*;
 
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
 
-fn containers_conf() -> PathBuf {
-    manifest().join("containers/containers.conf")
-}
-
-fn podman_ready() -> bool {
-    let ok = Command::new("podman")
-        .args(["image", "exists", IMAGE])
-        .env("CONTAINERS_CONF", containers_conf())
-        .status()
-        .is_ok_and(|s| s.success());
-    require(&format!("podman with the image {IMAGE}"), ok)
-}
-
 struct Fx {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -55,20 +42,6 @@ impl Fx {
     }
 }
 
-fn results(report: &serde_json::Value) -> Vec<(String, String)> {
-    report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s[0].as_str().unwrap().to_string(),
-                s[1]["result"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 fn trees(report: &serde_json::Value) -> Vec<Vec<(String, Vec<u8>)>> {
     report["steps"]
         .as_array()
@@ -82,20 +55,9 @@ fn trees(report: &serde_json::Value) -> Vec<Vec<(String, Vec<u8>)>> {
 fn fixture() -> Fx {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
+    let rel = test_release(&root, IMAGE);
     std::fs::create_dir_all(root.join("src/greet")).unwrap();
     std::fs::create_dir_all(root.join("src/doc")).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{IMAGE}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n"),
-    )
-    .unwrap();
     std::fs::write(
         rel.join("greetdoc.toml"),
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
@@ -128,12 +90,12 @@ fn fixture() -> Fx {
 
 #[test]
 fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers() {
-    if !require("docker-registry", which("docker-registry")) || !podman_ready() {
+    let Some(reg) = registry() else {
+        return;
+    };
+    if !podman_ready(IMAGE) {
         return;
     }
-    let Some(reg) = Registry::start() else {
-        panic!("docker-registry did not start");
-    };
     let fx = fixture();
     let cache = format!("oci://{}/rocforge/cache", reg.host());
     let key = fx.root.join("keys/rocforge.key").display().to_string();
@@ -152,7 +114,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         ],
     );
     assert_eq!(
-        results(&a),
+        step_results(&a),
         [
             ("greetdoc".into(), "built".into()),
             ("greet".into(), "built".into())
@@ -213,7 +175,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         &["--runtime", "podman", "--cache", &cache],
     );
     assert_eq!(
-        results(&b),
+        step_results(&b),
         [
             ("greetdoc".into(), "pulled".into()),
             ("greet".into(), "pulled".into())
@@ -239,7 +201,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         "trust.toml",
         &["--runtime", "podman", "--cache", &cache],
     );
-    assert!(results(&b2).iter().all(|(_, r)| r == "cached"), "{b2}");
+    assert!(step_results(&b2).iter().all(|(_, r)| r == "cached"), "{b2}");
 
     // C: only another key trusted: the entries are refused with a note and built here.
     let (c, err) = fx.build(
@@ -248,7 +210,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         &["--runtime", "podman", "--cache", &cache],
     );
     assert_eq!(
-        results(&c),
+        step_results(&c),
         [
             ("greetdoc".into(), "built".into()),
             ("greet".into(), "built".into())
@@ -267,18 +229,11 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         "trust.toml",
         &["--runtime", "host", "--cache", &cache, "--cache-key", &key],
     );
-    assert!(results(&d).iter().all(|(_, r)| r == "built"), "{d}");
+    assert!(step_results(&d).iter().all(|(_, r)| r == "built"), "{d}");
     assert!(
         err.contains("not pushed") && err.contains("host runtime"),
         "{err}"
     );
-}
-
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 trait JsonValue {

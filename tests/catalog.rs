@@ -30,6 +30,13 @@ fn rocforge(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The stdout of a `rocforge` run over the shipped catalog that must succeed.
+fn rocforge_ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = rocforge(args);
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
 /// Release directories of the shipped catalog (those holding a release.toml).
 fn releases() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(manifest().join("recipes"))
@@ -221,7 +228,7 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
 
 #[test]
 fn plan_rocsolver_for_both_igpus_json() {
-    let (code, stdout, stderr) = rocforge(&[
+    let stdout = rocforge_ok(&[
         "plan",
         "rocsolver",
         "--arch",
@@ -229,7 +236,6 @@ fn plan_rocsolver_for_both_igpus_json() {
         "--format",
         "json",
     ]);
-    assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!(stdout);
 }
 
@@ -238,7 +244,7 @@ fn plan_rocsolver_for_both_igpus_json() {
 /// in the environment of the two wheel builds.
 #[test]
 fn plan_pytorch_for_gfx90c_json() {
-    let (code, stdout, stderr) = rocforge(&[
+    let stdout = rocforge_ok(&[
         "--release",
         "rocm-6.4.4",
         "plan",
@@ -248,7 +254,6 @@ fn plan_pytorch_for_gfx90c_json() {
         "--format",
         "json",
     ]);
-    assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!(stdout);
 }
 
@@ -257,7 +262,7 @@ fn plan_pytorch_for_gfx90c_json() {
 /// gfx902's patch series) and the GPU flags. A preview line is reached only with `--release`.
 #[test]
 fn plan_rocblas_7_14_for_both_igpus_json() {
-    let (code, stdout, stderr) = rocforge(&[
+    let stdout = rocforge_ok(&[
         "plan",
         "rocblas",
         "--release",
@@ -267,15 +272,13 @@ fn plan_rocblas_7_14_for_both_igpus_json() {
         "--format",
         "json",
     ]);
-    assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!(stdout);
 }
 
 /// A preview line is never the default: without `--release` the newest non-preview line is used.
 #[test]
 fn the_default_release_line_is_not_a_preview() {
-    let (code, stdout, stderr) = rocforge(&["plan", "rocblas", "--arch", "gfx90c"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = rocforge_ok(&["plan", "rocblas", "--arch", "gfx90c"]);
     let first = stdout.lines().next().unwrap_or_default();
     assert!(first.contains("(release rocm-6.4.4,"), "{first}");
 }

@@ -22,7 +22,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -114,18 +114,7 @@ fn script_recipe(name: &str, deps: &[&str], url: &str, sleep: &str) -> String {
 fn fixture(image: &str) -> Fx {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{image}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n"),
-    )
-    .unwrap();
+    let rel = test_release(&root, image);
     let origin = root.join("origin");
     for (name, deps) in [
         ("base", &[][..]),
@@ -164,15 +153,7 @@ fn fixture(image: &str) -> Fx {
     std::fs::write(data.join("blob.bin"), blob).unwrap();
     std::fs::write(data.join("LICENSE"), "MIT\n").unwrap();
     let tarball = origin.join("data-1.0.tar.gz");
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(origin.join("datasrc"))
-        .arg("-czf")
-        .arg(&tarball)
-        .arg("data-1.0")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    tar_gz(&origin.join("datasrc"), "data-1.0", &tarball);
     let http = HttpServer::start(&origin);
     std::fs::write(
         rel.join("data.toml"),
@@ -228,13 +209,17 @@ impl Ctx {
         rocforge_command(&self.root, &env, &full)
     }
 
+    /// [`Ctx::command`] started, its output thrown away: for a kill from here.
+    fn spawn(&self, args: &[&str], fault: Option<(&str, u64)>) -> Child {
+        self.command(args, fault)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     fn run(&self, args: &[&str]) -> Out {
-        let o = self.command(args, None).output().unwrap();
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        Out::from(self.command(args, None).output().unwrap())
     }
 
     fn ok(&self, args: &[&str]) -> Out {
@@ -285,12 +270,7 @@ impl Ctx {
             format!("crash point {phase}:{n} of {points}")
         } else {
             let ms = rng.next() % (took.as_millis() as u64).max(1);
-            let mut child = self
-                .command(args, None)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = self.spawn(args, None);
             std::thread::sleep(Duration::from_millis(ms));
             let _ = child.kill();
             let status = child.wait().unwrap();
@@ -436,19 +416,12 @@ fn starts(lines: &[String], component: &str) -> usize {
         .count()
 }
 
-fn results(out: &Out) -> BTreeMap<String, String> {
-    let v: serde_json::Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    v["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s[0].as_str().unwrap().to_string(),
-                s[1]["result"].as_str().unwrap().to_string(),
-            )
-        })
+/// Every store entry's tree (see [`listing`]), by component; only complete entries and no
+/// staging may be there.
+fn store_trees(store: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    check_store(store, true)
+        .into_iter()
+        .map(|(c, k)| (c, listing(&store.join(&k).join("tree"))))
         .collect()
 }
 
@@ -529,24 +502,10 @@ fn kill_during_fetch_leaves_a_consistent_cache_and_the_rerun_completes() {
 fn kill_during_build_keeps_the_store_consistent_and_builds_each_component_once() {
     let fx = fixture("localhost/rocforge-none:1");
     let mut rng = Rng::for_test("build");
-    let args = [
-        "build",
-        "c",
-        "a",
-        "data",
-        "--arch",
-        "gfx90c",
-        "--runtime",
-        "host",
-        "--format",
-        "json",
-    ];
+    let args = [&BUILD_ALL[..], &["--format", "json"]].concat();
     let reference = fx.ctx("ref");
     let (points, took) = reference.calibrate(&args, "build");
-    let want: BTreeMap<String, BTreeMap<String, String>> = check_store(&reference.store, true)
-        .into_iter()
-        .map(|(c, k)| (c, listing(&reference.store.join(&k).join("tree"))))
-        .collect();
+    let want = store_trees(&reference.store);
     assert_eq!(want.len(), 5, "{want:?}");
     for i in 0..iterations() {
         let ctx = fx.ctx(&format!("build-{i}"));
@@ -580,36 +539,42 @@ fn kill_during_build_keeps_the_store_consistent_and_builds_each_component_once()
                 );
             }
         }
-        let entries = check_store(&ctx.store, true);
-        for (component, key) in &entries {
-            assert_eq!(
-                &listing(&ctx.store.join(key).join("tree")),
-                &want[component],
-                "{component} after {what}"
-            );
+        let entries = store_trees(&ctx.store);
+        for (component, tree) in &entries {
+            assert_eq!(tree, &want[component], "{component} after {what}");
         }
         assert_eq!(entries.len(), 5);
         check_cache(&ctx.cache);
         let third = ctx.ok(&args);
-        assert!(results(&third).values().all(|r| r == "cached"));
+        assert!(results(&third).iter().all(|(_, r)| r == "cached"));
         assert_eq!(build_log(&ctx.cache), after);
     }
 }
 
+/// Every component (c and a pull in b and base) built with the host runtime.
+const BUILD_ALL: [&str; 8] = [
+    "build",
+    "c",
+    "a",
+    "data",
+    "--arch",
+    "gfx90c",
+    "--runtime",
+    "host",
+];
+
 /// A store holding every component (host builds), and a signing key in keys/.
 fn packaged(fx: &Fx) -> Ctx {
     let ctx = fx.ctx("shared");
-    ctx.ok(&[
-        "build",
-        "c",
-        "a",
-        "data",
-        "--arch",
-        "gfx90c",
-        "--runtime",
-        "host",
-    ]);
+    ctx.ok(&BUILD_ALL);
     ctx.ok(&["key", "generate", "--out", "keys"]);
+    ctx
+}
+
+/// [`packaged`], and its signed release in dist/.
+fn released(fx: &Fx) -> Ctx {
+    let ctx = packaged(fx);
+    ctx.ok(&strs(&package_args("dist")));
     ctx
 }
 
@@ -698,14 +663,14 @@ fn kill_during_package_leaves_no_partial_release_and_the_rerun_matches_a_clean_o
     let mut rng = Rng::for_test("package");
     let ctx = packaged(&fx);
     let args = package_args("dist-ref");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let args = strs(&args);
     let (points, took) = ctx.calibrate(&args, "package");
     let want = tarballs(&fx.root.join("dist-ref"));
     assert_eq!(want.len(), 5);
     for i in 0..iterations() {
         let out = format!("dist-{i}");
         let args = package_args(&out);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args = strs(&args);
         let what = ctx.kill(&mut rng, &args, "package", points, took);
         eprintln!("package #{i}: {what}");
         ctx.ok(&args);
@@ -717,9 +682,7 @@ fn kill_during_package_leaves_no_partial_release_and_the_rerun_matches_a_clean_o
 fn kill_during_install_leaves_the_prefix_old_or_new_and_the_rerun_completes() {
     let fx = fixture("localhost/rocforge-none:1");
     let mut rng = Rng::for_test("install");
-    let ctx = packaged(&fx);
-    let p = package_args("dist");
-    ctx.ok(&p.iter().map(String::as_str).collect::<Vec<_>>());
+    let ctx = released(&fx);
     let install = |prefix: &str, what: &[&str]| -> Vec<String> {
         let mut v: Vec<String> = vec!["install".into()];
         v.extend(what.iter().map(|s| s.to_string()));
@@ -789,24 +752,14 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn kill_during_publish_and_the_rerun_pushes_everything_intact() {
-    if !require("docker-registry", which("docker-registry")) {
+    let Some(reg) = registry() else {
         return;
-    }
-    let reg = Registry::start().expect("docker-registry starts");
+    };
     let fx = fixture("localhost/rocforge-none:1");
     let mut rng = Rng::for_test("publish");
-    let ctx = packaged(&fx);
-    let p = package_args("dist");
-    ctx.ok(&p.iter().map(String::as_str).collect::<Vec<_>>());
+    let ctx = released(&fx);
     let dist = fx.root.join("dist");
     let before = listing(&dist);
     let to = |repo: &str| format!("oci://{}/faults/{repo}", reg.host());
@@ -869,40 +822,9 @@ fn kill_during_publish_and_the_rerun_pushes_everything_intact() {
 // ---------------------------------------------------------------------------------------------
 // The container side: builds killed while their script runs in podman.
 
-fn podman_ready() -> bool {
-    let ok = Command::new("podman")
-        .args(["image", "exists", IMAGE])
-        .env(
-            "CONTAINERS_CONF",
-            manifest().join("containers/containers.conf"),
-        )
-        .status()
-        .is_ok_and(|s| s.success());
-    require(&format!("podman with the image {IMAGE}"), ok)
-}
-
-fn containers_of(pid: u32) -> String {
-    let ps = Command::new("podman")
-        .env(
-            "CONTAINERS_CONF",
-            manifest().join("containers/containers.conf"),
-        )
-        .args([
-            "ps",
-            "--all",
-            "--filter",
-            &format!("label=rocforge.pid={pid}"),
-            "--format",
-            "{{.Names}}",
-        ])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&ps.stdout).trim().to_string()
-}
-
 #[test]
 fn kill_during_a_podman_build_reaps_its_container_and_the_rerun_completes() {
-    if !podman_ready() {
+    if !podman_ready(IMAGE) {
         return;
     }
     let fx = fixture(IMAGE);
@@ -918,15 +840,11 @@ fn kill_during_a_podman_build_reaps_its_container_and_the_rerun_completes() {
         "json",
     ];
     let mut reference = fx.ctx("ref");
-    reference.extra.push((
-        "CONTAINERS_CONF".into(),
-        manifest().join("containers/containers.conf"),
-    ));
+    reference
+        .extra
+        .push(("CONTAINERS_CONF".into(), containers_conf()));
     let (points, _) = reference.calibrate(&args, "build");
-    let want: BTreeMap<String, BTreeMap<String, String>> = check_store(&reference.store, true)
-        .into_iter()
-        .map(|(c, k)| (c, listing(&reference.store.join(&k).join("tree"))))
-        .collect();
+    let want = store_trees(&reference.store);
     for (i, at_point) in [(0, false), (1, true)] {
         let mut ctx = fx.ctx(&format!("podman-{i}"));
         ctx.extra = reference.extra.clone();
@@ -934,24 +852,14 @@ fn kill_during_a_podman_build_reaps_its_container_and_the_rerun_completes() {
         let pid;
         if at_point {
             let n = rng.pick(points);
-            let child = ctx
-                .command(&args, Some(("build", n)))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let child = ctx.spawn(&args, Some(("build", n)));
             pid = child.id();
             let o = child.wait_with_output().unwrap();
             assert_eq!(o.status.signal(), Some(libc::SIGKILL));
             what = format!("crash point build:{n} of {points}");
         } else {
             // While a script runs in its container: killed a random moment after it started.
-            let mut child = ctx
-                .command(&args, None)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = ctx.spawn(&args, None);
             pid = child.id();
             let start = Instant::now();
             while !build_log(&ctx.cache).iter().any(|l| l.starts_with("start")) {
@@ -1000,14 +908,10 @@ fn kill_during_a_podman_build_reaps_its_container_and_the_rerun_completes() {
                 "{component} after {what}: {after:?}"
             );
         }
-        let entries = check_store(&ctx.store, true);
+        let entries = store_trees(&ctx.store);
         assert_eq!(entries.len(), want.len());
-        for (component, key) in &entries {
-            assert_eq!(
-                &listing(&ctx.store.join(key).join("tree")),
-                &want[component],
-                "{component} after {what}"
-            );
+        for (component, tree) in &entries {
+            assert_eq!(tree, &want[component], "{component} after {what}");
         }
         check_cache(&ctx.cache);
     }
@@ -1062,7 +966,9 @@ fn two_processes_on_overlapping_graphs_build_each_component_once() {
             );
         }
         // Both report the shared components as done, one of them as built.
-        let (rx, ry) = (results(&x), results(&y));
+        let by_component =
+            |o: &Out| -> BTreeMap<String, String> { results(o).into_iter().collect() };
+        let (rx, ry) = (by_component(&x), by_component(&y));
         for c in ["base", "b"] {
             let built = [&rx, &ry].iter().filter(|r| r[c] == "built").count();
             assert_eq!(built, 1, "{c}: {rx:?} {ry:?}");
@@ -1212,19 +1118,17 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
     assert_eq!(install("big").code, 0);
 
     // A file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored) while a tarball is written.
-    let mut cmd = ctx.command(
-        &[
-            "package",
-            "big",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-            "--out",
-            "dist-limited",
-        ],
-        None,
-    );
+    let limited = [
+        "package",
+        "big",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist-limited",
+    ];
+    let mut cmd = ctx.command(&limited, None);
     // SAFETY: setrlimit and signal are async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
@@ -1253,14 +1157,5 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
             .all(|n| !n.starts_with('.') && !n.ends_with(".tar.zst")),
         "{left:?}"
     );
-    ctx.ok(&[
-        "package",
-        "big",
-        "--arch",
-        "gfx90c",
-        "--runtime",
-        "host",
-        "--out",
-        "dist-limited",
-    ]);
+    ctx.ok(&limited);
 }

@@ -153,18 +153,7 @@ fn fixture() -> Option<Fx> {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
     let h = hostile(&root);
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
+    let rel = test_release(&root, "localhost/rocforge-none:1");
 
     // The repository: the component's root under sub/<metacharacters>, another needed path
     // under shared/<metacharacters>; the tag is full of metacharacters too.

@@ -15,10 +15,6 @@ use common::*;
 const BASE: &str = "localhost/rocforge-test-base:bookworm";
 const EPOCH: &str = "1700000000";
 
-fn containers_conf() -> PathBuf {
-    manifest().join("containers/containers.conf")
-}
-
 fn podman(args: &[&str]) -> std::process::Output {
     Command::new("podman")
         .args(args)
@@ -35,13 +31,6 @@ fn podman_ok(args: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 const DOCKER_HOST: &str = "unix:///run/rocforge-test/docker.sock";
@@ -100,20 +89,9 @@ impl Fx {
 fn fixture() -> Fx {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
+    let rel = test_release(&root, "localhost/rocforge-none:1");
     std::fs::create_dir_all(root.join("src/hello")).unwrap();
     std::fs::create_dir_all(root.join("src/doc/sub")).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
     std::fs::write(
         rel.join("hellodoc.toml"),
         "name = \"hellodoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/hello\"\n",
@@ -147,27 +125,31 @@ fn remote(host: &str, repo: &str) -> rocforge::oci::Remote {
     )
 }
 
-#[test]
-fn image_create_is_reproducible_pushes_loads_and_runs() {
-    if !require("docker-registry", which("docker-registry"))
-        || !require(
-            &format!("podman with the image {BASE}"),
-            podman(&["image", "exists", BASE]).status.success(),
-        )
-    {
-        return;
-    }
-    let Some(reg) = Registry::start() else {
-        panic!("docker-registry did not start");
-    };
-    let host = reg.host();
-    let base = format!("{host}/base:1");
+/// A registry on 127.0.0.1, with podman holding the test base image; None (the test is skipped)
+/// without either.
+fn registry_and_base() -> Option<Registry> {
+    let reg = registry()?;
+    podman_ready(BASE).then_some(reg)
+}
+
+/// Pushes the local image `local` to `to` (`host/name:tag`) on the test registry.
+fn push(local: &str, to: &str) {
     podman_ok(&[
         "push",
         "--tls-verify=false",
-        BASE,
-        &format!("docker://{base}"),
+        local,
+        &format!("docker://{to}"),
     ]);
+}
+
+#[test]
+fn image_create_is_reproducible_pushes_loads_and_runs() {
+    let Some(reg) = registry_and_base() else {
+        return;
+    };
+    let host = reg.host();
+    let base = format!("{host}/base:1");
+    push(BASE, &base);
     let fx = fixture();
 
     // Missing store entries: the hint is the build command.
@@ -440,16 +422,8 @@ fn sha256_hex(b: &[u8]) -> String {
 /// in the result, and the stack and its environment are there.
 #[test]
 fn runtime_template_is_the_base_of_published_images() {
-    if !require("docker-registry", which("docker-registry"))
-        || !require(
-            &format!("podman with the image {BASE}"),
-            podman(&["image", "exists", BASE]).status.success(),
-        )
-    {
+    let Some(reg) = registry_and_base() else {
         return;
-    }
-    let Some(reg) = Registry::start() else {
-        panic!("docker-registry did not start");
     };
     let host = reg.host();
     let local = "localhost/rocforge-test-runtime-base:test";
@@ -474,12 +448,7 @@ fn runtime_template_is_the_base_of_published_images() {
         String::from_utf8_lossy(&build.stderr)
     );
     let base = format!("{host}/rocforge-runtime-base:1");
-    podman_ok(&[
-        "push",
-        "--tls-verify=false",
-        local,
-        &format!("docker://{base}"),
-    ]);
+    push(local, &base);
     let fx = fixture();
     let tag = format!("{host}/rocforge:test-1.0-gfx90c-v1");
     let created = fx.create(&base, &tag, &["--push"]);

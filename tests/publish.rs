@@ -49,20 +49,9 @@ impl Fx {
 fn fixture() -> Fx {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("w");
-    let rel = root.join("recipes/test-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
+    let rel = test_release(&root, "localhost/rocforge-none:1");
     std::fs::create_dir_all(root.join("src/greet")).unwrap();
     std::fs::create_dir_all(root.join("src/doc")).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        "name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"localhost/rocforge-none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
     std::fs::write(
         rel.join("greetdoc.toml"),
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
@@ -116,19 +105,11 @@ fn tarballs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
-    if !require("docker-registry", which("docker-registry")) {
+    let Some(reg) = registry() else {
         return;
-    }
-    let reg = Registry::start().expect("docker-registry starts");
+    };
     let fx = fixture();
     // A key rotation published with the release: its list travels with the index.
     fx.ok(&[], &["key", "generate", "--out", "keys2"]);

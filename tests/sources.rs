@@ -34,6 +34,60 @@ impl World {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(name), text).unwrap();
     }
+    /// Maps https://example.invalid/dl/ to `server`, next to the git daemon's mapping [`world`]
+    /// writes.
+    fn mirror_downloads(&self, server: &HttpServer) {
+        std::fs::write(
+            self.root.join("rocforge.toml"),
+            format!(
+                "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
+                self.daemon.url(),
+                server.url()
+            ),
+        )
+        .unwrap();
+    }
+    /// `fetch --format json` of `component` for gfx90c, which must succeed.
+    fn fetch_json(&self, component: &str) -> serde_json::Value {
+        let o = rocforge(
+            self.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "--format",
+                "json",
+                "fetch",
+                component,
+                "--arch",
+                "gfx90c",
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    }
+    /// The error of a `fetch` of `component` for gfx90c, which must fail.
+    fn fetch_fails(&self, component: &str) -> String {
+        fails(
+            self.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "fetch",
+                component,
+                "--arch",
+                "gfx90c",
+            ],
+        )
+    }
+    /// The `.part` files a download left in the cache.
+    fn part_files(&self) -> Vec<String> {
+        std::fs::read_dir(self.root.join("cache/downloads"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".part"))
+            .collect()
+    }
     fn fetch(&self, component: &str) -> PathBuf {
         PathBuf::from(
             ok(
@@ -288,17 +342,7 @@ fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
             " cmake_minimum_required(VERSION 3.21)",
         ),
     );
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fetch_fails("hip-core");
     assert!(err.contains("0001-accept-gfx90c.patch"), "{err}");
     assert!(err.contains("CMakeLists.txt"), "{err}");
     assert!(err.contains("@@ -1,3 +1,3 @@"), "{err}");
@@ -534,17 +578,7 @@ fn unreachable_sources_name_the_url_and_the_mirror_hint() {
         "hip-core",
         "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"git://127.0.0.1:1/nothing.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fetch_fails("hip-core");
     assert!(err.contains("git://127.0.0.1:1/nothing.git"), "{err}");
     assert!(err.contains("mirror"), "{err}");
 }
@@ -560,17 +594,7 @@ fn missing_tag_is_named() {
             .replace("v1.0.0", "v9.9.9"),
     )
     .unwrap();
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fetch_fails("hip-core");
     assert!(err.contains("v9.9.9"), "{err}");
 }
 
@@ -647,44 +671,21 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     std::fs::create_dir_all(pkg.join("src")).unwrap();
     std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
     std::fs::write(pkg.join("src/kernel.hip"), "__global__ void k() {}\n").unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(&srv_dir)
-        .arg("-czf")
-        .arg(srv_dir.join("pkg-1.0.tar.gz"))
-        .arg("pkg-1.0")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
     std::fs::create_dir_all(srv_dir.join("data/m")).unwrap();
     std::fs::write(
         srv_dir.join("data/m/matrix.mtx"),
         "%%MatrixMarket matrix\n1 1 1\n1 1 1.0\n",
     )
     .unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(srv_dir.join("data"))
-        .arg("-czf")
-        .arg(srv_dir.join("matrices.tar.gz"))
-        .arg("m")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    tar_gz(&srv_dir.join("data"), "m", &srv_dir.join("matrices.tar.gz"));
     std::fs::write(
         srv_dir.join("tensile-4.43.0-py3-none-any.whl"),
         b"PK\x03\x04 a wheel",
     )
     .unwrap();
     let server = HttpServer::start(&srv_dir);
-    std::fs::write(
-        w.path().join("rocforge.toml"),
-        format!(
-            "[mirrors]\n\"https://example.invalid/dl/\" = \"{}\"\n",
-            server.url()
-        ),
-    )
-    .unwrap();
+    w.mirror_downloads(&server);
     let tar_sha = sha256_file(&srv_dir.join("pkg-1.0.tar.gz"));
     let recipe = |sha: &str| {
         format!(
@@ -695,21 +696,7 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     };
     w.recipe("pkg", &recipe(&tar_sha));
     w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
-    let o = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--format",
-            "json",
-            "fetch",
-            "pkg",
-            "--arch",
-            "gfx90c",
-        ],
-    );
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let v = w.fetch_json("pkg");
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
     assert!(
         std::fs::read_to_string(tree.join("CMakeLists.txt"))
@@ -732,24 +719,12 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     std::fs::remove_dir_all(w.path().join("cache")).unwrap();
     let wrong = "0".repeat(64);
     w.recipe("pkg", &recipe(&wrong));
-    let err = fails(
-        w.path(),
-        &["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"],
-    );
+    let err = w.fetch_fails("pkg");
     assert!(err.contains(&wrong) && err.contains(&tar_sha), "{err}");
     let src = w.path().join("cache/src");
     assert!(!src.exists() || std::fs::read_dir(&src).unwrap().next().is_none());
-    let downloads: Vec<_> = std::fs::read_dir(w.path().join("cache/downloads"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert!(
-        downloads
-            .iter()
-            .all(|n| !n.to_string_lossy().ends_with(".part")),
-        "{downloads:?}"
-    );
+    let leftovers = w.part_files();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
@@ -1013,28 +988,12 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
         "%%MatrixMarket matrix coordinate real symmetric\n1 1 1\n1 1 1.0\n",
     )
     .unwrap();
-    let status = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(srv_dir.join("m"))
-        .arg("-czf")
-        .arg(srv_dir.join("nos1.tar.gz"))
-        .arg("nos1")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    tar_gz(&srv_dir.join("m"), "nos1", &srv_dir.join("nos1.tar.gz"));
     let served = std::fs::read(srv_dir.join("nos1.tar.gz")).unwrap();
     let md5 = hex::encode(Md5::digest(&served));
     let sha = sha256_file(&srv_dir.join("nos1.tar.gz"));
     let server = HttpServer::start(&srv_dir);
-    std::fs::write(
-        w.path().join("rocforge.toml"),
-        format!(
-            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
-            w.daemon.url(),
-            server.url()
-        ),
-    )
-    .unwrap();
+    w.mirror_downloads(&server);
     let url = "https://example.invalid/dl/nos1.tar.gz";
     let recipe = |md5: &str| {
         format!(
@@ -1068,17 +1027,7 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
     assert_eq!(unlocked["component"]["inputs"][0]["md5"], md5.as_str());
 
     // No lock entry: the fetch is refused, naming the input, its URL and the fix.
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fetch_fails("hip-core");
     assert!(
         err.contains("input nos1.tar.gz") && err.contains(url) && err.contains("rocforge lock"),
         "{err}"
@@ -1114,21 +1063,7 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
     );
 
     // The fetch now verifies that sha256 and hands the build the file.
-    let o = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--format",
-            "json",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let v = w.fetch_json("hip-core");
     assert_eq!(v["inputs"][0][0], "nos1.tar.gz");
     let file = PathBuf::from(v["inputs"][0][1].as_str().unwrap());
     assert_eq!(std::fs::read(&file).unwrap(), served);
@@ -1144,15 +1079,7 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
 
     // A wrong md5: the lock fails naming the input and both URLs, and writes nothing.
     let server = HttpServer::start(&srv_dir);
-    std::fs::write(
-        w.path().join("rocforge.toml"),
-        format!(
-            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
-            w.daemon.url(),
-            server.url()
-        ),
-    )
-    .unwrap();
+    w.mirror_downloads(&server);
     let wrong = "0".repeat(32);
     w.recipe("hip-core", &recipe(&wrong));
     let err = fails(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
@@ -1170,25 +1097,10 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
         std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap(),
         "nothing is written unless everything resolved"
     );
-    let leftovers: Vec<_> = std::fs::read_dir(w.path().join("cache/downloads"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".part"))
-        .collect();
+    let leftovers = w.part_files();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     // The stale entry is refused by fetch as well.
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fetch_fails("hip-core");
     assert!(
         err.contains("input nos1.tar.gz") && err.contains("rocforge lock"),
         "{err}"

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::manifest;
+use common::{manifest, which};
 use serde_json::Value;
 
 fn ci() -> bool {
@@ -894,20 +894,12 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
 
 // ---------------------------------------------------------------- submit
 
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     let Some(f) = fixture() else { return };
-    if !require("docker-registry", which("docker-registry")) {
+    let Some(reg) = common::registry() else {
         return;
-    }
-    let reg = common::Registry::start().expect("docker-registry starts");
+    };
     let repo = format!("oci://{}/volunteers/results", reg.host());
     // Machine A signs its submission; machine B (a gfx902 laptop) does not.
     let keys = f.dir.join("submit-keys");
@@ -1030,10 +1022,12 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     // Pulled results must be signed by a trusted key: A's key is not trusted yet and B signed
     // nothing, so nothing is left and the report says how to trust a submitter.
     let report = f.dir.join("report-oci");
-    let o = rf(
-        &f.dir,
-        &["report", &repo, "--out", report.to_str().unwrap()],
-    );
+    let report_from = |from: &str, extra: &[&str]| {
+        let mut args = vec!["report", from, "--out", report.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        rf(&f.dir, &args)
+    };
+    let o = report_from(&repo, &[]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     assert!(
         o.stderr.contains("laptop-a") && o.stderr.contains("refused"),
@@ -1045,17 +1039,7 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     assert!(!report.join("report.html").exists());
     // Trusting A's key: A's signed results are in, B's unsigned ones are not.
     let public = keys.join("rocforge.pub");
-    let o = rf(
-        &f.dir,
-        &[
-            "report",
-            &repo,
-            "--out",
-            report.to_str().unwrap(),
-            "--key",
-            public.to_str().unwrap(),
-        ],
-    );
+    let o = report_from(&repo, &["--key", public.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
         o.stderr
@@ -1067,17 +1051,9 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     assert!(html.contains("laptop-a"));
     assert!(!html.contains("laptop-b"), "unsigned results stay out");
     // --allow-unsigned: one report from the repository holds both machines.
-    let o = rf(
-        &f.dir,
-        &[
-            "report",
-            &repo,
-            "--out",
-            report.to_str().unwrap(),
-            "--key",
-            public.to_str().unwrap(),
-            "--allow-unsigned",
-        ],
+    let o = report_from(
+        &repo,
+        &["--key", public.to_str().unwrap(), "--allow-unsigned"],
     );
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let html = std::fs::read_to_string(report.join("report.html")).unwrap();
@@ -1088,10 +1064,7 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     assert!(md.contains("laptop-a") && md.contains("laptop-b"), "{md}");
     // An empty repository is an error that says how to fill it.
     let empty = format!("oci://{}/nobody/results", reg.host());
-    let o = rf(
-        &f.dir,
-        &["report", &empty, "--out", report.to_str().unwrap()],
-    );
+    let o = report_from(&empty, &[]);
     assert_eq!(o.code, 1);
     assert!(
         o.stderr.contains("holds no results artifacts"),

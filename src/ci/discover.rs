@@ -215,28 +215,23 @@ pub fn states(runners: &Runners, api: Option<&[ApiRunner]>) -> Vec<LabelState> {
         let total: usize = by_status.values().sum();
         (Some(online), Some(total - online))
     };
-    let mut out = Vec::new();
-    for g in &runners.gpu {
-        let (online, offline) = count(&g.target);
-        out.push(LabelState {
-            label: g.target.clone(),
-            kind: "gpu",
-            registered: g.registered,
-            online,
-            offline,
-        });
-    }
-    for b in &runners.build {
-        let (online, offline) = count(&b.label);
-        out.push(LabelState {
-            label: b.label.clone(),
-            kind: "build",
-            registered: b.registered,
-            online,
-            offline,
-        });
-    }
-    out
+    let gpu = runners.gpu.iter().map(|g| (&g.target, "gpu", g.registered));
+    let build = runners
+        .build
+        .iter()
+        .map(|b| (&b.label, "build", b.registered));
+    gpu.chain(build)
+        .map(|(label, kind, registered)| {
+            let (online, offline) = count(label);
+            LabelState {
+                label: label.clone(),
+                kind,
+                registered,
+                online,
+                offline,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,12 +5,11 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
-use rocforge::catalog::{Catalog, CatalogError};
+use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
 use rocforge::diag::Diagnostics;
 
-pub fn list(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "list")?;
-    let root = root(g);
+/// The release lines a command covers: `--release`, else every line of the catalog (at least one).
+pub(super) fn release_names(g: &Global, root: &CatalogRoot) -> Result<Vec<String>> {
     let releases = match &g.release {
         Some(r) => vec![r.clone()],
         None => root.releases().map_err(|source| CatalogError::Io {
@@ -24,6 +23,13 @@ pub fn list(g: &Global) -> Result<ExitCode> {
         }
         .into());
     }
+    Ok(releases)
+}
+
+pub fn list(g: &Global) -> Result<ExitCode> {
+    only_text_or_json(g, "list")?;
+    let root = root(g);
+    let releases = release_names(g, &root)?;
     let mut rows = Vec::new();
     let mut previews = Vec::new();
     for r in &releases {

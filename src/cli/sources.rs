@@ -8,7 +8,7 @@ use serde_json::json;
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::arch::TargetId;
-use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
+use rocforge::catalog::{Catalog, CatalogRoot};
 use rocforge::config::Config;
 use rocforge::diag::{Diagnostic, Diagnostics};
 use rocforge::process::Cmd;
@@ -603,13 +603,7 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
     use rocforge::source::verify::{self, Outcome, SourceCheck};
     only_text_or_json(g, "check --sources")?;
     let root = root(g);
-    let releases = match &g.release {
-        Some(r) => vec![r.clone()],
-        None => root.releases().map_err(|source| CatalogError::Io {
-            path: root.describe(),
-            source,
-        })?,
-    };
+    let releases = super::catalog_cmds::release_names(g, &root)?;
     let reporter = TermReporter::new(g.quiet);
     let cache = Cache::new(Cache::default_root());
     let mut rows: Vec<(String, SourceCheck)> = Vec::new();

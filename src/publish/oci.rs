@@ -149,21 +149,14 @@ pub fn publish(
     }
     // The key lists (keys.json, keys-N.json and their signatures) travel with the index, so a
     // puller that trusts an older key can follow a rotation (docs/security.md).
-    let mut key_files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| PublishError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?
-        .flatten()
-        .map(|e| e.path())
+    let key_files: Vec<std::path::PathBuf> = crate::package::index::release_files(dir)?
+        .into_iter()
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                let base = n.strip_suffix(".minisig").unwrap_or(n);
-                crate::trust::is_key_list_name(base)
+                crate::trust::is_key_list_name(n.strip_suffix(".minisig").unwrap_or(n))
             })
         })
         .collect();
-    key_files.sort();
     for k in &key_files {
         let is_sig = k.extension().is_some_and(|e| e == "minisig");
         let media = if is_sig {

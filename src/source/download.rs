@@ -243,27 +243,7 @@ pub fn download(
         url: url.into(),
         given: sha256.into(),
     })?;
-    let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
-        url: url.into(),
-        reason: e.to_string(),
-    })?;
-    let origin = match parsed.scheme() {
-        "http" | "https" => None,
-        "file" => Some(
-            parsed
-                .to_file_path()
-                .map_err(|()| DownloadError::InvalidUrl {
-                    url: url.into(),
-                    reason: "a file:// URL must name an absolute local path".into(),
-                })?,
-        ),
-        other => {
-            return Err(DownloadError::UnsupportedScheme {
-                url: url.into(),
-                scheme: other.into(),
-            });
-        }
-    };
+    let origin = local_origin(url)?;
     let io_err = |path: &Path, source: io::Error| DownloadError::Io {
         url: url.into(),
         path: path.to_path_buf(),
@@ -287,53 +267,76 @@ pub fn download(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| url.to_string());
 
+    // A local copy is cheap: it always starts from zero, so the old bytes are not read.
+    let mut part = Part::open(url, &part_path, origin.is_none())?;
+    let task = reporter.task(&label, None, true);
+    task.set_position(part.len);
+    let result = transfer(
+        client,
+        url,
+        origin.as_deref(),
+        Want::Sha256(&expected),
+        &mut part,
+        opts,
+        reporter,
+        &*task,
+    )
+    .and_then(|attempts| part.commit(url, dest).map(|()| attempts));
+    finish_task(&*task, &result);
+    // Nothing to resume from, or a copy (which restarts from zero anyway): leave no `.part`
+    // behind.
+    if result.is_err() && (origin.is_some() || part.len == 0) {
+        let _ = part.remove(url);
+    }
+    result.map(|attempts| Downloaded {
+        path: dest.to_path_buf(),
+        bytes: part.len,
+        // A copy never resumes: `part.kept` and `attempts` are 0 for it.
+        resumed_from: part.kept,
+        attempts,
+    })
+}
+
+/// Where the bytes of `url` come from: `None` for http(s), the local path for a `file://` URL.
+fn local_origin(url: &str) -> Result<Option<PathBuf>, DownloadError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
+        url: url.into(),
+        reason: e.to_string(),
+    })?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(None),
+        "file" => parsed
+            .to_file_path()
+            .map(Some)
+            .map_err(|()| DownloadError::InvalidUrl {
+                url: url.into(),
+                reason: "a file:// URL must name an absolute local path".into(),
+            }),
+        other => Err(DownloadError::UnsupportedScheme {
+            url: url.into(),
+            scheme: other.into(),
+        }),
+    }
+}
+
+/// Fills `part` with the verified bytes of `url`, from the network (`origin` is `None`) or by
+/// copying the local file; returns the requests made (0 for a copy).
+#[allow(clippy::too_many_arguments)]
+fn transfer(
+    client: &Client,
+    url: &str,
+    origin: Option<&Path>,
+    want: Want<'_>,
+    part: &mut Part,
+    opts: &DownloadOptions,
+    reporter: &dyn Reporter,
+    task: &dyn Task,
+) -> Result<u32, DownloadError> {
     match origin {
-        None => {
-            let mut part = Part::open(url, &part_path, true)?;
-            let task = reporter.task(&label, None, true);
-            task.set_position(part.len);
-            let result = http_download(
-                client,
-                url,
-                Want::Sha256(&expected),
-                &mut part,
-                opts,
-                reporter,
-                &*task,
-            )
-            .and_then(|attempts| part.commit(url, dest).map(|()| attempts));
-            finish_task(&*task, &result);
-            if result.is_err() && part.len == 0 {
-                // Nothing to resume from: leave no empty `.part` behind.
-                let _ = part.remove(url);
-            }
-            result.map(|attempts| Downloaded {
-                path: dest.to_path_buf(),
-                bytes: part.len,
-                resumed_from: part.kept,
-                attempts,
-            })
-        }
-        Some(src) => {
-            // A local copy is cheap: it always starts from zero, so the old bytes are not read.
-            let mut part = Part::open(url, &part_path, false)?;
-            let task = reporter.task(&label, None, true);
-            let result = copy_file(url, &src, &mut part, &*task).and_then(|()| {
-                part.check(url, &expected)?;
-                part.commit(url, dest)
-            });
-            finish_task(&*task, &result);
-            if result.is_err() {
-                // A copy restarts from zero anyway: leave nothing behind.
-                let _ = part.remove(url);
-            }
-            result.map(|()| Downloaded {
-                path: dest.to_path_buf(),
-                bytes: part.len,
-                resumed_from: 0,
-                attempts: 0,
-            })
-        }
+        None => http_download(client, url, want, part, opts, reporter, task),
+        Some(src) => copy_file(url, src, part, task)
+            .and_then(|()| part.check(url, want))
+            .map(|()| 0),
     }
 }
 
@@ -367,27 +370,7 @@ pub fn download_md5(
             given: md5,
         });
     }
-    let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
-        url: url.into(),
-        reason: e.to_string(),
-    })?;
-    let origin = match parsed.scheme() {
-        "http" | "https" => None,
-        "file" => Some(
-            parsed
-                .to_file_path()
-                .map_err(|()| DownloadError::InvalidUrl {
-                    url: url.into(),
-                    reason: "a file:// URL must name an absolute local path".into(),
-                })?,
-        ),
-        other => {
-            return Err(DownloadError::UnsupportedScheme {
-                url: url.into(),
-                scheme: other.into(),
-            });
-        }
-    };
+    let origin = local_origin(url)?;
     fs::create_dir_all(dir).map_err(|e| DownloadError::Io {
         url: url.into(),
         path: dir.to_path_buf(),
@@ -400,12 +383,16 @@ pub fn download_md5(
     part.md5 = Some(Md5::new());
     let task = reporter.task(url, None, true);
     let want = Want::Md5(&md5);
-    let result = match origin {
-        None => http_download(client, url, want, &mut part, opts, reporter, &*task),
-        Some(src) => copy_file(url, &src, &mut part, &*task)
-            .and_then(|()| part.check_want(url, want))
-            .map(|()| 0),
-    };
+    let result = transfer(
+        client,
+        url,
+        origin.as_deref(),
+        want,
+        &mut part,
+        opts,
+        reporter,
+        &*task,
+    );
     let attempts = match result {
         Ok(n) => n,
         Err(e) => {
@@ -626,36 +613,24 @@ impl Part {
         }
     }
 
-    /// [`Part::check`] for either digest.
-    fn check_want(&mut self, url: &str, want: Want<'_>) -> Result<(), DownloadError> {
-        match want {
-            Want::Sha256(expected) => self.check(url, expected),
-            Want::Md5(expected) => {
-                let actual = self.md5_digest();
-                if actual == expected {
-                    return Ok(());
-                }
-                self.remove(url)?;
-                Err(DownloadError::Md5Mismatch {
-                    url: url.into(),
-                    expected: expected.into(),
-                    actual,
-                })
-            }
-        }
-    }
-
     /// Compares the digest; on a mismatch deletes the file and says so.
-    fn check(&mut self, url: &str, expected: &str) -> Result<(), DownloadError> {
-        let actual = self.digest();
-        if actual == expected {
+    fn check(&mut self, url: &str, want: Want<'_>) -> Result<(), DownloadError> {
+        if self.matches(want) {
             return Ok(());
         }
         self.remove(url)?;
-        Err(DownloadError::Checksum {
-            url: url.into(),
-            expected: expected.into(),
-            actual,
+        let url = url.into();
+        Err(match want {
+            Want::Sha256(expected) => DownloadError::Checksum {
+                url,
+                expected: expected.into(),
+                actual: self.digest(),
+            },
+            Want::Md5(expected) => DownloadError::Md5Mismatch {
+                url,
+                expected: expected.into(),
+                actual: self.md5_digest(),
+            },
         })
     }
 
@@ -783,7 +758,7 @@ fn http_download(
                     task.set_position(0);
                     continue;
                 }
-                part.check_want(url, want)?;
+                part.check(url, want)?;
                 return Ok(requests);
             }
             Err(Failure::Fatal(mut e)) => {

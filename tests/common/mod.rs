@@ -13,29 +13,23 @@ pub struct Out {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Out {
+    fn from(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 /// Runs rocforge in `dir` with a private cache, store and config.
 pub fn rocforge_env(dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> Out {
-    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
-    cmd.current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("ROCFORGE_RECIPES")
-        .env_remove("ROCFORGE_RELEASE")
-        .env_remove("GITHUB_ACTIONS")
-        .env("ROCFORGE_CACHE", dir.join("cache"))
-        .env("ROCFORGE_STORE", dir.join("store"))
-        .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))
-        .env("HOME", dir);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run rocforge");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::from(
+        rocforge_command(dir, env, args)
+            .output()
+            .expect("run rocforge"),
+    )
 }
 
 /// The same command as [`rocforge_env`] runs, not started: for tests that kill it or run two.
@@ -188,6 +182,94 @@ pub fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// containers/containers.conf: podman's configuration for the tests and CI.
+pub fn containers_conf() -> PathBuf {
+    manifest().join("containers/containers.conf")
+}
+
+/// Whether podman (with [`containers_conf`]) holds `image`; in CI its absence fails the test,
+/// as [`require`] does.
+pub fn podman_ready(image: &str) -> bool {
+    let ok = Command::new("podman")
+        .args(["image", "exists", image])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    require(&format!("podman with the image {image}"), ok)
+}
+
+/// The names of the containers a rocforge process `pid` started (labelled rocforge.pid), running
+/// or not; empty when none is left.
+pub fn containers_of(pid: u32) -> String {
+    let ps = Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args([
+            "ps",
+            "--all",
+            "--filter",
+            &format!("label=rocforge.pid={pid}"),
+            "--format",
+            "{{.Names}}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ps.stdout).trim().to_string()
+}
+
+/// `tar -C dir -czf archive entry`.
+pub fn tar_gz(dir: &Path, entry: &str, archive: &Path) {
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .arg("-czf")
+        .arg(archive)
+        .arg(entry)
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar -czf {}", archive.display());
+}
+
+/// The release the test catalogs build: `recipes/arches.toml` (the base fixture's) and
+/// `recipes/test-1.0/release.toml` (prefix /opt/rocm, gfx90c, builder image `image`) under
+/// `root`. Returns the release's recipe directory.
+pub fn test_release(root: &Path, image: &str) -> PathBuf {
+    let rel = root.join("recipes/test-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        root.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{image}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n"),
+    )
+    .unwrap();
+    rel
+}
+
+/// What `build --format json` reports per step: (component, result).
+pub fn step_results(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s[0].as_str().unwrap().to_string(),
+                s[1]["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// [`step_results`] of a run's stdout.
+pub fn results(out: &Out) -> Vec<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    step_results(&v)
+}
+
 /// Every file under `dir` with its contents, for comparing trees.
 pub fn tree_contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
@@ -309,6 +391,23 @@ impl Drop for Registry {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether `tool` is on PATH.
+pub fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A registry for the test; None where docker-registry is missing (the test is skipped; in CI
+/// it fails, as [`require`] does).
+pub fn registry() -> Option<Registry> {
+    if !require("docker-registry", which("docker-registry")) {
+        return None;
+    }
+    Some(Registry::start().expect("docker-registry starts"))
 }
 
 /// In CI a missing tool fails the test; elsewhere the test is skipped with the reason printed.
