@@ -595,6 +595,7 @@ fn evil_tarball(
         licenses: vec![],
         needs: vec![],
         provides: vec![],
+        runtime_libs: vec![],
         image: None,
         runtime: "host".into(),
         reproducible: false,
@@ -1160,6 +1161,10 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         by_name("hipapp")["needs"],
         serde_json::json!(["hip-runtime"])
     );
+    assert_eq!(
+        by_name("hipapp")["runtime_libs"],
+        serde_json::json!(["libamdhip64.so.6"])
+    );
     assert!(by_name("hipapp").get("provides").is_none());
     assert_eq!(
         by_name("rocm-runtime")["provides"],
@@ -1186,12 +1191,28 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     assert!(
         o.stderr
-            .contains("hipapp needs the HIP runtime (libamdhip64), which this system lacks")
+            .contains("hipapp needs the HIP runtime (libamdhip64.so.6), which this system lacks")
+            && o.stderr.contains("the index does not offer one")
             && o.stderr.contains("--no-runtime-check"),
         "{}",
         o.stderr
     );
     assert!(!fx.root.join("p-none").exists());
+    // Another ROCm's runtime (libamdhip64.so.7) does not serve a tree built against 6: named.
+    let rocm7 = fx.root.join("host-rocm7");
+    std::fs::create_dir_all(&rocm7).unwrap();
+    std::fs::write(rocm7.join("libamdhip64.so.7"), "stub").unwrap();
+    let o = install(&without, "p-rocm7", &rocm7, &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "it has another version: {}/libamdhip64.so.7",
+            rocm7.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(!fx.root.join("p-rocm7").exists());
     // ...unless told not to check.
     let o = install(&without, "p-none", &empty, &["--no-runtime-check"]);
     assert_eq!(o.code, 0, "{}", o.stderr);

@@ -71,11 +71,10 @@ pub enum InstallError {
         need: String,
         have: String,
     },
-    #[error("{} need{} the HIP runtime (libamdhip64), which this system lacks (searched {}) and which the index does not offer", artifacts.join(", "), if artifacts.len() == 1 { "s" } else { "" }, searched.join(", "))]
-    NoRuntime {
-        artifacts: Vec<String>,
-        searched: Vec<String>,
-    },
+    /// `why`: which artifacts need which runtime libraries, where rocforge looked and what other
+    /// version it saw.
+    #[error("{why}, and the index does not offer one")]
+    NoRuntime { why: String },
     #[error("--with-runtime: the index {from} offers no component that provides the HIP runtime")]
     NoRuntimeOffered { from: String },
     #[error("{artifact}: {source}")]
@@ -482,57 +481,108 @@ pub enum RuntimeCheck {
 /// `$ROCM_PATH/lib`, `/opt/rocm/lib` and `$LD_LIBRARY_PATH`: for tests and unusual systems.
 pub const HOST_LIBS_ENV: &str = "ROCFORGE_HOST_LIBS";
 
-/// The HIP runtime library on this system (the first `libamdhip64.so*` found), and where
-/// rocforge looked.
-pub fn host_hip_runtime() -> (Option<PathBuf>, Vec<String>) {
-    let find_in = |dir: &Path| -> Option<PathBuf> {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-            .ok()?
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with("libamdhip64.so"))
-            })
-            .map(|e| e.path())
-            .collect();
-        names.sort();
-        names.into_iter().next()
+/// What the search for the HIP runtime on this system found.
+#[derive(Debug, Default)]
+pub struct HostRuntime {
+    /// Where the wanted runtime is (the first wanted library's path), when every wanted library
+    /// was found in one place.
+    pub found: Option<PathBuf>,
+    /// Where rocforge looked.
+    pub searched: Vec<String>,
+    /// HIP runtime libraries seen that are not the wanted ones (another ROCm major version).
+    pub others: Vec<PathBuf>,
+}
+
+/// Looks for the HIP runtime on this system. `wanted` are exact library names (e.g.
+/// libamdhip64.so.6, libhsa-runtime64.so.1), all of which must be found in one place (the ld.so
+/// cache, or one directory); empty (an index from before the names were recorded) accepts any
+/// `libamdhip64.so*`.
+pub fn host_hip_runtime(wanted: &[String]) -> HostRuntime {
+    let any = ["libamdhip64.so".to_string()];
+    let matches = |name: &str, w: &str| {
+        if wanted.is_empty() {
+            name.starts_with(w)
+        } else {
+            name == w
+        }
     };
-    if let Some(v) = std::env::var_os(HOST_LIBS_ENV) {
-        let dirs: Vec<PathBuf> = std::env::split_paths(&v).collect();
-        let searched = dirs.iter().map(|d| d.display().to_string()).collect();
-        return (dirs.iter().find_map(|d| find_in(d)), searched);
-    }
-    let mut searched = vec!["the ld.so cache (ldconfig -p)".to_string()];
-    for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
-        let Ok(out) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
-            continue;
-        };
-        for line in out.lines() {
-            if line.trim_start().starts_with("libamdhip64.so")
-                && let Some((_, path)) = line.rsplit_once("=> ")
-            {
-                return (Some(PathBuf::from(path.trim())), searched);
+    let want: &[String] = if wanted.is_empty() { &any } else { wanted };
+    let mut out = HostRuntime::default();
+    // Every wanted name among `names` (name, path): the first one's path when all are there.
+    let take = |names: &[(String, PathBuf)], out: &mut HostRuntime| -> Option<PathBuf> {
+        let paths: Option<Vec<&PathBuf>> = want
+            .iter()
+            .map(|w| names.iter().find(|(n, _)| matches(n, w)).map(|(_, p)| p))
+            .collect();
+        match paths {
+            Some(p) => p.first().map(|p| (*p).clone()),
+            None => {
+                out.others.extend(
+                    names
+                        .iter()
+                        .filter(|(n, _)| n.starts_with("libamdhip64.so"))
+                        .map(|(_, p)| p.clone()),
+                );
+                None
             }
         }
-        break;
-    }
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(r) = std::env::var_os("ROCM_PATH") {
-        dirs.push(PathBuf::from(r).join("lib"));
-    }
-    dirs.push(PathBuf::from("/opt/rocm/lib"));
-    if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
-        dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
-    }
+    };
+    let list_dir = |dir: &Path| -> Vec<(String, PathBuf)> {
+        let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.path())))
+            .filter(|(n, _)| crate::package::manifest::is_hip_runtime_lib(n))
+            .collect();
+        v.sort();
+        v
+    };
+    let dirs: Vec<PathBuf> = if let Some(v) = std::env::var_os(HOST_LIBS_ENV) {
+        std::env::split_paths(&v).collect()
+    } else {
+        out.searched
+            .push("the ld.so cache (ldconfig -p)".to_string());
+        for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
+            let Ok(text) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
+                continue;
+            };
+            // Lines look like "\tlibamdhip64.so.6 (libc6,x86-64) => /opt/rocm/lib/libamdhip64.so.6".
+            let cached: Vec<(String, PathBuf)> = text
+                .lines()
+                .filter_map(|l| {
+                    let (name, rest) = l.trim_start().split_once(' ')?;
+                    let (_, path) = rest.rsplit_once("=> ")?;
+                    crate::package::manifest::is_hip_runtime_lib(name)
+                        .then(|| (name.to_string(), PathBuf::from(path.trim())))
+                })
+                .collect();
+            if let Some(p) = take(&cached, &mut out) {
+                out.found = Some(p);
+                return out;
+            }
+            break;
+        }
+        let mut dirs = Vec::new();
+        if let Some(r) = std::env::var_os("ROCM_PATH") {
+            dirs.push(PathBuf::from(r).join("lib"));
+        }
+        dirs.push(PathBuf::from("/opt/rocm/lib"));
+        if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
+            dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
+        }
+        dirs
+    };
     for d in &dirs {
-        searched.push(d.display().to_string());
-        if let Some(p) = find_in(d) {
-            return (Some(p), searched);
+        out.searched.push(d.display().to_string());
+        if let Some(p) = take(&list_dir(d), &mut out) {
+            out.found = Some(p);
+            return out;
         }
     }
-    (None, searched)
+    out.others.sort();
+    out.others.dedup();
+    out
 }
 
 /// Adds the index's HIP runtime provider (and its dependencies) to `chosen` when an artifact
@@ -558,7 +608,7 @@ fn add_runtime<'a>(
         r.provides.iter().any(|p| p == HIP_RUNTIME)
             || (r.provides.is_empty() && r.name == "rocm-runtime")
     });
-    let (why, searched) = match req.runtime {
+    let why = match req.runtime {
         RuntimeCheck::Skip => {
             if !needy.is_empty() && !in_set && in_prefix.is_none() {
                 reporter.note(&format!(
@@ -579,8 +629,14 @@ fn add_runtime<'a>(
                 ));
                 return Ok(());
             }
-            let (found, searched) = host_hip_runtime();
-            if let Some(p) = found {
+            let mut wanted: Vec<String> = chosen
+                .iter()
+                .flat_map(|a| a.runtime_libs.iter().cloned())
+                .collect();
+            wanted.sort();
+            wanted.dedup();
+            let host = host_hip_runtime(&wanted);
+            if let Some(p) = host.found {
                 reporter.note(&format!(
                     "HIP runtime: {} (for {})",
                     p.display(),
@@ -588,19 +644,36 @@ fn add_runtime<'a>(
                 ));
                 return Ok(());
             }
+            let what = if wanted.is_empty() {
+                "the HIP runtime".to_string()
+            } else {
+                format!("the HIP runtime ({})", wanted.join(", "))
+            };
+            let other = if host.others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; it has another version: {}",
+                    host.others
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             let why = format!(
-                "{} need{} the HIP runtime, which this system lacks (searched {})",
+                "{} need{} {what}, which this system lacks (searched {}){other}",
                 needy.join(", "),
                 if needy.len() == 1 { "s" } else { "" },
-                searched.join(", ")
+                host.searched.join(", ")
             );
-            (why, searched)
+            why
         }
         RuntimeCheck::With => {
             if in_set {
                 return Ok(());
             }
-            ("--with-runtime".to_string(), Vec::new())
+            "--with-runtime".to_string()
         }
     };
     let providers = providers(index, req.targets);
@@ -608,10 +681,7 @@ fn add_runtime<'a>(
         return Err(if req.runtime == RuntimeCheck::With {
             InstallError::NoRuntimeOffered { from: from.into() }
         } else {
-            InstallError::NoRuntime {
-                artifacts: needy,
-                searched,
-            }
+            InstallError::NoRuntime { why }
         });
     };
     let mut added: Vec<&'a Artifact> = Vec::new();

@@ -50,6 +50,9 @@ pub struct Artifact {
     /// Capabilities it provides (`hip-runtime` for the rocm-runtime component).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provides: Vec<String>,
+    /// The exact runtime libraries behind `needs` (e.g. libamdhip64.so.6); see the manifest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_libs: Vec<String>,
     /// The artifact's detached signature, relative like `url`.
     #[serde(default)]
     pub signature: Option<String>,
@@ -98,6 +101,7 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             depends: m.depends,
             glibc_floor: m.glibc_floor,
             needs: m.needs,
+            runtime_libs: m.runtime_libs,
             provides: m.provides,
             signature: sig.is_file().then(|| format!("{name}.minisig")),
         });

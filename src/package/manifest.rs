@@ -36,6 +36,10 @@ pub struct Manifest {
     /// Capabilities the artifact provides, e.g. [`HIP_RUNTIME`] when it holds libamdhip64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provides: Vec<String>,
+    /// The exact runtime libraries behind `needs` (DT_NEEDED names such as libamdhip64.so.6):
+    /// a ROCm 7 system's libamdhip64.so.7 does not serve a tree built against ROCm 6.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_libs: Vec<String>,
     /// The builder image, by reference and digest (None for host builds).
     #[serde(default)]
     pub image: Option<crate::plan::key::ImageRef>,
@@ -166,6 +170,22 @@ pub fn runtime_capabilities(sonames: &[String], needed: &[String]) -> (Vec<Strin
         }
     };
     (cap(needs), cap(provides))
+}
+
+/// The HIP runtime libraries a tree needs by exact name (sorted), empty when it needs none or
+/// provides the runtime itself.
+pub fn runtime_libs(sonames: &[String], needed: &[String]) -> Vec<String> {
+    if sonames.iter().any(|s| s.starts_with("libamdhip64.so")) {
+        return Vec::new();
+    }
+    let mut libs: Vec<String> = needed
+        .iter()
+        .filter(|n| is_hip_runtime_lib(n))
+        .cloned()
+        .collect();
+    libs.sort();
+    libs.dedup();
+    libs
 }
 
 /// Dotted numeric version comparison ("2.34" < "2.38", "2.9" < "2.10").

@@ -153,6 +153,7 @@ pub fn package_entry(
         });
     }
     let (needs, provides) = manifest::runtime_capabilities(&scan.sonames, &scan.needed);
+    let runtime_libs = manifest::runtime_libs(&scan.sonames, &scan.needed);
     let licenses = licenses(&meta, &scan.files);
     let manifest = Manifest {
         schema: MANIFEST_SCHEMA.into(),
@@ -166,6 +167,7 @@ pub fn package_entry(
         licenses,
         needs,
         provides,
+        runtime_libs,
         image: meta.image.clone(),
         runtime: meta.runtime.clone(),
         reproducible: meta.reproducible,
