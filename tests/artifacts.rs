@@ -1248,6 +1248,33 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
     )
     .unwrap();
     assert_eq!(r["provides"], serde_json::json!(["hip-runtime"]));
+    let p_added = fx.root.join("p-added").display().to_string();
+    let listed: serde_json::Value = serde_json::from_str(
+        &fx.ok(&[
+            "--format",
+            "json",
+            "list",
+            "--installed",
+            "--prefix",
+            &p_added,
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let entry = |n: &str| {
+        listed["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("{n} not listed: {listed}"))
+            .clone()
+    };
+    assert_eq!(
+        entry("rocm-runtime")["provides"],
+        serde_json::json!(["hip-runtime"])
+    );
+    assert_eq!(entry("hipapp")["needs"], serde_json::json!(["hip-runtime"]));
     // The prefix's runtime counts, whatever the host has.
     let o = install(&without, "p-added", &empty, &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);

@@ -537,7 +537,8 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
             .iter()
             .map(|r| {
                 json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
-                "files": r.files.len(), "installed": r.installed, "signed_by": r.signed_by})
+                "files": r.files.len(), "installed": r.installed, "signed_by": r.signed_by,
+                "needs": r.needs, "provides": r.provides})
             })
             .collect();
         println!(
