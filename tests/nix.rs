@@ -76,6 +76,7 @@ let
         pname = name;
         version = attrs.version or "6.4.3";
         patches = attrs.patches or [ ];
+        postPatch = attrs.postPatch or "";
         gpuTargets = args.gpuTargets or [ "default" ];
         override = {
           __functionArgs = if attrs.takesTargets or true then { gpuTargets = true; } else { };
@@ -99,7 +100,7 @@ let
   result = prev // (import ./export/overlay.nix) result prev;
   r = result.rocmPackages;
   show = p: {
-    inherit (p) version gpuTargets;
+    inherit (p) version gpuTargets postPatch;
     patches = map (x: baseNameOf (toString x)) p.patches;
     patchesExist = builtins.all builtins.pathExists p.patches;
   };
@@ -183,4 +184,95 @@ fn exported_overlay_evaluates_against_a_rocm_package_set() {
     // rocprim 6.3.3 in a 6.4 overlay: retargeted, and no warning since it has no patches.
     assert_eq!(v["rocprim"]["gpuTargets"], serde_json::json!(["gfx90c"]));
     assert!(!stderr.contains("rocforge overlay: rocblas"), "{stderr}");
+    assert_eq!(
+        v["rocsparse"]["postPatch"], "",
+        "no [[derive]], no postPatch"
+    );
+
+    // rocBLAS's derived Tensile logic: the postPatch the overlay adds, run by bash in a tree,
+    // gives exactly what rocforge's own [[derive]] step gives for the same tree.
+    let script = v["rocblas"]["postPatch"].as_str().unwrap();
+    assert!(script.contains("asm_full/renoir"), "{script}");
+    let logic = "library/src/blas3/Tensile/Logic/asm_full/vega10";
+    let nix_tree = dir.path().join("by-postpatch");
+    let rf_tree = dir.path().join("by-rocforge");
+    for t in [&nix_tree, &rf_tree] {
+        std::fs::create_dir_all(t.join(logic).join("sub")).unwrap();
+        std::fs::write(
+            t.join(logic).join("vega10_Cijk_Ailk_Bljk_SB.yaml"),
+            "- {MinimumRequiredVersion: 4.33.0}\n- vega10\n- gfx900\n- [Device 6863]\n- ISA: [9, 0, 0]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            t.join(logic).join("sub/vega10_notes.txt"),
+            "vega10 [9, 0, 0]\n",
+        )
+        .unwrap();
+        // Binary files are copied untouched by both; text in another encoding is rewritten.
+        std::fs::write(t.join(logic).join("vega10_kernels.bin"), b"vega10\0gfx900").unwrap();
+        std::fs::write(
+            t.join(logic).join("latin1.txt"),
+            b"vega10 \xe9t\xe9 gfx900\n",
+        )
+        .unwrap();
+    }
+    // nixpkgs' substituteInPlace --replace-quiet: literal replacement, in order.
+    let stdenv = r#"substituteInPlace() {
+  local f=$1; shift; local c; c=$(cat "$f"; printf x); c=${c%x}
+  while [ $# -gt 0 ]; do
+    case $1 in --replace-quiet) c=${c//"$2"/"$3"}; shift 3 ;; *) echo "unknown $1" >&2; return 1 ;; esac
+  done
+  printf '%s' "$c" > "$f"
+}
+set -euo pipefail
+"#;
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{stdenv}{script}"))
+        .current_dir(&nix_tree)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let catalog = rocforge::catalog::Catalog::load(
+        rocforge::catalog::CatalogRoot::Embedded,
+        Some("rocm-6.4.4"),
+    )
+    .unwrap();
+    let rocblas = catalog.get("rocblas").unwrap();
+    rocforge::source::derive::apply(
+        "rocblas",
+        &rf_tree,
+        &rocblas.derive,
+        &["gfx90c"],
+        &catalog.arches,
+    )
+    .unwrap();
+    let (a, b) = (
+        common::tree_contents(&nix_tree),
+        common::tree_contents(&rf_tree),
+    );
+    assert_eq!(a, b, "postPatch and rocforge's derive differ");
+    assert!(
+        a.iter().any(|(p, c)| p.ends_with("renoir/latin1.txt")
+            && c.as_slice() == b"renoir \xe9t\xe9 gfx90c\n")
+    );
+    assert!(a.iter().any(
+        |(p, c)| p.ends_with("renoir/renoir_kernels.bin") && c.as_slice() == b"vega10\0gfx900"
+    ));
+    assert!(
+        a.iter()
+            .any(|(p, c)| p.ends_with("asm_full/renoir/renoir_Cijk_Ailk_Bljk_SB.yaml")
+                && c.as_slice() == b"- {MinimumRequiredVersion: 4.33.0}\n- renoir\n- gfx90c\n- [Device 6863]\n- ISA: [9, 0, 12]\n"),
+        "{:?}",
+        a.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    // Run again: the target exists, so the script stops instead of deriving twice.
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{stdenv}{script}"))
+        .current_dir(&nix_tree)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists: upstream ships it now"));
 }

@@ -105,7 +105,7 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
                 "files": ex.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
                 "components": ex.mapped,
                 "not_in_nixpkgs": ex.unmapped,
-                "derived_files_not_reproduced": ex.underived,
+                "derived_in_post_patch": ex.derived,
             }))
             .unwrap_or_default()
         ),
@@ -127,10 +127,10 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
             if !ex.unmapped.is_empty() {
                 println!("not in nixpkgs' rocmPackages: {}", ex.unmapped.join(", "));
             }
-            if !ex.underived.is_empty() {
+            if !ex.derived.is_empty() {
                 println!(
-                    "not reproduced in the overlay: the derived files of {} (see the TODO comments)",
-                    ex.underived.join(", ")
+                    "derived files redone in postPatch: {}",
+                    ex.derived.join(", ")
                 );
             }
             if nix::nixpkgs_pin(&catalog.release.name).is_none() {

@@ -150,20 +150,38 @@ fn copy_rewritten(
         std::os::unix::fs::symlink(target, to).map_err(io(to))?;
         return Ok(());
     }
-    let bytes = std::fs::read(from).map_err(io(from))?;
-    let out = match String::from_utf8(bytes) {
-        Ok(mut text) => {
-            for (a, b) in replace {
-                text = text.replace(a.as_str(), b);
-            }
-            text.into_bytes()
+    let mut out = std::fs::read(from).map_err(io(from))?;
+    // Binary files (any NUL byte, grep's rule, which the Nix overlay's postPatch uses too) are
+    // copied as they are: text rewriting would corrupt them. Text is rewritten as bytes, so a
+    // file in another encoding than UTF-8 is treated like grep and bash treat it.
+    if !out.contains(&0) {
+        for (a, b) in replace {
+            out = replace_bytes(&out, a.as_bytes(), b.as_bytes());
         }
-        // Binary files are copied as they are: text rewriting would corrupt them.
-        Err(e) => e.into_bytes(),
-    };
+    }
     std::fs::write(to, out).map_err(io(to))?;
     std::fs::set_permissions(to, meta.permissions()).map_err(io(to))?;
     Ok(())
+}
+
+/// Every non-overlapping occurrence of `from`, left to right (as `str::replace` and bash's
+/// `${x//from/to}` do).
+fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return hay.to_vec();
+    }
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// `--overlay COMPONENT:PATH=DIR`: replace PATH of COMPONENT's source with DIR's contents.
