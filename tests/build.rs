@@ -75,7 +75,7 @@ fn fixture() -> Fixture {
     .unwrap();
     std::fs::write(
         root.join("recipes/test-1.0/hipapp.toml"),
-        format!("name = \"hipapp\"\nversion = \"1.0\"\nsummary = \"program linking hipcore\"\nlicense = \"MIT\"\ndepends = [\"hipcore\"]\n\n[source]\ngit = \"{url}hipapp.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\"]\n"),
+        format!("name = \"hipapp\"\nversion = \"1.0\"\nsummary = \"program linking hipcore\"\nlicense = \"MIT\"\ndepends = [\"hipcore\"]\n\n[source]\ngit = \"{url}hipapp.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\"]\npost-install = \"\"\"\ntest -x \"$DESTDIR$PREFIX/bin/hipapp\"\nmkdir -p \"$DESTDIR$PREFIX/share/hipapp\"\nprintf 'post-install after install, build tree %s\\\\n' \"$(test -f \"$BUILD/CMakeCache.txt\" && echo found)\" > \"$DESTDIR$PREFIX/share/hipapp/post-install.txt\"\n\"\"\"\n"),
     )
     .unwrap();
     std::fs::write(
@@ -204,6 +204,14 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         store_tree(&f, &key("hipextra"))
             .join("share/hipextra-src/share/hipextra/README")
             .is_file()
+    );
+    // The recipe's post-install ran after `cmake --install`, with the build tree at hand.
+    assert_eq!(
+        std::fs::read_to_string(
+            store_tree(&f, &key("hipapp")).join("share/hipapp/post-install.txt")
+        )
+        .unwrap(),
+        "post-install after install, build tree found\n"
     );
     let (code, text) = run_program(&f, &key("hipapp"), &key("hipcore"));
     assert_eq!(

@@ -54,7 +54,7 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
         _ => "\"$SRC\"".to_string(),
     };
     match &recipe.build.system {
-        BuildSystem::Cmake => {
+        BuildSystem::Cmake { post_install } => {
             let mut args: Vec<String> = vec![
                 format!("-DCMAKE_INSTALL_PREFIX={prefix}"),
                 // The network is off: FetchContent must use what [[inputs]] provided.
@@ -76,6 +76,10 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                 .map(|a| shell_quote(a))
                 .collect::<Vec<_>>()
                 .join(" ");
+            let post = post_install
+                .as_deref()
+                .map(|p| format!("echo '==> post-install'\n{p}\n"))
+                .unwrap_or_default();
             Some(format!(
                 "set -eu\n\
                  launcher=\"\"\n\
@@ -87,7 +91,8 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                  echo '==> build'\n\
                  cmake --build \"$BUILD\" --parallel {jobs}\n\
                  echo '==> install'\n\
-                 cmake --install \"$BUILD\"\n"
+                 cmake --install \"$BUILD\"\n\
+                 {post}"
             ))
         }
         BuildSystem::Script { script } => {

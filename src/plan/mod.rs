@@ -301,7 +301,7 @@ pub fn gpu_flags(r: &Recipe, targets: &[TargetId]) -> GpuFlags {
         .join(";");
     let mut flags = GpuFlags::default();
     match &r.build.system {
-        BuildSystem::Cmake => {
+        BuildSystem::Cmake { .. } => {
             flags.cmake = r
                 .build
                 .arch_vars

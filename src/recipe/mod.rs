@@ -130,15 +130,17 @@ impl Patches {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case", tag = "system")]
 pub enum BuildSystem {
-    Cmake,
+    Cmake {
+        /// Shell commands run after `cmake --install` (e.g. copying build-tree test data the
+        /// project does not install). Absent from the hash input when unset, so recipes without
+        /// it keep their keys.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        post_install: Option<String>,
+    },
     /// Shell commands run in the builder image with the source as working directory.
-    Script {
-        script: String,
-    },
+    Script { script: String },
     /// The patched source tree copied into the prefix (e.g. Tensile, which rocBLAS consumes).
-    Copy {
-        dest: String,
-    },
+    Copy { dest: String },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -711,6 +713,7 @@ fn read_build(
     let args = t.opt_str_list("args", d).unwrap_or_default();
     let script = t.opt_str("script", d);
     let dest = t.opt_str("dest", d);
+    let post_install = t.opt_str("post-install", d);
     let env = t.opt_str_map("env", d).unwrap_or_default();
     let mut arch_args = BTreeMap::new();
     if let Some(mut aa) = t.opt_table("arch-args", d) {
@@ -758,6 +761,20 @@ fn read_build(
         }
     }
     let system = system?;
+    if let Some(p) = &post_install
+        && system.as_str() != "cmake"
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "post-install is for cmake builds, not \"{}\"",
+                system.value
+            ))
+            .at(&file, p.span.clone(), "runs after `cmake --install` only")
+            .hint(
+                "a script build does the same at the end of its script; a copy build runs nothing",
+            ),
+        );
+    }
     let kind = match system.as_str() {
         "cmake" => {
             // A misspelt arch-vars key was reported with a suggestion; do not report it twice.
@@ -768,7 +785,11 @@ fn read_build(
                         .hint("add arch-vars = [\"GPU_TARGETS\"] (or the variable this project reads, e.g. AMDGPU_TARGETS)"),
                 );
             }
-            BuildSystem::Cmake
+            BuildSystem::Cmake {
+                post_install: post_install
+                    .filter(|p| !p.trim().is_empty())
+                    .map(|p| p.value),
+            }
         }
         "script" => {
             match script {
