@@ -226,12 +226,15 @@ fn exported_overlay_evaluates_against_a_rocm_package_set() {
 }
 set -euo pipefail
 "#;
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(format!("{stdenv}{script}"))
-        .current_dir(&nix_tree)
-        .output()
-        .unwrap();
+    let run_post_patch = || {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("{stdenv}{script}"))
+            .current_dir(&nix_tree)
+            .output()
+            .unwrap()
+    };
+    let o = run_post_patch();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let catalog = rocforge::catalog::Catalog::load(
         rocforge::catalog::CatalogRoot::Embedded,
@@ -267,12 +270,7 @@ set -euo pipefail
         a.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
     // Run again: the target exists, so the script stops instead of deriving twice.
-    let o = Command::new("bash")
-        .arg("-c")
-        .arg(format!("{stdenv}{script}"))
-        .current_dir(&nix_tree)
-        .output()
-        .unwrap();
+    let o = run_post_patch();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("already exists: upstream ships it now"));
 }
