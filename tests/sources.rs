@@ -978,7 +978,7 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
 /// nothing fetches it before `rocforge lock` has checked the md5 and recorded the sha256; the
 /// content key follows the lock; a wrong md5 names the input and its URL and records nothing.
 #[test]
-fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
+fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_without_one() {
     use md5::{Digest, Md5};
     let w = world();
     let srv_dir = w.path().join("served");
@@ -995,9 +995,12 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
     let server = HttpServer::start(&srv_dir);
     w.mirror_downloads(&server);
     let url = "https://example.invalid/dl/nos1.tar.gz";
+    // Pinned by rev, so --locked has only the input to object to.
+    let rev = git(&w.origin.join("hip-core.git"), &["rev-parse", "v1.0.0^{commit}"]);
+    let rev = rev.trim();
     let recipe = |md5: &str| {
         format!(
-            "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[inputs]]\nname = \"nos1.tar.gz\"\nurl = \"{url}\"\nmd5 = \"{md5}\"\n"
+            "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\nrev = \"{rev}\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[inputs]]\nname = \"nos1.tar.gz\"\nurl = \"{url}\"\nmd5 = \"{md5}\"\n"
         )
     };
     w.recipe("hip-core", &recipe(&md5));
@@ -1026,11 +1029,50 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
     );
     assert_eq!(unlocked["component"]["inputs"][0]["md5"], md5.as_str());
 
-    // No lock entry: the fetch is refused, naming the input, its URL and the fix.
-    let err = w.fetch_fails("hip-core");
+    // No lock entry: --locked refuses the fetch, naming the input, its URL and the fix.
+    let locked_fetch = || {
+        fails(
+            w.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "--locked",
+                "fetch",
+                "hip-core",
+                "--arch",
+                "gfx90c",
+            ],
+        )
+    };
+    let err = locked_fetch();
     assert!(
         err.contains("input nos1.tar.gz") && err.contains(url) && err.contains("rocforge lock"),
         "{err}"
+    );
+    // Without --locked, as for an unlocked tag, the md5 is checked and the fetch goes on,
+    // saying how to pin it; a second fetch finds the checked file without the server.
+    let o = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("input nos1.tar.gz is pinned by md5 only")
+            && o.stderr
+                .contains(&format!("run `rocforge lock` to pin its sha256 {sha}")),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        std::fs::read(w.path().join(format!("cache/downloads/{sha}"))).unwrap(),
+        served
     );
     let err = fails(
         w.path(),
@@ -1099,10 +1141,16 @@ fn md5_pinned_inputs_are_locked_by_sha256_and_refused_without_a_lock_entry() {
     );
     let leftovers = w.part_files();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    // The stale entry is refused by fetch as well.
-    let err = w.fetch_fails("hip-core");
+    // The stale entry is refused by a --locked fetch; without --locked the md5 is checked
+    // afresh, and the wrong one fails.
+    let err = locked_fetch();
     assert!(
         err.contains("input nos1.tar.gz") && err.contains("rocforge lock"),
+        "{err}"
+    );
+    let err = w.fetch_fails("hip-core");
+    assert!(
+        err.contains("md5 mismatch") && err.contains(&wrong),
         "{err}"
     );
 }

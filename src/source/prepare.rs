@@ -99,7 +99,7 @@ impl SourceError {
             SourceError::Patch { source, .. } => source.hint(),
             SourceError::Derive { source, .. } => source.hint(),
             SourceError::Unlocked { .. } => "run `rocforge lock` and commit rocforge.lock".into(),
-            SourceError::InputUnlocked { .. } | SourceError::InputStale { .. } => "run `rocforge lock`: it downloads the file, checks the md5 and records its sha256 in rocforge.lock (the built-in catalog's lock is fixed: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`)".into(),
+            SourceError::InputUnlocked { .. } | SourceError::InputStale { .. } => "run `rocforge lock`: it downloads the file, checks the md5 and records its sha256 in rocforge.lock (the built-in catalog's lock is fixed: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`); without --locked the md5 is checked at each fetch instead".into(),
             SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
             SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
             SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
@@ -629,6 +629,11 @@ fn fetch_inputs(
         // An md5-only input is fetched by the sha256 `rocforge lock` recorded, never by its md5.
         let sha256 = match s.lock.input_pin(release, component, input) {
             InputPin::Sha256(sha) => sha,
+            // As with an unlocked tag: without --locked the md5 is checked afresh (the sha256
+            // of what passed is remembered in the cache); `rocforge lock` makes it a pin.
+            InputPin::Unlocked | InputPin::Stale { .. } if !s.locked && !s.offline => {
+                md5_checked(s, component, input)?
+            }
             InputPin::Unlocked => {
                 return Err(SourceError::InputUnlocked {
                     component: component.to_string(),
@@ -672,6 +677,51 @@ fn fetch_inputs(
         out.push((input.name.clone(), dir));
     }
     Ok(out)
+}
+
+/// An input pinned by md5 only and not by rocforge.lock: downloaded and checked against the
+/// md5 once, then found again through `downloads/md5-<md5>` (the sha256 of the verified file,
+/// which is stored under that sha256 like any download). Returns the sha256.
+fn md5_checked(
+    s: &Sources<'_>,
+    component: &str,
+    input: &ExtraInput,
+) -> Result<String, SourceError> {
+    let md5 = input
+        .md5
+        .as_deref()
+        .expect("only md5 inputs lack a sha256")
+        .to_ascii_lowercase();
+    let memo = s.cache.root().join("downloads").join(format!("md5-{md5}"));
+    if let Ok(sha) = std::fs::read_to_string(&memo)
+        && s.cache.download_path(sha.trim()).is_file()
+    {
+        return Ok(sha.trim().to_string());
+    }
+    let fetch_url = s.config.resolve(&input.url);
+    let client = download::client_with(&s.download);
+    let (_, sha) = download::download_md5(
+        &client,
+        &fetch_url,
+        &md5,
+        &s.cache.root().join("downloads"),
+        &s.download,
+        s.reporter,
+    )
+    .map_err(|source| SourceError::Download {
+        component: component.to_string(),
+        source,
+    })?;
+    crate::fsutil::write_atomic(&memo, sha.as_bytes()).map_err(|source| SourceError::Io {
+        component: component.to_string(),
+        path: memo.display().to_string(),
+        source,
+    })?;
+    s.reporter.note(&format!(
+        "{component}: input {} is pinned by md5 only ({}): checked; run `rocforge lock` to pin its sha256 {sha}",
+        input.name, input.url
+    ));
+    Ok(sha)
 }
 
 /// Unpacks a tar archive (plain, gzip or zstd, told apart by magic bytes). With `strip_top`, a
