@@ -996,7 +996,10 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
     w.mirror_downloads(&server);
     let url = "https://example.invalid/dl/nos1.tar.gz";
     // Pinned by rev, so --locked has only the input to object to.
-    let rev = git(&w.origin.join("hip-core.git"), &["rev-parse", "v1.0.0^{commit}"]);
+    let rev = git(
+        &w.origin.join("hip-core.git"),
+        &["rev-parse", "v1.0.0^{commit}"],
+    );
     let rev = rev.trim();
     let recipe = |md5: &str| {
         format!(
