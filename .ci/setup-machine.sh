@@ -17,6 +17,8 @@ total_start=$(date +%s.%N)
 packages=(
     # basics
     git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck curl gcc libc6-dev
+    # ar (static-archive tests), mount/umount (tmpfs for the full-disk tests), runuser
+    binutils mount util-linux
     cmake ninja-build
     # containers: podman (runc, not crun: hybrid cgroups), rootless podman (uidmap, slirp4netns;
     # native overlay, so no fuse-overlayfs), docker, debootstrap

@@ -92,11 +92,6 @@ pub struct Export {
     pub derived: Vec<String>,
 }
 
-/// Shell single-quoting (the script runs in nixpkgs' stdenv bash).
-fn sh(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// A bash script that redoes rocforge's `[[derive]]` steps for `arches` in a nixpkgs
 /// `postPatch`: copy `from` to `to`, rename entries (children before parents, as rocforge
 /// renames each name on the way down), then replace text in every non-binary file with
@@ -107,6 +102,7 @@ pub fn derive_script(
     arches: &[&str],
     table: &crate::arch::ArchTable,
 ) -> String {
+    use crate::process::shell_quote as sh;
     use crate::source::derive::{substitute, vars_for};
     let mut o = String::new();
     for d in derives {
