@@ -395,14 +395,77 @@ fn load_line(
         source,
     })?;
     let release_file = SourceFile::new(root.display(&rel), text);
-    let release = release::parse(&release_file, name, &arches, d);
+    let mut release = release::parse(&release_file, name, &arches, d);
 
     let files = root.recipe_files(name).map_err(|source| CatalogError::Io {
         path: root.display(name),
         source,
     })?;
+    let base = release.as_ref().and_then(|r| r.base.clone());
+    let (recipes, failed) = match &base {
+        None => read_recipes(&root, name, &files, &arches, d),
+        Some(base) => {
+            let Some(base_line) = load_base(&root, &arches, &release_file, base, d)? else {
+                return Ok(None);
+            };
+            let recipes = read_overrides(&root, name, &files, &base_line, &arches, d);
+            if let Some(r) = &mut release
+                && r.bundles.is_empty()
+            {
+                // The base's bundles, with only the components this line has.
+                for (bundle, members) in &base_line.release.bundles {
+                    let kept: Vec<_> = members
+                        .iter()
+                        .filter(|m| recipes.contains_key(m.as_str()))
+                        .cloned()
+                        .map(|m| reader_sp(m.value))
+                        .collect();
+                    if !kept.is_empty() {
+                        r.bundles.insert(bundle.clone(), kept);
+                    }
+                }
+            }
+            (recipes, Vec::new())
+        }
+    };
+    // A derived line's dependencies and bundles were checked in its base, and its missing
+    // dependencies by read_overrides.
+    if base.is_none() {
+        check_dependencies(&recipes, &failed, d);
+        if let Some(rel) = &release {
+            check_bundles(rel, &recipes, &failed, d);
+        }
+    }
+    let patch_digests = check_patches(&root, name, &recipes, d);
+    let Some(release) = release else {
+        return Ok(None);
+    };
+    Ok((d.len() == before).then_some(Catalog {
+        root,
+        arches,
+        release,
+        recipes,
+        patch_digests,
+    }))
+}
+
+/// A bundle member inherited from a base line: its span points into the base's release.toml,
+/// which messages about this line never show.
+fn reader_sp(value: String) -> recipe::reader::Sp<String> {
+    recipe::reader::Sp::new(value, 0..0)
+}
+
+type Failed = Vec<(Arc<SourceFile>, recipe::Outline)>;
+
+fn read_recipes(
+    root: &CatalogRoot,
+    name: &str,
+    files: &[String],
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> (BTreeMap<String, Recipe>, Failed) {
     let mut recipes: BTreeMap<String, Recipe> = BTreeMap::new();
-    let mut failed: Vec<(Arc<SourceFile>, recipe::Outline)> = Vec::new();
+    let mut failed: Failed = Vec::new();
     for f in files {
         let rel = format!("{name}/{f}");
         let text = match root.read(&rel) {
@@ -417,7 +480,7 @@ fn load_line(
         };
         let file = SourceFile::new(root.display(&rel), text);
         let stem = f.trim_end_matches(".toml");
-        let Some(r) = recipe::parse(&file, stem, &arches, d) else {
+        let Some(r) = recipe::parse(&file, stem, arches, d) else {
             let outline = recipe::outline(&file, stem);
             failed.push((file, outline));
             continue;
@@ -433,21 +496,141 @@ fn load_line(
         }
         recipes.insert(r.name.value.clone(), r);
     }
-    check_dependencies(&recipes, &failed, d);
-    if let Some(rel) = &release {
-        check_bundles(rel, &recipes, &failed, d);
+    (recipes, failed)
+}
+
+/// The line a `base = "…"` names, loaded whole; None (with diagnostics) when it is unknown,
+/// has a base itself, or has problems of its own.
+fn load_base(
+    root: &CatalogRoot,
+    arches: &ArchTable,
+    release_file: &Arc<SourceFile>,
+    base: &recipe::reader::Sp<String>,
+    d: &mut Diagnostics,
+) -> Result<Option<Catalog>, CatalogError> {
+    let known = root.releases().map_err(|source| CatalogError::Io {
+        path: root.describe(),
+        source,
+    })?;
+    if !known.iter().any(|k| k == base.as_str()) {
+        d.push(
+            Diagnostic::new(format!("base line \"{}\" does not exist", base.value))
+                .at(release_file, base.span.clone(), "no such release line")
+                .hint(
+                    did_you_mean(base, known.iter().map(String::as_str))
+                        .unwrap_or_else(|| format!("release lines: {}", known.join(", "))),
+                ),
+        );
+        return Ok(None);
     }
-    let patch_digests = check_patches(&root, name, &recipes, d);
-    let Some(release) = release else {
+    let mut base_d = Diagnostics::default();
+    let line = load_line(root.clone(), arches.clone(), base, &mut base_d)?;
+    if !base_d.is_empty() {
+        d.push(
+            Diagnostic::new(format!(
+                "base line \"{}\" has {} problem(s) of its own",
+                base.value,
+                base_d.len()
+            ))
+            .at(release_file, base.span.clone(), "based on it here")
+            .hint(format!(
+                "`rocforge check` lists them; fix {} first",
+                base.value
+            )),
+        );
+        return Ok(None);
+    }
+    let Some(line) = line else {
         return Ok(None);
     };
-    Ok((d.len() == before).then_some(Catalog {
-        root,
-        arches,
-        release,
-        recipes,
-        patch_digests,
-    }))
+    if let Some(grand) = &line.release.base {
+        d.push(
+            Diagnostic::new(format!(
+                "base line \"{}\" is itself based on \"{}\"",
+                base.value, grand.value
+            ))
+            .at(release_file, base.span.clone(), "a derived line")
+            .hint(format!(
+                "base this line on {} directly: a line overrides one base, never a chain",
+                grand.value
+            )),
+        );
+        return Ok(None);
+    }
+    Ok(Some(line))
+}
+
+/// A derived line's components: each file overrides the base component of the same name.
+fn read_overrides(
+    root: &CatalogRoot,
+    name: &str,
+    files: &[String],
+    base: &Catalog,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> BTreeMap<String, Recipe> {
+    let base_name = base.release.name.as_str();
+    let mut recipes = BTreeMap::new();
+    for f in files {
+        let rel = format!("{name}/{f}");
+        let text = match root.read(&rel) {
+            Ok(t) => t,
+            Err(e) => {
+                d.push(
+                    Diagnostic::new(format!("cannot read {}: {e}", root.display(&rel)))
+                        .hint("recipes must be readable UTF-8 TOML files"),
+                );
+                continue;
+            }
+        };
+        let file = SourceFile::new(root.display(&rel), text);
+        let stem = f.trim_end_matches(".toml");
+        let Some(base_recipe) = base.recipes.get(stem) else {
+            d.push(
+                Diagnostic::new(format!(
+                    "{} overrides \"{stem}\", which {base_name} does not have",
+                    root.display(&rel)
+                ))
+                .in_file(&file)
+                .hint(
+                    did_you_mean(stem, base.recipes.keys().map(String::as_str))
+                        .map(|h| format!("{h} (a file is named after the component it overrides)"))
+                        .unwrap_or_else(|| {
+                            format!("a file here is named after a component of {base_name}: `rocforge --release {base_name} list` shows them")
+                        }),
+                ),
+            );
+            continue;
+        };
+        let Some(o) = recipe::parse_override(&file, base_name, arches, d) else {
+            continue;
+        };
+        recipes.insert(
+            stem.to_string(),
+            base_recipe.clone().with_override(&o, base_name),
+        );
+    }
+    // A dependency of an overridden component must be in this line too: its build would
+    // otherwise take a dependency this line does not build.
+    for r in recipes.values() {
+        for dep in &r.depends {
+            if !recipes.contains_key(dep.as_str()) {
+                let o = r.overrides.as_ref().unwrap_or(&r.file);
+                d.push(
+                    Diagnostic::new(format!(
+                        "{} depends on \"{}\" ({}), which line {name} does not have",
+                        r.name.value, dep.value, r.file.display
+                    ))
+                    .in_file(o)
+                    .hint(format!(
+                        "add recipes/{name}/{}.toml with its [source] for this line",
+                        dep.value
+                    )),
+                );
+            }
+        }
+    }
+    recipes
 }
 
 /// Every bundle names components of the line, and no bundle shadows a component.
@@ -640,6 +823,8 @@ fn check_patches(
 ) -> BTreeMap<(String, String), String> {
     let mut digests = BTreeMap::new();
     for r in recipes.values() {
+        let release = r.patches.release.as_deref().unwrap_or(release);
+        let file = r.patches.file.as_ref().unwrap_or(&r.file);
         for p in r.patches.every() {
             if p.contains('/') || !p.ends_with(".patch") {
                 continue; // already reported by the recipe check
@@ -665,7 +850,7 @@ fn check_patches(
                             "patch file not found: {}",
                             root.patch_display(release, &r.name, p)
                         ))
-                        .at(&r.file, p.span.clone(), "no such file")
+                        .at(file, p.span.clone(), "no such file")
                         .hint(hint),
                     );
                 }

@@ -1507,3 +1507,91 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     let err = fx.fails(&["verify", &d.join("index.json").display().to_string()]);
     assert!(err.contains("revoked"), "{err}");
 }
+
+/// A library whose build ignores the GPU variable and compiles gfx900 code: accepted with
+/// --allow-spoof, its install says it needs HSA_OVERRIDE_GFX_VERSION instead of "native".
+#[test]
+fn install_advice_follows_what_the_artifact_carries() {
+    if !require("hipcc", which("hipcc")) {
+        return;
+    }
+    let (tmp, root, rel) = catalog();
+    std::fs::create_dir_all(root.join("src/spoof")).unwrap();
+    std::fs::write(
+        root.join("src/spoof/k.hip"),
+        "#include <hip/hip_runtime.h>\n__global__ void k(float *x) { x[0] = 1; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("spoof.toml"),
+        r#"name = "spoof"
+version = "1.0"
+summary = "a HIP library built for gfx900 whatever is asked"
+license = "MIT"
+
+[source]
+path = "../../src/spoof"
+
+[build]
+system = "script"
+arch-vars = ["GPU_TARGETS"]
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib"
+hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
+"""
+"#,
+    )
+    .unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    let o = fx.run(&["build", "spoof", "--arch", "gfx90c", "--runtime", "host"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "lib/libspoof.so: gfx900 code only: runs on gfx90c only under HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        ),
+        "{}",
+        o.stderr
+    );
+    fx.ok(&[
+        "build",
+        "spoof",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--allow-spoof",
+        "gfx90c",
+    ]);
+    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
+    std::fs::write(
+        fx.root.join("trust.toml"),
+        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+    )
+    .unwrap();
+    let dist = fx.package_signed(&["spoof"], "dist", &fx.key());
+    let prefix = fx.root.join("prefix");
+    let o = fx.ok(&[
+        "install",
+        "spoof",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &dist.join("index.json").display().to_string(),
+        "--prefix",
+        &prefix.display().to_string(),
+        "--no-runtime-check",
+    ]);
+    assert!(
+        !o.stderr.contains("no HSA_OVERRIDE_GFX_VERSION is needed"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(
+            "spoof                carries gfx900 code only for gfx90c: it runs there only with HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        ),
+        "{}",
+        o.stderr
+    );
+}

@@ -445,6 +445,66 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
     assert_eq!(meta["coverage"]["missing_allowed"][0][1], "gfx90c");
 }
 
+#[test]
+fn the_coverage_gate_refuses_the_nearest_targets_code() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    // A library whose build ignores GPU_TARGETS and builds gfx900 code: it "runs" on gfx90c
+    // and gfx902 only under HSA_OVERRIDE_GFX_VERSION=9.0.0, which is never coverage.
+    let repo = f.origin.join("hipcore.git");
+    let cmake = std::fs::read_to_string(repo.join("CMakeLists.txt")).unwrap();
+    commit_files(
+        &repo,
+        &[(
+            "CMakeLists.txt",
+            &cmake.replace(
+                "foreach(t IN LISTS GPU_TARGETS)",
+                "foreach(t IN ITEMS gfx900)",
+            ),
+        )],
+        "only gfx900",
+    );
+    git(&repo, &["tag", "-f", "v3"]);
+    let recipe = f.path().join("recipes/test-1.0/hipcore.toml");
+    std::fs::write(
+        &recipe,
+        std::fs::read_to_string(&recipe)
+            .unwrap()
+            .replace("tag = \"v1\"", "tag = \"v3\""),
+    )
+    .unwrap();
+    let o = f.build(&[], &["hipcore"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    for t in ["gfx90c", "gfx902"] {
+        let want = format!(
+            "lib/libhipcore.so: gfx900 code only: runs on {t} only under HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        );
+        assert!(o.stderr.contains(&want), "{want}\n{}", o.stderr);
+    }
+    assert!(o.stderr.contains("--allow-spoof"), "{}", o.stderr);
+    // --allow-missing is about absent code: it does not accept another processor's.
+    let o = f.build(&[], &["hipcore", "--allow-missing", "gfx90c,gfx902"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+
+    let o = f.build(&[], &["hipcore", "--allow-spoof", "gfx90c,gfx902"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.path().join("store").join(&key).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    let spoofed = meta["coverage"]["spoof_allowed"].as_array().unwrap();
+    assert_eq!(spoofed.len(), 2, "{spoofed:?}");
+    assert_eq!(spoofed[0][0], "lib/libhipcore.so");
+    assert_eq!(spoofed[0][2], "gfx900");
+    // The install-side reading of that record: what `install` advises from.
+    let not_native = rocforge::install::receipt::not_native(Some(&meta["coverage"]));
+    assert_eq!(not_native.get("gfx90c").map(String::as_str), Some("gfx900"));
+    assert_eq!(not_native.get("gfx902").map(String::as_str), Some("gfx900"));
+}
+
 const DOCKER_HOST: &str = "unix:///run/rocforge-test/docker.sock";
 
 #[test]

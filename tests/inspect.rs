@@ -423,6 +423,83 @@ fn coverage_rules_on_real_builds() {
     assert!(
         matches!(&r.rows[0].targets[0].status, Status::OnlyCompatible { nearest, .. } if nearest == "gfx900")
     );
+    // Another processor's code is never coverage: only --allow-spoof accepts it.
+    assert_eq!(r.missing().count(), 0);
+    assert_eq!(r.spoofed().count(), 1);
+    assert!(!r.complete());
+    assert!(r.complete_allowing(&[tid("gfx90c")]));
+    assert!(!r.complete_allowing(&[tid("gfx902")]));
+}
+
+#[test]
+fn gfx900_code_does_not_pass_against_gfx90c() {
+    let Some(b) = hipcc_built() else { return };
+    let d = b.dir.path();
+    let o = rocforge(
+        d,
+        &[
+            "inspect",
+            "--against",
+            "gfx90c,gfx902",
+            "prefix/lib/libold.so",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout.contains(
+            "gfx90c: gfx900 code only: runs on gfx90c only under HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains(
+            "gfx902: gfx900 code only: runs on gfx902 only under HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("0 missing, 2 with another target's code only"),
+        "{}",
+        o.stdout
+    );
+    // Accepted for one target only: still a failure for the other.
+    let o = rocforge(
+        d,
+        &[
+            "inspect",
+            "--against",
+            "gfx90c,gfx902",
+            "--allow-spoof",
+            "gfx90c",
+            "prefix/lib/libold.so",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout.contains("(accepted by --allow-spoof)"),
+        "{}",
+        o.stdout
+    );
+    let o = rocforge(
+        d,
+        &[
+            "inspect",
+            "--against",
+            "gfx90c,gfx902",
+            "--allow-spoof",
+            "gfx90c,gfx902",
+            "--format",
+            "json",
+            "prefix/lib/libold.so",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["native"], false);
 }
 
 struct Out {

@@ -1157,3 +1157,133 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
         "{err}"
     );
 }
+
+/// A tar.xz with `files` (name, text), as a distribution's packaging archive is made.
+fn tar_xz(path: &Path, files: &[(&str, &str)]) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut b = tar::Builder::new(liblzma::write::XzEncoder::new(f, 6));
+    for (name, text) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(text.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, text.as_bytes()).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap();
+}
+
+/// A line based on another overrides a component's source with a tarball, applies a
+/// distribution's patch series by reference before the base's own patch, and keys it apart.
+#[test]
+fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
+    let w = world();
+    let srv_dir = w.path().join("served");
+    let pkg = srv_dir.join("pkg-1.1");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(pkg.join("lib.c"), "int f(void) { return 1; }\n").unwrap();
+    tar_gz(&srv_dir, "pkg-1.1", &srv_dir.join("pkg_1.1.orig.tar.gz"));
+    let fix = "Fix f.\n\n--- a/lib.c\n+++ b/lib.c\n@@ -1 +1 @@\n-int f(void) { return 1; }\n+int f(void) { return 2; }\n";
+    let docs = "Docs only.\n\n--- a/README\n+++ b/README\n@@ -1 +1 @@\n-x\n+y\n";
+    tar_xz(
+        &srv_dir.join("pkg_1.1-1.debian.tar.xz"),
+        &[
+            (
+                "debian/patches/series",
+                "# Debian's series\nfix-f.patch\ndocs.patch\n",
+            ),
+            ("debian/patches/fix-f.patch", fix),
+            ("debian/patches/docs.patch", docs),
+            ("debian/rules", "#!/usr/bin/make -f\n"),
+        ],
+    );
+    let server = HttpServer::start(&srv_dir);
+    w.mirror_downloads(&server);
+    // The base line: pkg from its git repository, with the catalog's own patch.
+    w.recipe(
+        "pkg",
+        "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\", \"-DUSE_X=ON\"]\n",
+    );
+    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
+    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
+    let line = w.path().join("recipes/line-2.0");
+    std::fs::create_dir_all(&line).unwrap();
+    std::fs::write(
+        line.join("release.toml"),
+        "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    let over = |only: &str| {
+        format!(
+            "version = \"1.1\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg_1.1.orig.tar.gz\"\nsha256 = \"{}\"\n\n[[series]]\nurl = \"https://example.invalid/dl/pkg_1.1-1.debian.tar.xz\"\nsha256 = \"{}\"\nonly = [{only}]\n\n[build]\nargs = [\"-DUSE_X=OFF\"]\n",
+            sha256_file(&srv_dir.join("pkg_1.1.orig.tar.gz")),
+            sha256_file(&srv_dir.join("pkg_1.1-1.debian.tar.xz")),
+        )
+    };
+    std::fs::write(line.join("pkg.toml"), over("\"fix-f.patch\"")).unwrap();
+    ok(w.path(), &["--recipes", "recipes", "check"]);
+    let list = ok(
+        w.path(),
+        &["--recipes", "recipes", "--release", "line-2.0", "list"],
+    );
+    assert!(list.contains("pkg") && list.contains("1.1"), "{list}");
+
+    let v = w.fetch_json("pkg"); // line-2.0 is the newest line, so the default
+    let tree = PathBuf::from(v["tree"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("lib.c")).unwrap(),
+        "int f(void) { return 2; }\n",
+        "the series' patch applied"
+    );
+    assert!(
+        std::fs::read_to_string(tree.join("CMakeLists.txt"))
+            .unwrap()
+            .contains("gfx90c"),
+        "the base line's own patch applied after it, from patches/line-1.0/"
+    );
+    // The merged recipe: the override's CMake variable replaces the base's setting of it.
+    let plan = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "pkg",
+        ],
+    );
+    assert!(
+        plan.contains("-DUSE_X=OFF") && !plan.contains("-DUSE_X=ON"),
+        "{plan}"
+    );
+    assert!(plan.contains("pkg_1.1-1.debian.tar.xz"), "{plan}");
+    let base_plan = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-1.0",
+            "plan",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "pkg",
+        ],
+    );
+    assert!(base_plan.contains("-DUSE_X=ON"), "{base_plan}");
+
+    // An entry the series does not list: named, with what it does list.
+    std::fs::write(line.join("pkg.toml"), over("\"fix-g.patch\"")).unwrap();
+    let err = w.fetch_fails("pkg");
+    assert!(
+        err.contains("pkg_1.1-1.debian.tar.xz: debian/patches/series has no entry fix-g.patch"),
+        "{err}"
+    );
+    assert!(err.contains("fix-f.patch, docs.patch"), "{err}");
+}

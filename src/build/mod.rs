@@ -29,6 +29,9 @@ pub struct BuildOptions {
     pub keep_going: bool,
     /// Targets whose absence from a built library is accepted (recorded, not fatal).
     pub allow_missing: Vec<crate::arch::TargetId>,
+    /// Targets for which another processor's code (the nearest target's, run under
+    /// HSA_OVERRIDE_GFX_VERSION) is accepted; recorded in the store entry.
+    pub allow_spoof: Vec<crate::arch::TargetId>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -100,7 +103,7 @@ enum StepError {
     },
     #[error("{component}: stopped")]
     Stopped { component: String },
-    #[error("{component}: built libraries lack code for requested targets:\n{table}")]
+    #[error("{component}: built libraries lack native code for requested targets:\n{table}")]
     Coverage { component: String, table: String },
     #[error("{0}")]
     License(#[from] license::LicenseError),
@@ -117,7 +120,7 @@ impl StepError {
             StepError::Io { .. } => "check free disk space".into(),
             StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
             StepError::License(e) => e.hint(),
-            StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches), or pass --allow-missing TARGET to accept and record the gap".into(),
+            StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches); to accept and record the gap, pass --allow-missing TARGET (no code) or --allow-spoof TARGET (another processor's code, run under HSA_OVERRIDE_GFX_VERSION)".into(),
         }
     }
 }
@@ -587,32 +590,42 @@ impl Builder<'_> {
                 .unwrap_or(lib)
                 .to_string()
         };
-        let gaps: Vec<(String, String)> = report
+        use crate::inspect::coverage::{allows, spoof_note};
+        let table = &self.sources.catalog.arches;
+        let mut gaps: Vec<String> = report
             .missing()
-            .filter(|(_, t)| !self.options.allow_missing.iter().any(|a| a.arch == t.arch))
-            .map(|(lib, t)| (strip(lib), t.to_string()))
+            .filter(|(_, t)| !allows(&self.options.allow_missing, t))
+            .map(|(lib, t)| format!("  {}: no {t} code object", strip(lib)))
             .collect();
+        gaps.extend(
+            report
+                .spoofed()
+                .filter(|(_, t, _)| !allows(&self.options.allow_spoof, t))
+                .map(|(lib, t, n)| format!("  {}: {}", strip(lib), spoof_note(table, t, n))),
+        );
         if !gaps.is_empty() || !report.errors.is_empty() {
-            let mut table = String::new();
-            for (lib, t) in &gaps {
-                table += &format!("  {lib}: no {t} code object\n");
-            }
+            let mut table = gaps.join("\n");
             for e in &report.errors {
-                table += &format!("  unreadable: {e}\n");
+                table += &format!("\n  unreadable: {e}");
             }
             return Err(StepError::Coverage {
                 component: component.into(),
-                table: table.trim_end().to_string(),
+                table: table.trim().to_string(),
             });
         }
         let allowed: Vec<(String, String)> = report
             .missing()
             .map(|(lib, t)| (strip(lib), t.to_string()))
             .collect();
+        let spoof_allowed: Vec<(String, String, String)> = report
+            .spoofed()
+            .map(|(lib, t, n)| (strip(lib), t.to_string(), n.to_string()))
+            .collect();
         Ok(serde_json::json!({
             "libraries": report.rows.len(),
             "targets": self.plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
             "missing_allowed": allowed,
+            "spoof_allowed": spoof_allowed,
             "report": report,
         }))
     }

@@ -183,6 +183,7 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
         };
         ex.mapped.push(name.clone());
         let series = recipe.patches.series(arches.iter().copied());
+        let recipe_patch_release = recipe.patches.release.as_deref();
         let _ = writeln!(
             body,
             "      # {name} {}: {} patch(es) from rocforge's catalog",
@@ -212,7 +213,11 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
         for p in series {
             let bytes = catalog
                 .root
-                .read_patch(&release.name, name, &p.value)
+                .read_patch(
+                    recipe_patch_release.unwrap_or(&release.name),
+                    name,
+                    &p.value,
+                )
                 .map_err(|source| NixError::Patch {
                     patch: format!("{name}/{}", p.value),
                     source,

@@ -473,9 +473,34 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
-    eprintln!(
-        "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
-    );
+    // The advice follows what each artifact carries, as its build's coverage gate recorded it.
+    let table = super::arch_cmd::arch_table(g).ok();
+    let mut not_native = Vec::new();
+    for r in &report.installed {
+        for (target, nearest) in &r.not_native {
+            let advice = match table.as_ref().and_then(|t| t.get(nearest)) {
+                Some(n) if !nearest.is_empty() => format!(
+                    "carries {nearest} code only for {target}: it runs there only with HSA_OVERRIDE_GFX_VERSION={}",
+                    n.hsa_override()
+                ),
+                _ if !nearest.is_empty() => format!("carries {nearest} code only for {target}"),
+                _ => format!("carries no code for {target}: its GPU functions fail there"),
+            };
+            not_native.push(format!("  {:<20} {advice}", r.name));
+        }
+    }
+    if not_native.is_empty() {
+        eprintln!(
+            "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
+        );
+    } else {
+        eprintln!(
+            "WARNING: not every library carries native code for its targets (its build accepted the gap):"
+        );
+        for l in not_native {
+            eprintln!("{l}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

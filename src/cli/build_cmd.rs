@@ -66,6 +66,7 @@ pub struct BuildArgs<'a> {
     pub dry_run: bool,
     pub overlays: &'a [String],
     pub allow_missing: Option<&'a str>,
+    pub allow_spoof: Option<&'a str>,
     /// `oci://REGISTRY/REPO`: a shared build cache.
     pub cache: Option<&'a str>,
     /// The secret key that signs pushed cache entries.
@@ -162,6 +163,12 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         })?,
         None => Vec::new(),
     };
+    let allow_spoof = match a.allow_spoof {
+        Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
+            CliError::One(Diagnostic::new(format!("--allow-spoof {list}: {e}")).hint(e.hint()))
+        })?,
+        None => Vec::new(),
+    };
     let to_build = plan.steps.iter().filter(|s| s.needs_build()).count();
     if to_build > 0 {
         reporter.note(&format!(
@@ -213,6 +220,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
                     parallel: total_jobs.clamp(1, 4),
                     keep_going: a.keep_going,
                     allow_missing: allow_missing.clone(),
+                    allow_spoof: allow_spoof.clone(),
                 },
                 stop: &stop,
                 running: &running,
@@ -340,6 +348,28 @@ pub fn image_build(
         file.display(),
         log.display()
     );
+    if let Some(base) = &catalog.release.image_base {
+        use rocforge::runtime::debootstrap::{self, Made};
+        let base_err = |e: debootstrap::BaseError| {
+            CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+        };
+        debootstrap::check_from(&file, base).map_err(base_err)?;
+        if rt.image_id(&base.name).is_none() {
+            eprintln!(
+                "making the base image {} with debootstrap --variant={} {} (log: {})",
+                base.name,
+                base.variant,
+                base.suite,
+                log.display()
+            );
+        }
+        match debootstrap::ensure(rt.as_ref(), base, &store.root().join(".tmp"), &log)
+            .map_err(base_err)?
+        {
+            Made::Present(_) => {}
+            Made::Imported(id) => eprintln!("base image {} {id}", base.name),
+        }
+    }
     let context = file.parent().unwrap_or(std::path::Path::new("."));
     let exit = rt
         .build_image(&file, context, &catalog.release.image, &log)

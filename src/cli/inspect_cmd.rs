@@ -20,23 +20,36 @@ fn fail(e: inspect::InspectError) -> super::CliError {
         .into()
 }
 
-pub fn inspect_cmd(g: &Global, paths: &[PathBuf], against: Option<&str>) -> Result<ExitCode> {
+pub fn inspect_cmd(
+    g: &Global,
+    paths: &[PathBuf],
+    against: Option<&str>,
+    allow_spoof: Option<&str>,
+) -> Result<ExitCode> {
     only_text_or_json(g, "inspect")?;
     if let Some(list) = against {
         let table = arch_table(g)?;
         let requested = table
             .resolve_list(list)
             .map_err(|e| Diagnostic::new(format!("--against: {e}")).hint(e.hint()))?;
+        let spoof_ok = match allow_spoof {
+            Some(l) => table
+                .resolve_list(l)
+                .map_err(|e| Diagnostic::new(format!("--allow-spoof: {e}")).hint(e.hint()))?,
+            None => Vec::new(),
+        };
         let report = inspect::coverage(paths, &requested, &table).map_err(fail)?;
+        let complete = report.complete_allowing(&spoof_ok);
         if g.format == Format::Json {
             let mut v = serde_json::to_value(&report).unwrap_or_default();
             v["schema"] = json!("rocforge.coverage/1");
-            v["complete"] = json!(report.complete());
+            v["complete"] = json!(complete);
+            v["native"] = json!(report.complete());
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         } else {
-            print_coverage(&report);
+            print_coverage(&report, &table, &spoof_ok);
         }
-        return Ok(if report.complete() {
+        return Ok(if complete {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
@@ -173,10 +186,14 @@ fn print_inventory(inv: &Inventory) {
     }
 }
 
-fn print_coverage(r: &CoverageReport) {
+fn print_coverage(
+    r: &CoverageReport,
+    table: &rocforge::arch::ArchTable,
+    spoof_ok: &[rocforge::arch::TargetId],
+) {
     let cell = |s: &Status| match s {
         Status::Present { .. } => "present".to_string(),
-        Status::OnlyCompatible { nearest, .. } => format!("only {nearest} (spoof)"),
+        Status::OnlyCompatible { nearest, .. } => format!("{nearest} ONLY (spoof)"),
         Status::Missing => "MISSING".to_string(),
     };
     let mut header = vec!["library".to_string()];
@@ -211,11 +228,34 @@ fn print_coverage(r: &CoverageReport) {
         println!("{}", line(row));
     }
     let missing = r.missing().count();
+    let spoofed: Vec<_> = r.spoofed().collect();
     println!(
-        "{} librar{} with GPU code, {missing} missing",
+        "{} librar{} with GPU code, {missing} missing, {} with another target's code only",
         r.rows.len(),
-        if r.rows.len() == 1 { "y" } else { "ies" }
+        if r.rows.len() == 1 { "y" } else { "ies" },
+        spoofed.len()
     );
+    // One line per (target, nearest): the advice is the same for every library.
+    let mut notes: Vec<String> = spoofed
+        .iter()
+        .map(|(_, t, n)| {
+            let accepted = if rocforge::inspect::coverage::allows(spoof_ok, t) {
+                " (accepted by --allow-spoof)"
+            } else {
+                ""
+            };
+            format!(
+                "{t}: {}{accepted}",
+                rocforge::inspect::coverage::spoof_note(table, t, n)
+            )
+        })
+        .collect();
+    notes.dedup();
+    notes.sort();
+    notes.dedup();
+    for n in notes {
+        println!("{n}");
+    }
     for e in &r.errors {
         println!("error: {e}");
     }

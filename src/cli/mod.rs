@@ -207,6 +207,10 @@ Examples:
         /// Accept built libraries that lack these targets (the gap is recorded in the store entry)
         #[arg(long, value_name = "LIST")]
         allow_missing: Option<String>,
+        /// Accept built libraries that carry only the nearest target's code for these targets
+        /// (they run only under HSA_OVERRIDE_GFX_VERSION; recorded in the store entry)
+        #[arg(long, value_name = "LIST")]
+        allow_spoof: Option<String>,
         /// A shared build cache, oci://REGISTRY/REPO: hits are pulled (signed by a trusted key), new entries pushed
         #[arg(long, value_name = "URL", env = "ROCFORGE_CACHE_URL")]
         cache: Option<String>,
@@ -485,6 +489,10 @@ Examples:
         /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
         #[arg(long, value_name = "LIST")]
         against: Option<String>,
+        /// With --against: accept the nearest target's code for these targets (it runs only
+        /// under HSA_OVERRIDE_GFX_VERSION)
+        #[arg(long, value_name = "LIST", requires = "against")]
+        allow_spoof: Option<String>,
     },
 }
 
@@ -845,6 +853,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             dry_run,
             overlay,
             allow_missing,
+            allow_spoof,
             cache,
             cache_key,
         } => build_cmd::build(
@@ -857,6 +866,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 dry_run: *dry_run,
                 overlays: overlay,
                 allow_missing: allow_missing.as_deref(),
+                allow_spoof: allow_spoof.as_deref(),
                 cache: cache.as_deref(),
                 cache_key: cache_key.as_deref(),
             },
@@ -923,9 +933,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             key,
             allow_unsigned,
         } => test_cmd::report(g, results, out, key, *allow_unsigned),
-        Command::Inspect { paths, against } => {
-            inspect_cmd::inspect_cmd(g, paths, against.as_deref())
-        }
+        Command::Inspect {
+            paths,
+            against,
+            allow_spoof,
+        } => inspect_cmd::inspect_cmd(g, paths, against.as_deref(), allow_spoof.as_deref()),
         Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
         Command::Ci(CiCommand::Runners { repo, org, dir }) => {
             ci_cmd::runners(g, dir, repo.as_deref(), org.as_deref())

@@ -415,7 +415,11 @@ pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> 
     );
     git(&["commit", "-q", "--no-verify", "-m", &subject])?;
     git(&["tag", BASE_TAG])?;
-    let release = &ctx.catalog.release.name;
+    let release = recipe
+        .patches
+        .release
+        .as_deref()
+        .unwrap_or(&ctx.catalog.release.name);
     let series: Vec<PatchFile> = recipe
         .patches
         .series(targets.iter().map(|t| t.arch.as_str()))

@@ -101,6 +101,14 @@ pub struct CoverageReport {
     pub errors: Vec<InspectError>,
 }
 
+/// True when `allowed` (from `--allow-missing` or `--allow-spoof`) covers `target`: the same
+/// target ID, or the bare processor, which covers every feature setting of it.
+pub fn allows(allowed: &[TargetId], target: &TargetId) -> bool {
+    allowed
+        .iter()
+        .any(|a| a == target || (a.arch == target.arch && a.xnack.is_none() && a.sramecc.is_none()))
+}
+
 impl CoverageReport {
     /// Every (library, target) pair with no code at all.
     pub fn missing(&self) -> impl Iterator<Item = (&str, &TargetId)> {
@@ -112,9 +120,45 @@ impl CoverageReport {
         })
     }
 
-    /// True when nothing is missing and every file was read.
+    /// Every (library, target, nearest) where the library carries only the nearest target's
+    /// code: it runs on that GPU only under HSA_OVERRIDE_GFX_VERSION, which is never coverage.
+    pub fn spoofed(&self) -> impl Iterator<Item = (&str, &TargetId, &str)> {
+        self.rows.iter().flat_map(|r| {
+            r.targets.iter().filter_map(move |c| match &c.status {
+                Status::OnlyCompatible { nearest, .. } => {
+                    Some((r.library.as_str(), &c.target, nearest.as_str()))
+                }
+                _ => None,
+            })
+        })
+    }
+
+    /// True when every library carries native code for every target and every file was read.
     pub fn complete(&self) -> bool {
-        self.missing().next().is_none() && self.errors.is_empty()
+        self.complete_allowing(&[])
+    }
+
+    /// As [`complete`](Self::complete), but another target's code counts for the targets in
+    /// `spoof_ok` (`--allow-spoof`).
+    pub fn complete_allowing(&self, spoof_ok: &[TargetId]) -> bool {
+        self.missing().next().is_none()
+            && self.spoofed().all(|(_, t, _)| allows(spoof_ok, t))
+            && self.errors.is_empty()
+    }
+}
+
+/// What a library that carries only `nearest`'s code for `target` means to its user.
+pub fn spoof_note(table: &ArchTable, target: &TargetId, nearest: &str) -> String {
+    match table.get(nearest) {
+        Some(n) => format!(
+            "{nearest} code only: runs on {} only under HSA_OVERRIDE_GFX_VERSION={}",
+            target.arch,
+            n.hsa_override()
+        ),
+        None => format!(
+            "{nearest} code only: runs on {} only under a spoofed target",
+            target.arch
+        ),
     }
 }
 

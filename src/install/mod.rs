@@ -915,6 +915,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             glibc_floor: m.glibc_floor.clone(),
             needs: m.needs.clone(),
             provides: m.provides.clone(),
+            not_native: receipt::not_native(m.coverage.as_ref()),
             signed_by: loaded.signer.clone(),
             files: Vec::new(),
             dirs: Vec::new(),

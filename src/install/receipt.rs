@@ -10,6 +10,36 @@ use crate::package::manifest::{Dependency, normalize};
 
 pub const RECEIPT_SCHEMA: &str = "rocforge.receipt/1";
 
+/// The targets an artifact does not serve natively, from its manifest's coverage record (the
+/// gate's table: a cell `only-compatible` names the nearest target, `missing` has no code).
+pub fn not_native(
+    coverage: Option<&serde_json::Value>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let rows = coverage
+        .and_then(|c| c.get("report"))
+        .and_then(|r| r.get("rows"))
+        .and_then(|r| r.as_array());
+    for row in rows.into_iter().flatten() {
+        let cells = row.get("targets").and_then(|t| t.as_array());
+        for cell in cells.into_iter().flatten() {
+            let target = cell.get("target").and_then(|t| t.as_str());
+            let status = cell.get("status").and_then(|t| t.as_str());
+            let nearest = cell.get("nearest").and_then(|t| t.as_str()).unwrap_or("");
+            match (target, status) {
+                (Some(t), Some("only-compatible")) => {
+                    out.insert(t.to_string(), nearest.to_string());
+                }
+                (Some(t), Some("missing")) => {
+                    out.entry(t.to_string()).or_insert_with(String::new);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Receipt {
     pub schema: String,
@@ -33,6 +63,11 @@ pub struct Receipt {
     pub needs: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provides: Vec<String>,
+    /// Targets whose code the artifact lacks, as its build's coverage gate recorded them:
+    /// target → the processor whose code it carries instead (run under
+    /// HSA_OVERRIDE_GFX_VERSION), or "" when it carries none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub not_native: std::collections::BTreeMap<String, String>,
     /// Who signed the index it came from (a key ID), or None when installed unsigned.
     #[serde(default)]
     pub signed_by: Option<String>,

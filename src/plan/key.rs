@@ -63,6 +63,9 @@ pub struct ComponentInput {
     pub source: Source,
     /// The commit a tag resolved to (from rocforge.lock); None while unlocked.
     pub locked_commit: Option<String>,
+    /// Patch series from pinned archives (`[[series]]`); absent when there is none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<crate::recipe::Series>,
     pub patches: Vec<PatchInput>,
     pub build: BuildInput,
     /// Post-patch derivations that run for the targeted processors.

@@ -246,6 +246,7 @@ fn component_input(
         name: r.name.value.clone(),
         version: r.version.clone(),
         source: r.source.clone(),
+        series: r.series.clone(),
         locked_commit: match req.lock.pin(&catalog.release.name, r) {
             Pin::Commit(c) => Some(c),
             _ => None,

@@ -37,7 +37,31 @@ pub struct Recipe {
     pub inputs: Vec<ExtraInput>,
     /// Post-patch steps that derive per-target files upstream lacks.
     pub derive: Vec<Derive>,
+    /// Patch series shipped in pinned archives (a distribution's `debian.tar.xz`), applied
+    /// before the catalog's own patches.
+    pub series: Vec<Series>,
     pub file: Arc<SourceFile>,
+    /// In a line with a `base`: the file whose `[source]`, `version`, `[patches]` and
+    /// `[[series]]` replaced the base line's (`file` is then the base line's recipe).
+    pub overrides: Option<Arc<SourceFile>>,
+}
+
+/// A patch series taken by reference from an archive another project publishes (e.g. Debian's
+/// `<pkg>_<version>.debian.tar.xz`): the archive is pinned by sha256, its `series` file is read
+/// and the patches it lists are applied in order, so no such patch file is copied into the
+/// catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub url: String,
+    pub sha256: String,
+    /// The directory inside the archive that holds `series` and the patches.
+    pub dir: String,
+    /// When not empty: apply only these entries of `series`, in the series' order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// Entries of `series` not to apply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
 }
 
 /// A file a build would otherwise download: a pip wheel, test data, a FetchContent archive.
@@ -108,6 +132,11 @@ pub enum GitRef {
 pub struct Patches {
     pub all: Vec<Sp<String>>,
     pub per_arch: BTreeMap<String, Vec<Sp<String>>>,
+    /// The release line whose `patches/` directory holds the files, when it is not the
+    /// recipe's own line (patches a derived line inherits from its base).
+    pub release: Option<String>,
+    /// The file the spans point into, when it is not the recipe's `file` (an override's).
+    pub file: Option<Arc<SourceFile>>,
 }
 
 impl Patches {
@@ -413,6 +442,10 @@ pub fn parse(
         .opt_table_array("derive", d)
         .map(|ts| read_derive(ts, arches, d))
         .unwrap_or_default();
+    let series = r
+        .opt_table_array("series", d)
+        .map(|ts| read_series(ts, d))
+        .unwrap_or_default();
     r.finish(d);
     d.sort_from(errors_before);
 
@@ -434,8 +467,281 @@ pub fn parse(
         resources,
         inputs,
         derive,
+        series,
+        file: file.clone(),
+        overrides: None,
+    })
+}
+
+/// What a component file of a line with a `base` may change: where the source comes from and
+/// how it is patched, never how the component builds (that stays in the base line's recipe).
+#[derive(Debug, Clone)]
+pub struct Override {
+    pub version: Option<Sp<String>>,
+    pub depends: Option<Vec<Sp<String>>>,
+    pub source: Option<Source>,
+    pub patches: Option<Patches>,
+    pub series: Option<Vec<Series>>,
+    /// CMake `-DVAR=…` arguments that replace the base's setting of the same variable (or are
+    /// added): what the line's builder image provides differently (a system FFTW, no hipRAND).
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// `Some("")` removes the base's post-install.
+    pub post_install: Option<String>,
+    pub inputs: Option<Vec<ExtraInput>>,
+    /// `tests = false`: the line builds no test client (its test data cannot be had).
+    pub tests: Option<bool>,
+    pub file: Arc<SourceFile>,
+}
+
+/// The keys an override may hold, for the "cannot override" hint.
+pub const OVERRIDE_KEYS: &[&str] = &[
+    "version", "depends", "source", "patches", "series", "build", "inputs", "tests",
+];
+
+/// Reads a component file of a line whose release.toml names a `base` line.
+pub fn parse_override(
+    file: &Arc<SourceFile>,
+    base_line: &str,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Option<Override> {
+    let before = d.len();
+    let doc = reader::parse(file, d)?;
+    for (k, _) in doc.get_ref().iter() {
+        let key: &str = k.get_ref();
+        if !OVERRIDE_KEYS.contains(&key) {
+            d.push(
+                Diagnostic::new(format!(
+                    "\"{key}\" cannot be overridden in a line based on {base_line}"
+                ))
+                .at(file, k.span(), "not an override key")
+                .hint(format!(
+                    "this line changes only {}; change how the component builds in {base_line}'s recipe, which every line based on it shares",
+                    OVERRIDE_KEYS.join(", ")
+                )),
+            );
+        }
+    }
+    let mut r = TableReader::new(file, &doc, "");
+    let version = r.opt_str("version", d);
+    if let Some(v) = &version
+        && !is_version(v)
+    {
+        d.push(
+            Diagnostic::new(format!("invalid version \"{}\"", v.value))
+                .at(
+                    file,
+                    v.span.clone(),
+                    "empty, or has characters other than letters, digits and . _ + ~ -",
+                )
+                .hint("write the upstream version, e.g. version = \"3.4.0\""),
+        );
+    }
+    let source = r.opt_table("source", d).and_then(|t| read_source(t, d));
+    let patches = r.opt_table("patches", d).map(|t| {
+        let mut p = read_patches(t, arches, d);
+        p.file = Some(file.clone());
+        p
+    });
+    let series = r.opt_table_array("series", d).map(|ts| read_series(ts, d));
+    let depends = r.opt_str_list("depends", d);
+    if let Some(deps) = &depends {
+        check_depends(file, None, deps, d);
+    }
+    let mut args = Vec::new();
+    let mut env = BTreeMap::new();
+    let mut post_install = None;
+    if let Some(mut b) = r.opt_table("build", d) {
+        for a in b.opt_str_list("args", d).unwrap_or_default() {
+            if !a.starts_with("-D") || !a.contains('=') {
+                d.push(
+                    Diagnostic::new(format!("override argument \"{}\" does not set a CMake variable", a.value))
+                        .at(file, a.span.clone(), "not -DVAR=VALUE")
+                        .hint("a line sets CMake variables (-DVAR=VALUE), replacing the base's value of VAR"),
+                );
+            }
+            args.push(a.value);
+        }
+        env = b
+            .opt_str_map("env", d)
+            .map(|m| m.into_iter().map(|(k, v)| (k, v.value)).collect())
+            .unwrap_or_default();
+        post_install = b.opt_str("post-install", d).map(|p| p.value);
+        b.finish(d);
+    }
+    let inputs = r.opt_table_array("inputs", d).map(|ts| read_inputs(ts, d));
+    let tests = r.opt_bool("tests", d).map(|b| b.value);
+    // Not `r.finish`: unknown keys were reported above, with the override's own hint.
+    d.sort_from(before);
+    if d.len() > before {
+        return None;
+    }
+    Some(Override {
+        version,
+        depends,
+        source,
+        patches,
+        series,
+        args,
+        env,
+        post_install,
+        inputs,
+        tests,
         file: file.clone(),
     })
+}
+
+impl Recipe {
+    /// The base line's recipe with an override applied.
+    pub fn with_override(mut self, o: &Override, base_line: &str) -> Recipe {
+        if let Some(v) = &o.version {
+            self.version = v.value.clone();
+        }
+        if let Some(s) = &o.source {
+            self.source = s.clone();
+        }
+        match &o.patches {
+            Some(p) => self.patches = p.clone(),
+            None => {
+                if self.patches.release.is_none() {
+                    self.patches.release = Some(base_line.to_string());
+                }
+            }
+        }
+        if let Some(s) = &o.series {
+            self.series = s.clone();
+        }
+        if let Some(deps) = &o.depends {
+            self.depends = deps.clone();
+        }
+        for a in &o.args {
+            let var = cmake_var(a);
+            match self
+                .build
+                .args
+                .iter_mut()
+                .find(|b| var.is_some() && cmake_var(b) == var)
+            {
+                Some(b) => *b = a.clone(),
+                None => self.build.args.push(a.clone()),
+            }
+        }
+        self.build
+            .env
+            .extend(o.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let (Some(p), BuildSystem::Cmake { post_install }) =
+            (&o.post_install, &mut self.build.system)
+        {
+            *post_install = (!p.trim().is_empty()).then(|| p.clone());
+        }
+        if let Some(i) = &o.inputs {
+            self.inputs = i.clone();
+        }
+        if o.tests == Some(false) {
+            self.test = None;
+        }
+        self.overrides = Some(o.file.clone());
+        self
+    }
+
+    /// The file a user edits to change this component in its line.
+    pub fn display_file(&self) -> &str {
+        self.overrides
+            .as_ref()
+            .map_or(self.file.display.as_str(), |f| f.display.as_str())
+    }
+}
+
+/// `VAR` of a `-DVAR=…` or `-DVAR:TYPE=…` argument.
+fn cmake_var(arg: &str) -> Option<&str> {
+    let rest = arg.strip_prefix("-D")?;
+    let name = rest.split('=').next()?;
+    Some(name.split(':').next().unwrap_or(name))
+}
+
+fn is_version(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 64
+        && !v.contains("..")
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+~-".contains(c))
+}
+
+fn read_series(tables: Vec<TableReader<'_, '_>>, d: &mut Diagnostics) -> Vec<Series> {
+    let mut out = Vec::new();
+    for mut t in tables {
+        let file = t.file().clone();
+        let before = d.len();
+        let url = t.str(
+            "url",
+            d,
+            "url = \"https://…/pkg_1.0-1.debian.tar.xz\": the archive that holds the series",
+        );
+        let sha256 = t.str(
+            "sha256",
+            d,
+            "add sha256 = \"<64 hex digits>\" of the archive (a Debian .dsc or Sources index lists it)",
+        );
+        let dir = t.opt_str("dir", d);
+        let only = t.opt_str_list("only", d).unwrap_or_default();
+        let skip = t.opt_str_list("skip", d).unwrap_or_default();
+        t.finish(d);
+        if let Some(u) = &url {
+            check_url(&file, u, d);
+        }
+        if let Some(sha) = &sha256
+            && !is_hex(sha, 64)
+        {
+            d.push(
+                Diagnostic::new(format!("malformed sha256 \"{}\"", sha.value))
+                    .at(&file, sha.span.clone(), hex_problem(sha, 64))
+                    .hint("copy the digest as `sha256sum FILE` prints it: 64 lowercase hex digits"),
+            );
+        }
+        if let Some(dir) = &dir
+            && let Some(problem) = path_problem(dir)
+        {
+            d.push(
+                Diagnostic::new(format!(
+                    "series dir \"{}\" must be a path inside the archive",
+                    dir.value
+                ))
+                .at(&file, dir.span.clone(), problem)
+                .hint("e.g. dir = \"debian/patches\""),
+            );
+        }
+        if let (Some(o), Some(s)) = (only.first(), skip.first()) {
+            d.push(
+                Diagnostic::new("a series takes only or skip, not both")
+                    .at(&file, s.span.clone(), "skip beside only")
+                    .related(&file, o.span.clone(), "only given here")
+                    .hint("list the entries to apply in only, or the ones to leave out in skip"),
+            );
+        }
+        for n in only.iter().chain(&skip) {
+            if n.is_empty() || n.contains("..") || n.starts_with('/') {
+                d.push(
+                    Diagnostic::new(format!("series entry \"{}\" is not a patch name", n.value))
+                        .at(&file, n.span.clone(), "not an entry of a series file")
+                        .hint("write the entry as the series file lists it, e.g. \"fix-hiprtc-link.patch\""),
+                );
+            }
+        }
+        if d.len() > before {
+            continue;
+        }
+        if let (Some(url), Some(sha256)) = (url, sha256) {
+            out.push(Series {
+                url: url.value,
+                sha256: sha256.value,
+                dir: dir.map_or_else(|| "debian/patches".to_string(), |d| d.value),
+                only: only.into_iter().map(|s| s.value).collect(),
+                skip: skip.into_iter().map(|s| s.value).collect(),
+            });
+        }
+    }
+    out
 }
 
 fn has_key(doc: &toml::Spanned<toml::de::DeTable<'_>>, key: &str) -> bool {

@@ -23,11 +23,29 @@ pub struct Release {
     /// A line still being brought up (`preview = true`): listed and buildable with
     /// `--release`, but never the default line and not part of the release workflow.
     pub preview: bool,
+    /// The line this one is based on (`base = "rocm-6.4.4"`): its components are the base's,
+    /// each with this line's `<component>.toml` overriding where its source comes from.
+    pub base: Option<Sp<String>>,
+    /// How the builder image's `FROM` is made when no registry can provide it.
+    pub image_base: Option<ImageBase>,
     /// Named groups of components (`rocm-math`, `pytorch`), usable wherever a component is.
     pub bundles: BTreeMap<String, Vec<Sp<String>>>,
     /// Where each bundle's name is written, for messages.
     pub bundle_spans: BTreeMap<String, std::ops::Range<usize>>,
     pub file: Arc<SourceFile>,
+}
+
+/// A base image made from a distribution's packages alone: `debootstrap` into a directory,
+/// imported into the container runtime under `name` (release.toml `[image-base]`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ImageBase {
+    /// The image reference the Containerfile names in `FROM`, e.g. localhost/rocforge/debootstrap:sid.
+    pub name: String,
+    /// The Debian suite, e.g. "sid".
+    pub suite: String,
+    pub variant: String,
+    /// The mirror; None: the one this host's apt uses.
+    pub mirror: Option<String>,
 }
 
 pub fn parse(
@@ -58,6 +76,66 @@ pub fn parse(
     );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
     let preview = r.opt_bool("preview", d).is_some_and(|p| p.value);
+    let base = r.opt_str("base", d);
+    if let Some(b) = &base
+        && b.value == dir_name
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "release line \"{dir_name}\" names itself as its base"
+            ))
+            .at(file, b.span.clone(), "its own name")
+            .hint("base names another release line of this catalog, e.g. base = \"rocm-6.4.4\""),
+        );
+    }
+    let image_base = r.opt_table("image-base", d).and_then(|mut t| {
+        let before = d.len();
+        let name = t.str(
+            "name",
+            d,
+            "name the image the Containerfile's FROM uses, e.g. name = \"localhost/rocforge/debootstrap:sid\"",
+        );
+        let suite = t.str("debootstrap", d, "give the Debian suite, e.g. debootstrap = \"sid\"");
+        let variant = t.opt_str("variant", d);
+        let mirror = t.opt_str("mirror", d);
+        t.finish(d);
+        for s in [&suite, &variant].into_iter().flatten() {
+            if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                d.push(
+                    Diagnostic::new(format!("malformed debootstrap argument \"{}\"", s.value))
+                        .at(file, s.span.clone(), "letters, digits and '-' only")
+                        .hint("e.g. debootstrap = \"sid\", variant = \"minbase\""),
+                );
+            }
+        }
+        if let Some(m) = &mirror
+            && !(m.starts_with("http://") || m.starts_with("https://"))
+        {
+            d.push(
+                Diagnostic::new(format!("malformed mirror \"{}\"", m.value))
+                    .at(file, m.span.clone(), "not an http(s) URL")
+                    .hint("e.g. mirror = \"http://deb.debian.org/debian\""),
+            );
+        }
+        if let Some(n) = &name
+            && (n.is_empty() || n.chars().any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
+        {
+            d.push(
+                Diagnostic::new(format!("malformed image reference \"{}\"", n.value))
+                    .at(file, n.span.clone(), "expected registry/name:tag in lowercase")
+                    .hint("e.g. name = \"localhost/rocforge/debootstrap:sid\""),
+            );
+        }
+        if d.len() > before {
+            return None;
+        }
+        Some(ImageBase {
+            name: name?.value,
+            suite: suite?.value,
+            variant: variant.map_or_else(|| "minbase".into(), |v| v.value),
+            mirror: mirror.map(|m| m.value),
+        })
+    });
     let mut bundles = BTreeMap::new();
     let mut bundle_spans = BTreeMap::new();
     if let Some(mut t) = r.opt_table("bundles", d) {
@@ -162,6 +240,8 @@ pub fn parse(
         prefix: prefix?.value,
         arches: targets,
         preview,
+        base,
+        image_base,
         bundles,
         bundle_spans,
         file: file.clone(),

@@ -200,6 +200,39 @@ impl ContainerRuntime for Container {
             })
     }
 
+    fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError> {
+        let mut args = self.base();
+        args.extend(["import".to_string(), "-".to_string(), tag.to_string()]);
+        let line = format!(
+            "tar -C {} -c . | {}",
+            shell_quote(&dir.display().to_string()),
+            args.iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let file = append(log, &format!("$ {line}\n"))?;
+        let err = file.try_clone().map_err(|source| RuntimeError::Log {
+            path: log.display().to_string(),
+            source,
+        })?;
+        let out = duct::cmd(
+            "tar",
+            ["-C".as_ref(), dir.as_os_str(), "-c".as_ref(), ".".as_ref()],
+        )
+        .pipe(duct::cmd(&args[0], &args[1..]))
+        .stdin_null()
+        .stdout_file(file)
+        .stderr_file(err)
+        .unchecked()
+        .run()
+        .map_err(|e| RuntimeError::Spawn {
+            command: line,
+            message: e.to_string(),
+        })?;
+        Ok(Exit(out.status.code()))
+    }
+
     fn build_image(
         &self,
         containerfile: &Path,

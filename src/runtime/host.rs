@@ -123,6 +123,13 @@ impl ContainerRuntime for Host {
         Ok("host".into())
     }
 
+    fn import_rootfs(&self, _: &Path, _: &str, _: &Path) -> Result<Exit, RuntimeError> {
+        Err(RuntimeError::Unusable {
+            runtime: "host".into(),
+            message: "the host runtime has no images".into(),
+        })
+    }
+
     fn build_image(&self, _: &Path, _: &Path, _: &str, _: &Path) -> Result<Exit, RuntimeError> {
         Err(RuntimeError::Unusable {
             runtime: "host".into(),

@@ -2,6 +2,7 @@
 //! so the scheduler and drivers are the same for all three and unit tests can use a fake.
 
 pub mod container;
+pub mod debootstrap;
 pub mod host;
 
 use std::collections::BTreeMap;
@@ -106,6 +107,8 @@ pub trait ContainerRuntime: Send + Sync {
     fn reap_stale(&self) -> Vec<String>;
     /// Version line for doctor and artifact metadata.
     fn version(&self) -> Result<String, RuntimeError>;
+    /// Imports a root file system directory as an image tagged `tag` (`podman import`).
+    fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError>;
     /// Builds an image from a Containerfile.
     fn build_image(
         &self,

@@ -7,4 +7,5 @@ pub mod git;
 pub mod lock;
 pub mod patch;
 pub mod prepare;
+pub mod series;
 pub mod verify;

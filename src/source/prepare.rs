@@ -89,6 +89,11 @@ pub enum SourceError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{component}: [[series]] {source}")]
+    Series {
+        component: String,
+        source: Box<super::series::SeriesError>,
+    },
 }
 
 impl SourceError {
@@ -104,6 +109,7 @@ impl SourceError {
             SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
             SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
             SourceError::Io { .. } => "check free disk space and permissions of the cache directory (ROCFORGE_CACHE)".into(),
+            SourceError::Series { source, .. } => source.hint(),
         }
     }
 }
@@ -161,6 +167,10 @@ enum Origin {
 struct SourceKeyInput<'a> {
     schema: &'static str,
     origin: &'a Origin,
+    /// Pinned by the archive's sha256 and the entries chosen; absent when there is none, so
+    /// sources without a series keep their keys.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    series: &'a [crate::recipe::Series],
     patches: Vec<(String, String)>,
     derive: Vec<(&'a str, &'a Derive)>,
     overlays: Vec<&'a Overlay>,
@@ -299,6 +309,8 @@ pub fn source_plan(
             }
         }
     };
+    // Patches a derived line inherits resolve from its base line's patches/ directory.
+    let release = recipe.patches.release.as_deref().unwrap_or(release);
     let patch_files: Vec<PatchFile> = recipe
         .patches
         .series(arches.iter().copied())
@@ -342,6 +354,7 @@ pub fn source_plan(
     let key_input = SourceKeyInput {
         schema: SOURCE_KEY_SCHEMA,
         origin: &origin,
+        series: &recipe.series,
         patches: patch_ids.clone(),
         derive: derives,
         overlays,
@@ -432,6 +445,8 @@ pub fn prepare(
         let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
         crate::fault::point("fetch");
         task.finish(&format!("fetched {component}"));
+        let mut patch_files = patch_files.clone();
+        patch_files.splice(0..0, series_patches(s, recipe)?);
         if !patch_files.is_empty() {
             patch::apply_series(&tree, &patch_files).map_err(|source| SourceError::Patch {
                 component: component.to_string(),
@@ -495,7 +510,27 @@ pub fn fetch_pristine(
     let plan = source_plan(s, recipe, targets)?;
     let staging = tree.parent().unwrap_or(tree);
     fetch_origin(s, recipe, &plan.origin, tree, staging)?;
-    Ok(plan.patch_files)
+    let mut patches = series_patches(s, recipe)?;
+    patches.extend(plan.patch_files);
+    Ok(patches)
+}
+
+/// The patches of the recipe's `[[series]]`, downloaded (pinned by sha256) and read in order:
+/// they go before the catalog's own patches, which are written against the patched tree.
+pub fn series_patches(s: &Sources<'_>, recipe: &Recipe) -> Result<Vec<PatchFile>, SourceError> {
+    let component = recipe.name.value.as_str();
+    let mut out = Vec::new();
+    for series in &recipe.series {
+        let file = fetch_file(s, component, &series.url, &series.sha256)?;
+        let name = super::series::archive_name(&series.url);
+        out.extend(super::series::read(&file, name, series).map_err(|source| {
+            SourceError::Series {
+                component: component.to_string(),
+                source: Box::new(source),
+            }
+        })?);
+    }
+    Ok(out)
 }
 
 /// The patch series `targets` would apply, read from the catalog.

@@ -1,0 +1,141 @@
+//! Real ROCm, from Debian's archive: Debian's own rocRAND binary against the coverage gate, and
+//! rocRAND's library built from Debian's upstream tarball in the debian-6.4 builder image for
+//! gfx90c and gfx902 (its tests off: they take far longer than a CI run allows). Needs the
+//! Debian mirror and the builder image that `.ci/run` builds (scripts/debian-image.sh); in CI a
+//! missing one fails the test.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+const BUILDER: &str = "localhost/rocforge/builder:debian-6.4";
+/// Debian sid's librocrand1 (rocRAND 6.4.3, built by Debian for its 11 targets), pinned by the
+/// sha256 of sid's Packages index.
+const LIBROCRAND_DEB: &str =
+    "http://deb.debian.org/debian/pool/main/r/rocrand/librocrand1_6.4.3-1_amd64.deb";
+const LIBROCRAND_SHA256: &str = "94cd9fe750e99453154384affbe25f97021d0891a459fe665e5c36e9875384e8";
+
+fn mirror_answers() -> bool {
+    Command::new("curl")
+        .args(["-fsSI", "--max-time", "20", LIBROCRAND_DEB])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn debians_own_rocrand_is_not_coverage_for_gfx90c() {
+    if !require("the Debian mirror (deb.debian.org)", mirror_answers())
+        || !require("dpkg-deb", which("dpkg-deb"))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let deb = dir.path().join("librocrand1.deb");
+    let ok = Command::new("curl")
+        .args(["-fsS", "--max-time", "600", "-o"])
+        .arg(&deb)
+        .arg(LIBROCRAND_DEB)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(sha256_file(&deb), LIBROCRAND_SHA256);
+    let root = dir.path().join("root");
+    assert!(
+        Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(&root)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let lib = "root/usr/lib/x86_64-linux-gnu/librocrand.so.1";
+    // Debian builds gfx900 code, which a Vega iGPU runs only when it pretends to be one.
+    let o = rocforge(dir.path(), &["inspect", "--against", "gfx90c,gfx902", lib]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout.contains(
+            "gfx90c: gfx900 code only: runs on gfx90c only under HSA_OVERRIDE_GFX_VERSION=9.0.0"
+        ),
+        "{}",
+        o.stdout
+    );
+    // Its own targets it does carry.
+    let o = rocforge(dir.path(), &["inspect", "--against", "gfx900,gfx906", lib]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+}
+
+fn image_present(image: &str) -> bool {
+    Command::new("podman")
+        .args(["image", "exists", image])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
+    if !require(
+        &format!("podman with {BUILDER} (scripts/debian-image.sh)"),
+        which("podman") && image_present(BUILDER),
+    ) || !require("the Debian mirror (deb.debian.org)", mirror_answers())
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["catalog", "export", "catalog"]);
+    // The line's rocRAND as it ships, with its test clients off (CI has minutes, not hours).
+    let recipe = d.join("catalog/recipes/debian-6.4/rocrand.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(
+        &recipe,
+        format!("tests = false\n{text}\n[build]\nargs = [\"-DBUILD_TEST=OFF\"]\n"),
+    )
+    .unwrap();
+    let env: [(&str, &Path); 3] = [
+        ("CONTAINERS_CONF", &containers_conf()),
+        ("ROCFORGE_STORE", &d.join("store")),
+        ("ROCFORGE_CACHE", &d.join("cache")),
+    ];
+    let o = rocforge_env(
+        d,
+        &env,
+        &[
+            "--recipes",
+            "catalog/recipes",
+            "--release",
+            "debian-6.4",
+            "build",
+            "rocrand",
+            "--arch",
+            "gfx90c,gfx902",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let tree = o.stdout.trim().to_string();
+    assert!(
+        Path::new(&tree).join("lib/librocrand.so").exists(),
+        "{tree}"
+    );
+    // The gate passed; inspect agrees, and the code objects are the two targets' own.
+    let o = rocforge(d, &["inspect", "--against", "gfx90c,gfx902", &tree]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("0 missing, 0 with another target's code only"),
+        "{}",
+        o.stdout
+    );
+    let o = rocforge(d, &["--format", "json", "inspect", &format!("{tree}/lib")]);
+    assert_eq!(o.code, 0);
+    for t in ["gfx90c", "gfx902"] {
+        assert!(o.stdout.contains(&format!("amdgcn-amd-amdhsa--{t}")), "{t}");
+    }
+    assert!(!o.stdout.contains("--gfx900\""), "no gfx900 code");
+}
