@@ -69,7 +69,12 @@ fn referenced_patches() -> BTreeSet<String> {
                 continue;
             }
             let t = read_toml(&path);
-            let name = t["name"].as_str().unwrap().to_string();
+            // An override in a line with a base is named by its file.
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let name = t
+                .get("name")
+                .and_then(|n| n.as_str())
+                .map_or(stem, str::to_string);
             let Some(patches) = t.get("patches").and_then(|p| p.as_table()) else {
                 continue;
             };
