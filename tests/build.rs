@@ -846,3 +846,62 @@ fn doctor_store_and_image_build() {
         .args(["rmi", "localhost/rocforge-test-local:1"])
         .output();
 }
+
+/// `image build` with an `[image-base]`: a Containerfile that does not build FROM it is refused
+/// before anything runs, and a pinned apt version the mirror no longer has is named.
+#[test]
+fn image_build_names_a_wrong_base_and_a_vanished_apt_version() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    let conf = containers_conf();
+    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
+    let release = f.path().join("recipes/test-1.0/release.toml");
+    let text = std::fs::read_to_string(&release)
+        .unwrap()
+        .replace(IMAGE, "localhost/rocforge-test-apt:1");
+    // The test image already exists under this name, so nothing is debootstrapped.
+    std::fs::write(
+        &release,
+        format!("{text}\n[image-base]\nname = \"{IMAGE}\"\ndebootstrap = \"bookworm\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    let containerfile = f.path().join("containers/Containerfile.test-1.0");
+    std::fs::write(&containerfile, "FROM localhost/somewhere-else:1\n").unwrap();
+    let args = [
+        "--recipes",
+        "recipes",
+        "image",
+        "build",
+        "--runtime",
+        "podman",
+    ];
+    let o = rocforge_env(f.path(), &env, &args);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("does not build FROM localhost/rocforge-test-builder:bookworm")
+            && o.stderr
+                .contains("it builds FROM localhost/somewhere-else:1"),
+        "{}",
+        o.stderr
+    );
+    std::fs::write(
+        &containerfile,
+        format!(
+            "FROM {IMAGE}\nRUN apt-get update -qq && apt-get install -y --no-install-recommends zstd=0.0.1-gone\n"
+        ),
+    )
+    .unwrap();
+    let o = rocforge_env(f.path(), &env, &args);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("pins zstd 0.0.1-gone, which the mirror no longer has"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("apt-cache policy"), "{}", o.stderr);
+}

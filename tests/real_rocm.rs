@@ -138,4 +138,88 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         assert!(o.stdout.contains(&format!("amdgcn-amd-amdhsa--{t}")), "{t}");
     }
     assert!(!o.stdout.contains("--gfx900\""), "no gfx900 code");
+
+    // Packaged and signed, then installed by rocforge from the local index into a fresh prefix
+    // of a sid container (the libraries need sid's glibc), where a program built against the
+    // installed rocRAND links and starts, and says there is no GPU.
+    ok(d, &["key", "generate", "--out", "keys"]);
+    let o = rocforge_env(
+        d,
+        &env,
+        &[
+            "--recipes",
+            "catalog/recipes",
+            "--release",
+            "debian-6.4",
+            "package",
+            "rocrand",
+            "--arch",
+            "gfx90c,gfx902",
+            "--runtime",
+            "podman",
+            "--out",
+            "dist",
+            "--key",
+            "keys/rocforge.key",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    std::fs::write(d.join("prog.cpp"), PROGRAM).unwrap();
+    let script = "set -e\n\
+        rocforge install rocrand --release debian-6.4 --arch gfx90c,gfx902 --from /w/dist/index.json \
+          --prefix /opt/fresh --key /w/keys/rocforge.pub\n\
+        rocforge inspect --against gfx90c,gfx902 /opt/fresh\n\
+        hipcc -o /tmp/prog /w/prog.cpp -I/opt/fresh/include -L/opt/fresh/lib -lrocrand\n\
+        set +e\n\
+        LD_LIBRARY_PATH=/opt/fresh/lib /tmp/prog\n\
+        echo \"exit=$?\"\n";
+    let out = Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args(["run", "--rm", "--network=none", "-v"])
+        .arg(format!(
+            "{}:/usr/local/bin/rocforge:ro",
+            env!("CARGO_BIN_EXE_rocforge")
+        ))
+        .arg("-v")
+        .arg(format!("{}:/w:ro", d.display()))
+        .args([BUILDER, "bash", "-c", script])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("index signature: good"), "{text}");
+    assert!(
+        text.contains("0 missing, 0 with another target's code only"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hipGetDeviceCount:"),
+        "the program ran: {text}"
+    );
+    assert!(text.contains("exit=3"), "no GPU here: {text}");
 }
+
+/// Links rocRAND and HIP, then asks for a device: on a machine without an AMD GPU it reports
+/// none and exits 3; a loader or link failure would exit otherwise (127, or no output).
+const PROGRAM: &str = r#"#include <cstdio>
+#include <hip/hip_runtime.h>
+#include <rocrand/rocrand.h>
+
+int main() {
+    int version = 0;
+    rocrand_get_version(&version);
+    std::printf("rocRAND %d\n", version);
+    int n = 0;
+    hipError_t e = hipGetDeviceCount(&n);
+    std::printf("hipGetDeviceCount: %s, %d device(s)\n", hipGetErrorString(e), n);
+    if (e != hipSuccess || n == 0) {
+        return 3;
+    }
+    rocrand_generator g;
+    return rocrand_create_generator(&g, ROCRAND_RNG_PSEUDO_DEFAULT) == ROCRAND_STATUS_SUCCESS ? 0 : 1;
+}
+"#;

@@ -380,6 +380,24 @@ pub fn image_build(
         for l in &lines[lines.len().saturating_sub(40)..] {
             eprintln!("{l}");
         }
+        let gone = rocforge::image::apt_versions_gone(&text);
+        if !gone.is_empty() {
+            let list = gone
+                .iter()
+                .map(|(p, v)| format!("{p} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Diagnostic::new(format!(
+                "building {} failed: {} pins {list}, which the mirror no longer has",
+                catalog.release.image,
+                file.display()
+            ))
+            .hint(format!(
+                "pin the versions the mirror has now (`apt-cache policy PACKAGE` in the base image) and build again; the full log is {}",
+                log.display()
+            ))
+            .into());
+        }
         return Err(
             Diagnostic::new(format!("building {} failed", catalog.release.image))
                 .hint(format!("the full log is {}", log.display()))
