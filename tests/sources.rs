@@ -680,6 +680,57 @@ fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
 }
 
 #[test]
+fn a_recipe_version_other_than_the_source_declares_is_refused() {
+    let w = world();
+    make_repo(
+        &w.origin.join("rocprim.git"),
+        &[(
+            "CMakeLists.txt",
+            "cmake_minimum_required(VERSION 3.16)\n# the version rocPRIM declares\nset(VERSION_STRING \"3.3.0\")\nproject(rocprim LANGUAGES CXX)\nrocm_setup_version(VERSION ${VERSION_STRING})\n",
+        )],
+        "rocm-6.4.4",
+    );
+    let recipe = |version: &str| {
+        format!(
+            "name = \"rocprim\"\nversion = \"{version}\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocprim.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
+        )
+    };
+    w.recipe("rocprim", &recipe("3.4.1"));
+    let err = w.fetch_fails("rocprim");
+    assert!(err.contains("rocprim.toml:2"), "{err}");
+    assert!(
+        err.contains("3.4.1") && err.contains("declares 3.3.0"),
+        "{err}"
+    );
+    assert!(err.contains("CMakeLists.txt:3"), "{err}");
+    assert!(
+        err.contains("version = \"3.3.0\""),
+        "the hint says what to write: {err}"
+    );
+    assert!(
+        std::fs::read_dir(w.path().join("cache/src"))
+            .unwrap()
+            .flatten()
+            .all(|e| !e.path().join("tree").exists()),
+        "nothing is left in the source cache"
+    );
+    let check = rocforge(
+        w.path(),
+        &["--recipes", "recipes", "check", "--sources", "rocprim"],
+    );
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("version differs"), "{}", check.stdout);
+
+    w.recipe("rocprim", &recipe("3.3.0"));
+    let tree = w.fetch("rocprim");
+    assert!(tree.join("CMakeLists.txt").is_file());
+    // The version is not part of the source key: a cached tree is checked as well.
+    w.recipe("rocprim", &recipe("3.4.1"));
+    let err = w.fetch_fails("rocprim");
+    assert!(err.contains("declares 3.3.0"), "{err}");
+}
+
+#[test]
 fn derived_tensile_logic_for_gfx90c_from_vega10() {
     let w = world();
     let logic = "library/src/blas3/Tensile/Logic/asm_full";

@@ -8,3 +8,4 @@ pub mod lock;
 pub mod patch;
 pub mod prepare;
 pub mod verify;
+pub mod version;
