@@ -31,6 +31,21 @@ pub struct Request {
     /// Pins from rocforge.lock: tag commits and the builder image digest.
     pub lock: Lockfile,
     pub overlays: Vec<Overlay>,
+    /// What the container runtime says of the builder image (asked only when rocforge.lock
+    /// does not pin it).
+    pub runtime_image: RuntimeImage,
+}
+
+/// The builder image as the local container runtime holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RuntimeImage {
+    /// Not asked (the lock pins the image, a host build) or no runtime on this machine.
+    #[default]
+    Unknown,
+    /// The runtime does not hold the image.
+    Absent,
+    /// The runtime's image ID for the reference.
+    Id(String),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,7 +136,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         expanded.iter().map(String::as_str).collect()
     };
     let order = closure_in_order(catalog, &roots);
-    let image = image_ref(catalog, &req.lock, store);
+    let image = image_ref(catalog, &req.lock, store, &req.runtime_image);
     let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
@@ -198,9 +213,16 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     })
 }
 
-/// The builder image as keys see it: the locked digest; else an image built locally by
-/// `rocforge image build` (by its ID, marked local); else the bare reference (unpinned).
-pub fn image_ref(catalog: &Catalog, lock: &Lockfile, store: &dyn StoreView) -> ImageRef {
+/// The builder image as keys see it: the locked digest; else the ID the local runtime reports
+/// for the reference, marked local, so an image rebuilt under the same tag (by `rocforge image
+/// build` or a plain `podman build`) changes every key; else, with no runtime to ask, the ID
+/// `rocforge image build` recorded; else the bare reference (unpinned).
+pub fn image_ref(
+    catalog: &Catalog,
+    lock: &Lockfile,
+    store: &dyn StoreView,
+    runtime: &RuntimeImage,
+) -> ImageRef {
     let reference = catalog.release.image.clone();
     if let Some(i) = lock.image(&catalog.release.name, &reference) {
         return ImageRef {
@@ -209,17 +231,18 @@ pub fn image_ref(catalog: &Catalog, lock: &Lockfile, store: &dyn StoreView) -> I
             local: false,
         };
     }
-    match store.local_image(&catalog.release.name) {
-        Some(l) if l.reference == reference => ImageRef {
-            reference,
-            digest: Some(l.id),
-            local: true,
-        },
-        _ => ImageRef {
-            reference,
-            digest: None,
-            local: false,
-        },
+    let recorded = match runtime {
+        RuntimeImage::Id(id) => Some(id.clone()),
+        RuntimeImage::Absent => None,
+        RuntimeImage::Unknown => store
+            .local_image(&catalog.release.name)
+            .filter(|l| l.reference == reference)
+            .map(|l| l.id),
+    };
+    ImageRef {
+        reference,
+        local: recorded.is_some(),
+        digest: recorded,
     }
 }
 
