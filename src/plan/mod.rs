@@ -214,7 +214,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
 }
 
 /// The builder image as keys see it: the locked digest; else the ID the local runtime reports
-/// for the reference, marked local, so an image rebuilt under the same tag (by `rocforge image
+/// for the reference, so an image rebuilt under the same tag (by `rocforge image
 /// build` or a plain `podman build`) changes every key; else, with no runtime to ask, the ID
 /// `rocforge image build` recorded; else the bare reference (unpinned).
 pub fn image_ref(
@@ -229,20 +229,35 @@ pub fn image_ref(
             reference,
             digest: Some(i.digest.clone()),
             local: false,
+            runtime_id: false,
         };
     }
-    let recorded = match runtime {
-        RuntimeImage::Id(id) => Some(id.clone()),
-        RuntimeImage::Absent => None,
-        RuntimeImage::Unknown => store
-            .local_image(&catalog.release.name)
-            .filter(|l| l.reference == reference)
-            .map(|l| l.id),
-    };
-    ImageRef {
-        reference,
-        local: recorded.is_some(),
-        digest: recorded,
+    let recorded = store
+        .local_image(&catalog.release.name)
+        .filter(|l| l.reference == reference)
+        .map(|l| l.id);
+    match runtime {
+        // `local` keeps meaning "made by `rocforge image build` here", which is what keeps an
+        // entry out of shared caches; an image pulled or loaded under the tag is keyed by its
+        // ID just the same, and that ID is its content, so sharing such an entry is safe.
+        RuntimeImage::Id(id) => ImageRef {
+            reference,
+            local: recorded.as_ref() == Some(id),
+            digest: Some(id.clone()),
+            runtime_id: true,
+        },
+        RuntimeImage::Absent => ImageRef {
+            reference,
+            digest: None,
+            local: false,
+            runtime_id: false,
+        },
+        RuntimeImage::Unknown => ImageRef {
+            reference,
+            local: recorded.is_some(),
+            digest: recorded,
+            runtime_id: false,
+        },
     }
 }
 
