@@ -905,3 +905,112 @@ fn image_build_names_a_wrong_base_and_a_vanished_apt_version() {
     );
     assert!(o.stderr.contains("apt-cache policy"), "{}", o.stderr);
 }
+
+#[test]
+fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    let conf = containers_conf();
+    let tag = format!("localhost/rocforge-test-rebuilt-{}:1", std::process::id());
+    let release = f.path().join("recipes/test-1.0/release.toml");
+    std::fs::write(
+        &release,
+        std::fs::read_to_string(&release)
+            .unwrap()
+            .replace(IMAGE, &tag),
+    )
+    .unwrap();
+    // Plain `podman build`, not `rocforge image build`: nothing is recorded in the store.
+    let podman_build = |label: &str| {
+        let dir = f.path().join(format!("image-{label}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("Containerfile"),
+            format!("FROM {IMAGE}\nLABEL org.rocforge.test={label}\n"),
+        )
+        .unwrap();
+        let o = Command::new("podman")
+            .env("CONTAINERS_CONF", &conf)
+            .args(["build", "-q", "-t", &tag])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let id = Command::new("podman")
+            .env("CONTAINERS_CONF", &conf)
+            .args(["image", "inspect", "--format", "{{.Id}}", &tag])
+            .output()
+            .unwrap();
+        format!("sha256:{}", String::from_utf8_lossy(&id.stdout).trim())
+    };
+    let plan = || -> serde_json::Value {
+        serde_json::from_str(&ok(
+            f.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "plan",
+                "hipextra",
+                "--arch",
+                "gfx90c,gfx902",
+                "--format",
+                "json",
+            ],
+        ))
+        .unwrap()
+    };
+    let first = podman_build("one");
+    let before = plan();
+    assert_eq!(
+        before["image"]["digest"],
+        first.as_str(),
+        "{}",
+        before["image"]
+    );
+    // Not made by `rocforge image build`: keyed by its ID, but not marked local.
+    assert_eq!(before["image"]["local"], false);
+    let o = f.build(&[], &["hipextra"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(plan()["steps"][0]["status"], "cached");
+
+    let second = podman_build("two");
+    assert_ne!(first, second);
+    let _ = Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .args(["rmi", &first])
+        .output();
+    let after = plan();
+    assert_eq!(after["image"]["digest"], second.as_str());
+    assert_ne!(after["steps"][0]["key"], before["steps"][0]["key"]);
+    assert_eq!(
+        after["steps"][0]["status"], "build",
+        "the result built with the old image is not reused: {}",
+        after["steps"][0]
+    );
+    let text = ok(
+        f.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "hipextra",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert!(
+        text.contains(&format!("{tag} @ {second} (local image ID)")),
+        "{text}"
+    );
+
+    // Without the image the plan is unpinned, as before, and says nothing of either ID.
+    let _ = Command::new("podman")
+        .env("CONTAINERS_CONF", &conf)
+        .args(["rmi", "--force", &tag])
+        .output();
+    let gone = plan();
+    assert_eq!(gone["image"]["digest"], serde_json::Value::Null);
+    assert_eq!(gone["image"]["local"], false);
+}

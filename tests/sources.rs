@@ -391,7 +391,7 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
     assert!(o.stderr.contains("--filter=blob:none"), "{}", o.stderr);
     assert!(
         o.stderr
-            .contains("sparse-checkout set --no-cone /projects/rocblas/ /shared/tensile/"),
+            .contains("sparse-checkout set --no-cone /projects/rocblas /shared/tensile"),
         "{}",
         o.stderr
     );
@@ -403,6 +403,49 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
         "paths outside the sparse set stay out"
     );
     assert!(!tree.join(".git").exists());
+}
+
+#[test]
+fn a_source_that_needs_one_file_checks_out_only_that_file() {
+    // hipBLASLt: repackaged from the builder image, only its LICENSE.md is wanted from the tree.
+    let w = world();
+    make_repo(
+        &w.origin.join("hipBLASLt.git"),
+        &[
+            ("LICENSE.md", "MIT\n"),
+            (
+                "library/src/amd_detail/rocblaslt/src/Tensile/Logic/huge.yaml",
+                "x\n",
+            ),
+            ("CMakeLists.txt", "project(hipblaslt VERSION 0.12.1)\n"),
+        ],
+        "rocm-6.4.4",
+    );
+    w.recipe(
+        "hipblaslt",
+        "name = \"hipblaslt\"\nversion = \"6.4.4\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hipBLASLt.git\"\ntag = \"rocm-6.4.4\"\npaths = [\"LICENSE.md\"]\n\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n",
+    );
+    let o = rocforge_env(
+        w.path(),
+        &[("ROCFORGE_LOG", Path::new("info"))],
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hipblaslt",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("--filter=blob:none"), "{}", o.stderr);
+    let tree = PathBuf::from(o.stdout.trim());
+    let names: Vec<String> = std::fs::read_dir(&tree)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["LICENSE.md"]);
 }
 
 #[test]
@@ -439,6 +482,252 @@ fn submodules_are_fetched_when_asked() {
         "from the submodule\n"
     );
     assert!(!tree.join("third_party/sub/.git").exists());
+}
+
+/// A minimal recipe named `name` for the git source `url` at `pin` (`tag = "…"` or `rev = "…"`).
+fn git_recipe(name: &str, url: &str, pin: &str) -> String {
+    format!(
+        "name = \"{name}\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}\"\n{pin}\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
+    )
+}
+
+impl World {
+    /// Adds `[mirrors]` entries to the daemon's mapping [`world`] writes.
+    fn add_mirrors(&self, extra: &[(&str, String)]) {
+        let mut text = format!(
+            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n",
+            self.daemon.url()
+        );
+        for (prefix, to) in extra {
+            text.push_str(&format!("\"{prefix}\" = \"{to}\"\n"));
+        }
+        std::fs::write(self.root.join("rocforge.toml"), text).unwrap();
+    }
+    /// A directory for local (`file://`) mirrors, outside the daemon's base path.
+    fn local_mirrors(&self) -> PathBuf {
+        let dir = self.origin.parent().unwrap().join("local-mirror");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
+
+#[test]
+fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
+    // Tensile's HostLibraryTests/googletest, MIOpen's fin: a gitlink in the tree, not wanted.
+    let w = world();
+    make_repo(
+        &w.origin.join("googletest.git"),
+        &[("README.md", "googletest\n")],
+        "g1",
+    );
+    let repo = w.origin.join("tensile.git");
+    make_repo(
+        &repo,
+        &[
+            ("Tensile/Common.py", "x = 1\n"),
+            ("HostLibraryTests/CMakeLists.txt", "project(t)\n"),
+        ],
+        "v0",
+    );
+    git(
+        &repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &format!("{}googletest.git", w.daemon.url()),
+            "HostLibraryTests/googletest",
+        ],
+    );
+    git(&repo, &["commit", "-q", "-m", "add googletest"]);
+    git(&repo, &["tag", "-a", "rocm-6.4.4", "-m", "rocm-6.4.4"]);
+    let local = w.local_mirrors();
+    git(
+        &local,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            "tensile.git",
+        ],
+    );
+    w.add_mirrors(&[(
+        "https://example.invalid/local/",
+        format!("file://{}/", local.display()),
+    )]);
+    w.recipe(
+        "tensile",
+        &git_recipe(
+            "tensile",
+            "https://example.invalid/ROCm/tensile.git",
+            "tag = \"rocm-6.4.4\"",
+        ),
+    );
+    w.recipe(
+        "tensile-local",
+        &git_recipe(
+            "tensile-local",
+            "https://example.invalid/local/tensile.git",
+            "tag = \"rocm-6.4.4\"",
+        ),
+    );
+    for component in ["tensile", "tensile-local"] {
+        let tree = w.fetch(component);
+        assert_eq!(
+            std::fs::read_to_string(tree.join("Tensile/Common.py")).unwrap(),
+            "x = 1\n"
+        );
+        assert!(tree.join("HostLibraryTests/CMakeLists.txt").is_file());
+        assert!(tree.join(".gitmodules").is_file());
+        let sub = tree.join("HostLibraryTests/googletest");
+        assert!(sub.is_dir(), "{component}: git leaves an empty directory");
+        assert_eq!(std::fs::read_dir(&sub).unwrap().count(), 0, "{component}");
+    }
+}
+
+#[test]
+fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
+    let w = world();
+    let repo = w.origin.join("snapshot.git");
+    make_repo(
+        &repo,
+        &[
+            ("CMakeLists.txt", "project(snapshot)\n"),
+            ("data/large.bin", "a large file of an old commit\n"),
+        ],
+        "v0",
+    );
+    let large = git(&repo, &["rev-parse", "v0:data/large.bin"]);
+    git(&repo, &["rm", "-q", "data/large.bin"]);
+    let tip = commit_files(&repo, &[("src/main.c", "int main;\n")], "drop it");
+    git(&repo, &["tag", "-a", "v1", "-m", "v1"]);
+    // The mirror holds every object but the old blob, like a snapshot that leaves out the
+    // blobs of large files from history.
+    let local = w.local_mirrors();
+    let mirror = local.join("snapshot.git");
+    std::fs::create_dir_all(&mirror).unwrap();
+    git(&mirror, &["init", "-q", "--bare"]);
+    let objects: String = git(&repo, &["rev-list", "--objects", "--all"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|id| *id != large)
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let mut pack = std::process::Command::new("git")
+        .current_dir(&repo)
+        .arg("pack-objects")
+        .arg("-q")
+        .arg(mirror.join("objects/pack/pack"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    pack.stdin
+        .take()
+        .unwrap()
+        .write_all(objects.as_bytes())
+        .unwrap();
+    assert!(pack.wait().unwrap().success());
+    for line in git(
+        &repo,
+        &["for-each-ref", "--format=%(objectname) %(refname)"],
+    )
+    .lines()
+    {
+        let (id, name) = line.split_once(' ').unwrap();
+        git(&mirror, &["update-ref", name, id]);
+    }
+    let fsck = std::process::Command::new("git")
+        .current_dir(&mirror)
+        .args(["fsck", "--full"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&fsck.stdout).contains(&format!("missing blob {large}")),
+        "the mirror lacks the old blob"
+    );
+    w.add_mirrors(&[(
+        "https://example.invalid/snap/",
+        format!("file://{}/", local.display()),
+    )]);
+    let url = "https://example.invalid/snap/snapshot.git";
+    w.recipe("by-tag", &git_recipe("by-tag", url, "tag = \"v1\""));
+    w.recipe(
+        "by-rev",
+        &git_recipe("by-rev", url, &format!("rev = \"{tip}\"")),
+    );
+    for component in ["by-tag", "by-rev"] {
+        let tree = w.fetch(component);
+        assert!(tree.join("CMakeLists.txt").is_file(), "{component}");
+        assert!(tree.join("src/main.c").is_file(), "{component}");
+        assert!(!tree.join("data").exists(), "{component}");
+    }
+    // The commit the mirror cannot give whole is named, and leaves no cache entry.
+    w.recipe("old", &git_recipe("old", url, "tag = \"v0\""));
+    let err = w.fetch_fails("old");
+    assert!(err.contains(url) || err.contains("snapshot.git"), "{err}");
+    assert!(
+        std::fs::read_dir(w.path().join("cache/src"))
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().contains(".tmp-")),
+        "no staging left behind"
+    );
+}
+
+#[test]
+fn a_recipe_version_other_than_the_source_declares_is_refused() {
+    let w = world();
+    make_repo(
+        &w.origin.join("rocprim.git"),
+        &[(
+            "CMakeLists.txt",
+            "cmake_minimum_required(VERSION 3.16)\n# the version rocPRIM declares\nset(VERSION_STRING \"3.3.0\")\nproject(rocprim LANGUAGES CXX)\nrocm_setup_version(VERSION ${VERSION_STRING})\n",
+        )],
+        "rocm-6.4.4",
+    );
+    let recipe = |version: &str| {
+        format!(
+            "name = \"rocprim\"\nversion = \"{version}\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocprim.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
+        )
+    };
+    w.recipe("rocprim", &recipe("3.4.1"));
+    let err = w.fetch_fails("rocprim");
+    assert!(err.contains("rocprim.toml:2"), "{err}");
+    assert!(
+        err.contains("3.4.1") && err.contains("declares 3.3.0"),
+        "{err}"
+    );
+    assert!(err.contains("CMakeLists.txt:3"), "{err}");
+    assert!(
+        err.contains("version = \"3.3.0\""),
+        "the hint says what to write: {err}"
+    );
+    assert!(
+        std::fs::read_dir(w.path().join("cache/src"))
+            .unwrap()
+            .flatten()
+            .all(|e| !e.path().join("tree").exists()),
+        "nothing is left in the source cache"
+    );
+    let check = rocforge(
+        w.path(),
+        &["--recipes", "recipes", "check", "--sources", "rocprim"],
+    );
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(check.stdout.contains("version differs"), "{}", check.stdout);
+
+    w.recipe("rocprim", &recipe("3.3.0"));
+    let tree = w.fetch("rocprim");
+    assert!(tree.join("CMakeLists.txt").is_file());
+    // The version is not part of the source key: a cached tree is checked as well.
+    w.recipe("rocprim", &recipe("3.4.1"));
+    let err = w.fetch_fails("rocprim");
+    assert!(err.contains("declares 3.3.0"), "{err}");
 }
 
 #[test]

@@ -152,6 +152,7 @@ impl Builder<'_> {
         let image = &self.plan.image;
         match (&image.digest, image.local) {
             (Some(id), true) => id.clone(),
+            (Some(id), false) if image.runtime_id => id.clone(),
             (Some(digest), false) => {
                 let repo = image
                     .reference

@@ -54,6 +54,50 @@ pub fn open_runtime(
         .map_err(runtime_error)
 }
 
+/// What the container runtime says of the release's builder image, for keys: asked only when
+/// rocforge.lock does not pin the image and the build runs in a container.
+pub fn runtime_image(
+    catalog: &Catalog,
+    lock: &rocforge::source::lock::Lockfile,
+    config: &Config,
+    choice: Option<RuntimeChoice>,
+    kind: RuntimeKind,
+) -> plan::RuntimeImage {
+    let image = &catalog.release.image;
+    if kind == RuntimeKind::Host || lock.image(&catalog.release.name, image).is_some() {
+        return plan::RuntimeImage::Unknown;
+    }
+    let wanted = choice.map(|c| match c {
+        RuntimeChoice::Podman => Kind::Podman,
+        RuntimeChoice::Docker => Kind::Docker,
+        RuntimeChoice::Host => Kind::Host,
+    });
+    let podman = RuntimeArgs {
+        global: config.podman_args.clone(),
+        run: Vec::new(),
+    };
+    let docker = RuntimeArgs {
+        global: config.docker_args.clone(),
+        run: Vec::new(),
+    };
+    match runtime::local_image_id(wanted, podman, docker, image) {
+        None => plan::RuntimeImage::Unknown,
+        Some(None) => plan::RuntimeImage::Absent,
+        Some(Some(id)) => plan::RuntimeImage::Id(id),
+    }
+}
+
+/// [`runtime_image`] for commands that read no rocforge.toml otherwise: a configuration that
+/// does not load leaves the runtime's default arguments (the build reports the error).
+pub fn runtime_image_default(
+    catalog: &Catalog,
+    lock: &rocforge::source::lock::Lockfile,
+    kind: RuntimeKind,
+) -> plan::RuntimeImage {
+    let config = Config::load(catalog.root.base_dir().as_deref()).unwrap_or_default();
+    runtime_image(catalog, lock, &config, None, kind)
+}
+
 pub fn store(g: &Global) -> Store {
     Store::open(g.store.clone().unwrap_or_else(Store::default_root))
 }
@@ -121,6 +165,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         components: a.components.to_vec(),
         targets: targets.clone(),
         runtime: runtime_kind,
+        runtime_image: runtime_image(&catalog, &lock, &config, a.runtime, runtime_kind),
         lock: lock.clone(),
         overlays: overlays.clone(),
     };
@@ -444,6 +489,13 @@ pub fn doctor(
         components: components.to_vec(),
         targets,
         runtime: RuntimeKind::Container,
+        runtime_image: runtime_image(
+            &catalog,
+            &lock,
+            &config,
+            runtime_choice,
+            RuntimeKind::Container,
+        ),
         lock,
         overlays: Vec::new(),
     };

@@ -84,6 +84,7 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
         components: a.components.to_vec(),
         targets: targets.clone(),
         runtime: a.runtime,
+        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, a.runtime),
         lock,
         overlays: Vec::new(),
     };

@@ -44,6 +44,7 @@ pub fn plan_cmd(
         components: components.to_vec(),
         targets,
         runtime,
+        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, runtime),
         lock,
         overlays,
     };

@@ -728,6 +728,7 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
                 }
                 Outcome::Conflict { message, .. } => format!("conflict: {message}"),
                 Outcome::DeriveFails { message, .. } => format!("derivation fails: {message}"),
+                Outcome::VersionDiffers { message, .. } => format!("version differs: {message}"),
                 Outcome::Unreachable { message, .. } => format!("source unreachable: {message}"),
             };
             println!(
@@ -742,6 +743,7 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
                 Outcome::Applies { .. } => None,
                 Outcome::Conflict { hint, .. }
                 | Outcome::DeriveFails { hint, .. }
+                | Outcome::VersionDiffers { hint, .. }
                 | Outcome::Unreachable { hint, .. } => Some(hint.as_str()),
             })
             .collect();

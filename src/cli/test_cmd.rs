@@ -224,6 +224,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             components: vec![a.component.to_string()],
             targets: vec![target.clone()],
             runtime,
+            runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, runtime),
             lock: lock.clone(),
             overlays: Vec::new(),
         };

@@ -36,6 +36,10 @@ pub struct ImageRef {
     pub digest: Option<String>,
     /// Built locally by `rocforge image build`: keyed by image ID, never pushed to a shared cache.
     pub local: bool,
+    /// `digest` is the ID the local runtime reports for the reference (the image is not pinned
+    /// by the lock): builds run that exact image. Not part of keys: the ID itself is.
+    #[serde(skip)]
+    pub runtime_id: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -31,6 +31,21 @@ pub struct Request {
     /// Pins from rocforge.lock: tag commits and the builder image digest.
     pub lock: Lockfile,
     pub overlays: Vec<Overlay>,
+    /// What the container runtime says of the builder image (asked only when rocforge.lock
+    /// does not pin it).
+    pub runtime_image: RuntimeImage,
+}
+
+/// The builder image as the local container runtime holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RuntimeImage {
+    /// Not asked (the lock pins the image, a host build) or no runtime on this machine.
+    #[default]
+    Unknown,
+    /// The runtime does not hold the image.
+    Absent,
+    /// The runtime's image ID for the reference.
+    Id(String),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,7 +136,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         expanded.iter().map(String::as_str).collect()
     };
     let order = closure_in_order(catalog, &roots);
-    let image = image_ref(catalog, &req.lock, store);
+    let image = image_ref(catalog, &req.lock, store, &req.runtime_image);
     let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
@@ -198,27 +213,50 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     })
 }
 
-/// The builder image as keys see it: the locked digest; else an image built locally by
-/// `rocforge image build` (by its ID, marked local); else the bare reference (unpinned).
-pub fn image_ref(catalog: &Catalog, lock: &Lockfile, store: &dyn StoreView) -> ImageRef {
+/// The builder image as keys see it: the locked digest; else the ID the local runtime reports
+/// for the reference, so an image rebuilt under the same tag (by `rocforge image
+/// build` or a plain `podman build`) changes every key; else, with no runtime to ask, the ID
+/// `rocforge image build` recorded; else the bare reference (unpinned).
+pub fn image_ref(
+    catalog: &Catalog,
+    lock: &Lockfile,
+    store: &dyn StoreView,
+    runtime: &RuntimeImage,
+) -> ImageRef {
     let reference = catalog.release.image.clone();
     if let Some(i) = lock.image(&catalog.release.name, &reference) {
         return ImageRef {
             reference,
             digest: Some(i.digest.clone()),
             local: false,
+            runtime_id: false,
         };
     }
-    match store.local_image(&catalog.release.name) {
-        Some(l) if l.reference == reference => ImageRef {
+    let recorded = store
+        .local_image(&catalog.release.name)
+        .filter(|l| l.reference == reference)
+        .map(|l| l.id);
+    match runtime {
+        // `local` keeps meaning "made by `rocforge image build` here", which is what keeps an
+        // entry out of shared caches; an image pulled or loaded under the tag is keyed by its
+        // ID just the same, and that ID is its content, so sharing such an entry is safe.
+        RuntimeImage::Id(id) => ImageRef {
             reference,
-            digest: Some(l.id),
-            local: true,
+            local: recorded.as_ref() == Some(id),
+            digest: Some(id.clone()),
+            runtime_id: true,
         },
-        _ => ImageRef {
+        RuntimeImage::Absent => ImageRef {
             reference,
             digest: None,
             local: false,
+            runtime_id: false,
+        },
+        RuntimeImage::Unknown => ImageRef {
+            reference,
+            local: recorded.is_some(),
+            digest: recorded,
+            runtime_id: false,
         },
     }
 }

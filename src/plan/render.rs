@@ -63,6 +63,9 @@ pub fn text(plan: &Plan) -> String {
         "Builder image {}{}",
         plan.image.reference,
         match &plan.image.digest {
+            Some(d) if plan.image.local || plan.image.runtime_id => {
+                format!(" @ {d} (local image ID)")
+            }
             Some(d) => format!(" @ {d}"),
             None => " (digest not pinned)".into(),
         }

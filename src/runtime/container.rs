@@ -18,7 +18,7 @@ impl Container {
         Self { kind, args }
     }
 
-    fn program(&self) -> &'static str {
+    pub fn program(&self) -> &'static str {
         match self.kind {
             Kind::Docker => "docker",
             _ => "podman",

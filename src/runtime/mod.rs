@@ -154,6 +154,42 @@ pub fn detect(
     }
 }
 
+/// What the runtime a build would use says of `image`: its local image ID, or that it does not
+/// hold it. The runtime is `wanted`, else podman, else docker, found on PATH without running
+/// anything, so a machine without one plans as fast as before (None).
+pub fn local_image_id(
+    wanted: Option<Kind>,
+    podman: RuntimeArgs,
+    docker: RuntimeArgs,
+    image: &str,
+) -> Option<Option<String>> {
+    let kind = match wanted {
+        Some(Kind::Host) => return None,
+        Some(k) => k,
+        None if on_path("podman") => Kind::Podman,
+        None if on_path("docker") => Kind::Docker,
+        None => return None,
+    };
+    let rt = match kind {
+        Kind::Docker => container::Container::new(Kind::Docker, docker),
+        _ => container::Container::new(Kind::Podman, podman),
+    };
+    if !on_path(rt.program()) {
+        return None;
+    }
+    Some(rt.image_id(image))
+}
+
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 /// Is a process with this pid alive? Used to find containers of killed rocforge runs.
 pub fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()

@@ -2,8 +2,10 @@
 //!
 //! Two paths, chosen per source:
 //! - libgit2 (git2) for ordinary repositories: objects are fetched into a bare repository in the
-//!   cache (shallow, depth 1, where the transport allows: libgit2 refuses shallow fetches over
-//!   `file://`), and the pinned commit's tree is checked out into the staging directory.
+//!   cache (shallow, depth 1), and the pinned commit's tree is written into the staging
+//!   directory. libgit2 refuses shallow fetches from local mirrors (`file://` or a path), and a
+//!   whole-history fetch fails on a mirror that lacks objects of old commits, so local mirrors
+//!   are fetched shallow by the git CLI into the same bare repository.
 //! - the git CLI for what libgit2 cannot do: monorepos (`subdir`/`paths`), fetched as a partial
 //!   clone (`--filter=blob:none`) with a sparse checkout of just the needed paths, and
 //!   repositories with submodules.
@@ -179,9 +181,9 @@ pub fn fetch_and_checkout(
                 .find_commit(git2::Oid::from_str(rev).map_err(other(url))?)
                 .is_err()
             {
-                fetch(&repo, url, &[format!("+{rev}:refs/rocforge/{rev}")]).or_else(|_| {
+                fetch(&dir, url, &[format!("+{rev}:refs/rocforge/{rev}")]).or_else(|_| {
                     fetch(
-                        &repo,
+                        &dir,
                         url,
                         &[
                             "+refs/tags/*:refs/tags/*".into(),
@@ -203,8 +205,8 @@ pub fn fetch_and_checkout(
             match known {
                 Some(c) => c,
                 None => {
-                    fetch(&repo, url, &[format!("+refs/tags/{tag}:refs/tags/{tag}")])?;
-                    peel_tag(&repo, tag).ok_or_else(|| GitError::MissingRef {
+                    fetch(&dir, url, &[format!("+refs/tags/{tag}:refs/tags/{tag}")])?;
+                    peel_tag(&reopen(&dir, url)?, tag).ok_or_else(|| GitError::MissingRef {
                         url: url.to_string(),
                         what: format!("tag \"{tag}\""),
                     })?
@@ -223,15 +225,29 @@ pub fn fetch_and_checkout(
         });
     }
     crate::fault::point("fetch");
+    // A fetch by another process (the git CLI for local mirrors) added packs this handle has
+    // not seen.
+    let repo = reopen(&dir, url)?;
     let oid = git2::Oid::from_str(&commit_id).map_err(other(url))?;
     let commit = repo.find_commit(oid).map_err(|_| GitError::MissingRef {
         url: url.to_string(),
         what: format!("commit {commit_id}"),
     })?;
-    let mut co = git2::build::CheckoutBuilder::new();
-    co.target_dir(dest).force().recreate_missing(true);
-    repo.checkout_tree(commit.as_object(), Some(&mut co))
-        .map_err(other(url))?;
+    let tree = commit.tree().map_err(other(url))?;
+    write_tree(&repo, &tree, dest, Path::new("")).map_err(|e| match e {
+        WriteError::Git(e) => other(url)(e),
+        WriteError::Io(path, source) => GitError::Io {
+            path: path.display().to_string(),
+            source,
+        },
+        WriteError::BadName(name) => GitError::Other {
+            url: url.to_string(),
+            message: format!(
+                "commit {commit_id} holds a path rocforge will not write: {}",
+                name.display()
+            ),
+        },
+    })?;
     Ok(Fetched {
         commit: commit_id,
         time: commit.time().seconds(),
@@ -259,14 +275,56 @@ fn peel_tag(repo: &git2::Repository, tag: &str) -> Option<String> {
     Some(r.peel_to_commit().ok()?.id().to_string())
 }
 
-fn fetch(repo: &git2::Repository, url: &str, refspecs: &[String]) -> Result<(), GitError> {
+fn reopen(dir: &Path, url: &str) -> Result<git2::Repository, GitError> {
+    git2::Repository::open_bare(dir).map_err(other(url))
+}
+
+/// A mirror on this machine: a `file://` URL or a path.
+fn is_local(url: &str) -> bool {
+    url.starts_with("file://") || url.starts_with('/')
+}
+
+/// Fetches `refspecs` of `url` into the bare repository `dir`, shallow (depth 1): only the
+/// objects the wanted commits' trees need, so a mirror without the rest of the history (a
+/// snapshot without the blobs of old large files) serves as well as a full one.
+fn fetch(dir: &Path, url: &str, refspecs: &[String]) -> Result<(), GitError> {
+    if is_local(url) {
+        // libgit2 fetches whole history over its local transport; git's upload-pack with
+        // protocol v2 also serves a commit by ID that no ref names.
+        return git()
+            .arg("--git-dir")
+            .arg(dir)
+            .args([
+                "-c",
+                "protocol.version=2",
+                "fetch",
+                "-q",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--depth=1",
+                url,
+            ])
+            .args(refspecs)
+            .run()
+            .map(|_| ())
+            .map_err(|e| match from_process(url, e) {
+                GitError::Other { message, .. }
+                    if message.contains("couldn't find remote ref")
+                        || message.contains("not our ref") =>
+                {
+                    GitError::MissingRef {
+                        url: url.to_string(),
+                        what: refspecs.join(" "),
+                    }
+                }
+                e => e,
+            });
+    }
+    let repo = reopen(dir, url)?;
     let mut remote = repo.remote_anonymous(url).map_err(other(url))?;
     let mut opts = git2::FetchOptions::new();
     opts.download_tags(git2::AutotagOption::None);
-    // libgit2 refuses shallow fetches over the local transport.
-    if !url.starts_with("file://") && !url.starts_with('/') {
-        opts.depth(1);
-    }
+    opts.depth(1);
     let specs: Vec<&str> = refspecs.iter().map(String::as_str).collect();
     tracing::info!(target: "rocforge::process", "libgit2 fetch {url} {}", specs.join(" "));
     remote
@@ -274,8 +332,75 @@ fn fetch(repo: &git2::Repository, url: &str, refspecs: &[String]) -> Result<(), 
         .map_err(other(url))
 }
 
-/// The git CLI path: a partial clone with a sparse checkout of `paths` (empty = everything),
-/// submodules when asked. The working tree, without `.git`, ends up in `dest`.
+enum WriteError {
+    Git(git2::Error),
+    Io(PathBuf, std::io::Error),
+    BadName(PathBuf),
+}
+
+/// Writes `tree` into the existing directory `dest` as git would check it out: blobs with
+/// their modes, symlinks, and an empty directory for each submodule (gitlink), whose commit
+/// lives in another repository. libgit2's checkout cannot do the last from a bare repository
+/// ("cannot get submodules without a working tree"). Blobs are written as stored, which is what
+/// libgit2 wrote from the bare cache too (it reads no .gitattributes there). Every file and
+/// directory is created anew, never opened through something already on disk, so a crafted
+/// tree with duplicate names cannot write through a symlink it made.
+fn write_tree(
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    dest: &Path,
+    rel: &Path,
+) -> Result<(), WriteError> {
+    use std::ffi::OsStr;
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    for entry in tree.iter() {
+        let bytes = entry.name_bytes();
+        let name = OsStr::from_bytes(bytes);
+        let rel = rel.join(name);
+        // Names a checkout must never create: they would leave the tree or plant git metadata.
+        if bytes.is_empty()
+            || bytes == b"."
+            || bytes == b".."
+            || bytes.contains(&b'/')
+            || bytes.contains(&0)
+            || bytes.eq_ignore_ascii_case(b".git")
+        {
+            return Err(WriteError::BadName(rel));
+        }
+        let path = dest.join(name);
+        let io = |e| WriteError::Io(path.clone(), e);
+        match entry.filemode() {
+            0o040000 => {
+                std::fs::create_dir(&path).map_err(io)?;
+                let sub = repo.find_tree(entry.id()).map_err(WriteError::Git)?;
+                write_tree(repo, &sub, &path, &rel)?;
+            }
+            0o160000 => std::fs::create_dir(&path).map_err(io)?,
+            0o120000 => {
+                let blob = repo.find_blob(entry.id()).map_err(WriteError::Git)?;
+                std::os::unix::fs::symlink(OsStr::from_bytes(blob.content()), &path).map_err(io)?;
+            }
+            mode => {
+                let blob = repo.find_blob(entry.id()).map_err(WriteError::Git)?;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(io)?;
+                f.write_all(blob.content()).map_err(io)?;
+                let perm = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
+                f.set_permissions(std::fs::Permissions::from_mode(perm))
+                    .map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The git CLI path: a partial clone with a sparse checkout of `paths` (directories or files;
+/// empty = everything), submodules when asked. The working tree, without `.git`, ends up in `dest`.
 pub fn sparse_fetch(
     url: &str,
     reference: &GitRef,
@@ -352,11 +477,17 @@ pub fn sparse_fetch(
         });
     }
     if !paths.is_empty() {
+        // Without a trailing slash a pattern names a directory (with everything under it) or a
+        // single file: a recipe that needs only a repository's LICENSE.md fetches just that.
         run(git()
             .arg("-C")
             .arg(repo)
             .args(["sparse-checkout", "set", "--no-cone"])
-            .args(paths.iter().map(|p| format!("/{p}/"))))?;
+            .args(
+                paths
+                    .iter()
+                    .map(|p| format!("/{}", p.trim_end_matches('/'))),
+            ))?;
     }
     run(git()
         .arg("-C")

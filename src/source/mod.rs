@@ -9,3 +9,4 @@ pub mod patch;
 pub mod prepare;
 pub mod series;
 pub mod verify;
+pub mod version;

@@ -17,7 +17,7 @@ use crate::arch::TargetId;
 use crate::catalog::{Catalog, CatalogRoot};
 use crate::config::Config;
 use crate::progress::Reporter;
-use crate::recipe::{Derive, ExtraInput, GitRef, Recipe, Source};
+use crate::recipe::{BuildSystem, Derive, ExtraInput, GitRef, Recipe, Source};
 
 pub const SOURCE_KEY_SCHEMA: &str = "rocforge.source/1";
 
@@ -83,6 +83,14 @@ pub enum SourceError {
         what: String,
         why: String,
     },
+    #[error(
+        "{component}: {} says version {}, but the source declares {} ({})",
+        .diff.recipe_at, .diff.recipe, .diff.declared, .diff.cmake_at
+    )]
+    Version {
+        component: String,
+        diff: Box<VersionDiff>,
+    },
     #[error("{component}: {path}: {source}")]
     Io {
         component: String,
@@ -108,10 +116,22 @@ impl SourceError {
             SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
             SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
             SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
+            SourceError::Version { diff, .. } => format!("a package is named by the version of the source it holds: write version = \"{}\" at {}, or pin the tag or commit whose source declares {}", diff.declared, diff.recipe_at, diff.recipe),
             SourceError::Io { .. } => "check free disk space and permissions of the cache directory (ROCFORGE_CACHE)".into(),
             SourceError::Series { source, .. } => source.hint(),
         }
     }
+}
+
+/// A recipe's version against the one its source declares, each with where it is written.
+#[derive(Debug)]
+pub struct VersionDiff {
+    /// `recipes/<release>/<component>.toml:<line>`
+    pub recipe_at: String,
+    pub recipe: String,
+    pub declared: String,
+    /// `[<subdir>/]CMakeLists.txt:<line>`
+    pub cmake_at: String,
 }
 
 /// Everything `prepare` needs besides the recipe and targets.
@@ -413,6 +433,8 @@ pub fn prepare(
         inputs: inputs.clone(),
     };
     if let Some(epoch) = read_epoch(&entry) {
+        // The recipe's version is not part of the key: a cached tree is held to it as well.
+        check_version(recipe, &entry.join("tree"))?;
         return Ok(done(true, epoch));
     }
     let _lock = s
@@ -428,6 +450,8 @@ pub fn prepare(
         )
         .map_err(io(s.cache.root()))?;
     if let Some(epoch) = read_epoch(&entry) {
+        // The recipe's version is not part of the key: a cached tree is held to it as well.
+        check_version(recipe, &entry.join("tree"))?;
         return Ok(done(true, epoch));
     }
     // Staging of this key that a killed run left behind (the lock is ours now).
@@ -465,6 +489,7 @@ pub fn prepare(
                 source,
             })?;
         }
+        check_version(recipe, &tree)?;
         let meta = SourceMeta {
             release,
             component,
@@ -540,6 +565,47 @@ pub fn patch_series(
     targets: &[TargetId],
 ) -> Result<Vec<PatchFile>, SourceError> {
     source_plan(s, recipe, targets).map(|p| p.patch_files)
+}
+
+/// Fails when a CMake component's recipe names another version than its (patched) source
+/// declares. A source whose version cannot be read is not checked.
+pub fn check_version(recipe: &Recipe, tree: &Path) -> Result<(), SourceError> {
+    if !matches!(recipe.build.system, BuildSystem::Cmake { .. }) {
+        return Ok(());
+    }
+    let top = match &recipe.source {
+        Source::Git {
+            subdir: Some(s), ..
+        } => format!("{s}/"),
+        _ => String::new(),
+    };
+    let Some(declared) = super::version::declared(&tree.join(&top)) else {
+        return Ok(());
+    };
+    if super::version::matches(&recipe.version, &declared.version) {
+        return Ok(());
+    }
+    // The line of the top-level `version =`: recipes keep it before any table.
+    let line = recipe
+        .file
+        .text
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix("version")
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(String::new(), |i| format!(":{}", i + 1));
+    Err(SourceError::Version {
+        component: recipe.name.value.clone(),
+        diff: Box::new(VersionDiff {
+            recipe_at: format!("{}{line}", recipe.file.display),
+            recipe: recipe.version.clone(),
+            declared: declared.version,
+            cmake_at: format!("{top}CMakeLists.txt:{}", declared.line),
+        }),
+    })
 }
 
 fn read_epoch(entry: &Path) -> Option<i64> {

@@ -44,6 +44,8 @@ pub enum Outcome {
     },
     /// A derivation could not run (its source path moved, or upstream now ships the files).
     DeriveFails { message: String, hint: String },
+    /// The recipe's version is not the one the patched source declares.
+    VersionDiffers { message: String, hint: String },
     /// The source could not be fetched (network, mirror, missing tag, checksum).
     Unreachable { message: String, hint: String },
 }
@@ -152,6 +154,10 @@ fn apply_set(
                 hint: e.hint(),
             },
         )?;
+        prepare::check_version(recipe, work).map_err(|e| Outcome::VersionDiffers {
+            message: e.to_string(),
+            hint: e.hint(),
+        })?;
         let derived = recipe
             .derive
             .iter()
@@ -178,6 +184,7 @@ fn outcome_word(o: &Outcome) -> &'static str {
         Outcome::Applies { .. } => "applies",
         Outcome::Conflict { .. } => "conflict",
         Outcome::DeriveFails { .. } => "derivation fails",
+        Outcome::VersionDiffers { .. } => "version differs",
         Outcome::Unreachable { .. } => "source unreachable",
     }
 }
