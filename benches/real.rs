@@ -1,0 +1,292 @@
+//! Real ROCm builds from Debian's archive (the debian-6.4 line and its builder image), side by
+//! side in one run; no figure is asserted:
+//!
+//! 1. rocPRIM through `rocforge build` (fresh store each round, source already in the cache)
+//!    against `cmake` + `ninja` run by hand in the same image, on the same tree, with the same
+//!    flags (goal: at most 1.03x). rocPRIM is header-only in this line, so this is the overhead
+//!    rocforge adds around a real configure and install: container, mounts, licence copy,
+//!    coverage gate, store commit.
+//! 2. One translation unit of rocRAND's library (`ROCFORGE_BENCH_TU`, default
+//!    library/src/rng/generator_type_xorwow.cpp) compiled by hipcc for gfx90c alone against
+//!    Debian's 11-target set, in the builder image: what building for one's own GPU saves.
+//! 3. A rebuild of rocRAND after a one-line change to one .cpp file (a patch in a copy of the
+//!    catalog, so a new content key and a fresh build tree), with the ccache the first build
+//!    filled, against that cold build (goal: at most 0.15). Slow (the cold build is the whole
+//!    library for two targets): only with ROCFORGE_BENCH_REBUILD=1.
+//!
+//! Needs podman and localhost/rocforge/builder:debian-6.4 (scripts/debian-image.sh) and the
+//! Debian mirror; without them each figure says why it was skipped.
+//!
+//! cargo bench --bench real
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const IMAGE: &str = "localhost/rocforge/builder:debian-6.4";
+const ARCH: &str = "gfx90c,gfx902";
+const DEBIAN_TARGETS: &str =
+    "gfx803,gfx900,gfx906,gfx908,gfx90a,gfx1010,gfx1030,gfx1100,gfx1101,gfx1102,gfx1200";
+const ROUNDS: usize = 3;
+
+fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn containers_conf() -> PathBuf {
+    manifest().join("containers/containers.conf")
+}
+
+fn rocforge(home: &Path) -> Command {
+    let config = home.join("no-user-config.toml");
+    if !config.exists() {
+        std::fs::write(&config, "").unwrap();
+    }
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocforge"));
+    c.current_dir(home)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_STORE")
+        .env("ROCFORGE_RELEASE", "debian-6.4")
+        .env("ROCFORGE_CACHE", home.join("cache"))
+        .env("ROCFORGE_CONFIG", &config)
+        .env("CONTAINERS_CONF", containers_conf())
+        .env("HOME", home);
+    c
+}
+
+fn podman() -> Command {
+    let mut c = Command::new("podman");
+    c.env("CONTAINERS_CONF", containers_conf());
+    c
+}
+
+fn timed(cmd: &mut Command) -> (Duration, Output) {
+    cmd.stdin(Stdio::null());
+    let t = Instant::now();
+    let out = cmd.output().expect("spawn");
+    let wall = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (wall, out)
+}
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64()
+}
+
+fn ready() -> Option<&'static str> {
+    let image = podman()
+        .args(["image", "exists", IMAGE])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !image {
+        return Some("podman with localhost/rocforge/builder:debian-6.4 (scripts/debian-image.sh)");
+    }
+    None
+}
+
+/// The patched source tree of `component` in the cache, fetched once.
+fn fetched(home: &Path, component: &str) -> PathBuf {
+    let (_, out) = timed(rocforge(home).args(["fetch", component, "--arch", ARCH]));
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// The configure arguments rocforge gives `component` (its content key's input), so the run
+/// by hand uses the same flags.
+fn cmake_args(home: &Path, component: &str) -> Vec<String> {
+    let (_, out) = timed(rocforge(home).args([
+        "plan",
+        component,
+        "--arch",
+        ARCH,
+        "--explain",
+        component,
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let input = if v.get("component").is_some() { &v } else { &v["input"] };
+    let build = &input["component"]["build"];
+    let mut args: Vec<String> = vec![
+        "-DCMAKE_INSTALL_PREFIX=/opt/rocm".into(),
+        "-DFETCHCONTENT_FULLY_DISCONNECTED=ON".into(),
+    ];
+    args.extend(
+        build["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string()),
+    );
+    let targets = ARCH.split(',').rev().collect::<Vec<_>>().join(";");
+    for var in build["arch_vars"].as_array().unwrap() {
+        args.push(format!("-D{}={targets}", var.as_str().unwrap()));
+    }
+    args
+}
+
+fn overhead(home: &Path) {
+    let tree = fetched(home, "rocprim");
+    let args = cmake_args(home, "rocprim");
+    let script = format!(
+        "set -e; cmake -S /src -B /build -G Ninja -DCMAKE_PREFIX_PATH=/opt/rocm {} >/dev/null; cmake --build /build --parallel 2 >/dev/null; DESTDIR=/out cmake --install /build >/dev/null",
+        args.iter()
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let (mut ours, mut peer) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let store = home.join(format!("store-{round}"));
+        let (t, _) = timed(
+            rocforge(home)
+                .arg("--store")
+                .arg(&store)
+                .args(["build", "rocprim", "--arch", ARCH, "--runtime", "podman", "-q"]),
+        );
+        ours.push(t);
+        let (t, _) = timed(
+            podman()
+                .args(["run", "--rm", "--network=none", "--tmpfs", "/build", "--tmpfs", "/out"])
+                .arg("-v")
+                .arg(format!("{}:/src:ro", tree.display()))
+                .args([IMAGE, "sh", "-c", &script]),
+        );
+        peer.push(t);
+    }
+    let (a, b) = (median(ours), median(peer));
+    println!(
+        "rocPRIM (debian-6.4, real configure + install): rocforge build {a:.2} s, cmake + ninja in the same image {b:.2} s: {:.3}x (goal <= 1.03)",
+        a / b
+    );
+    common::record(
+        "real component: rocforge build rocPRIM vs cmake + ninja by hand",
+        a,
+        "s",
+        Some(("podman run cmake + ninja", b)),
+        Some(a / b),
+        "<= 1.03",
+        Some(a / b <= 1.03),
+    );
+}
+
+fn one_target(home: &Path) {
+    let tree = fetched(home, "rocrand");
+    let tu = std::env::var("ROCFORGE_BENCH_TU")
+        .unwrap_or_else(|_| "library/src/rng/generator_type_xorwow.cpp".into());
+    let compile = |targets: &str| {
+        let arches: String = targets
+            .split(',')
+            .map(|t| format!(" --offload-arch={t}"))
+            .collect();
+        let script = format!(
+            "set -e; mkdir -p /tmp/b && cd /tmp/b && hipcc -O3 -std=c++17 -fPIC -I/src/library/include -I/src/library/src{arches} -c /src/{tu} -o x.o"
+        );
+        let (t, _) = timed(
+            podman()
+                .args(["run", "--rm", "--network=none", "-v"])
+                .arg(format!("{}:/src:ro", tree.display()))
+                .args([IMAGE, "sh", "-c", &script]),
+        );
+        t
+    };
+    let ours = compile("gfx90c");
+    let debian = compile(DEBIAN_TARGETS);
+    let (a, b) = (ours.as_secs_f64(), debian.as_secs_f64());
+    println!(
+        "rocRAND {tu}: gfx90c alone {a:.1} s, Debian's 11 targets {b:.1} s: {:.3}x",
+        a / b
+    );
+    common::record(
+        "one target (gfx90c) vs Debian's 11, one rocRAND translation unit",
+        a,
+        "s",
+        Some(("Debian's 11-target set", b)),
+        Some(a / b),
+        "—",
+        None,
+    );
+}
+
+fn rebuild(home: &Path) {
+    // A copy of the catalog whose rocRAND carries one more (one-line) patch: a new key, so a
+    // fresh build tree, and the ccache the cold build filled.
+    let catalog = home.join("catalog");
+    timed(rocforge(home).args(["catalog", "export"]).arg(&catalog));
+    let recipes = catalog.join("recipes");
+    let store = home.join("store-rebuild");
+    let build = |home: &Path| {
+        timed(
+            rocforge(home)
+                .arg("--recipes")
+                .arg(&recipes)
+                .arg("--store")
+                .arg(&store)
+                .args(["build", "rocrand", "--arch", ARCH, "--runtime", "podman", "-q"]),
+        )
+        .0
+    };
+    let cold = build(home);
+    let patch = "One line.\n\n--- a/library/src/rocrand.cpp\n+++ b/library/src/rocrand.cpp\n@@ -1,1 +1,2 @@\n+// rebuilt\n";
+    let tree = fetched(home, "rocrand");
+    let first = std::fs::read_to_string(tree.join("library/src/rocrand.cpp")).unwrap();
+    let first = first.lines().next().unwrap_or_default();
+    let patch = format!("{patch} {first}\n");
+    let dir = catalog.join("patches/debian-6.4/rocrand");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("0001-one-line.patch"), patch).unwrap();
+    let over = recipes.join("debian-6.4/rocrand.toml");
+    let text = std::fs::read_to_string(&over).unwrap();
+    std::fs::write(
+        &over,
+        text.replace(
+            "[source]",
+            "[patches]\nall = [\"0001-one-line.patch\"]\n\n[source]",
+        ),
+    )
+    .unwrap();
+    let warm = build(home);
+    let (a, b) = (warm.as_secs_f64(), cold.as_secs_f64());
+    println!(
+        "rocRAND rebuild after a one-line change, with ccache: {a:.1} s against the cold {b:.1} s: {:.3}x (goal <= 0.15)",
+        a / b
+    );
+    common::record(
+        "rebuild after a one-line .cpp change (ccache) vs cold build, rocRAND",
+        a,
+        "s",
+        Some(("cold build", b)),
+        Some(a / b),
+        "<= 0.15",
+        Some(a / b <= 0.15),
+    );
+}
+
+fn main() {
+    println!(
+        "rocforge real-ROCm benchmark ({} cores)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    if let Some(why) = ready() {
+        println!("skipped: needs {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    overhead(tmp.path());
+    one_target(tmp.path());
+    if std::env::var("ROCFORGE_BENCH_REBUILD").is_ok_and(|v| v == "1") {
+        rebuild(tmp.path());
+    } else {
+        println!("rebuild figure skipped: set ROCFORGE_BENCH_REBUILD=1 (two builds of rocRAND)");
+    }
+}
