@@ -115,7 +115,11 @@ fn cmake_args(home: &Path, component: &str) -> Vec<String> {
         "json",
     ]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let input = if v.get("component").is_some() { &v } else { &v["input"] };
+    let input = if v.get("component").is_some() {
+        &v
+    } else {
+        &v["input"]
+    };
     let build = &input["component"]["build"];
     let mut args: Vec<String> = vec![
         "-DCMAKE_INSTALL_PREFIX=/opt/rocm".into(),
@@ -148,16 +152,27 @@ fn overhead(home: &Path) {
     let (mut ours, mut peer) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let store = home.join(format!("store-{round}"));
-        let (t, _) = timed(
-            rocforge(home)
-                .arg("--store")
-                .arg(&store)
-                .args(["build", "rocprim", "--arch", ARCH, "--runtime", "podman", "-q"]),
-        );
+        let (t, _) = timed(rocforge(home).arg("--store").arg(&store).args([
+            "build",
+            "rocprim",
+            "--arch",
+            ARCH,
+            "--runtime",
+            "podman",
+            "-q",
+        ]));
         ours.push(t);
         let (t, _) = timed(
             podman()
-                .args(["run", "--rm", "--network=none", "--tmpfs", "/build", "--tmpfs", "/out"])
+                .args([
+                    "run",
+                    "--rm",
+                    "--network=none",
+                    "--tmpfs",
+                    "/build",
+                    "--tmpfs",
+                    "/out",
+                ])
                 .arg("-v")
                 .arg(format!("{}:/src:ro", tree.display()))
                 .args([IMAGE, "sh", "-c", &script]),
@@ -232,7 +247,15 @@ fn rebuild(home: &Path) {
                 .arg(&recipes)
                 .arg("--store")
                 .arg(&store)
-                .args(["build", "rocrand", "--arch", ARCH, "--runtime", "podman", "-q"]),
+                .args([
+                    "build",
+                    "rocrand",
+                    "--arch",
+                    ARCH,
+                    "--runtime",
+                    "podman",
+                    "-q",
+                ]),
         )
         .0
     };

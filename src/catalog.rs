@@ -457,6 +457,26 @@ fn reader_sp(value: String) -> recipe::reader::Sp<String> {
 
 type Failed = Vec<(Arc<SourceFile>, recipe::Outline)>;
 
+/// `<line>/<file>` of the catalog; None (reported) when it cannot be read.
+fn read_recipe_file(
+    root: &CatalogRoot,
+    line: &str,
+    f: &str,
+    d: &mut Diagnostics,
+) -> Option<Arc<SourceFile>> {
+    let rel = format!("{line}/{f}");
+    match root.read(&rel) {
+        Ok(text) => Some(SourceFile::new(root.display(&rel), text)),
+        Err(e) => {
+            d.push(
+                Diagnostic::new(format!("cannot read {}: {e}", root.display(&rel)))
+                    .hint("recipes must be readable UTF-8 TOML files"),
+            );
+            None
+        }
+    }
+}
+
 fn read_recipes(
     root: &CatalogRoot,
     name: &str,
@@ -467,18 +487,9 @@ fn read_recipes(
     let mut recipes: BTreeMap<String, Recipe> = BTreeMap::new();
     let mut failed: Failed = Vec::new();
     for f in files {
-        let rel = format!("{name}/{f}");
-        let text = match root.read(&rel) {
-            Ok(t) => t,
-            Err(e) => {
-                d.push(
-                    Diagnostic::new(format!("cannot read {}: {e}", root.display(&rel)))
-                        .hint("recipes must be readable UTF-8 TOML files"),
-                );
-                continue;
-            }
+        let Some(file) = read_recipe_file(root, name, f, d) else {
+            continue;
         };
-        let file = SourceFile::new(root.display(&rel), text);
         let stem = f.trim_end_matches(".toml");
         let Some(r) = recipe::parse(&file, stem, arches, d) else {
             let outline = recipe::outline(&file, stem);
@@ -572,24 +583,15 @@ fn read_overrides(
     let base_name = base.release.name.as_str();
     let mut recipes = BTreeMap::new();
     for f in files {
-        let rel = format!("{name}/{f}");
-        let text = match root.read(&rel) {
-            Ok(t) => t,
-            Err(e) => {
-                d.push(
-                    Diagnostic::new(format!("cannot read {}: {e}", root.display(&rel)))
-                        .hint("recipes must be readable UTF-8 TOML files"),
-                );
-                continue;
-            }
+        let Some(file) = read_recipe_file(root, name, f, d) else {
+            continue;
         };
-        let file = SourceFile::new(root.display(&rel), text);
         let stem = f.trim_end_matches(".toml");
         let Some(base_recipe) = base.recipes.get(stem) else {
             d.push(
                 Diagnostic::new(format!(
                     "{} overrides \"{stem}\", which {base_name} does not have",
-                    root.display(&rel)
+                    file.display
                 ))
                 .in_file(&file)
                 .hint(

@@ -384,13 +384,9 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
     let _ = &f.origin;
 }
 
-#[test]
-fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
-    if !podman_ready(IMAGE) {
-        return;
-    }
-    let f = fixture();
-    // A library whose build ignores GPU_TARGETS and targets gfx902 only: the seed's problem.
+/// Makes hipcore's build ignore GPU_TARGETS and compile for `target` alone, under a new tag
+/// the recipe then names.
+fn ignore_gpu_targets(f: &Fixture, target: &str, tag: &str) {
     let repo = f.origin.join("hipcore.git");
     let cmake = std::fs::read_to_string(repo.join("CMakeLists.txt")).unwrap();
     commit_files(
@@ -399,20 +395,30 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
             "CMakeLists.txt",
             &cmake.replace(
                 "foreach(t IN LISTS GPU_TARGETS)",
-                "foreach(t IN ITEMS gfx902)",
+                &format!("foreach(t IN ITEMS {target})"),
             ),
         )],
-        "only gfx902",
+        &format!("only {target}"),
     );
-    git(&repo, &["tag", "-f", "v2"]);
+    git(&repo, &["tag", "-f", tag]);
     let recipe = f.path().join("recipes/test-1.0/hipcore.toml");
     std::fs::write(
         &recipe,
         std::fs::read_to_string(&recipe)
             .unwrap()
-            .replace("tag = \"v1\"", "tag = \"v2\""),
+            .replace("tag = \"v1\"", &format!("tag = \"{tag}\"")),
     )
     .unwrap();
+}
+
+#[test]
+fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    // A library whose build ignores GPU_TARGETS and targets gfx902 only: the seed's problem.
+    ignore_gpu_targets(&f, "gfx902", "v2");
     let o = f.build(&[], &["hipcore"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
@@ -453,28 +459,7 @@ fn the_coverage_gate_refuses_the_nearest_targets_code() {
     let f = fixture();
     // A library whose build ignores GPU_TARGETS and builds gfx900 code: it "runs" on gfx90c
     // and gfx902 only under HSA_OVERRIDE_GFX_VERSION=9.0.0, which is never coverage.
-    let repo = f.origin.join("hipcore.git");
-    let cmake = std::fs::read_to_string(repo.join("CMakeLists.txt")).unwrap();
-    commit_files(
-        &repo,
-        &[(
-            "CMakeLists.txt",
-            &cmake.replace(
-                "foreach(t IN LISTS GPU_TARGETS)",
-                "foreach(t IN ITEMS gfx900)",
-            ),
-        )],
-        "only gfx900",
-    );
-    git(&repo, &["tag", "-f", "v3"]);
-    let recipe = f.path().join("recipes/test-1.0/hipcore.toml");
-    std::fs::write(
-        &recipe,
-        std::fs::read_to_string(&recipe)
-            .unwrap()
-            .replace("tag = \"v1\"", "tag = \"v3\""),
-    )
-    .unwrap();
+    ignore_gpu_targets(&f, "gfx900", "v3");
     let o = f.build(&[], &["hipcore"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     for t in ["gfx90c", "gfx902"] {

@@ -32,23 +32,35 @@ fn runtime_error(e: runtime::RuntimeError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
-pub fn open_runtime(
+/// The runtime asked for and the podman and docker arguments of rocforge.toml (`run` ones only
+/// when something will be run).
+fn runtime_config(
     choice: Option<RuntimeChoice>,
     config: &Config,
-) -> Result<Arc<dyn ContainerRuntime>> {
+    with_run: bool,
+) -> (Option<Kind>, RuntimeArgs, RuntimeArgs) {
     let wanted = choice.map(|c| match c {
         RuntimeChoice::Podman => Kind::Podman,
         RuntimeChoice::Docker => Kind::Docker,
         RuntimeChoice::Host => Kind::Host,
     });
+    let run = |args: &Vec<String>| if with_run { args.clone() } else { Vec::new() };
     let podman = RuntimeArgs {
         global: config.podman_args.clone(),
-        run: config.podman_run_args.clone(),
+        run: run(&config.podman_run_args),
     };
     let docker = RuntimeArgs {
         global: config.docker_args.clone(),
-        run: config.docker_run_args.clone(),
+        run: run(&config.docker_run_args),
     };
+    (wanted, podman, docker)
+}
+
+pub fn open_runtime(
+    choice: Option<RuntimeChoice>,
+    config: &Config,
+) -> Result<Arc<dyn ContainerRuntime>> {
+    let (wanted, podman, docker) = runtime_config(choice, config, true);
     runtime::detect(wanted, podman, docker)
         .map(Arc::from)
         .map_err(runtime_error)
@@ -67,19 +79,7 @@ pub fn runtime_image(
     if kind == RuntimeKind::Host || lock.image(&catalog.release.name, image).is_some() {
         return plan::RuntimeImage::Unknown;
     }
-    let wanted = choice.map(|c| match c {
-        RuntimeChoice::Podman => Kind::Podman,
-        RuntimeChoice::Docker => Kind::Docker,
-        RuntimeChoice::Host => Kind::Host,
-    });
-    let podman = RuntimeArgs {
-        global: config.podman_args.clone(),
-        run: Vec::new(),
-    };
-    let docker = RuntimeArgs {
-        global: config.docker_args.clone(),
-        run: Vec::new(),
-    };
+    let (wanted, podman, docker) = runtime_config(choice, config, false);
     match runtime::local_image_id(wanted, podman, docker, image) {
         None => plan::RuntimeImage::Unknown,
         Some(None) => plan::RuntimeImage::Absent,
@@ -202,18 +202,14 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         .map(|url| open_cache(url, a.cache_key, &config))
         .transpose()?;
     let total_jobs = a.jobs.unwrap_or_else(jobs::default_budget);
-    let allow_missing = match a.allow_missing {
+    let targets_of = |flag: &str, list: Option<&str>| match list {
         Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
-            CliError::One(Diagnostic::new(format!("--allow-missing {list}: {e}")).hint(e.hint()))
-        })?,
-        None => Vec::new(),
+            CliError::One(Diagnostic::new(format!("{flag} {list}: {e}")).hint(e.hint()))
+        }),
+        None => Ok(Vec::new()),
     };
-    let allow_spoof = match a.allow_spoof {
-        Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
-            CliError::One(Diagnostic::new(format!("--allow-spoof {list}: {e}")).hint(e.hint()))
-        })?,
-        None => Vec::new(),
-    };
+    let allow_missing = targets_of("--allow-missing", a.allow_missing)?;
+    let allow_spoof = targets_of("--allow-spoof", a.allow_spoof)?;
     let to_build = plan.steps.iter().filter(|s| s.needs_build()).count();
     if to_build > 0 {
         reporter.note(&format!(
