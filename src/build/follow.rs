@@ -212,7 +212,8 @@ impl Estimate {
 ///
 /// A previous build is the best guess. Without one the recipe's hint is rough (machines and
 /// caches differ by far more than the scaling covers), so once the tool has done a few percent
-/// of its steps their rate so far is used instead. Past the estimate nothing is claimed.
+/// of its steps, for long enough to give a rate, that rate is used instead. Past the estimate
+/// nothing is claimed.
 pub fn eta(
     elapsed: f64,
     estimate: Option<Estimate>,
@@ -222,10 +223,14 @@ pub fn eta(
         |e: Estimate| (e.secs > elapsed).then(|| ((e.secs - elapsed) as u64, e.from));
     match (estimate, steps) {
         (Some(e), _) if e.from == EstimateFrom::LastBuild => from_estimate(e),
-        (_, Some((done, total, phase_secs))) if done * 50 >= total && done > 0 => Some((
-            (phase_secs * (total - done) as f64 / done as f64) as u64,
-            EstimateFrom::Steps,
-        )),
+        (_, Some((done, total, phase_secs)))
+            if done > 0 && done * 50 >= total && phase_secs >= 30.0 && done < total =>
+        {
+            Some((
+                (phase_secs * (total - done) as f64 / done as f64) as u64,
+                EstimateFrom::Steps,
+            ))
+        }
         (Some(e), _) => from_estimate(e),
         (None, _) => None,
     }
@@ -502,6 +507,12 @@ mod tests {
             Some((600, EstimateFrom::Steps))
         );
         assert_eq!(eta(400.0, None, None), None);
+        assert_eq!(
+            eta(20.0, Some(hint), Some((135, 270, 10.0))),
+            Some((10780, EstimateFrom::Recipe)),
+            "too short a time to give a rate"
+        );
+        assert_eq!(eta(20.0, None, Some((270, 270, 100.0))), None);
     }
 
     #[test]
