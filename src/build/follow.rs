@@ -34,7 +34,8 @@ impl LogFollower {
             path: path.to_path_buf(),
             file: None,
             offset: 0,
-            line: Vec::new(),
+            // Never grown past this: a line is cut at MAX_LINE.
+            line: Vec::with_capacity(MAX_LINE),
             overlong: false,
             buf: vec![0; CHUNK].into_boxed_slice(),
             bytes_read: 0,
@@ -219,8 +220,10 @@ pub fn eta(
     estimate: Option<Estimate>,
     steps: Option<(u64, u64, f64)>,
 ) -> Option<(u64, EstimateFrom)> {
-    let from_estimate =
-        |e: Estimate| (e.secs > elapsed).then(|| ((e.secs - elapsed) as u64, e.from));
+    let from_estimate = |e: Estimate| {
+        let left = (e.secs - elapsed).max(0.0) as u64;
+        (left > 0).then_some((left, e.from))
+    };
     match (estimate, steps) {
         (Some(e), _) if e.from == EstimateFrom::LastBuild => from_estimate(e),
         (_, Some((done, total, phase_secs)))
@@ -381,7 +384,7 @@ mod tests {
         for _ in 0..8 {
             log.append(&piece);
             assert!(lines(&mut f).is_empty());
-            assert!(f.line.len() <= MAX_LINE);
+            assert!(f.line.capacity() <= MAX_LINE);
         }
         log.append(b"\n[3/4] next\n");
         let got = lines(&mut f);
