@@ -999,3 +999,180 @@ fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
     assert_eq!(gone["image"]["digest"], serde_json::Value::Null);
     assert_eq!(gone["image"]["local"], false);
 }
+
+/// A catalog of one script build on the host that prints two ninja steps and, between them,
+/// waits until `flag` exists: the test holds the build at `[1/2]` until it has seen that step
+/// reported, so what it checks does not depend on timing.
+fn steps_catalog(root: &Path, flag: &Path) {
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    std::fs::create_dir_all(rel.join("src/steps")).unwrap();
+    std::fs::write(rel.join("src/steps/VERSION"), "1.0\n").unwrap();
+    std::fs::write(rel.join("src/steps/LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        rel.join("steps.toml"),
+        format!(
+            "name = \"steps\"\nversion = \"1.0\"\nsummary = \"two ninja steps\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/steps\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\necho '[1/2] Building CXX object steps.o'\ni=0\nwhile [ ! -e '{flag}' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\necho '[2/2] Linking CXX shared library libsteps.so'\nP=\"$DESTDIR$PREFIX\"\nmkdir -p \"$P/share/steps\"\ncp VERSION \"$P/share/steps/VERSION\"\n\"\"\"\n",
+            flag = flag.display()
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs `rocforge build steps` reading its stderr as it comes; once a line contains `held`,
+/// creates `flag` so the build goes on. Returns the output and stderr's lines.
+fn build_steps(root: &Path, flag: &Path, extra: &[&str], held: &str) -> (Out, Vec<String>) {
+    use std::io::BufRead;
+    let mut args = vec![
+        "--recipes",
+        "recipes",
+        "build",
+        "steps",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = rocforge_command(
+        root,
+        // Status lines every second rather than every minute, so one comes during the hold.
+        &[("ROCFORGE_PROGRESS_INTERVAL", Path::new("1"))],
+        &args,
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    // Bounded only so that a broken build fails the test instead of hanging it.
+    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(300)) {
+        let seen = line.contains(held);
+        lines.push(line);
+        if seen {
+            break;
+        }
+    }
+    std::fs::write(flag, "").unwrap();
+    lines.extend(rx.iter());
+    reader.join().unwrap();
+    let out = Out::from(child.wait_with_output().unwrap());
+    (
+        Out {
+            stderr: lines.join("\n"),
+            ..out
+        },
+        lines,
+    )
+}
+
+#[test]
+fn progress_without_a_terminal_names_the_log_and_shows_ninja_steps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let flag = root.join("go-on");
+    steps_catalog(root, &flag);
+    let (out, lines) = build_steps(root, &flag, &[], "[1/2]");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let start = lines
+        .iter()
+        .find(|l| l.starts_with("steps ") && l.contains(": building, log "))
+        .unwrap_or_else(|| panic!("no start line:\n{}", out.stderr));
+    let log = PathBuf::from(start.rsplit_once(", log ").unwrap().1);
+    assert!(log.starts_with(root.join("store/.logs")), "{start}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("[2/2] Linking"), "{text}");
+    let step = lines
+        .iter()
+        .find(|l| l.starts_with("steps  build [1/2]  "))
+        .unwrap_or_else(|| panic!("no [1/2] status line:\n{}", out.stderr));
+    assert!(step.contains(" elapsed"), "{step}");
+    assert!(!out.stderr.contains('\u{1b}'), "no ANSI: {}", out.stderr);
+
+    // What a person reads in a CI log, with the key, paths and times made stable.
+    let short = log
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("steps-")
+        .to_string();
+    let stable = |l: &str| {
+        l.replace(&root.display().to_string(), "[ROOT]")
+            .replace(&short, "[KEY]")
+            .split(' ')
+            .map(|w| {
+                let t = w
+                    .trim_start_matches(['(', '~'])
+                    .trim_end_matches([')', ',']);
+                let time = t.starts_with(|c: char| c.is_ascii_digit())
+                    && t.ends_with(['s', 'm'])
+                    && t.chars().all(|c| c.is_ascii_digit() || "hms.".contains(c));
+                if time {
+                    w.replace(t, "[T]")
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // The build phase's lines depend on when the log was looked at; the first [1/2] does not.
+    let mut read: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains("steps") && (!l.starts_with("steps  build") || *l == step))
+        .map(|l| stable(l))
+        .collect();
+    read.dedup();
+    insta::assert_snapshot!("progress_without_a_terminal", read.join("\n"));
+}
+
+#[test]
+fn progress_as_json_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let flag = root.join("go-on");
+    steps_catalog(root, &flag);
+    let (out, lines) = build_steps(root, &flag, &["--format", "json"], "\"done\":1");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let of = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| e["event"] == kind && e["component"] == "steps")
+            .collect::<Vec<_>>()
+    };
+    let start = of("start");
+    assert_eq!(start.len(), 1, "{}", out.stderr);
+    let log = PathBuf::from(start[0]["log"].as_str().unwrap());
+    assert!(std::fs::read_to_string(&log).unwrap().contains("[1/2]"));
+    let step = of("progress")
+        .into_iter()
+        .find(|e| e["done"] == 1)
+        .unwrap_or_else(|| panic!("no [1/2] event:\n{}", out.stderr));
+    assert_eq!(
+        (&step["phase"], &step["total"]),
+        (&serde_json::json!("build"), &serde_json::json!(2))
+    );
+    assert!(step["elapsed_s"].is_u64(), "{step}");
+    // No earlier build, and too short a time for a step rate: the recipe's hours.
+    assert_eq!(step["estimate_from"], "recipe", "{step}");
+    let finish = of("finish");
+    assert_eq!(finish.len(), 1, "{}", out.stderr);
+    assert_eq!(finish[0]["result"], "built");
+    // The report stays on stdout, as before.
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(step_results(&report), [("steps".into(), "built".into())]);
+}

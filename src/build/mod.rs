@@ -2,6 +2,7 @@
 //! parallel, in the chosen runtime, committed to the store.
 
 pub mod driver;
+pub mod follow;
 pub mod jobs;
 pub mod license;
 pub mod schedule;
@@ -14,7 +15,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::plan::{Plan, Step};
-use crate::progress::Reporter;
+use crate::progress::{BuildEnd, Reporter, Task};
 use crate::recipe::BuildSystem;
 use crate::runtime::{ContainerRuntime, Kind, Mount, RunSpec};
 use crate::source::prepare::{self, Sources};
@@ -245,7 +246,31 @@ impl Builder<'_> {
         }
         let log_dir = self.store.root().join(".logs");
         let log = log_dir.join(format!("{}-{}.log", step.component, step.key.short()));
-        match self.build_step(step, running, &log) {
+        let component = step.component.as_str();
+        let task = self.reporter.build_task(
+            component,
+            &format!("{component} {}", step.key.short()),
+            &log,
+        );
+        let result = self.build_step(step, running, &log, &*task);
+        match &result {
+            Ok(Some(seconds)) => task.finish_build(
+                BuildEnd::Built,
+                &format!(
+                    "{component}: built in {}",
+                    crate::units::format_duration(*seconds as u64)
+                ),
+            ),
+            Ok(None) => task.finish_build(
+                BuildEnd::Cached,
+                &format!("{component}: built by another rocforge process"),
+            ),
+            Err(StepError::Stopped { .. }) => {
+                task.finish_build(BuildEnd::Stopped, &format!("{component}: stopped"))
+            }
+            Err(_) => task.finish_build(BuildEnd::Failed, &format!("{component}: FAILED")),
+        }
+        match result {
             Ok(Some(seconds)) => {
                 if let Some(cache) = self.cache {
                     let note = crate::cache::push_from_store(cache, self.store, &step.key.0)
@@ -267,15 +292,7 @@ impl Builder<'_> {
                 tree: self.store.tree(&step.key.0),
             },
             Err(e) => {
-                let tail = std::fs::read_to_string(&log)
-                    .map(|t| {
-                        let lines: Vec<&str> = t.lines().collect();
-                        lines[lines.len().saturating_sub(40)..]
-                            .iter()
-                            .map(|l| l.to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let tail = follow::tail(&log, 40);
                 StepResult::Failed {
                     error: e.to_string(),
                     hint: e.hint(),
@@ -324,6 +341,7 @@ impl Builder<'_> {
         step: &Step,
         running: usize,
         log: &Path,
+        task: &dyn Task,
     ) -> Result<Option<f64>, StepError> {
         let component = step.component.as_str();
         let io = |what: &str| {
@@ -339,16 +357,12 @@ impl Builder<'_> {
             .catalog
             .get(component)
             .expect("plan steps come from the catalog");
-        let task = self
-            .reporter
-            .task(&format!("{component} {}", step.key.short()), None, false);
         let Some(staging) = self.store.reserve(&step.key.0, &|| {
             self.reporter.note(&format!(
                 "{component}: waiting for another rocforge process building the same key"
             ))
         })?
         else {
-            task.finish(&format!("{component}: built by another rocforge process"));
             return Ok(None);
         };
         crate::fault::point("build");
@@ -360,23 +374,34 @@ impl Builder<'_> {
         std::fs::create_dir_all(log.parent().unwrap_or(Path::new(".")))
             .map_err(io("log directory"))?;
         std::fs::write(log, "").map_err(io("log"))?;
-        task.set_message("sources");
         let started = now();
         let clock = Instant::now();
-        let prepared = prepare::prepare(&self.sources, recipe, &self.plan.targets)?;
-        crate::fault::point("build");
-        let prefix = self.sources.catalog.release.prefix.clone();
-        let prefix_rel = prefix.trim_start_matches('/').to_string();
         let jobs = jobs::share(
             self.options.jobs,
             running,
             step.resources.memory_bytes,
             jobs::available_memory(),
         );
+        let tracker = Mutex::new(follow::Tracker::new(
+            component,
+            clock,
+            follow::Estimate::new(self.store.duration(component), step.resources.hours, jobs),
+        ));
+        let phase = |p: &str| {
+            let mut t = tracker.lock().expect("not poisoned");
+            let now = Instant::now();
+            t.set_phase(p, now);
+            task.build_status(&t.status(now));
+        };
+        phase("sources");
+        let prepared = prepare::prepare(&self.sources, recipe, &self.plan.targets)?;
+        crate::fault::point("build");
+        let prefix = self.sources.catalog.release.prefix.clone();
+        let prefix_rel = prefix.trim_start_matches('/').to_string();
 
         match &recipe.build.system {
             BuildSystem::Copy { dest } => {
-                task.set_message("copy");
+                phase("copy");
                 crate::fsutil::copy_tree(&prepared.tree, &staging.tree().join(dest))
                     .map_err(io("copy"))?;
             }
@@ -480,13 +505,13 @@ impl Builder<'_> {
                     ]
                     .into(),
                 };
-                task.set_message(&format!("building, -j{jobs}"));
+                phase("starting");
                 crate::fault::point("build");
                 self.running
                     .lock()
                     .expect("not poisoned")
                     .push(spec.name.clone());
-                let exit = with_phases(log, &*task, || self.runtime.run(&spec, log));
+                let exit = with_progress(log, task, &tracker, || self.runtime.run(&spec, log));
                 self.running
                     .lock()
                     .expect("not poisoned")
@@ -498,7 +523,6 @@ impl Builder<'_> {
                     });
                 }
                 if !exit.success() {
-                    task.finish(&format!("{component}: FAILED"));
                     return Err(StepError::Failed {
                         component: component.into(),
                         code: exit
@@ -529,7 +553,7 @@ impl Builder<'_> {
                 let _ = crate::fsutil::remove_tree(&scratch);
             }
         }
-        task.set_message("license files");
+        phase("license files");
         let licenses = license::collect(recipe, &prepared.tree, &staging.tree())?.files;
         if licenses.is_empty() {
             self.reporter.note(&format!(
@@ -542,7 +566,7 @@ impl Builder<'_> {
         let coverage = match &recipe.build.system {
             BuildSystem::Copy { .. } => None,
             _ => {
-                task.set_message("checking code objects");
+                phase("checking code objects");
                 Some(self.gate(component, &staging.tree())?)
             }
         };
@@ -566,10 +590,6 @@ impl Builder<'_> {
             licenses,
         };
         staging.commit(&meta, &step.hash_input.to_value())?;
-        task.finish(&format!(
-            "{component}: built in {}",
-            crate::units::format_duration(seconds as u64)
-        ));
         Ok(Some(seconds))
     }
 }
@@ -632,24 +652,34 @@ impl Builder<'_> {
     }
 }
 
-/// Runs `f` while following `log` and showing its current phase (`==> configure`, …) on `task`.
-fn with_phases<T>(log: &Path, task: &dyn crate::progress::Task, f: impl FnOnce() -> T) -> T {
+/// Runs `f` while following `log`, telling `task` where the build stands a few times a second.
+fn with_progress<T>(
+    log: &Path,
+    task: &dyn Task,
+    tracker: &Mutex<follow::Tracker>,
+    f: impl FnOnce() -> T,
+) -> T {
     let (done, wake) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
         s.spawn(move || {
-            let mut last = String::new();
+            let mut follower = follow::LogFollower::new(log);
             loop {
-                if let Ok(text) = std::fs::read_to_string(log)
-                    && let Some(phase) = text.lines().rev().find_map(|l| l.strip_prefix("==> "))
-                    && phase != last
-                {
-                    last = phase.to_string();
-                    task.set_message(phase);
+                // Wakes at once when the run ends, so no build waits on the follower.
+                let ended = !matches!(
+                    wake.recv_timeout(std::time::Duration::from_millis(250)),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                );
+                let now = Instant::now();
+                let mut t = tracker.lock().expect("not poisoned");
+                let mut on_line = |l: &str| t.line(l, now);
+                if ended {
+                    follower.finish(&mut on_line);
+                } else {
+                    follower.poll(&mut on_line);
                 }
-                // Wakes at once when the run ends, so no build waits on the watcher.
-                match wake.recv_timeout(std::time::Duration::from_millis(250)) {
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                    _ => break,
+                task.build_status(&t.status(now));
+                if ended {
+                    break;
                 }
             }
         });

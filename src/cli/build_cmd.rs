@@ -182,7 +182,11 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
     } else {
         Some(open_runtime(a.runtime, &config)?)
     };
-    let reporter = TermReporter::new(g.quiet);
+    let reporter = if g.format == Format::Json {
+        TermReporter::json()
+    } else {
+        TermReporter::new(g.quiet)
+    };
     let cache = Cache::new(Cache::default_root());
     let stop = Arc::new(AtomicBool::new(false));
     let running: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));

@@ -1,15 +1,33 @@
 //! The binary's progress display: indicatif bars on a terminal, plain lines otherwise (logs,
-//! CI), with GitHub Actions folding when GITHUB_ACTIONS=true.
+//! CI), with GitHub Actions folding when GITHUB_ACTIONS=true; JSON lines for `build --format
+//! json`.
 
 use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rocforge::progress::{Reporter, Task};
+use rocforge::progress::{BuildEnd, BuildStatus, Cadence, Event, Reporter, Task};
 
 pub struct TermReporter {
     multi: Option<MultiProgress>,
     github: bool,
+    quiet: bool,
+    json: bool,
+    /// The longest a running build goes without a line when there is no terminal.
+    every: Duration,
+}
+
+/// Overrides how often builds print their status without a terminal (seconds).
+const INTERVAL_ENV: &str = "ROCFORGE_PROGRESS_INTERVAL";
+
+fn interval(default: u64) -> Duration {
+    let secs = std::env::var(INTERVAL_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(default);
+    Duration::from_secs(secs.max(1))
 }
 
 impl TermReporter {
@@ -18,7 +36,148 @@ impl TermReporter {
         Self {
             multi: tty.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
             github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+            quiet,
+            json: false,
+            every: interval(60),
         }
+    }
+
+    /// Events as JSON lines on stderr (`--format json`), leaving stdout to the report.
+    pub fn json() -> Self {
+        Self {
+            multi: None,
+            github: false,
+            quiet: false,
+            json: true,
+            every: interval(10),
+        }
+    }
+}
+
+fn emit(event: &Event<'_>) {
+    eprintln!("{}", event.to_line());
+}
+
+/// The last status a build reported and when, so a bar's clock keeps running between reports
+/// (while sources are fetched nothing reports for minutes).
+type Latest = Arc<Mutex<Option<(BuildStatus, Instant)>>>;
+
+fn advanced(latest: &Latest) -> Option<BuildStatus> {
+    let (status, at) = latest.lock().ok()?.clone()?;
+    let secs = at.elapsed().as_secs();
+    Some(BuildStatus {
+        elapsed_s: status.elapsed_s + secs,
+        // Counted down to nothing, an estimate says nothing rather than "~0s left".
+        eta_s: status
+            .eta_s
+            .and_then(|e| e.checked_sub(secs))
+            .filter(|e| *e > 0),
+        ..status
+    })
+}
+
+/// A component's build on a terminal: a spinner and its status line, live.
+struct BuildBar {
+    bar: ProgressBar,
+    multi: MultiProgress,
+    latest: Latest,
+}
+
+impl Task for BuildBar {
+    fn inc(&self, _: u64) {}
+    fn set_total(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn set_message(&self, _: &str) {}
+    fn build_status(&self, status: &BuildStatus) {
+        if let Ok(mut l) = self.latest.lock() {
+            *l = Some((status.clone(), Instant::now()));
+        }
+    }
+    fn finish(&self, message: &str) {
+        self.finish_build(BuildEnd::Failed, message);
+    }
+    fn finish_build(&self, _: BuildEnd, message: &str) {
+        self.bar.finish_and_clear();
+        let _ = self.multi.println(format!(
+            "{message} ({})",
+            indicatif::HumanDuration(self.bar.elapsed())
+        ));
+    }
+}
+
+/// A component's build without a terminal: a line at the start naming the log, a status line
+/// at each phase and at least every interval, and a line at the end.
+struct BuildLines {
+    start: Instant,
+    github: bool,
+    quiet: bool,
+    cadence: Mutex<Cadence>,
+}
+
+impl Task for BuildLines {
+    fn inc(&self, _: u64) {}
+    fn set_total(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn build_status(&self, status: &BuildStatus) {
+        if !self.quiet
+            && self
+                .cadence
+                .lock()
+                .is_ok_and(|mut c| c.due(status, Instant::now()))
+        {
+            eprintln!("{status}");
+        }
+    }
+    fn finish(&self, message: &str) {
+        eprintln!("{message} ({:.1}s)", self.start.elapsed().as_secs_f64());
+        if self.github {
+            eprintln!("::endgroup::");
+        }
+    }
+}
+
+/// A component's build as `--format json` events.
+struct BuildEvents {
+    component: String,
+    start: Instant,
+    cadence: Mutex<Cadence>,
+}
+
+impl Task for BuildEvents {
+    fn inc(&self, _: u64) {}
+    fn set_total(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn build_status(&self, status: &BuildStatus) {
+        if self
+            .cadence
+            .lock()
+            .is_ok_and(|mut c| c.due(status, Instant::now()))
+        {
+            emit(&Event::Progress(status));
+        }
+    }
+    fn finish(&self, message: &str) {
+        self.finish_build(BuildEnd::Failed, message);
+    }
+    fn finish_build(&self, end: BuildEnd, message: &str) {
+        emit(&Event::Finish {
+            component: &self.component,
+            result: end,
+            elapsed_s: self.start.elapsed().as_secs(),
+            message,
+        });
+    }
+}
+
+/// Any other task under `--format json`: its end as a note.
+struct NoteTask;
+
+impl Task for NoteTask {
+    fn inc(&self, _: u64) {}
+    fn set_total(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn finish(&self, message: &str) {
+        emit(&Event::Note { message });
     }
 }
 
@@ -68,7 +227,57 @@ impl Task for LineTask {
 }
 
 impl Reporter for TermReporter {
+    fn build_task(&self, component: &str, label: &str, log: &Path) -> Box<dyn Task> {
+        if self.json {
+            emit(&Event::Start { component, log });
+            return Box::new(BuildEvents {
+                component: component.into(),
+                start: Instant::now(),
+                cadence: Mutex::new(Cadence::new(self.every)),
+            });
+        }
+        let Some(multi) = &self.multi else {
+            if self.github {
+                eprintln!("::group::{label}");
+            }
+            eprintln!("{label}: building, log {}", log.display());
+            return Box::new(BuildLines {
+                start: Instant::now(),
+                github: self.github,
+                quiet: self.quiet,
+                cadence: Mutex::new(Cadence::new(self.every)),
+            });
+        };
+        let _ = multi.println(format!("{label}: building, log {}", log.display()));
+        let latest: Latest = Arc::new(Mutex::new(None));
+        let shown = latest.clone();
+        let waiting = format!("{component}  waiting");
+        let bar = multi.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {status}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner())
+                .with_key(
+                    "status",
+                    move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = match advanced(&shown) {
+                            Some(s) => write!(w, "{s}"),
+                            None => write!(w, "{waiting}"),
+                        };
+                    },
+                ),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Box::new(BuildBar {
+            bar,
+            multi: multi.clone(),
+            latest,
+        })
+    }
+
     fn task(&self, label: &str, total: Option<u64>, bytes: bool) -> Box<dyn Task> {
+        if self.json {
+            return Box::new(NoteTask);
+        }
         match &self.multi {
             Some(multi) => {
                 let bar = multi.add(match total {
@@ -107,6 +316,9 @@ impl Reporter for TermReporter {
     }
 
     fn note(&self, message: &str) {
+        if self.json {
+            return emit(&Event::Note { message });
+        }
         match &self.multi {
             Some(multi) => {
                 let _ = multi.println(message);

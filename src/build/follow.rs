@@ -1,0 +1,546 @@
+//! Follows a build log while it grows, to say where the build stands: the driver's phase
+//! (`==> build`), the build tool's steps (ninja's `[132/270]`, make's `[ 42%]`), and from those
+//! and the recorded durations an estimate of the time left.
+//!
+//! Logs of large components reach hundreds of megabytes, so the follower reads only what was
+//! appended since its last look, through a fixed buffer, and keeps at most one line.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::progress::{BuildStatus, EstimateFrom};
+
+/// The longest line kept. A longer one (a link command listing thousands of objects, binary
+/// output) is cut here and the rest skipped, so no line grows memory.
+pub const MAX_LINE: usize = 64 * 1024;
+const CHUNK: usize = 64 * 1024;
+
+pub struct LogFollower {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+    line: Vec<u8>,
+    /// The current line reached MAX_LINE: the rest of it is skipped up to its end.
+    overlong: bool,
+    buf: Box<[u8]>,
+    bytes_read: u64,
+}
+
+impl LogFollower {
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file: None,
+            offset: 0,
+            // Never grown past this: a line is cut at MAX_LINE.
+            line: Vec::with_capacity(MAX_LINE),
+            overlong: false,
+            buf: vec![0; CHUNK].into_boxed_slice(),
+            bytes_read: 0,
+        }
+    }
+
+    /// Every byte read from the log so far: the cost of following it.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Reads what was appended since the last call and hands each complete line to `on_line`;
+    /// a line still being written waits for its end. Returns the bytes read.
+    pub fn poll(&mut self, on_line: &mut dyn FnMut(&str)) -> u64 {
+        if self.file.is_none() {
+            // Not there yet: the runtime creates it when the build starts.
+            let Ok(f) = File::open(&self.path) else {
+                return 0;
+            };
+            self.file = Some(f);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return 0;
+        };
+        // A log cut short under us (rewritten by a retry) is followed from its new start.
+        if file.metadata().is_ok_and(|m| m.len() < self.offset) {
+            if file.seek(SeekFrom::Start(0)).is_err() {
+                return 0;
+            }
+            self.offset = 0;
+            self.line.clear();
+            self.overlong = false;
+        }
+        let mut read = 0u64;
+        loop {
+            let n = match file.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            read += n as u64;
+            // The buffer is split off for the loop; `line` and `overlong` are the state kept.
+            let chunk = &self.buf[..n];
+            let mut start = 0;
+            for (i, &b) in chunk.iter().enumerate() {
+                // ninja on a "smart" terminal and many progress meters end lines with \r alone.
+                if b == b'\n' || b == b'\r' {
+                    take(&mut self.line, &mut self.overlong, &chunk[start..i]);
+                    emit(&mut self.line, &mut self.overlong, on_line);
+                    start = i + 1;
+                }
+            }
+            take(&mut self.line, &mut self.overlong, &chunk[start..]);
+        }
+        self.offset += read;
+        self.bytes_read += read;
+        read
+    }
+
+    /// Reads to the end of the log and hands on its last line even without a newline: for when
+    /// the build has ended and nothing more will be written.
+    pub fn finish(&mut self, on_line: &mut dyn FnMut(&str)) {
+        self.poll(on_line);
+        emit(&mut self.line, &mut self.overlong, on_line);
+    }
+}
+
+fn take(line: &mut Vec<u8>, overlong: &mut bool, bytes: &[u8]) {
+    if *overlong {
+        return;
+    }
+    let room = MAX_LINE - line.len();
+    if bytes.len() > room {
+        line.extend_from_slice(&bytes[..room]);
+        *overlong = true;
+    } else {
+        line.extend_from_slice(bytes);
+    }
+}
+
+fn emit(line: &mut Vec<u8>, overlong: &mut bool, on_line: &mut dyn FnMut(&str)) {
+    if !line.is_empty() {
+        on_line(&String::from_utf8_lossy(line));
+    }
+    line.clear();
+    *overlong = false;
+}
+
+/// The last `n` lines of a log, reading at most its last megabyte: a failed build's log can
+/// be hundreds of megabytes, and its end is what explains the failure.
+pub fn tail(path: &Path, n: usize) -> Vec<String> {
+    const WINDOW: u64 = 1 << 20;
+    let Ok(mut file) = File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(WINDOW);
+    if file.seek(SeekFrom::Start(from)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.take(WINDOW).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    // The window's first line is likely cut.
+    if from > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| l.to_string())
+        .collect()
+}
+
+/// What a log line says about the build's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark<'a> {
+    /// `==> configure`: the driver started a phase.
+    Phase(&'a str),
+    /// ninja's `[132/270] Building CXX object …`.
+    Steps { done: u64, total: u64 },
+    /// make's (and CMake's Makefile generator's) `[ 42%] Building CXX object …`.
+    Percent(u8),
+}
+
+pub fn parse(line: &str) -> Option<Mark<'_>> {
+    if let Some(phase) = line.strip_prefix("==> ") {
+        let phase = phase.trim();
+        return (!phase.is_empty()).then_some(Mark::Phase(phase));
+    }
+    let inner = line.trim_start().strip_prefix('[')?;
+    let (inner, _) = inner.split_once(']')?;
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    if let Some((done, total)) = inner.split_once('/') {
+        let (done, total) = (number(done)?, number(total)?);
+        return (total > 0 && done <= total).then_some(Mark::Steps { done, total });
+    }
+    let percent = number(inner.strip_suffix('%')?.trim_start())?;
+    (percent <= 100).then_some(Mark::Percent(percent as u8))
+}
+
+/// The expected duration of a whole build (sources to commit), and what it rests on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub secs: f64,
+    pub from: EstimateFrom,
+}
+
+impl Estimate {
+    /// The previous build of the component when there is one; else the recipe's `hours`,
+    /// which are for an 8-core reference machine, scaled to the compile jobs this build has.
+    pub fn new(recorded: Option<f64>, hours: f64, jobs: usize) -> Option<Estimate> {
+        match recorded {
+            Some(secs) if secs > 0.0 => Some(Estimate {
+                secs,
+                from: EstimateFrom::LastBuild,
+            }),
+            _ => (hours > 0.0).then(|| Estimate {
+                secs: hours * 3600.0 * 8.0 / jobs.clamp(1, 64) as f64,
+                from: EstimateFrom::Recipe,
+            }),
+        }
+    }
+}
+
+/// The time left, in seconds, and what it rests on. `steps` is the build tool's (done, total)
+/// and the seconds since its phase began.
+///
+/// A previous build is the best guess. Without one the recipe's hint is rough (machines and
+/// caches differ by far more than the scaling covers), so once the tool has done a few percent
+/// of its steps, for long enough to give a rate, that rate is used instead. Past the estimate
+/// nothing is claimed.
+pub fn eta(
+    elapsed: f64,
+    estimate: Option<Estimate>,
+    steps: Option<(u64, u64, f64)>,
+) -> Option<(u64, EstimateFrom)> {
+    let from_estimate = |e: Estimate| {
+        let left = (e.secs - elapsed).max(0.0) as u64;
+        (left > 0).then_some((left, e.from))
+    };
+    match (estimate, steps) {
+        (Some(e), _) if e.from == EstimateFrom::LastBuild => from_estimate(e),
+        (_, Some((done, total, phase_secs)))
+            if done > 0 && done * 50 >= total && phase_secs >= 30.0 && done < total =>
+        {
+            Some((
+                (phase_secs * (total - done) as f64 / done as f64) as u64,
+                EstimateFrom::Steps,
+            ))
+        }
+        (Some(e), _) => from_estimate(e),
+        (None, _) => None,
+    }
+}
+
+/// Where one component's build stands, from the lines of its log.
+pub struct Tracker {
+    component: String,
+    started: Instant,
+    estimate: Option<Estimate>,
+    phase: String,
+    phase_started: Instant,
+    steps: Option<(u64, u64)>,
+    percent: Option<u8>,
+}
+
+impl Tracker {
+    pub fn new(component: &str, started: Instant, estimate: Option<Estimate>) -> Self {
+        Self {
+            component: component.into(),
+            started,
+            estimate,
+            phase: "starting".into(),
+            phase_started: started,
+            steps: None,
+            percent: None,
+        }
+    }
+
+    /// Takes in one line of the log, seen at `now`.
+    pub fn line(&mut self, line: &str, now: Instant) {
+        match parse(line) {
+            Some(Mark::Phase(p)) => self.set_phase(p, now),
+            Some(Mark::Steps { done, total }) => self.steps = Some((done, total)),
+            Some(Mark::Percent(p)) => self.percent = Some(p),
+            None => {}
+        }
+    }
+
+    /// A phase of rocforge's own (sources, license files), or one from the log.
+    pub fn set_phase(&mut self, phase: &str, now: Instant) {
+        if phase != self.phase {
+            self.phase = phase.into();
+            self.phase_started = now;
+            // A phase's counters are its own: install must not show the build's [270/270].
+            self.steps = None;
+            self.percent = None;
+        }
+    }
+
+    pub fn status(&self, now: Instant) -> BuildStatus {
+        let elapsed = now.duration_since(self.started).as_secs_f64();
+        let phase_secs = now.duration_since(self.phase_started).as_secs_f64();
+        let eta = eta(
+            elapsed,
+            self.estimate,
+            self.steps.map(|(d, t)| (d, t, phase_secs)),
+        );
+        BuildStatus {
+            component: self.component.clone(),
+            phase: self.phase.clone(),
+            done: self.steps.map(|s| s.0),
+            total: self.steps.map(|s| s.1),
+            percent: self.percent,
+            elapsed_s: elapsed as u64,
+            eta_s: eta.map(|e| e.0),
+            estimate_from: eta.map(|e| e.1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+
+    struct Log {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+        file: File,
+    }
+
+    impl Log {
+        fn new() -> Log {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("build.log");
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
+            Log {
+                _dir: dir,
+                path,
+                file,
+            }
+        }
+
+        fn append(&mut self, bytes: &[u8]) {
+            self.file.write_all(bytes).unwrap();
+        }
+    }
+
+    fn lines(f: &mut LogFollower) -> Vec<String> {
+        let mut out = Vec::new();
+        f.poll(&mut |l| out.push(l.to_string()));
+        out
+    }
+
+    #[test]
+    fn a_missing_log_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.log");
+        let mut f = LogFollower::new(&path);
+        assert!(lines(&mut f).is_empty());
+        std::fs::write(&path, "==> build\n").unwrap();
+        assert_eq!(lines(&mut f), ["==> build"]);
+    }
+
+    #[test]
+    fn appended_pieces_give_whole_lines_once() {
+        let mut log = Log::new();
+        let mut f = LogFollower::new(&log.path);
+        log.append(b"==> conf");
+        assert!(lines(&mut f).is_empty(), "half a line waits");
+        log.append(b"igure\n-- The CXX compiler\n[1/");
+        assert_eq!(lines(&mut f), ["==> configure", "-- The CXX compiler"]);
+        log.append(b"270] Building a.o\r[2/270] Building b.o\r\n\n");
+        assert_eq!(
+            lines(&mut f),
+            ["[1/270] Building a.o", "[2/270] Building b.o"]
+        );
+        assert!(lines(&mut f).is_empty(), "nothing new, nothing again");
+        log.append(b"no newline at the end");
+        assert!(lines(&mut f).is_empty());
+        let mut last = Vec::new();
+        f.finish(&mut |l| last.push(l.to_string()));
+        assert_eq!(last, ["no newline at the end"]);
+        assert_eq!(f.bytes_read(), std::fs::metadata(&log.path).unwrap().len());
+    }
+
+    #[test]
+    fn a_huge_line_is_cut_not_kept() {
+        let mut log = Log::new();
+        let mut f = LogFollower::new(&log.path);
+        let piece = vec![b'x'; 1 << 20];
+        for _ in 0..8 {
+            log.append(&piece);
+            assert!(lines(&mut f).is_empty());
+            assert!(f.line.capacity() <= MAX_LINE);
+        }
+        log.append(b"\n[3/4] next\n");
+        let got = lines(&mut f);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].len(), MAX_LINE);
+        assert_eq!(got[1], "[3/4] next");
+    }
+
+    #[test]
+    fn a_large_log_is_read_once_in_bounded_memory() {
+        let mut log = Log::new();
+        let mut f = LogFollower::new(&log.path);
+        let line = format!(
+            "{:<99}\n",
+            "[ 1/10] c++ -O2 -c some/source/file.cpp -o file.o"
+        );
+        let block = line.repeat(10_000);
+        let mut total = 0u64;
+        let mut seen = 0usize;
+        // 100 MB in 100 appends, followed after each: every byte is read exactly once.
+        for i in 0..100 {
+            log.append(block.as_bytes());
+            total += block.len() as u64;
+            let read = f.poll(&mut |_| seen += 1);
+            assert_eq!(read, block.len() as u64, "append {i}: only the new bytes");
+            assert!(f.line.capacity() <= MAX_LINE, "at most one line is kept");
+        }
+        assert_eq!(total, 100_000_000);
+        assert_eq!(f.bytes_read(), total);
+        assert_eq!(seen, 1_000_000);
+        assert_eq!(f.buf.len(), CHUNK);
+    }
+
+    #[test]
+    fn a_truncated_log_is_followed_from_its_start() {
+        let mut log = Log::new();
+        let mut f = LogFollower::new(&log.path);
+        log.append(b"==> build\n[5/9] x\n");
+        assert_eq!(lines(&mut f).len(), 2);
+        log.file.set_len(0).unwrap();
+        log.append(b"==> configure\n");
+        assert_eq!(lines(&mut f), ["==> configure"]);
+    }
+
+    #[test]
+    fn the_tail_is_read_from_the_end() {
+        let mut log = Log::new();
+        for i in 0..100_000 {
+            log.append(format!("line {i}\n").as_bytes());
+        }
+        assert_eq!(tail(&log.path, 2), ["line 99998", "line 99999"]);
+        let short = Log::new();
+        std::fs::write(&short.path, "a\nb\n").unwrap();
+        assert_eq!(tail(&short.path, 40), ["a", "b"]);
+    }
+
+    #[test]
+    fn marks() {
+        assert_eq!(parse("==> post-install"), Some(Mark::Phase("post-install")));
+        assert_eq!(
+            parse("[132/270] Building CXX object library/src/x.cpp.o"),
+            Some(Mark::Steps {
+                done: 132,
+                total: 270
+            })
+        );
+        assert_eq!(
+            parse("[ 42%] Building CXX object x.o"),
+            Some(Mark::Percent(42))
+        );
+        assert_eq!(
+            parse("[100%] Built target rocsparse"),
+            Some(Mark::Percent(100))
+        );
+        for no in [
+            "",
+            "==> ",
+            "[==========] 12 tests ran",
+            "[ RUN      ] Foo.Bar",
+            "[0/0] nothing",
+            "[9/3] backwards",
+            "[-1/3] negative",
+            "[142%] over",
+            "[1/2 unclosed",
+            "warning: [1/2] inside a line",
+            "x==> not at the start",
+        ] {
+            assert_eq!(parse(no), None, "{no:?}");
+        }
+    }
+
+    #[test]
+    fn estimates() {
+        let last = Estimate::new(Some(1200.0), 2.0, 4).unwrap();
+        assert_eq!(last.from, EstimateFrom::LastBuild);
+        assert_eq!(last.secs, 1200.0);
+        let hint = Estimate::new(None, 1.5, 4).unwrap();
+        assert_eq!(hint.from, EstimateFrom::Recipe);
+        assert_eq!(
+            hint.secs,
+            1.5 * 3600.0 * 2.0,
+            "8 reference cores over 4 jobs"
+        );
+        assert_eq!(Estimate::new(None, 0.0, 4), None);
+
+        assert_eq!(
+            eta(200.0, Some(last), Some((10, 100, 50.0))),
+            Some((1000, EstimateFrom::LastBuild)),
+            "a previous build beats the step rate"
+        );
+        assert_eq!(eta(1300.0, Some(last), None), None, "past the estimate");
+        assert_eq!(
+            eta(100.0, Some(hint), Some((1, 270, 5.0))),
+            Some((10700, EstimateFrom::Recipe)),
+            "too few steps to go by"
+        );
+        assert_eq!(
+            eta(400.0, Some(hint), Some((135, 270, 300.0))),
+            Some((300, EstimateFrom::Steps))
+        );
+        assert_eq!(
+            eta(400.0, None, Some((90, 270, 300.0))),
+            Some((600, EstimateFrom::Steps))
+        );
+        assert_eq!(eta(400.0, None, None), None);
+        assert_eq!(
+            eta(20.0, Some(hint), Some((135, 270, 10.0))),
+            Some((10780, EstimateFrom::Recipe)),
+            "too short a time to give a rate"
+        );
+        assert_eq!(eta(20.0, None, Some((270, 270, 100.0))), None);
+    }
+
+    #[test]
+    fn the_tracker_follows_phases_and_steps() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("rocsparse", t0, Estimate::new(Some(1600.0), 1.0, 8));
+        t.set_phase("sources", at(0));
+        for (s, l) in [
+            (30, "==> configure"),
+            (60, "-- Configuring done"),
+            (100, "==> build"),
+            (700, "[132/270] Building CXX object a.o"),
+        ] {
+            t.line(l, at(s));
+        }
+        assert_eq!(
+            t.status(at(724)).to_string(),
+            "rocsparse  build [132/270]  12m04s elapsed, ~15m left"
+        );
+        t.line("==> install", at(1500));
+        let s = t.status(at(1510));
+        assert_eq!(
+            (s.phase.as_str(), s.done, s.eta_s),
+            ("install", None, Some(90))
+        );
+    }
+}
