@@ -89,10 +89,15 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     let d = dir.path();
     // The line's rocRAND exactly as the built-in catalog ships it (the library; this line
     // builds no test client).
+    // ROCFORGE_TEST_CACHE: a source cache (and ccache) to reuse across runs on a developer's
+    // machine; CI starts from nothing.
+    let cache = std::env::var_os("ROCFORGE_TEST_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| d.join("cache"));
     let env: [(&str, &Path); 3] = [
         ("CONTAINERS_CONF", &containers_conf()),
         ("ROCFORGE_STORE", &d.join("store")),
-        ("ROCFORGE_CACHE", &d.join("cache")),
+        ("ROCFORGE_CACHE", &cache),
     ];
     let o = rocforge_env(
         d,
