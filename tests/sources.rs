@@ -1576,3 +1576,21 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     );
     assert!(err.contains("fix-f.patch, docs.patch"), "{err}");
 }
+
+/// A line whose builder image exists only locally (`localhost/…`, made by `rocforge image
+/// build`) locks without a registry: plans key such an image by its local ID.
+#[test]
+fn a_local_builder_image_is_not_locked() {
+    let w = world();
+    let o = rocforge(w.path(), &["--recipes", "recipes", "lock"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("localhost/rocforge-test:1.0 is built locally (`rocforge image build`)"),
+        "{}",
+        o.stderr
+    );
+    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    assert!(!lock.contains("[[images]]"), "{lock}");
+    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+}

@@ -256,6 +256,12 @@ pub fn path_for(recipes_dir: &Path) -> PathBuf {
 
 /// Problems that make a lockfile stale against the catalog: missing, changed or orphaned
 /// entries. Needs no network, so CI can run it (`rocforge lock --check`).
+/// An image that exists only in the local runtime (`localhost/…`, made by `rocforge image
+/// build`): no registry holds a digest to pin, and plans key it by its local image ID instead.
+pub fn is_local_image(reference: &str) -> bool {
+    reference.starts_with("localhost/")
+}
+
 pub fn check(catalogs: &[&crate::catalog::Catalog], lock: &Lockfile, images: bool) -> Vec<String> {
     let mut problems = Vec::new();
     let mut expected = std::collections::BTreeSet::new();
@@ -299,7 +305,10 @@ pub fn check(catalogs: &[&crate::catalog::Catalog], lock: &Lockfile, images: boo
                 }
             }
         }
-        if images && lock.image(release, &c.release.image).is_none() {
+        if images
+            && !is_local_image(&c.release.image)
+            && lock.image(release, &c.release.image).is_none()
+        {
             problems.push(format!(
                 "{release}: builder image {} has no locked digest",
                 c.release.image
