@@ -1610,18 +1610,31 @@ fn ctest_fixture() -> Option<&'static Fixture> {
         std::fs::create_dir_all(&cmk).unwrap();
         exe(&cmk.join("fake-gtest"), FAKE_GTEST_SH);
         std::fs::write(cmk.join("CMakeLists.txt"), CMK_LISTS).unwrap();
-        for (name, switch, test) in [
-            ("cmk", "ON", "kind = \"ctest\"\ndir = \"bin/cmk\""),
+        // A test that runs its program from the build tree, which is not installed.
+        let bt = rel.join("src/cmk-bt");
+        std::fs::create_dir_all(&bt).unwrap();
+        exe(&bt.join("fake-gtest"), FAKE_GTEST_SH);
+        std::fs::write(
+            bt.join("CMakeLists.txt"),
+            CMK_LISTS.replace(
+                "enable_testing()\n",
+                "enable_testing()\nadd_test(NAME cmk_buildtree COMMAND ${CMAKE_BINARY_DIR}/fake-gtest pass)\n",
+            ),
+        )
+        .unwrap();
+        for (name, src, switch, test) in [
+            ("cmk", "cmk", "ON", "kind = \"ctest\"\ndir = \"bin/cmk\""),
             // A CTest directory named as a gtest client (the shipped recipes' old shape).
-            ("cmk-client", "ON", "client = \"bin/cmk\""),
+            ("cmk-client", "cmk", "ON", "client = \"bin/cmk\""),
             // The tree installed somewhere else than [test] says.
-            ("cmk-elsewhere", "ON", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
+            ("cmk-elsewhere", "cmk", "ON", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
             // The same, with the tests switched off: a warning, not a failure.
-            ("cmk-off", "OFF", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
+            ("cmk-off", "cmk", "OFF", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
+            ("cmk-buildtree", "cmk-bt", "ON", "kind = \"ctest\"\ndir = \"bin/cmk\""),
         ] {
             std::fs::write(
                 rel.join(format!("{name}.toml")),
-                format!("name = \"{name}\"\nversion = \"1.0\"\nsummary = \"CTest tree written by CMake\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/cmk\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DBUILD_TEST={switch}\"]\n\n[test]\n{test}\ntimeout = \"20s\"\n"),
+                format!("name = \"{name}\"\nversion = \"1.0\"\nsummary = \"CTest tree written by CMake\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/{src}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DBUILD_TEST={switch}\"]\n\n[test]\n{test}\ntimeout = \"20s\"\n"),
             )
             .unwrap();
         }
@@ -1833,6 +1846,27 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
     assert!(
         all.contains("the test dir bin/cmk-tests holds no CTestTestfile.cmake")
             && all.contains("bin/cmk"),
+        "{all}"
+    );
+    // A test whose program stayed in the build tree: named, with its line.
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "cmk-buildtree",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("test \"cmk_buildtree\" (bin/cmk/CTestTestfile.cmake:7) runs /")
+            && all.contains("/build/fake-gtest, which is not an installed executable"),
         "{all}"
     );
     // Tests switched off: the mismatch is only a warning.

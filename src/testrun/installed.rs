@@ -144,11 +144,11 @@ pub fn check(test: &Test, tree: &Path, built_prefix: &str) -> Result<(), String>
                 installed: tree.to_path_buf(),
             };
             let tests = ctest::read_tree(&at, &map).map_err(|d| {
-                let mut s = d.message.clone();
-                if let Some(p) = d.position() {
-                    s = format!("{p}: {s}");
-                }
-                s
+                let s = match d.position() {
+                    Some(p) => format!("{p}: {}", d.message),
+                    None => d.message.clone(),
+                };
+                s.replace(&format!("{}/", tree.display()), "")
             })?;
             if tests.is_empty() {
                 return Err(format!(
@@ -163,9 +163,13 @@ pub fn check(test: &Test, tree: &Path, built_prefix: &str) -> Result<(), String>
                         |_| t.program.display().to_string(),
                         |p| p.display().to_string(),
                     );
+                    let origin = t
+                        .origin
+                        .strip_prefix(&format!("{}/", tree.display()))
+                        .unwrap_or(&t.origin);
                     return Err(format!(
-                        "test \"{}\" ({}) runs {shown}, which is not an installed executable",
-                        t.name, t.origin
+                        "test \"{}\" ({origin}) runs {shown}, which is not an installed executable",
+                        t.name
                     ));
                 }
             }
