@@ -44,6 +44,26 @@ pub struct PrefixMap {
 }
 
 impl PrefixMap {
+    /// An ENVIRONMENT value: each `:`-separated part under the build's prefix is mapped (a
+    /// test setting LD_LIBRARY_PATH=/opt/rocm/lib must find the tree under test); anything
+    /// else is kept as written.
+    fn map_value(&self, value: &str) -> String {
+        let built = self.built.trim_end_matches('/');
+        value
+            .split(':')
+            .map(|part| match part.strip_prefix(built) {
+                Some(rest) if !built.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+                    self.installed
+                        .join(rest.trim_start_matches('/'))
+                        .display()
+                        .to_string()
+                }
+                _ => part.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+
     fn map(&self, path: &str, base: &Path) -> PathBuf {
         let built = self.built.trim_end_matches('/');
         if !built.is_empty()
@@ -311,7 +331,7 @@ fn set_properties(
                     for kv in split_list(value) {
                         match kv.split_once('=') {
                             Some((k, v)) if !k.is_empty() => {
-                                t.env.push((k.to_string(), v.to_string()))
+                                t.env.push((k.to_string(), map.map_value(v)))
                             }
                             _ => {
                                 return Err(err(
@@ -638,7 +658,7 @@ mod tests {
         let t = parse_text(
             "# CMake generated Testfile\n\
              add_test([=[test_basic]=] \"/opt/rocm/bin/rocRAND/test_basic\" \"--gtest_brief=1\")\n\
-             set_tests_properties([=[test_basic]=] PROPERTIES  ENVIRONMENT \"A=1;B=x\\;y\" TIMEOUT \"90.5\" WILL_FAIL \"ON\" _BACKTRACE_TRIPLES \"a;b;c\")\n\
+             set_tests_properties([=[test_basic]=] PROPERTIES  ENVIRONMENT \"A=1;B=x\\;y;P=/opt/rocm/lib:/usr/lib:/opt/rocmx\" TIMEOUT \"90.5\" WILL_FAIL \"ON\" _BACKTRACE_TRIPLES \"a;b;c\")\n\
              add_test(NAME rel COMMAND ../test_rel arg1 WORKING_DIRECTORY /opt/rocm/share)\n\
              set_tests_properties(rel PROPERTIES DISABLED TRUE SKIP_RETURN_CODE 77)\n\
              add_test(list ${CMAKE_CURRENT_LIST_DIR}/test_list a;b)\n",
@@ -650,7 +670,11 @@ mod tests {
         assert_eq!(t[0].args, ["--gtest_brief=1"]);
         assert_eq!(
             t[0].env,
-            [("A".into(), "1".into()), ("B".into(), "x;y".into())]
+            [
+                ("A".into(), "1".into()),
+                ("B".into(), "x;y".into()),
+                ("P".into(), "/p/lib:/usr/lib:/opt/rocmx".into())
+            ]
         );
         assert_eq!(t[0].timeout, Some(Duration::from_secs_f64(90.5)));
         assert!(t[0].will_fail && !t[0].disabled);
