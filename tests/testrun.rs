@@ -1572,6 +1572,17 @@ fn ctest_fixture() -> Option<&'static Fixture> {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("ctest-trees-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        // Fixtures of earlier runs whose process is gone.
+        for e in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix("ctest-trees-")
+                .and_then(|p| p.parse::<u32>().ok())
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
         machines(&dir);
