@@ -29,6 +29,7 @@ pub struct Arch {
     pub xnack: bool,
     pub sramecc: bool,
     pub matrix: MatrixCores,
+    /// 0 for a generic target, which no device reports.
     pub kfd_version: u32,
     pub pci_ids: Vec<String>,
     /// The nearest target AMD builds for: the spoof baseline and the source of derived data.
@@ -40,6 +41,29 @@ pub struct Arch {
 }
 
 impl Arch {
+    /// A generic target (gfx9-generic, gfx11-generic, ...): code for a family of processors,
+    /// never what a device reports.
+    pub fn is_generic(&self) -> bool {
+        self.kind == "generic"
+    }
+
+    /// The KFD version, or for a generic target the version its name spells (gfx9-4-generic:
+    /// 90400), so that generic targets list in hardware order too.
+    fn order(&self) -> u32 {
+        if !self.is_generic() {
+            return self.kfd_version;
+        }
+        let mut parts = self
+            .llvm
+            .trim_start_matches("gfx")
+            .trim_end_matches("-generic")
+            .split('-')
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let major = parts.next().unwrap_or(0);
+        let minor = parts.next().unwrap_or(0);
+        major * 10000 + minor * 100
+    }
+
     /// `gfx_target_version` split as KFD encodes it: major*10000 + minor*100 + stepping.
     pub fn kfd_triple(&self) -> (u32, u32, u32) {
         (
@@ -89,7 +113,7 @@ impl ArchTable {
                 diags.push(
                     Diagnostic::new(format!("\"{llvm}\" is not an LLVM AMDGPU processor name"))
                         .at(file, key.span(), "expected gfx followed by hex digits")
-                        .hint("names look like gfx90c or gfx1151"),
+                        .hint("names look like gfx90c, gfx1151 or gfx11-generic"),
                 );
                 continue;
             }
@@ -150,11 +174,19 @@ impl ArchTable {
         self.arches.keys().map(String::as_str)
     }
 
-    /// Targets in hardware order (by KFD version), so gfx900 comes before gfx1010.
+    /// Targets in hardware order (by KFD version), so gfx900 comes before gfx1010; the
+    /// generic targets, which no device reports, come last.
     pub fn iter(&self) -> impl Iterator<Item = &Arch> {
         let mut v: Vec<&Arch> = self.arches.values().collect();
-        v.sort_by_key(|a| (a.kfd_version, a.llvm.clone()));
+        v.sort_by_key(|a| (a.is_generic(), a.order(), a.llvm.clone()));
         v.into_iter()
+    }
+
+    /// The processor a device reporting this KFD `gfx_target_version` is.
+    pub fn by_kfd_version(&self, version: u32) -> Option<&Arch> {
+        (version != 0)
+            .then(|| self.iter().find(|a| a.kfd_version == version))
+            .flatten()
     }
 
     pub fn len(&self) -> usize {
@@ -239,7 +271,7 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
     );
     let family = r.str("family", d, "e.g. family = \"gfx9\"");
     let generation = r.str("generation", d, "e.g. generation = \"GCN 5 (Vega)\"");
-    let kind = r.str("kind", d, "one of igpu, dgpu, datacenter");
+    let kind = r.str("kind", d, "one of igpu, dgpu, datacenter, generic");
     let wavefront = r.opt_int("wavefront", d);
     let xnack = r.opt_bool("xnack", d);
     let sramecc = r.opt_bool("sramecc", d);
@@ -252,13 +284,40 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
     let notes = r.opt_str("notes", d);
 
     let file = r.file().clone();
+    const KINDS: [&str; 4] = ["igpu", "dgpu", "datacenter", "generic"];
     if let Some(k) = &kind
-        && !["igpu", "dgpu", "datacenter"].contains(&k.as_str())
+        && !KINDS.contains(&k.as_str())
     {
         d.push(
             Diagnostic::new(format!("unknown kind \"{}\" for {llvm}", k.value))
-                .at(&file, k.span.clone(), "expected igpu, dgpu or datacenter")
-                .maybe_hint(did_you_mean(k, ["igpu", "dgpu", "datacenter"])),
+                .at(
+                    &file,
+                    k.span.clone(),
+                    "expected igpu, dgpu, datacenter or generic",
+                )
+                .maybe_hint(did_you_mean(k, KINDS)),
+        );
+    }
+    // The name decides what the entry is; a kind that disagrees is reported once, here.
+    let generic = llvm.ends_with("-generic");
+    if let Some(k) = &kind
+        && (k.as_str() == "generic") != generic
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "kind \"{}\" does not fit the processor name {llvm}",
+                k.value
+            ))
+            .at(
+                &file,
+                k.span.clone(),
+                if generic {
+                    "a gfxN-generic target is not a device"
+                } else {
+                    "only gfxN-generic targets are generic"
+                },
+            )
+            .hint("generic targets (gfx9-generic, gfx11-generic, ...) have kind = \"generic\"; processors are igpu, dgpu or datacenter"),
         );
     }
     let matrix = match matrix.as_ref().map(|m| m.as_str()) {
@@ -304,6 +363,15 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
         }
     }
     let kfd = match kfd {
+        Some(k) if generic => {
+            d.push(
+                Diagnostic::new(format!("generic target {llvm} has a kfd-version"))
+                    .at(&file, k.span.clone(), "no device reports a generic target")
+                    .hint("drop kfd-version; the processors it covers carry their own"),
+            );
+            None
+        }
+        None if generic => Some(0),
         Some(k) if (1..1_000_000).contains(&k.value) => Some(k.value as u32),
         Some(k) => {
             d.push(
@@ -364,14 +432,23 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
     })
 }
 
+/// `gfx90c`, `gfx1151`, or a generic target: `gfx9-generic`, `gfx10-3-generic`.
 pub fn is_arch_name(s: &str) -> bool {
-    s.strip_prefix("gfx").is_some_and(|rest| {
-        !rest.is_empty()
-            && rest.len() <= 5
-            && rest
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-    })
+    let Some(rest) = s.strip_prefix("gfx") else {
+        return false;
+    };
+    if let Some(version) = rest.strip_suffix("-generic") {
+        return !version.is_empty()
+            && version.len() <= 5
+            && version
+                .split('-')
+                .all(|p| !p.is_empty() && p.len() <= 2 && p.chars().all(|c| c.is_ascii_digit()));
+    }
+    !rest.is_empty()
+        && rest.len() <= 5
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
 }
 
 /// An LLVM AMDGPU target ID: a processor plus optional `sramecc`/`xnack` settings.
@@ -533,5 +610,74 @@ mod tests {
         assert!("gfx90c:xnack+:xnack-".parse::<TargetId>().is_err());
         assert!("90c".parse::<TargetId>().is_err());
         assert!("gfx".parse::<TargetId>().is_err());
+        let g: TargetId = "gfx9-4-generic:xnack-:sramecc+".parse().unwrap();
+        assert_eq!(g.to_string(), "gfx9-4-generic:sramecc+:xnack-");
+        for bad in [
+            "gfx-generic",
+            "gfx9--generic",
+            "gfxa-generic",
+            "gfx9-generic-x",
+        ] {
+            assert!(bad.parse::<TargetId>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_table_knows_every_processor_the_code_objects_name() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/arches.toml");
+        let file = SourceFile::new(path, std::fs::read_to_string(path).unwrap());
+        let mut d = Diagnostics::default();
+        let table = ArchTable::parse(&file, &mut d);
+        assert!(
+            d.is_empty(),
+            "{:?}",
+            d.iter().map(|x| x.render(false)).collect::<Vec<_>>()
+        );
+        // Every GCN processor and generic target of AMDGPUUsage up to gfx12 that an
+        // EF_AMDGPU_MACH value names.
+        for mach in 0x20..=0x5f {
+            if let Some(name) = crate::inspect::codeobject::mach_name(mach)
+                && ![
+                    "gfx1154",
+                    "gfx1170",
+                    "gfx1171",
+                    "gfx1172",
+                    "gfx1251",
+                    "gfx1310",
+                    "gfx12-5-generic",
+                ]
+                .contains(&name)
+            {
+                assert!(
+                    table.get(name).is_some(),
+                    "{name} (mach {mach:#x}) is not in the table"
+                );
+            }
+        }
+        for a in table.iter() {
+            // KFD's encoding: major*10000 + minor*100 + stepping, stepping a hex digit of the name.
+            if !a.is_generic() {
+                let (maj, min, step) = a.kfd_triple();
+                assert_eq!(
+                    a.llvm,
+                    format!("gfx{maj}{min}{step:x}"),
+                    "kfd-version {} does not spell the name",
+                    a.kfd_version
+                );
+            }
+            // gfx6 to gfx9 run wave64 only; gfx10 and later default to wave32.
+            let wave = if a.family.starts_with("gfx1") { 32 } else { 64 };
+            assert_eq!(a.wavefront, wave, "{}", a.llvm);
+            let matrix = match a.llvm.as_str() {
+                "gfx908" | "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950"
+                | "gfx9-4-generic" => MatrixCores::Mfma,
+                n if n.starts_with("gfx11") || n.starts_with("gfx12") => MatrixCores::Wmma,
+                _ => MatrixCores::None,
+            };
+            assert_eq!(a.matrix, matrix, "{}", a.llvm);
+        }
+        assert_eq!(table.get("gfx90a").unwrap().kfd_version, 90010);
+        assert_eq!(table.get("gfx90a").unwrap().hsa_override(), "9.0.10");
+        assert!(table.by_kfd_version(0).is_none());
     }
 }

@@ -265,6 +265,59 @@ fn arch_table_views() {
     .unwrap();
     assert_eq!(v["arch"]["kfd_version"], 90002);
     assert_eq!(v["arch"]["nearest"], "gfx900");
+    // Debian's targets and AMD's datacenter ones are known, with their facts.
+    insta::assert_snapshot!(
+        "arch_show_gfx90a",
+        ok(&manifest(), &["arch", "show", "gfx90a"])
+    );
+    assert_eq!(
+        ok(&manifest(), &["arch", "show", "90010"]),
+        ok(&manifest(), &["arch", "show", "gfx90a"])
+    );
+    insta::assert_snapshot!(
+        "arch_show_gfx11_generic",
+        ok(&manifest(), &["arch", "show", "gfx11-generic"])
+    );
+    let v: Value = serde_json::from_str(&ok(
+        &manifest(),
+        &["arch", "show", "gfx942:sramecc+:xnack-", "--format", "json"],
+    ))
+    .unwrap();
+    assert_eq!(v["target"], "gfx942:sramecc+:xnack-");
+    assert_eq!(v["arch"]["matrix"], "mfma");
+    assert_eq!(v["arch"]["kfd_version"], 90402);
+    for t in [
+        "gfx600",
+        "gfx700",
+        "gfx803",
+        "gfx908",
+        "gfx90a",
+        "gfx940",
+        "gfx941",
+        "gfx942",
+        "gfx950",
+        "gfx1010",
+        "gfx1030",
+        "gfx1101",
+        "gfx1102",
+        "gfx1150",
+        "gfx1151",
+        "gfx1152",
+        "gfx1153",
+        "gfx1200",
+        "gfx1201",
+        "gfx9-generic",
+        "gfx9-4-generic",
+        "gfx10-1-generic",
+        "gfx10-3-generic",
+        "gfx11-generic",
+        "gfx12-generic",
+    ] {
+        ok(&manifest(), &["arch", "show", t]);
+    }
+    // A generic target is never what a device reports.
+    let o = rocforge(&manifest(), &["arch", "show", "0"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
 }
 
 #[test]

@@ -553,3 +553,52 @@ fn cli_output_snapshots() {
     );
     assert_eq!(o.code, 0, "{}", o.stdout);
 }
+
+/// Debian's own targets (gfx90a, gfx1100, ...) were unknown to the table: `--against` refused
+/// them before looking at a single code object.
+#[test]
+fn against_datacenter_and_rdna3_targets() {
+    let Some(clang) = require("clang++-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("prefix/lib")).unwrap();
+    let bare = fixtures().join("bare.hip");
+    let lib = |arches: &[&str], out: &str| {
+        run(Command::new(&clang)
+            .current_dir(d)
+            .args(["-x", "hip", "-nogpuinc", "-nogpulib", "-fPIC", "-shared"])
+            .args(arches.iter().map(|a| format!("--offload-arch={a}")))
+            .arg(&bare)
+            .args(["-o", out]));
+    };
+    lib(&["gfx90a", "gfx1100"], "prefix/lib/libdeb.so");
+    lib(&["gfx90a:xnack+"], "prefix/lib/libunified.so");
+    assert_eq!(
+        targets_of(&d.join("prefix/lib/libdeb.so")),
+        ["gfx1100", "gfx90a"]
+    );
+    let o = rocforge(
+        d,
+        &[
+            "inspect",
+            "--against",
+            "gfx90a:xnack+,gfx1100",
+            "prefix/lib/libdeb.so",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    // libunified.so has only xnack+ code: plain gfx90a (either mode) and gfx1100 are missing.
+    let o = rocforge(d, &["inspect", "--against", "gfx90a,gfx1100", "prefix"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    insta::assert_snapshot!("against_gfx90a_gfx1100", o.stdout);
+    // gfx1102 (Navi 33) is known; gfx1100 is its nearest, so its code is named as the stand-in.
+    let t = table();
+    let r = inspect::coverage(&[d.join("prefix/lib/libdeb.so")], &[tid("gfx1102")], &t).unwrap();
+    assert!(
+        matches!(&r.rows[0].targets[0].status, Status::OnlyCompatible { nearest, .. } if nearest == "gfx1100"),
+        "{:?}",
+        r.rows[0].targets[0].status
+    );
+}

@@ -1500,3 +1500,405 @@ fn report_from_two_machines_in_headless_chromium() {
     assert!(dom.contains("Mixed.nobinary") && dom.contains("hipErrorNoBinaryForGpu"));
     eprintln!("screenshot: {}", shot.display());
 }
+
+// ---------------------------------------------------------------- CTest trees
+
+/// A gtest-speaking shell script behaving by its first argument, printing where it ran, what
+/// its environment held and its arguments.
+const FAKE_GTEST_SH: &str = r#"#!/bin/sh
+echo "[==========] Running 1 test from 1 test suite."
+echo "cwd $(pwd) who ${FAKE_WHO:-none} x ${FAKE_X:-none} recipe ${FAKE_RECIPE:-none} args $*"
+case "$1" in
+pass) echo "[  PASSED  ] 1 test."; exit 0 ;;
+fail) echo "test_main.cpp:12: Failure"; echo "Expected equality of these values"; echo "[  FAILED  ] 1 test"; exit 1 ;;
+segv) kill -SEGV $$ ;;
+hang) exec sleep 30 ;;
+127) echo "fake-gtest: error while loading shared libraries: libgone.so: cannot open shared object file: No such file or directory" >&2; exit 127 ;;
+skip) echo "[  SKIPPED ] no device"; exit 77 ;;
+esac
+exit 3
+"#;
+
+/// rocRAND's layout: programs in bin/, the CTest tree in bin/trees with a subdirectory; the
+/// commands are absolute build-prefix paths, relative paths and ${CMAKE_CURRENT_LIST_DIR}.
+const TREES_CTEST: &str = r#"# CMake generated Testfile for
+# Source directory: /src/test
+add_test([=[t_pass]=] "/opt/rocm/bin/fake-gtest" "pass")
+set_tests_properties([=[t_pass]=] PROPERTIES  ENVIRONMENT "FAKE_WHO=ctest;FAKE_X=a\;b" WORKING_DIRECTORY "/opt/rocm/bin/trees/sub" _BACKTRACE_TRIPLES "/src/test/CMakeLists.txt;5;add_test;/src/test/CMakeLists.txt;0;")
+add_test(t_fail "../fake-gtest" "fail")
+add_test(NAME t_segv COMMAND ../fake-gtest segv)
+add_test(t_hang ../fake-gtest hang)
+set_tests_properties(t_hang PROPERTIES TIMEOUT 1 LABELS "slow")
+add_test(t_127 ../fake-gtest 127)
+add_test(t_disabled ../fake-gtest fail)
+set_tests_properties(t_disabled PROPERTIES DISABLED ON)
+add_test(t_willfail ../fake-gtest fail)
+set_tests_properties(t_willfail PROPERTIES WILL_FAIL TRUE)
+add_test(t_skip ../fake-gtest skip)
+set_tests_properties(t_skip PROPERTIES SKIP_RETURN_CODE 77)
+subdirs("sub")
+"#;
+
+const CMK_LISTS: &str = r#"cmake_minimum_required(VERSION 3.16)
+project(cmk NONE)
+enable_testing()
+install(PROGRAMS fake-gtest DESTINATION bin)
+add_test(NAME cmk_pass COMMAND ${CMAKE_INSTALL_PREFIX}/bin/fake-gtest pass)
+set_tests_properties(cmk_pass PROPERTIES ENVIRONMENT "FAKE_WHO=cmake" TIMEOUT 20)
+add_test(NAME cmk_fail COMMAND ${CMAKE_INSTALL_PREFIX}/bin/fake-gtest fail)
+add_test(NAME cmk_willfail COMMAND ${CMAKE_INSTALL_PREFIX}/bin/fake-gtest fail)
+set_tests_properties(cmk_willfail PROPERTIES WILL_FAIL TRUE)
+install(FILES ${CMAKE_BINARY_DIR}/CTestTestfile.cmake DESTINATION bin/cmk)
+"#;
+
+fn cmake_works() -> bool {
+    Command::new("cmake")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A release of CTest-tree components: `trees` (a copy build of a hand-written tree) and
+/// `cmk` plus three variants (cmake builds installing the CTestTestfile.cmake CMake itself
+/// generated), built for gfx90c on the host. None when cmake is missing (and not in CI).
+fn ctest_fixture() -> Option<&'static Fixture> {
+    static F: OnceLock<Option<Fixture>> = OnceLock::new();
+    F.get_or_init(|| {
+        if !require("cmake", cmake_works()) {
+            return None;
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("ctest-trees-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Fixtures of earlier runs whose process is gone.
+        for e in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix("ctest-trees-")
+                .and_then(|p| p.parse::<u32>().ok())
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+        machines(&dir);
+        let rel = dir.join("recipes/hw-1.0");
+        std::fs::create_dir_all(&rel).unwrap();
+        std::fs::copy(
+            manifest().join("recipes/arches.toml"),
+            dir.join("recipes/arches.toml"),
+        )
+        .unwrap();
+        std::fs::write(
+            rel.join("release.toml"),
+            "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+        )
+        .unwrap();
+        let exe = |p: &Path, text: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(p, text).unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let src = rel.join("src/trees");
+        std::fs::create_dir_all(src.join("trees/sub")).unwrap();
+        exe(&src.join("fake-gtest"), FAKE_GTEST_SH);
+        std::fs::write(src.join("trees/CTestTestfile.cmake"), TREES_CTEST).unwrap();
+        std::fs::write(
+            src.join("trees/sub/CTestTestfile.cmake"),
+            "add_test(t_sub \"${CMAKE_CURRENT_LIST_DIR}/../../fake-gtest\" pass)\n",
+        )
+        .unwrap();
+        std::fs::write(
+            rel.join("trees.toml"),
+            "name = \"trees\"\nversion = \"1.0\"\nsummary = \"a CTest tree\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/trees\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n\n[test]\nkind = \"ctest\"\ndir = \"bin/trees\"\nargs = [\"--extra\"]\nshards = 2\ntimeout = \"3s\"\nenv = { FAKE_RECIPE = \"yes\" }\n",
+        )
+        .unwrap();
+        let cmk = rel.join("src/cmk");
+        std::fs::create_dir_all(&cmk).unwrap();
+        exe(&cmk.join("fake-gtest"), FAKE_GTEST_SH);
+        std::fs::write(cmk.join("CMakeLists.txt"), CMK_LISTS).unwrap();
+        // A test that runs its program from the build tree, which is not installed.
+        let bt = rel.join("src/cmk-bt");
+        std::fs::create_dir_all(&bt).unwrap();
+        exe(&bt.join("fake-gtest"), FAKE_GTEST_SH);
+        std::fs::write(
+            bt.join("CMakeLists.txt"),
+            CMK_LISTS.replace(
+                "enable_testing()\n",
+                "enable_testing()\nadd_test(NAME cmk_buildtree COMMAND ${CMAKE_BINARY_DIR}/fake-gtest pass)\n",
+            ),
+        )
+        .unwrap();
+        for (name, src, switch, test) in [
+            ("cmk", "cmk", "ON", "kind = \"ctest\"\ndir = \"bin/cmk\""),
+            // A CTest directory named as a gtest client (the shipped recipes' old shape).
+            ("cmk-client", "cmk", "ON", "client = \"bin/cmk\""),
+            // The tree installed somewhere else than [test] says.
+            ("cmk-elsewhere", "cmk", "ON", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
+            // The same, with the tests switched off: a warning, not a failure.
+            ("cmk-off", "cmk", "OFF", "kind = \"ctest\"\ndir = \"bin/cmk-tests\""),
+            ("cmk-buildtree", "cmk-bt", "ON", "kind = \"ctest\"\ndir = \"bin/cmk\""),
+        ] {
+            std::fs::write(
+                rel.join(format!("{name}.toml")),
+                format!("name = \"{name}\"\nversion = \"1.0\"\nsummary = \"CTest tree written by CMake\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/{src}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DBUILD_TEST={switch}\"]\n\n[test]\n{test}\ntimeout = \"20s\"\n"),
+            )
+            .unwrap();
+        }
+        let o = rf(
+            &dir,
+            &["--recipes", "recipes", "build", "trees", "cmk", "--arch", "gfx90c", "--runtime", "host"],
+        );
+        assert_eq!(o.code, 0, "build:\n{}\n{}", o.stdout, o.stderr);
+        Some(Fixture { dir })
+    })
+    .as_ref()
+}
+
+#[test]
+fn ctest_tree_runs_each_test_sharded_hang_proof_and_classified() {
+    let Some(f) = ctest_fixture() else { return };
+    let out = f.dir.join("r-trees");
+    let args = |resume: bool| {
+        let mut v = vec![
+            "--recipes".to_string(),
+            "recipes".into(),
+            "--quiet".into(),
+            "test".into(),
+            "trees".into(),
+            "--arch".into(),
+            "gfx90c".into(),
+            "--sysfs-root".into(),
+            f.root("m-gfx90c"),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        if resume {
+            v.push("--resume".into());
+        }
+        v
+    };
+    // Tests in file order: t_pass t_fail t_segv t_hang t_127 t_disabled t_willfail t_skip
+    // t_sub; shard 0 runs the even ones, shard 1 the odd. Killed while t_hang (shard 1's
+    // second) runs, then resumed.
+    let journal = out.join("journal.jsonl");
+    let mut child = base_cmd(&f.dir, &[])
+        .args(args(false))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.contains("\"t_fail\"") {
+            break; // t_hang runs for a second now
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no progress: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = rf(
+        &f.dir,
+        &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    let expected = [
+        ("t_pass", "passed", None),
+        ("t_fail", "failed", Some("assertion")),
+        ("t_segv", "crashed", Some("crash")),
+        ("t_hang", "hung", Some("hang")),
+        ("t_127", "failed", Some("missing-library")),
+        ("t_disabled", "skipped", Some("skipped")),
+        ("t_willfail", "passed", None),
+        ("t_skip", "skipped", Some("skipped")),
+        ("t_sub", "passed", None),
+    ];
+    assert_eq!(
+        v["tests"].as_array().unwrap().len(),
+        expected.len(),
+        "{:#}",
+        v["tests"]
+    );
+    for (i, (name, outcome, class)) in expected.iter().enumerate() {
+        let t = by_name(&v, name);
+        assert_eq!(t["outcome"], *outcome, "{name}: {t:#}");
+        assert_eq!(t["class"].as_str(), *class, "{name}: {t:#}");
+        assert_eq!(t["shard"], i % 2, "{name}: test i runs in shard i % 2");
+    }
+    let excerpt = |n: &str| by_name(&v, n)["excerpt"].as_str().unwrap().to_string();
+    assert!(
+        excerpt("t_segv").contains("SIGSEGV"),
+        "{}",
+        excerpt("t_segv")
+    );
+    assert!(
+        excerpt("t_127").contains("libgone.so"),
+        "{}",
+        excerpt("t_127")
+    );
+    assert!(
+        excerpt("t_fail").contains("Failure"),
+        "{}",
+        excerpt("t_fail")
+    );
+    assert!(excerpt("t_disabled").contains("DISABLED"));
+    // CTest's TIMEOUT 1 is shorter than the recipe's 3s, so it applies.
+    let ms = by_name(&v, "t_hang")["duration_ms"].as_u64().unwrap();
+    assert!((900..2900).contains(&ms), "t_hang took {ms} ms");
+    // The build prefix was mapped into the tree under test; WORKING_DIRECTORY, ENVIRONMENT
+    // (with an escaped ;), the recipe's env and args reached the program.
+    let log = std::fs::read_to_string(out.join("logs/bin-0000-t_pass.attempt-1.log")).unwrap();
+    let prefix = out.join("prefix");
+    assert!(
+        log.contains(&format!(
+            "cwd {}/bin/trees/sub who ctest x a;b recipe yes args pass --extra",
+            prefix.display()
+        )),
+        "{log}"
+    );
+    let log = std::fs::read_to_string(out.join("logs/bin-0008-t_sub.attempt-1.log")).unwrap();
+    assert!(
+        log.contains(&format!("cwd {}/bin/trees/sub who none", prefix.display())),
+        "{log}"
+    );
+    // Resumed: each test journaled once, the interrupted one again in a second attempt.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    for (name, _, _) in expected {
+        assert_eq!(
+            text.matches(&format!("\"name\":\"{name}\"")).count(),
+            1,
+            "{name} journaled once:\n{text}"
+        );
+    }
+    let hang = text.lines().find(|l| l.contains("\"t_hang\"")).unwrap();
+    assert!(hang.ends_with("\"attempt\":2}"), "{hang}");
+    assert_eq!(v["client"]["path"], "bin/trees");
+    assert!(v["environment"].get("GTEST_TOTAL_SHARDS").is_none());
+}
+
+#[test]
+fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
+    let Some(f) = ctest_fixture() else { return };
+    // What CMake itself generated (bracket arguments, _BACKTRACE_TRIPLES, absolute paths
+    // under the build's prefix) runs without cmake.
+    let out = f.dir.join("r-cmk");
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "--quiet",
+            "test",
+            "cmk",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    assert_eq!(by_name(&v, "cmk_pass")["outcome"], "passed");
+    assert_eq!(by_name(&v, "cmk_fail")["class"], "assertion");
+    assert_eq!(by_name(&v, "cmk_willfail")["outcome"], "passed");
+    let log = std::fs::read_to_string(out.join("logs/bin-0000-cmk_pass.attempt-1.log")).unwrap();
+    assert!(log.contains("who cmake"), "{log}");
+
+    // A build that enables its tests fails when [test] does not match what it installed.
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "cmk-client",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("cmk-client: the build enables its tests, but the test client bin/cmk is a CTest directory")
+            && all.contains("write kind = \"ctest\" and dir = \"bin/cmk\"")
+            && all.contains("cmk-client.toml"),
+        "{all}"
+    );
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "cmk-elsewhere",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("the test dir bin/cmk-tests holds no CTestTestfile.cmake")
+            && all.contains("bin/cmk"),
+        "{all}"
+    );
+    // A test whose program stayed in the build tree: named, with its line.
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "cmk-buildtree",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("test \"cmk_buildtree\" (bin/cmk/CTestTestfile.cmake:7) runs /")
+            && all.contains("/build/fake-gtest, which is not an installed executable"),
+        "{all}"
+    );
+    // Tests switched off: the mismatch is only a warning.
+    let o = rf(
+        &f.dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "cmk-off",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("warning: cmk-off: the test dir bin/cmk-tests holds no CTestTestfile.cmake")
+            && all.contains("the build switches its tests off"),
+        "{all}"
+    );
+}

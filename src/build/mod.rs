@@ -108,6 +108,12 @@ enum StepError {
     Coverage { component: String, table: String },
     #[error("{0}")]
     License(#[from] license::LicenseError),
+    #[error("{component}: the build enables its tests, but {why}")]
+    TestCorpus {
+        component: String,
+        recipe: String,
+        why: String,
+    },
 }
 
 impl StepError {
@@ -121,6 +127,7 @@ impl StepError {
             StepError::Io { .. } => "check free disk space".into(),
             StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
             StepError::License(e) => e.hint(),
+            StepError::TestCorpus { recipe, .. } => format!("make [test] in {recipe} name what the build installs (client for kind = \"gtest\", dir for \"each-binary\" and \"ctest\"), or install the tests where it points"),
             StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches); to accept and record the gap, pass --allow-missing TARGET (no code) or --allow-spoof TARGET (another processor's code, run under HSA_OVERRIDE_GFX_VERSION)".into(),
         }
     }
@@ -570,6 +577,35 @@ impl Builder<'_> {
                 Some(self.gate(component, &staging.tree())?)
             }
         };
+        if let Some(test) = &recipe.test {
+            task.set_message("checking the test corpus");
+            let enabled = crate::testrun::installed::tests_enabled(recipe);
+            if let Err(why) = crate::testrun::installed::check(
+                test,
+                &staging.tree(),
+                &self.sources.catalog.release.prefix,
+            ) {
+                // Only a build known to build its tests must have installed them; otherwise
+                // the tests may simply be off (or built by a script rocforge cannot read).
+                if enabled == Some(true) {
+                    task.finish(&format!("{component}: FAILED"));
+                    return Err(StepError::TestCorpus {
+                        component: component.into(),
+                        recipe: recipe.file.display.clone(),
+                        why,
+                    });
+                }
+                self.reporter.note(&format!(
+                    "warning: {component}: {why} ([test] in {}{})",
+                    recipe.file.display,
+                    if enabled == Some(false) {
+                        "; the build switches its tests off"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
         std::fs::copy(log, staging.log()).map_err(io("log"))?;
         crate::fault::point("build");
         let seconds = clock.elapsed().as_secs_f64();

@@ -58,7 +58,9 @@ pub fn arch_list(g: &Global) -> Result<ExitCode> {
                     .chars()
                     .collect::<String>(),
                 matrix_name(a.matrix).into(),
-                if a.rocm_supported {
+                if a.is_generic() {
+                    String::new()
+                } else if a.rocm_supported {
                     "supported".into()
                 } else {
                     a.nearest
@@ -105,7 +107,7 @@ pub fn arch_show(g: &Global, target: &str) -> Result<ExitCode> {
     let by_kfd = target
         .parse::<u32>()
         .ok()
-        .and_then(|v| table.iter().find(|a| a.kfd_version == v));
+        .and_then(|v| table.by_kfd_version(v));
     let (arch, id) = match by_kfd {
         Some(a) => (a, TargetId::plain(&a.llvm)),
         None => {
@@ -152,10 +154,18 @@ pub fn arch_show(g: &Global, target: &str) -> Result<ExitCode> {
         }
     );
     println!("  matrix cores     {}", matrix_name(arch.matrix));
-    println!(
-        "  KFD version      {} (gfx_target_version {maj}.{min}.{step})",
-        arch.kfd_version
-    );
+    if arch.is_generic() {
+        let members = rocforge::inspect::codeobject::generic_members(&arch.llvm)
+            .map(|m| m.join(", "))
+            .unwrap_or_else(|| "-".into());
+        println!("  KFD version      none (a generic target: no device reports it)");
+        println!("  runs on          {members}");
+    } else {
+        println!(
+            "  KFD version      {} (gfx_target_version {maj}.{min}.{step})",
+            arch.kfd_version
+        );
+    }
     println!(
         "  PCI device IDs   {}",
         if arch.pci_ids.is_empty() {

@@ -165,6 +165,57 @@ fn hostname() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The tests of a component's installed CTest tree, every program checked to be in the tree
+/// before anything runs (a path into the build directory would fail each test alike).
+fn ctest_tree(
+    catalog: &Catalog,
+    component: &str,
+    dir: &str,
+    prefix: &Path,
+) -> Result<Vec<rocforge::testrun::ctest::CtestTest>> {
+    use rocforge::testrun::ctest;
+    let root = prefix.join(dir);
+    if !root.join(ctest::TESTFILE).is_file() {
+        return Err(one(
+            format!(
+                "{component}'s install tree has no {dir}/{}",
+                ctest::TESTFILE
+            ),
+            "the recipe's [test] dir is the directory the build installs CTestTestfile.cmake to, relative to the install prefix (e.g. bin/rocRAND)",
+        ));
+    }
+    let map = ctest::PrefixMap {
+        built: catalog.release.prefix.clone(),
+        installed: prefix.to_path_buf(),
+    };
+    let tests = ctest::read_tree(&root, &map).map_err(CliError::One)?;
+    if tests.is_empty() {
+        return Err(one(
+            format!("{dir}/{} of {component} declares no tests", ctest::TESTFILE),
+            "check that the build enables its tests (e.g. -DBUILD_TEST=ON)",
+        ));
+    }
+    for t in &tests {
+        if !t.disabled && !t.program.is_file() {
+            let shown = t.program.strip_prefix(prefix).map_or_else(
+                |_| t.program.display().to_string(),
+                |p| p.display().to_string(),
+            );
+            return Err(one(
+                format!(
+                    "test \"{}\" ({}) runs {shown}, which is not in {component}'s install tree",
+                    t.name, t.origin
+                ),
+                format!(
+                    "an installed CTestTestfile must name programs under the prefix ({}) or relative to itself; a path into the build directory means the tests were not installed with it",
+                    catalog.release.prefix
+                ),
+            ));
+        }
+    }
+    Ok(tests)
+}
+
 pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     only_text_or_json(g, "test")?;
     let catalog = Catalog::load(root(g), g.release.as_deref())?;
@@ -407,6 +458,9 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 skip_exit_code: spec.skip_exit_code,
             }
         }
+        TestKind::Ctest => Corpus::Ctest {
+            tests: ctest_tree(&catalog, a.component, &spec.client, &prefix)?,
+        },
     };
     let mut env: Vec<(String, String)> = vec![
         (
@@ -464,10 +518,10 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
                 .unwrap_or_else(|| "no GPU".into()),
             spec.shards,
             spec.timeout_secs,
-            if spec.kind == TestKind::EachBinary {
-                "per binary"
-            } else {
-                "without progress"
+            match spec.kind {
+                TestKind::EachBinary => "per binary",
+                TestKind::Ctest => "per test",
+                TestKind::Gtest => "without progress",
             }
         );
     }

@@ -17,8 +17,26 @@ const EF_AMDGPU_FEATURE_XNACK_V4: u32 = 0x300;
 const EF_AMDGPU_FEATURE_SRAMECC_V4: u32 = 0xc00;
 const EF_AMDGPU_GENERIC_VERSION_OFFSET: u32 = 24;
 
-/// EF_AMDGPU_MACH_AMDGCN_* values and the processor each names.
+/// EF_AMDGPU_MACH_* values and the processor each names: the R600 ones (no ROCm code object
+/// names them, but a file may) and every AMDGCN one, including those newer LLVM removed
+/// (gfx940, gfx941) or added after gfx12 (gfx1250, gfx1310, gfx117x and their generics).
 const MACHS: &[(u32, &str)] = &[
+    (0x001, "r600"),
+    (0x002, "r630"),
+    (0x003, "rs880"),
+    (0x004, "rv670"),
+    (0x005, "rv710"),
+    (0x006, "rv730"),
+    (0x007, "rv770"),
+    (0x008, "cedar"),
+    (0x009, "cypress"),
+    (0x00a, "juniper"),
+    (0x00b, "redwood"),
+    (0x00c, "sumo"),
+    (0x00d, "barts"),
+    (0x00e, "caicos"),
+    (0x00f, "cayman"),
+    (0x010, "turks"),
     (0x020, "gfx600"),
     (0x021, "gfx601"),
     (0x022, "gfx700"),
@@ -59,19 +77,29 @@ const MACHS: &[(u32, &str)] = &[
     (0x046, "gfx1101"),
     (0x047, "gfx1102"),
     (0x048, "gfx1200"),
+    (0x049, "gfx1250"),
     (0x04a, "gfx1151"),
     (0x04b, "gfx941"),
     (0x04c, "gfx942"),
     (0x04e, "gfx1201"),
     (0x04f, "gfx950"),
+    (0x050, "gfx1310"),
     (0x051, "gfx9-generic"),
     (0x052, "gfx10-1-generic"),
     (0x053, "gfx10-3-generic"),
     (0x054, "gfx11-generic"),
     (0x055, "gfx1152"),
+    (0x057, "gfx1154"),
     (0x058, "gfx1153"),
     (0x059, "gfx12-generic"),
+    (0x05a, "gfx1251"),
+    (0x05b, "gfx12-5-generic"),
+    (0x05c, "gfx1172"),
+    (0x05d, "gfx1170"),
+    (0x05e, "gfx1171"),
     (0x05f, "gfx9-4-generic"),
+    (0x062, "gfx11-7-generic"),
+    (0x063, "gfx13-generic"),
 ];
 
 /// AMDGPUUsage "AMDGPU Generic Processors": the processors a generic target's code runs on.
@@ -288,13 +316,44 @@ mod tests {
 
     #[test]
     fn every_table_target_has_a_mach() {
-        for t in [
-            "gfx900", "gfx902", "gfx906", "gfx90c", "gfx1010", "gfx1030", "gfx1035", "gfx1100",
-            "gfx1103", "gfx1150", "gfx1151", "gfx1200",
-        ] {
-            assert!(mach_of(t).is_some(), "{t}");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/arches.toml");
+        let file = crate::diag::SourceFile::new(path, std::fs::read_to_string(path).unwrap());
+        let mut d = crate::diag::Diagnostics::default();
+        let table = crate::arch::ArchTable::parse(&file, &mut d);
+        assert!(d.is_empty());
+        for t in table.names() {
+            assert!(mach_of(t).is_some(), "{t} has no EF_AMDGPU_MACH value");
         }
-        assert_eq!(mach_of("gfx90c"), Some(0x32));
-        assert_eq!(mach_of("gfx1035"), Some(0x3d));
+        // Debian's libraries (gfx803 to gfx1102) decode; values from LLVM's ELF.h.
+        for (t, m) in [
+            ("gfx803", 0x2a),
+            ("gfx900", 0x2c),
+            ("gfx906", 0x2f),
+            ("gfx908", 0x30),
+            ("gfx90a", 0x3f),
+            ("gfx90c", 0x32),
+            ("gfx1010", 0x33),
+            ("gfx1030", 0x36),
+            ("gfx1035", 0x3d),
+            ("gfx1100", 0x41),
+            ("gfx1101", 0x46),
+            ("gfx1102", 0x47),
+            ("gfx942", 0x4c),
+            ("gfx1201", 0x4e),
+        ] {
+            assert_eq!(mach_of(t), Some(m), "{t}");
+            assert_eq!(mach_name(m), Some(t));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (m, n) in MACHS {
+            assert!(seen.insert(*m), "{m:#x} twice");
+            assert_eq!(MACHS.iter().filter(|(_, x)| x == n).count(), 1, "{n} twice");
+        }
+        for (g, members) in GENERIC_MEMBERS {
+            assert!(table.get(g).is_some_and(|a| a.is_generic()), "{g}");
+            for m in *members {
+                assert!(table.get(m).is_some(), "{g} member {m}");
+            }
+        }
     }
 }

@@ -160,7 +160,7 @@ fn device(
     let version = num(p, "gfx_target_version") as u32;
     let simd_count = num(p, "simd_count") as u32;
     let simd_per_cu = num(p, "simd_per_cu") as u32;
-    let arch = table.iter().find(|a| a.kfd_version == version);
+    let arch = table.by_kfd_version(version);
     let mut mem_banks = 0;
     let mut memory_bytes = 0;
     if let Ok(rd) = std::fs::read_dir(dir.join("mem_banks")) {

@@ -4,8 +4,10 @@
 
 pub mod bundle;
 pub mod classify;
+pub mod ctest;
 pub mod detect;
 pub mod gtest;
+pub mod installed;
 pub mod journal;
 pub mod run;
 pub mod share;

@@ -20,6 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::classify::{self, Class, Evidence, Outcome};
+use super::ctest::CtestTest;
 use super::gtest::{self, Line};
 use super::journal::{Journal, JournalError, Record, TestRecord};
 use crate::progress::Reporter;
@@ -59,6 +60,61 @@ pub enum Corpus {
         binaries: Vec<(String, PathBuf)>,
         skip_exit_code: Option<i32>,
     },
+    /// The tests of an installed CTest tree, each run once like an each-binary program (test
+    /// i in shard i % shards) with its own command, directory, environment and timeout; the
+    /// recipe's args are appended to each test's own.
+    Ctest { tests: Vec<CtestTest> },
+}
+
+/// One program an each-binary or CTest corpus runs as one test.
+struct Unit<'a> {
+    name: &'a str,
+    program: &'a Path,
+    args: Vec<String>,
+    workdir: Option<PathBuf>,
+    env: &'a [(String, String)],
+    timeout: Duration,
+    skip_exit_code: Option<i32>,
+    will_fail: bool,
+    disabled: bool,
+}
+
+fn units<'a>(spec: &'a RunSpec) -> Vec<Unit<'a>> {
+    match &spec.corpus {
+        Corpus::Gtest => Vec::new(),
+        Corpus::EachBinary {
+            binaries,
+            skip_exit_code,
+        } => binaries
+            .iter()
+            .map(|(name, path)| Unit {
+                name,
+                program: path,
+                args: spec.args.clone(),
+                workdir: path.parent().map(Path::to_path_buf),
+                env: &[],
+                timeout: spec.timeout,
+                skip_exit_code: *skip_exit_code,
+                will_fail: false,
+                disabled: false,
+            })
+            .collect(),
+        Corpus::Ctest { tests } => tests
+            .iter()
+            .map(|t| Unit {
+                name: &t.name,
+                program: &t.program,
+                args: t.args.iter().chain(&spec.args).cloned().collect(),
+                workdir: Some(t.workdir.clone()),
+                env: &t.env,
+                // The recipe's timeout bounds every test; CTest's own may only shorten it.
+                timeout: t.timeout.map_or(spec.timeout, |c| c.min(spec.timeout)),
+                skip_exit_code: t.skip_return_code,
+                will_fail: t.will_fail,
+                disabled: t.disabled,
+            })
+            .collect(),
+    }
 }
 
 /// The executables an each-binary corpus names: every executable file (symlinks followed) in
@@ -271,15 +327,10 @@ pub fn run(
             Record::Start { .. } => {}
         }
     }
-    if let Corpus::EachBinary {
-        binaries,
-        skip_exit_code,
-    } = &spec.corpus
-    {
+    if !matches!(spec.corpus, Corpus::Gtest) {
         run_each(
             spec,
-            binaries,
-            *skip_exit_code,
+            &units(spec),
             journal,
             &mut result,
             kernel.as_mut(),
@@ -889,12 +940,10 @@ fn record(
     Ok(())
 }
 
-/// Runs every binary of an each-binary corpus not journaled yet, shard by shard.
-#[allow(clippy::too_many_arguments)]
+/// Runs every unit of an each-binary or CTest corpus not journaled yet, shard by shard.
 fn run_each(
     spec: &RunSpec,
-    binaries: &[(String, PathBuf)],
-    skip_exit_code: Option<i32>,
+    binaries: &[Unit<'_>],
     journal: &mut Journal,
     result: &mut RunResult,
     mut kernel: Option<&mut KernelLog>,
@@ -905,7 +954,7 @@ fn run_each(
             continue;
         }
         let clock = Instant::now();
-        let mine: Vec<(usize, &(String, PathBuf))> = binaries
+        let mine: Vec<(usize, &Unit<'_>)> = binaries
             .iter()
             .enumerate()
             .filter(|(i, _)| *i as u32 % spec.shards == shard)
@@ -931,21 +980,16 @@ fn run_each(
         );
         task.inc(done.len() as u64);
         let (mut exit_code, mut signal) = (Some(0), None);
-        for (index, (name, path)) in mine {
-            if done.contains(name) {
+        for (index, unit) in mine {
+            if done.contains(unit.name) {
                 continue;
             }
-            task.set_message(name);
-            let (t, code, sig) = run_binary(
-                spec,
-                shard,
-                attempt,
-                index,
-                name,
-                path,
-                skip_exit_code,
-                kernel.as_deref_mut(),
-            )?;
+            task.set_message(unit.name);
+            let (t, code, sig) = if unit.disabled {
+                (disabled(shard, attempt, unit.name), Some(0), None)
+            } else {
+                run_binary(spec, shard, attempt, index, unit, kernel.as_deref_mut())?
+            };
             (exit_code, signal) = (code, sig);
             record(journal, &mut result.tests, &mut done, t)?;
             task.inc(1);
@@ -975,23 +1019,48 @@ fn run_each(
     Ok(())
 }
 
-/// Runs one binary of an each-binary corpus in its own directory, killing its process group
-/// at the timeout. Returns its record and its exit code and signal.
-#[allow(clippy::too_many_arguments)]
+/// A test the CTest tree marks DISABLED: reported as skipped, never started (as ctest does).
+fn disabled(shard: u32, attempt: u32, name: &str) -> TestRecord {
+    TestRecord {
+        shard,
+        name: name.to_string(),
+        outcome: Outcome::Skipped,
+        class: Some(Class::Skipped),
+        duration_ms: 0,
+        excerpt: "not run: DISABLED in its CTestTestfile.cmake".into(),
+        attempt,
+    }
+}
+
+/// Runs one unit in its directory, killing its process group at its timeout. Returns its
+/// record and its exit code and signal.
 fn run_binary(
     spec: &RunSpec,
     shard: u32,
     attempt: u32,
     index: usize,
-    name: &str,
-    path: &Path,
-    skip_exit_code: Option<i32>,
+    unit: &Unit<'_>,
     kernel: Option<&mut KernelLog>,
 ) -> Result<(TestRecord, Option<i32>, Option<i32>), RunError> {
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let (name, path) = (unit.name, unit.program);
+    // Test names may hold anything; the log's name keeps only what is safe in a file name.
+    let file: String = match &spec.corpus {
+        Corpus::Ctest { .. } => name,
+        _ => path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or_default(),
+    }
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+            c
+        } else {
+            '_'
+        }
+    })
+    .take(80)
+    .collect();
     let log_file = spec
         .dir
         .join("logs")
@@ -1003,21 +1072,24 @@ fn run_binary(
         log,
         "# rocforge: shard {shard} attempt {attempt}: {} {}",
         path.display(),
-        spec.args
+        unit.args
             .iter()
             .map(|a| crate::process::shell_quote(a))
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let mut cmd = command_for(spec, path, &spec.args);
-    if let Some(dir) = path.parent() {
+    let mut cmd = command_for(spec, path, &unit.args);
+    if let Some(dir) = &unit.workdir {
         cmd.current_dir(dir);
+    }
+    for (k, v) in unit.env {
+        cmd.env(k, v);
     }
     let (reader, writer) = std::io::pipe().map_err(io("creating a pipe"))?;
     let writer2 = writer.try_clone().map_err(io("creating a pipe"))?;
     cmd.stdout(writer).stderr(writer2);
     let started = Instant::now();
-    let deadline = started + spec.timeout;
+    let deadline = started + unit.timeout;
     let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
         client: path.display().to_string(),
         source,
@@ -1087,7 +1159,7 @@ fn run_binary(
         if hung {
             format!(
                 "still running after {}s: killed the process group",
-                spec.timeout.as_secs()
+                unit.timeout.as_secs()
             )
         } else {
             format!("exited: {status}")
@@ -1098,13 +1170,17 @@ fn run_binary(
         Outcome::Hung
     } else if signal.is_some() {
         Outcome::Crashed
-    } else if exit_code == Some(0) {
-        Outcome::Passed
-    } else if exit_code.is_some() && exit_code == skip_exit_code {
+    } else if exit_code.is_some() && exit_code == unit.skip_exit_code {
         Outcome::Skipped
+    } else if (exit_code == Some(0)) != unit.will_fail {
+        Outcome::Passed
     } else {
         Outcome::Failed
     };
+    if unit.will_fail && outcome == Outcome::Failed {
+        // The output of a test that was meant to fail explains nothing; say why it failed.
+        lines.push("WILL_FAIL is set in its CTestTestfile.cmake, but the test passed".into());
+    }
     // The binary is gone: resets logged meanwhile are its own (read even when it passed, so
     // they are not pinned on the next one).
     let resets = kernel.map(|k| k.new_resets()).unwrap_or_default();
