@@ -150,7 +150,7 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
             "--arch",
             "gfx90c,gfx902",
             "--runtime",
-            "podman",
+            "container",
             "--out",
             "dist",
             "--key",
