@@ -114,7 +114,7 @@ impl InstallError {
             InstallError::NotInIndex { .. } => "check the component name and --arch against the index".into(),
             InstallError::MissingDependency { .. } => "the index is incomplete; the publisher must package the dependency too".into(),
             InstallError::OtherHost { .. } => "pass --allow-host HOST if you trust that host".into(),
-            InstallError::Glibc { .. } => "use artifacts built for an older distribution, or build from source with `rocforge build`".into(),
+            InstallError::Glibc { .. } => "install inside a container of a newer distribution (for the debian-6.4 line: its builder image, or debian:unstable), use a line built for an older glibc (rocm-6.4.4 builds on AlmaLinux 8: glibc 2.28), or build from source here with `rocforge build`".into(),
             InstallError::NoRuntime { .. } => format!(
                 "install ROCm's HIP runtime (AMD's hip-runtime-amd package, under /opt/rocm or $ROCM_PATH), \
                  install from an index that offers rocm-runtime, or pass --no-runtime-check to install \
