@@ -1176,3 +1176,114 @@ fn progress_as_json_events() {
     let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(step_results(&report), [("steps".into(), "built".into())]);
 }
+
+/// The debian-6.4 line's builder image: Python with venv and pip, as rocBLAS's Tensile venv
+/// needs (the test builder image has no pip). Made by scripts/debian-image.sh, not by the
+/// machine set-up; CI builds it before the tests, so there its absence fails the test.
+const PIP_IMAGE: &str = "localhost/rocforge/builder:debian-6.4";
+
+/// A `copy` dependency holding a Python package, and a cmake build that pip-installs it from
+/// the read-only dependency mount as rocBLAS installs Tensile: pip builds in the tree it is
+/// given, so that fails, and a `pre-configure` copy into the build directory makes it work,
+/// with no network and no index.
+#[test]
+fn a_pip_install_from_a_dependency_builds_in_a_pre_configure_copy() {
+    let present = Command::new("podman")
+        .args(["image", "exists", PIP_IMAGE])
+        .env("CONTAINERS_CONF", containers_conf())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require(
+        &format!("{PIP_IMAGE} (scripts/debian-image.sh, which .ci/run runs)"),
+        present,
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, PIP_IMAGE);
+    let fixtures = manifest().join("tests/fixtures/pip-install");
+    for name in ["pylib", "consumer"] {
+        rocforge::fsutil::copy_tree(&fixtures.join(name), &root.join("src").join(name)).unwrap();
+    }
+    std::fs::write(
+        rel.join("pylib.toml"),
+        "name = \"pylib\"\nversion = \"4.43.0\"\nsummary = \"Python package\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pylib\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/pylib\"\n",
+    )
+    .unwrap();
+    let consumer = |build: &str| {
+        std::fs::write(
+            rel.join("consumer.toml"),
+            format!("name = \"consumer\"\nversion = \"1.0\"\nsummary = \"pip-installs pylib\"\nlicense = \"MIT\"\ndepends = [\"pylib\"]\n\n[source]\npath = \"../../src/consumer\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nenv = {{ PIP_NO_INDEX = \"1\" }}\n{build}"),
+        )
+        .unwrap();
+    };
+    let build = || {
+        rocforge_env(
+            root,
+            &[("CONTAINERS_CONF", containers_conf().as_path())],
+            &[
+                "--recipes",
+                "recipes",
+                "build",
+                "consumer",
+                "--arch",
+                "gfx90c",
+                "--runtime",
+                "podman",
+            ],
+        )
+    };
+    let logs = || {
+        let mut text = String::new();
+        for dir in [root.join("store"), root.join("cache")] {
+            for e in walk(&dir) {
+                if e.extension().is_some_and(|x| x == "log") {
+                    text.push_str(&std::fs::read_to_string(&e).unwrap_or_default());
+                }
+            }
+        }
+        text
+    };
+
+    consumer("args = [\"-DPYLIB_LOCAL_PATH=/opt/rocm/share/rocforge/pylib\"]\n");
+    let before = build();
+    assert_ne!(before.code, 0, "{}\n{}", before.stdout, before.stderr);
+    let log = logs();
+    assert!(log.contains("Read-only file system"), "{log}");
+
+    consumer(
+        "args = [\"-DPYLIB_LOCAL_PATH=/build/pylib-source\"]\npre-configure = \"\"\"\ncp -R \"$ROCFORGE_DEPS/share/rocforge/pylib\" \"$BUILD/pylib-source\"\nchmod -R u+w \"$BUILD/pylib-source\"\n\"\"\"\n",
+    );
+    let after = build();
+    assert_eq!(
+        after.code,
+        0,
+        "{}\n{}\n{}",
+        after.stdout,
+        after.stderr,
+        logs()
+    );
+    let installed: Vec<PathBuf> = walk(&root.join("store"))
+        .into_iter()
+        .filter(|p| p.ends_with("share/consumer/pylib-version.txt"))
+        .collect();
+    assert_eq!(installed.len(), 1, "{installed:?}");
+    assert_eq!(std::fs::read_to_string(&installed[0]).unwrap(), "4.43.0\n");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

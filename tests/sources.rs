@@ -1594,3 +1594,139 @@ fn a_local_builder_image_is_not_locked() {
     assert!(!lock.contains("[[images]]"), "{lock}");
     ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
 }
+
+/// rocBLAS asks `find_package(Tensile ${TENSILE_VERSION} EXACT)`; a tensile pinned from another
+/// release is named by `check --sources` and by the build before it configures.
+#[test]
+fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build() {
+    let w = world();
+    make_repo(
+        &w.origin.join("rocBLAS.git"),
+        &[
+            (
+                "CMakeLists.txt",
+                "cmake_minimum_required(VERSION 3.16)\nset(VERSION_STRING \"4.4.1\")\nproject(rocblas LANGUAGES CXX)\nrocm_setup_version(VERSION ${VERSION_STRING})\nif(BUILD_WITH_TENSILE)\n  set(TENSILE_VERSION 4.43.0 CACHE STRING \"The version of Tensile to be used\")\n  find_package(Tensile ${TENSILE_VERSION} EXACT REQUIRED HIP LLVM)\nendif()\n",
+            ),
+            ("LICENSE.md", "MIT\n"),
+        ],
+        "rocm-6.4.4",
+    );
+    let tensile = |version: &str| {
+        let (major, rest) = version.split_once('.').unwrap();
+        let (minor, patch) = rest.split_once('.').unwrap();
+        vec![
+            (
+                "Tensile/__init__.py".to_string(),
+                format!("# hardcoded tensile version\n__version__ = \"{version}\"\n"),
+            ),
+            (
+                "Tensile/cmake/TensileConfigVersion.cmake".to_string(),
+                format!(
+                    "set(TENSILE_VERSION_MAJOR {major})\nset(TENSILE_VERSION_MINOR {minor})\nset(TENSILE_VERSION_PATCH {patch})\nset(PACKAGE_VERSION \"${{TENSILE_VERSION_MAJOR}}.${{TENSILE_VERSION_MINOR}}.${{TENSILE_VERSION_PATCH}}\")\n"
+                ),
+            ),
+            ("LICENSE.md".to_string(), "MIT\n".to_string()),
+        ]
+    };
+    let repo = w.origin.join("Tensile.git");
+    let files = tensile("4.42.0");
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    make_repo(&repo, &refs, "rocm-6.3.3");
+    let files = tensile("4.43.0");
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    commit_files(&repo, &refs, "Tensile 4.43.0");
+    git(&repo, &["tag", "-a", "rocm-6.4.4", "-m", "rocm-6.4.4"]);
+    w.recipe(
+        "rocblas",
+        "name = \"rocblas\"\nversion = \"4.4.1\"\nsummary = \"s\"\nlicense = \"MIT\"\ndepends = [\"tensile\"]\n\n[source]\ngit = \"https://example.invalid/ROCm/rocBLAS.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DBUILD_WITH_TENSILE=ON\"]\n",
+    );
+    let tensile_recipe = |tag: &str| {
+        format!(
+            "name = \"tensile\"\nversion = \"4.43.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/Tensile.git\"\ntag = \"{tag}\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/tensile\"\n"
+        )
+    };
+    w.recipe("tensile", &tensile_recipe("rocm-6.3.3"));
+
+    let check = rocforge(
+        w.path(),
+        &["--recipes", "recipes", "check", "--sources", "rocblas"],
+    );
+    assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
+    assert!(
+        check.stdout.contains(
+            "dependency version: rocblas 4.4.1 wants Tensile 4.43.0 EXACT (CMakeLists.txt:7), tensile's source is 4.42.0 (Tensile/cmake/TensileConfigVersion.cmake:4)"
+        ),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check
+            .stderr
+            .contains("pin tensile and rocblas from the same release"),
+        "{}",
+        check.stderr
+    );
+    let json = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--format",
+            "json",
+            "check",
+            "--sources",
+            "rocblas",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let row = &v["checks"][0];
+    assert_eq!(row["result"], "dependency-version", "{row}");
+    assert_eq!(row["dependency"], "tensile");
+    assert_eq!(row["wanted"], "4.43.0");
+    assert_eq!(row["found"], "4.42.0");
+
+    // The build says so too, from tensile's installed tree, before configuring anything.
+    let build = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(build.code, 0, "{}\n{}", build.stdout, build.stderr);
+    assert!(
+        build.stderr.contains("rocblas 4.4.1 wants Tensile 4.43.0 EXACT")
+            && build.stderr.contains(
+                "tensile's source is 4.42.0 (/opt/rocm/share/rocforge/tensile/Tensile/cmake/TensileConfigVersion.cmake:4)"
+            ),
+        "{}",
+        build.stderr
+    );
+    assert!(!build.stderr.contains("==> configure"), "{}", build.stderr);
+
+    w.recipe("tensile", &tensile_recipe("rocm-6.4.4"));
+    let check = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "check",
+            "--sources",
+            "rocblas",
+            "tensile",
+        ],
+    );
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+}

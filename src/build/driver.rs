@@ -54,7 +54,10 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
         _ => "\"$SRC\"".to_string(),
     };
     match &recipe.build.system {
-        BuildSystem::Cmake { post_install } => {
+        BuildSystem::Cmake {
+            pre_configure,
+            post_install,
+        } => {
             let mut args: Vec<String> = vec![
                 format!("-DCMAKE_INSTALL_PREFIX={prefix}"),
                 // The network is off: FetchContent must use what [[inputs]] provided.
@@ -76,6 +79,10 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                 .map(|a| shell_quote(a))
                 .collect::<Vec<_>>()
                 .join(" ");
+            let pre = pre_configure
+                .as_deref()
+                .map(|p| format!("echo '==> pre-configure'\n{p}\n"))
+                .unwrap_or_default();
             let post = post_install
                 .as_deref()
                 .map(|p| format!("echo '==> post-install'\n{p}\n"))
@@ -86,6 +93,7 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                  if command -v ccache >/dev/null 2>&1; then launcher=\"-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache\"; fi\n\
                  generator=\"\"\n\
                  if command -v ninja >/dev/null 2>&1; then generator=\"-G Ninja\"; fi\n\
+                 {pre}\
                  echo '==> configure'\n\
                  cmake -S {root} -B \"$BUILD\" $generator $launcher \"-DCMAKE_PREFIX_PATH=$ROCFORGE_DEPS\" {quoted}\n\
                  echo '==> build'\n\

@@ -114,6 +114,8 @@ enum StepError {
         recipe: String,
         why: String,
     },
+    #[error("{message}")]
+    DependencyVersion { message: String, hint: String },
 }
 
 impl StepError {
@@ -128,6 +130,7 @@ impl StepError {
             StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
             StepError::License(e) => e.hint(),
             StepError::TestCorpus { recipe, .. } => format!("make [test] in {recipe} name what the build installs (client for kind = \"gtest\", dir for \"each-binary\" and \"ctest\"), or install the tests where it points"),
+            StepError::DependencyVersion { hint, .. } => hint.clone(),
             StepError::Coverage { .. } => "the GPU targets did not reach part of the build (check the recipe's arch-vars and patches); to accept and record the gap, pass --allow-missing TARGET (no code) or --allow-spoof TARGET (another processor's code, run under HSA_OVERRIDE_GFX_VERSION)".into(),
         }
     }
@@ -424,6 +427,25 @@ impl Builder<'_> {
                     let dep = self.plan.step(d).expect("dependencies are in the plan");
                     crate::fsutil::link_tree(&self.store.tree(&dep.key.0), &deps)
                         .map_err(io("dependency tree"))?;
+                }
+                // What find_package(X V EXACT) will refuse at configure time, said before it runs
+                // (for rocBLAS and Tensile that is after the venv is made): the dependencies'
+                // installed package version files are what CMake reads.
+                let found = |w: &crate::source::pairing::Want| {
+                    crate::source::pairing::found(&deps, &w.package).map(|mut f| {
+                        f.at = format!("{}/{}", prefix.trim_end_matches('/'), f.at);
+                        f
+                    })
+                };
+                if let Some(m) = crate::source::pairing::mismatches(recipe, &prepared.tree, found)
+                    .into_iter()
+                    .next()
+                {
+                    task.finish(&format!("{component}: FAILED"));
+                    return Err(StepError::DependencyVersion {
+                        message: m.to_string(),
+                        hint: m.hint(),
+                    });
                 }
                 let ccache = self.sources.cache.root().join("ccache").join(
                     &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(

@@ -621,6 +621,7 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
     let mut rows: Vec<(String, SourceCheck)> = Vec::new();
     let mut known_somewhere = vec![false; components.len()];
     let mut catalogs = Vec::new();
+    let mut versions = verify::DependencyVersions::default();
     for r in &releases {
         catalogs.push(Catalog::load(root.clone(), Some(r))?);
     }
@@ -679,7 +680,9 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
                         .hint("check free disk space and permissions of ROCFORGE_CACHE"),
                     )
                 })?;
-            for c in verify::check_component(&sources, recipe, &targets, scratch.path()) {
+            for c in
+                verify::check_component(&sources, recipe, &targets, scratch.path(), &mut versions)
+            {
                 rows.push((catalog.release.name.clone(), c));
             }
         }
@@ -737,6 +740,9 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
                 Outcome::Conflict { message, .. } => format!("conflict: {message}"),
                 Outcome::DeriveFails { message, .. } => format!("derivation fails: {message}"),
                 Outcome::VersionDiffers { message, .. } => format!("version differs: {message}"),
+                Outcome::DependencyVersion { message, .. } => {
+                    format!("dependency version: {message}")
+                }
                 Outcome::Unreachable { message, .. } => format!("source unreachable: {message}"),
             };
             println!(
@@ -752,6 +758,7 @@ pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> R
                 Outcome::Conflict { hint, .. }
                 | Outcome::DeriveFails { hint, .. }
                 | Outcome::VersionDiffers { hint, .. }
+                | Outcome::DependencyVersion { hint, .. }
                 | Outcome::Unreachable { hint, .. } => Some(hint.as_str()),
             })
             .collect();

@@ -160,6 +160,11 @@ impl Patches {
 #[serde(rename_all = "kebab-case", tag = "system")]
 pub enum BuildSystem {
     Cmake {
+        /// Shell commands run before configuring, with the dependencies and the build directory
+        /// in place (e.g. a writable copy of a dependency the project builds in its own tree).
+        /// Absent from the hash input when unset, so recipes without it keep their keys.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pre_configure: Option<String>,
         /// Shell commands run after `cmake --install` (e.g. copying build-tree test data the
         /// project does not install). Absent from the hash input when unset, so recipes without
         /// it keep their keys.
@@ -488,6 +493,8 @@ pub struct Override {
     /// added): what the line's builder image provides differently (a system FFTW, no hipRAND).
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// `Some("")` removes the base's pre-configure.
+    pub pre_configure: Option<String>,
     /// `Some("")` removes the base's post-install.
     pub post_install: Option<String>,
     pub inputs: Option<Vec<ExtraInput>>,
@@ -553,6 +560,7 @@ pub fn parse_override(
     }
     let mut args = Vec::new();
     let mut env = BTreeMap::new();
+    let mut pre_configure = None;
     let mut post_install = None;
     if let Some(mut b) = r.opt_table("build", d) {
         for a in b.opt_str_list("args", d).unwrap_or_default() {
@@ -569,6 +577,7 @@ pub fn parse_override(
             .opt_str_map("env", d)
             .map(|m| m.into_iter().map(|(k, v)| (k, v.value)).collect())
             .unwrap_or_default();
+        pre_configure = b.opt_str("pre-configure", d).map(|p| p.value);
         post_install = b.opt_str("post-install", d).map(|p| p.value);
         b.finish(d);
     }
@@ -587,6 +596,7 @@ pub fn parse_override(
         series,
         args,
         env,
+        pre_configure,
         post_install,
         inputs,
         tests,
@@ -632,10 +642,17 @@ impl Recipe {
         self.build
             .env
             .extend(o.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let (Some(p), BuildSystem::Cmake { post_install }) =
-            (&o.post_install, &mut self.build.system)
+        if let BuildSystem::Cmake {
+            pre_configure,
+            post_install,
+        } = &mut self.build.system
         {
-            *post_install = (!p.trim().is_empty()).then(|| p.clone());
+            if let Some(p) = &o.pre_configure {
+                *pre_configure = (!p.trim().is_empty()).then(|| p.clone());
+            }
+            if let Some(p) = &o.post_install {
+                *post_install = (!p.trim().is_empty()).then(|| p.clone());
+            }
         }
         if let Some(i) = &o.inputs {
             self.inputs = i.clone();
@@ -1021,6 +1038,7 @@ fn read_build(
     let args = t.opt_str_list("args", d).unwrap_or_default();
     let script = t.opt_str("script", d);
     let dest = t.opt_str("dest", d);
+    let pre_configure = t.opt_str("pre-configure", d);
     let post_install = t.opt_str("post-install", d);
     let env = t.opt_str_map("env", d).unwrap_or_default();
     let mut arch_args = BTreeMap::new();
@@ -1069,6 +1087,20 @@ fn read_build(
         }
     }
     let system = system?;
+    if let Some(p) = &pre_configure
+        && system.as_str() != "cmake"
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "pre-configure is for cmake builds, not \"{}\"",
+                system.value
+            ))
+            .at(&file, p.span.clone(), "runs before CMake configures only")
+            .hint(
+                "a script build does the same at the start of its script; a copy build runs nothing",
+            ),
+        );
+    }
     if let Some(p) = &post_install
         && system.as_str() != "cmake"
     {
@@ -1094,6 +1126,9 @@ fn read_build(
                 );
             }
             BuildSystem::Cmake {
+                pre_configure: pre_configure
+                    .filter(|p| !p.trim().is_empty())
+                    .map(|p| p.value),
                 post_install: post_install
                     .filter(|p| !p.trim().is_empty())
                     .map(|p| p.value),

@@ -8,11 +8,13 @@
 // A failed step short-circuits with the row's own `Outcome`; it is built once per row.
 #![allow(clippy::result_large_err)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::derive;
+use super::pairing::{self, Found, Want};
 use super::patch::{self, PatchError};
 use super::prepare::{self, SourceError, Sources};
 use crate::arch::TargetId;
@@ -46,6 +48,15 @@ pub enum Outcome {
     DeriveFails { message: String, hint: String },
     /// The recipe's version is not the one the patched source declares.
     VersionDiffers { message: String, hint: String },
+    /// The source asks for a version of a dependency (`find_package(Tensile 4.43.0 EXACT)`)
+    /// that the dependency's pinned source is not.
+    DependencyVersion {
+        dependency: String,
+        wanted: String,
+        found: String,
+        message: String,
+        hint: String,
+    },
     /// The source could not be fetched (network, mirror, missing tag, checksum).
     Unreachable { message: String, hint: String },
 }
@@ -76,12 +87,51 @@ pub fn target_sets(recipe: &Recipe, targets: &[TargetId]) -> Vec<Vec<TargetId>> 
     sets
 }
 
+/// The versions dependencies' sources declare, each read once per check from its patched
+/// source in a scratch directory; None when it cannot be fetched or told (its own row says why).
+#[derive(Default)]
+pub struct DependencyVersions {
+    found: BTreeMap<(String, String), Option<Found>>,
+}
+
+impl DependencyVersions {
+    fn get(
+        &mut self,
+        s: &Sources<'_>,
+        want: &Want,
+        targets: &[TargetId],
+        scratch: &Path,
+    ) -> Option<Found> {
+        let key = (want.dependency.clone(), want.package.clone());
+        if let Some(f) = self.found.get(&key) {
+            return f.clone();
+        }
+        let found = s.catalog.get(&want.dependency).and_then(|dep| {
+            let dir = scratch.join(format!("dependency-{}", want.dependency));
+            std::fs::create_dir_all(&dir).ok()?;
+            let read = (|| {
+                prepare::fetch_pristine(s, dep, targets, &dir).ok()?;
+                let series = prepare::patch_series(s, dep, targets).ok()?;
+                if !series.is_empty() {
+                    patch::apply_series(&dir, &series).ok()?;
+                }
+                pairing::found(&dir, &want.package)
+            })();
+            let _ = crate::fsutil::remove_tree(&dir);
+            read
+        });
+        self.found.insert(key, found.clone());
+        found
+    }
+}
+
 /// Checks one component. `scratch` is an empty directory the caller owns and removes.
 pub fn check_component(
     s: &Sources<'_>,
     recipe: &Recipe,
     targets: &[TargetId],
     scratch: &Path,
+    versions: &mut DependencyVersions,
 ) -> Vec<SourceCheck> {
     let component = recipe.name.value.clone();
     let sets = target_sets(recipe, targets);
@@ -111,7 +161,14 @@ pub fn check_component(
         .map(|(i, set)| SourceCheck {
             component: component.clone(),
             arches: arch_names(set),
-            outcome: apply_set(s, recipe, set, &pristine, &scratch.join(format!("set-{i}"))),
+            outcome: apply_set(
+                s,
+                recipe,
+                set,
+                &pristine,
+                &scratch.join(format!("set-{i}")),
+                &mut |w: &Want| versions.get(s, w, targets, scratch),
+            ),
         })
         .collect()
 }
@@ -122,6 +179,7 @@ fn apply_set(
     set: &[TargetId],
     pristine: &Path,
     work: &Path,
+    dependency_version: &mut dyn FnMut(&Want) -> Option<Found>,
 ) -> Outcome {
     let component = recipe.name.value.as_str();
     let task = s.reporter.task(
@@ -158,6 +216,18 @@ fn apply_set(
             message: e.to_string(),
             hint: e.hint(),
         })?;
+        if let Some(m) = pairing::mismatches(recipe, work, dependency_version)
+            .into_iter()
+            .next()
+        {
+            return Err(Outcome::DependencyVersion {
+                dependency: m.want.dependency.clone(),
+                wanted: m.want.version.clone(),
+                found: m.found.version.clone(),
+                message: m.to_string(),
+                hint: m.hint(),
+            });
+        }
         let derived = recipe
             .derive
             .iter()
@@ -185,6 +255,7 @@ fn outcome_word(o: &Outcome) -> &'static str {
         Outcome::Conflict { .. } => "conflict",
         Outcome::DeriveFails { .. } => "derivation fails",
         Outcome::VersionDiffers { .. } => "version differs",
+        Outcome::DependencyVersion { .. } => "dependency version",
         Outcome::Unreachable { .. } => "source unreachable",
     }
 }

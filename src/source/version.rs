@@ -23,9 +23,9 @@ pub struct Declared {
 }
 
 /// One command invocation: lower-cased name, arguments without quotes, line of each argument.
-struct Command {
-    name: String,
-    args: Vec<(String, usize)>,
+pub(crate) struct Command {
+    pub name: String,
+    pub args: Vec<(String, usize)>,
 }
 
 /// The version `dir/CMakeLists.txt` declares, if it can be told without running CMake.
@@ -69,7 +69,7 @@ pub fn matches(recipe: &str, declared: &str) -> bool {
             .is_some_and(|rest| rest.starts_with(['-', '+', '~', '_']))
 }
 
-fn is_version(v: &str) -> bool {
+pub(crate) fn is_version(v: &str) -> bool {
     let parts: Vec<&str> = v.split('.').collect();
     (2..=4).contains(&parts.len())
         && parts
@@ -79,9 +79,9 @@ fn is_version(v: &str) -> bool {
 
 /// `set(NAME value)` of the file: None for a name set more than once to different values, or
 /// to a list, since which one a call sees depends on control flow.
-type Vars = BTreeMap<String, Option<(String, usize)>>;
+pub(crate) type Vars = BTreeMap<String, Option<(String, usize)>>;
 
-fn variables(commands: &[Command]) -> Vars {
+pub(crate) fn variables(commands: &[Command]) -> Vars {
     let mut vars = Vars::new();
     for c in commands.iter().filter(|c| c.name == "set") {
         let Some((name, _)) = c.args.first() else {
@@ -108,7 +108,7 @@ fn variables(commands: &[Command]) -> Vars {
 
 /// Substitutes `${NAME}` references from `vars` (a few levels deep); None when one is unknown.
 /// The line is the one that writes the literal: the `set` for a plain `${NAME}`.
-fn expand(raw: &str, line: usize, vars: &Vars) -> Option<Declared> {
+pub(crate) fn expand(raw: &str, line: usize, vars: &Vars) -> Option<Declared> {
     let mut value = raw.to_string();
     let mut line = line;
     for _ in 0..8 {
@@ -131,7 +131,7 @@ fn expand(raw: &str, line: usize, vars: &Vars) -> Option<Declared> {
 
 /// Splits CMake source into command invocations. Enough of the CMake language for the top of a
 /// CMakeLists.txt: line and bracket comments, quoted and bracket arguments, nested parentheses.
-fn parse(text: &str) -> Vec<Command> {
+pub(crate) fn parse(text: &str) -> Vec<Command> {
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
     let mut line = 1;
