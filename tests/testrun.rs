@@ -790,27 +790,8 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
     // Killed while ex_slow (shard 0's last binary) runs; then resumed.
     let journal = out.join("journal.jsonl");
     let turn = kmsg_turn();
-    let mut child = base_cmd(&f.dir, &[])
-        .args(args(false))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        if text.contains("bin/ex_segv") {
-            break; // ex_slow runs for a second now
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no progress: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Once ex_segv is journaled, ex_slow runs for a second: killed in the middle of it.
+    kill_when_journaled(&f.dir, &args(false), &journal, "bin/ex_segv", 100);
     let o = rf(
         &f.dir,
         &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
@@ -1686,27 +1667,8 @@ fn ctest_tree_runs_each_test_sharded_hang_proof_and_classified() {
     // t_sub; shard 0 runs the even ones, shard 1 the odd. Killed while t_hang (shard 1's
     // second) runs, then resumed.
     let journal = out.join("journal.jsonl");
-    let mut child = base_cmd(&f.dir, &[])
-        .args(args(false))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        if text.contains("\"t_fail\"") {
-            break; // t_hang runs for a second now
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no progress: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Once t_fail is journaled, t_hang runs for a second: killed in the middle of it.
+    kill_when_journaled(&f.dir, &args(false), &journal, "\"t_fail\"", 200);
     let o = rf(
         &f.dir,
         &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
@@ -1901,4 +1863,30 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
             && all.contains("the build switches its tests off"),
         "{all}"
     );
+}
+
+/// Runs rocforge with `args` until its journal names `marker`, lets it run `settle_ms` longer,
+/// then kills it: a runner stopped in the middle of a test.
+fn kill_when_journaled(dir: &Path, args: &[String], journal: &Path, marker: &str, settle_ms: u64) {
+    let mut child = base_cmd(dir, &[])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(journal).unwrap_or_default();
+        if text.contains(marker) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no progress: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(settle_ms));
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
