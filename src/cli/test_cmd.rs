@@ -345,6 +345,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             let stop = std::sync::atomic::AtomicBool::new(false);
             let installer = TermReporter::new(g.quiet);
             let req = install::Request {
+                allow_downgrade: false,
                 components: &[a.component.to_string()],
                 targets: &[target.to_string()],
                 from,

@@ -128,24 +128,43 @@ pub fn normalize(path: &str) -> Option<String> {
 }
 
 /// Whether a symlink at `link` (normalized) pointing to `target` stays inside the tree.
+///
+/// `..` may only lead the target (`../../lib/x`), never follow a name (`up/../..`): resolving a
+/// name can cross another symlink, after which `..` climbs from wherever that link points, not
+/// from the name's lexical parent. With leading `..` only, the climb starts from the link's own
+/// directory, which extraction and the merge keep a real directory, so the lexical count is
+/// the real one; the names after it are inside the tree and so, link by link, is what they
+/// resolve to.
 pub fn symlink_inside(link: &str, target: &str) -> bool {
     if target.is_empty() || target.starts_with('/') || target.contains('\0') {
         return false;
     }
-    let mut stack: Vec<&str> = link.split('/').collect();
-    stack.pop();
+    let mut depth = link.split('/').count() - 1;
+    let mut named = false;
     for c in target.split('/') {
         match c {
             "" | "." => {}
-            ".." => {
-                if stack.pop().is_none() {
-                    return false;
-                }
-            }
-            c => stack.push(c),
+            ".." if named => return false,
+            ".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            c if is_reserved(c) => return false,
+            _ => named = true,
         }
     }
     true
+}
+
+/// Names rocforge keeps for itself in a prefix (`.rocforge/` with the receipts, the merge
+/// journal `.rocforge-merge.json`): no artifact may ship or point at one, at any depth.
+pub fn is_reserved(component: &str) -> bool {
+    component.starts_with(".rocforge")
+}
+
+/// Whether any component of the normalized `path` is reserved ([`is_reserved`]).
+pub fn has_reserved(path: &str) -> bool {
+    path.split('/').any(is_reserved)
 }
 
 /// The HIP runtime (libamdhip64 and the ROCr runtime libhsa-runtime64 it loads).
@@ -209,6 +228,11 @@ mod tests {
         assert!(symlink_inside("lib/a/x", "../../bin/y"));
         assert!(!symlink_inside("lib/x", "../../etc"));
         assert!(!symlink_inside("lib/x", "/etc"));
+        // `..` after a name climbs from wherever that name's link points: refused.
+        assert!(!symlink_inside("d/esc", "up/../../../outside"));
+        assert!(!symlink_inside("d/x", "sub/../y"));
+        assert!(symlink_inside("d/root", ".."));
+        assert!(!symlink_inside("d/r", "../.rocforge/receipts"));
         assert!(version_tuple("2.9") < version_tuple("2.10"));
     }
 
