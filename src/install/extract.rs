@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::package::manifest::{
     FileEntry, Kind, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, has_reserved, normalize,
-    symlink_inside,
+    symlink_refusal,
 };
 
 /// The most a GNU long name or link (`L`, `K`) or a PAX header (`x`, `g`) may hold: paths in a
@@ -253,10 +253,12 @@ pub fn extract(
                 "the manifest lists a name beginning .rocforge, which rocforge keeps for its receipts and journal",
             ));
         }
-        if f.kind == Kind::Symlink && !f.target.as_deref().is_some_and(|t| symlink_inside(&p, t)) {
+        if f.kind == Kind::Symlink
+            && let Some(rule) = symlink_refusal(&p, f.target.as_deref().unwrap_or_default())
+        {
             return Err(unsafe_(
                 &f.path,
-                "the manifest lists a symlink that points outside the prefix (or climbs with .. after a name)",
+                &format!("the manifest lists it as a symlink, and {rule}"),
             ));
         }
         total = total.saturating_add(f.size);
@@ -441,13 +443,10 @@ pub fn extract(
             }
             tar::EntryType::Symlink => {
                 let link = link_name();
-                if !symlink_inside(&path, &link) {
+                if let Some(rule) = symlink_refusal(&path, &link) {
                     return Err(unsafe_(
                         &path,
-                        &format!(
-                            "a symlink to {}, outside the prefix (or climbing with .. after a name)",
-                            shown(&link)
-                        ),
+                        &format!("a symlink to {}: {rule}", shown(&link)),
                     ));
                 }
                 let m = want_kind(Kind::Symlink)?;

@@ -136,24 +136,38 @@ pub fn normalize(path: &str) -> Option<String> {
 /// the real one; the names after it are inside the tree and so, link by link, is what they
 /// resolve to.
 pub fn symlink_inside(link: &str, target: &str) -> bool {
-    if target.is_empty() || target.starts_with('/') || target.contains('\0') {
-        return false;
+    symlink_refusal(link, target).is_none()
+}
+
+/// Why [`symlink_inside`] refuses `target` for a link at `link`, as a rule for messages.
+pub fn symlink_refusal(link: &str, target: &str) -> Option<&'static str> {
+    if target.is_empty() || target.contains('\0') {
+        return Some("its target is empty or holds a NUL");
+    }
+    if target.starts_with('/') {
+        return Some("its target is absolute");
     }
     let mut depth = link.split('/').count() - 1;
     let mut named = false;
     for c in target.split('/') {
         match c {
             "" | "." => {}
-            ".." if named => return false,
+            ".." if named => {
+                return Some(
+                    "its target climbs with .. after a name (through a link, that climbs from elsewhere)",
+                );
+            }
             ".." => match depth.checked_sub(1) {
                 Some(d) => depth = d,
-                None => return false,
+                None => return Some("its target climbs out of the prefix"),
             },
-            c if is_reserved(c) => return false,
+            c if is_reserved(c) => {
+                return Some("its target names .rocforge…, which rocforge keeps for itself");
+            }
             _ => named = true,
         }
     }
-    true
+    None
 }
 
 /// Names rocforge keeps for itself in a prefix (`.rocforge/` with the receipts, the merge

@@ -1229,4 +1229,67 @@ mod tests {
         );
         assert!(e.to_string().contains("after 6 attempts"));
     }
+
+    /// A server on 127.0.0.1 that answers every request with 200 and `body` called per write,
+    /// for ever (until the client goes).
+    fn endless(pause: Duration) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                thread::spawn(move || {
+                    let mut c = c;
+                    let mut head = [0u8; 4096];
+                    let _ = c.read(&mut head);
+                    let _ = c.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+                    let chunk = vec![b'z'; if pause.is_zero() { 65536 } else { 1 }];
+                    while c.write_all(&chunk).is_ok() {
+                        thread::sleep(pause);
+                    }
+                });
+            }
+        });
+        format!("http://127.0.0.1:{port}/a.tar.zst")
+    }
+
+    #[test]
+    fn an_endless_body_stops_at_the_size_and_a_drip_at_the_deadline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("a");
+        let sha = "0".repeat(64);
+        let opts = DownloadOptions {
+            max_bytes: Some(100_000),
+            retries: 0,
+            ..Default::default()
+        };
+        let url = endless(Duration::ZERO);
+        let rep = crate::progress::Silent;
+        let err = download(&client_with(&opts), &url, &sha, &dest, &opts, &rep).unwrap_err();
+        assert!(
+            matches!(err, DownloadError::TooLarge { limit: 100_000, .. }),
+            "{err}"
+        );
+        let part = part_path(&dest).unwrap();
+        assert!(fs::metadata(&part).map_or(0, |m| m.len()) <= 100_000);
+
+        let opts = DownloadOptions {
+            deadline: Duration::from_secs(2),
+            retries: 0,
+            ..Default::default()
+        };
+        let url = endless(Duration::from_millis(200));
+        let start = Instant::now();
+        let err = download(&client_with(&opts), &url, &sha, &dest, &opts, &rep).unwrap_err();
+        assert!(matches!(err, DownloadError::Deadline { .. }), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn credentials_are_redacted() {
+        assert_eq!(
+            redact_url("http://u:pw@host/x?token=abc&a=1"),
+            "http://***@host/x?token=***&a=1"
+        );
+        assert_eq!(redact_url("https://host/x"), "https://host/x");
+    }
 }
