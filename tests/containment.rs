@@ -823,3 +823,110 @@ fn passwords_in_urls_reach_neither_errors_nor_receipts() {
     assert_eq!(o.code, 1);
     assert!(!o.stderr.contains("s3cret"), "{}", o.stderr);
 }
+
+#[test]
+fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
+    let fx = Fx::new();
+    let fifo = fx.root.join("fifo.so");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let started = Instant::now();
+    let mut child = rocforge_command(&fx.root, &[], &["inspect", &fifo.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("inspect blocked on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    // The report (stdout) lists the file's error.
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("a FIFO; inspect reads regular files only"),
+        "{text}"
+    );
+
+    // An ELF-looking file that another process keeps truncating and regrowing.
+    let victim = fx.root.join("shrinking.so");
+    let mut bytes = b"\x7fELF\x02\x01\x01\0".to_vec();
+    bytes.resize(32 << 20, 0x41);
+    std::fs::write(&victim, &bytes).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (stop, victim) = (stop.clone(), victim.clone());
+        std::thread::spawn(move || {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&victim)
+                .unwrap();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                f.set_len(4096).unwrap();
+                f.set_len(32 << 20).unwrap();
+            }
+        })
+    };
+    for _ in 0..5 {
+        let o = rocforge_command(&fx.root, &[], &["inspect", &victim.display().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code().is_some(),
+            "inspect died of a signal: {:?}",
+            o.status
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    churn.join().unwrap();
+}
+
+#[test]
+fn a_secret_key_given_as_text_is_used_and_never_echoed() {
+    let fx = Fx::new();
+    let d = fx.root.join("text-key");
+    std::fs::create_dir_all(&d).unwrap();
+    Tarball::new("txt", vec![file("ok", b"ok")], vec![e_file("ok", b"ok")]).write(&d);
+    let text = std::fs::read_to_string(fx.root.join("keys/rocforge.key")).unwrap();
+    let dir = d.display().to_string();
+    let run = |value: &str| {
+        let cfg = fx.root.join("trust.toml");
+        rocforge_command(
+            &fx.root,
+            &[("ROCFORGE_CONFIG", cfg.as_path())],
+            &["--recipes", "recipes", "index", &dir],
+        )
+        .env("ROCFORGE_SIGNING_KEY", value)
+        .output()
+        .unwrap()
+    };
+    // What a CI secret named ROCFORGE_SIGNING_KEY holds: the key file's text.
+    let o = run(&text);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.join("index.json.minisig").is_file());
+    // Its base64 line alone, damaged: refused, and neither form is printed.
+    let line = text.lines().nth(1).unwrap();
+    let damaged = format!("{}AAAA", &line[..line.len() - 4]);
+    for bad in [
+        damaged.clone(),
+        format!("untrusted comment: x\n{damaged}\n"),
+    ] {
+        let o = run(&bad);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.status.success(), "{all}");
+        assert!(!all.contains(&line[..40]), "the key was echoed: {all}");
+        assert!(!all.contains(&damaged[..40]), "the key was echoed: {all}");
+    }
+}
