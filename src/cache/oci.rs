@@ -9,6 +9,7 @@
 //! the signed digest and each file against the tarball's manifest, before the store sees it.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -136,21 +137,23 @@ impl BuildCache for OciCache {
                 ),
             ));
         }
-        let resp = self.remote.get_blob(&config.tree.digest)?;
-        let mut reader = DigestReader::new(resp);
-        let extracted = {
-            let mut dec =
-                zstd::stream::read::Decoder::new(&mut reader).map_err(|source| CacheError::Io {
-                    path: tree.to_path_buf(),
-                    source,
-                })?;
-            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
-                |source| CacheError::Extract {
-                    key: key.into(),
-                    source,
-                },
-            )?
+        // The tree's bytes are checked against the signed digest and size before any of them is
+        // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
+        // beside the tree (never more than the signed size), not in memory.
+        let io = |source| CacheError::Io {
+            path: tree.to_path_buf(),
+            source,
         };
+        let parent = tree
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(io)?;
+        let mut blob = tempfile::tempfile_in(parent).map_err(io)?;
+        let resp = self.remote.get_blob(&config.tree.digest)?;
+        let mut reader = DigestReader::new(resp.take(config.tree.size.saturating_add(1)));
+        std::io::copy(&mut reader, &mut blob)
+            .map_err(|e| Self::invalid(key, format!("the tree's download failed: {e}")))?;
         let (digest, size) = reader
             .finish()
             .map_err(|e| Self::invalid(key, e.to_string()))?;
@@ -158,11 +161,21 @@ impl BuildCache for OciCache {
             return Err(Self::invalid(
                 key,
                 format!(
-                    "the tree's bytes are {digest}, the signed config says {}",
-                    config.tree.digest
+                    "the tree's bytes are {digest} ({size} bytes), the signed config says {} ({} bytes)",
+                    config.tree.digest, config.tree.size
                 ),
             ));
         }
+        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        let extracted = {
+            let mut dec = zstd::stream::read::Decoder::new(blob).map_err(io)?;
+            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
+                |source| CacheError::Extract {
+                    key: key.into(),
+                    source,
+                },
+            )?
+        };
         if extracted.manifest.key != key {
             return Err(Self::invalid(
                 key,
