@@ -293,8 +293,10 @@ pub fn extract(
         let Some(path) = normalize(&raw) else {
             let reason = if raw.starts_with('/') {
                 "absolute path"
+            } else if raw.split('/').any(|c| c == "..") {
+                "the path climbs out of the prefix with .."
             } else {
-                "the path climbs out of the prefix with .. (or is empty)"
+                "the path is empty or holds a NUL or a backslash"
             };
             return Err(unsafe_(&raw, reason));
         };
