@@ -1073,6 +1073,59 @@ impl<R: Read> Read for Progress<'_, R> {
     }
 }
 
+/// The extract-and-merge half of [`install`], for one uncompressed tarball already at hand: safe
+/// extraction into a staging directory beside `prefix`, then the same commit (a rename into an
+/// empty prefix, else the checked, journaled merge) under the prefix's lock. No index, no
+/// download, no signature: the fuzz target drives it with arbitrary bytes to check that nothing
+/// outside `prefix` ever changes.
+pub fn unpack_into(
+    prefix: &Path,
+    tar: impl Read,
+    artifact: &str,
+    limit: u64,
+) -> Result<Receipt, InstallError> {
+    let _lock = merge::lock(prefix, false, &|| {})
+        .map_err(ioe(prefix))?
+        .ok_or_else(|| ioe(prefix)(std::io::Error::other("locked by another process")))?;
+    merge::recover(prefix).map_err(ioe(prefix))?;
+    let existing = receipt::read_all(prefix);
+    let staging = Staging::new(prefix)?;
+    let x = extract::extract(tar, &staging.dir, artifact, limit)?;
+    let m = &x.manifest;
+    let mut r = Receipt {
+        schema: receipt::RECEIPT_SCHEMA.into(),
+        name: m.name.clone(),
+        version: m.version.clone(),
+        release: m.release.clone(),
+        targets: m.targets.clone(),
+        key: m.key.clone(),
+        sha256: String::new(),
+        url: String::new(),
+        installed: rfc3339(now_unix()),
+        depends: m.depends.clone(),
+        glibc_floor: m.glibc_floor.clone(),
+        needs: m.needs.clone(),
+        provides: m.provides.clone(),
+        not_native: Default::default(),
+        signed_by: None,
+        files: Vec::new(),
+        dirs: Vec::new(),
+    };
+    for e in &x.entries {
+        match e.kind {
+            Kind::Dir => r.dirs.push(e.path.clone()),
+            _ => r.files.push(e.path.clone()),
+        }
+    }
+    // A manifest's key is not checked against an index here; the receipt rules still apply.
+    r.check().map_err(|message| InstallError::Index {
+        from: artifact.into(),
+        message,
+    })?;
+    staging.commit(prefix, std::slice::from_ref(&r), &existing)?;
+    Ok(r)
+}
+
 /// `<parent>/.<prefix name>.tmp-…`, removed on drop unless committed.
 struct Staging {
     dir: PathBuf,
