@@ -121,6 +121,9 @@ fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
 
+/// A tar header and the entry's bytes.
+type Entry = (tar::Header, Vec<u8>);
+
 struct Tarball {
     name: &'static str,
     version: &'static str,
@@ -370,7 +373,7 @@ fn rocforge_names_in_a_tarball_are_refused() {
     })
     .to_string();
     let journal = serde_json::json!({"receipts": [], "remove": ["../outside/victim"]}).to_string();
-    let cases: Vec<(&'static str, Vec<FileEntry>, Vec<(tar::Header, Vec<u8>)>)> = vec![
+    let cases: Vec<(&'static str, Vec<FileEntry>, Vec<Entry>)> = vec![
         (
             "receipt",
             vec![
@@ -540,7 +543,7 @@ fn tar_extension_headers_are_capped_and_hostile_paths_shown_short() {
     long.set_cksum();
     let mut name_bytes = nasty.clone().into_bytes();
     name_bytes.push(0);
-    let cases: Vec<(&'static str, Vec<(tar::Header, Vec<u8>)>, &str)> = vec![
+    let cases: Vec<(&'static str, Vec<Entry>, &str)> = vec![
         (
             "bomb",
             vec![bomb, e_file("x", b"x")],

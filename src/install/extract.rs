@@ -38,9 +38,8 @@ const SHOWN_CHARS: usize = 160;
 /// full length said, so a hostile name can neither flood a terminal nor rewrite it.
 pub fn shown(s: &str) -> String {
     let mut out = String::new();
-    let mut chars = 0;
-    for c in s.chars() {
-        if chars >= SHOWN_CHARS {
+    for (i, c) in s.chars().enumerate() {
+        if i >= SHOWN_CHARS {
             out.push_str(&format!("…({} bytes in all)", s.len()));
             break;
         }
@@ -49,7 +48,6 @@ pub fn shown(s: &str) -> String {
         } else {
             out.extend(c.escape_default());
         }
-        chars += 1;
     }
     out
 }
