@@ -389,7 +389,7 @@ Examples:
         #[arg(long)]
         allow_downgrade: bool,
         /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
-        #[arg(long, value_name = "DURATION")]
+        #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
         timeout: Option<String>,
     },
     /// Remove installed components: exactly the files their receipts list

@@ -262,7 +262,11 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         }
         (None, Some(from)) => {
             let keys = super::artifact_cmd::trusted(g, &[])?;
-            let client = rocforge::source::download::client_with(&Default::default());
+            let client = rocforge::source::download::client_confined(
+                &Default::default(),
+                &install::index_url(from).map_err(|e| one(&e, e.hint()))?,
+                &[],
+            );
             let loaded =
                 install::load_index(&client, from, &keys, false).map_err(|e| one(&e, e.hint()))?;
             let chosen = install::resolve(

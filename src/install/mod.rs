@@ -448,7 +448,7 @@ pub fn resolve<'a>(
                 .iter()
                 .find(|x| x.key == d.key)
                 .ok_or_else(|| InstallError::MissingDependency {
-                    artifact: a.url.clone(),
+                    artifact: extract::shown(&a.url),
                     dependency: d.name.clone(),
                     key: d.key.clone(),
                 })?;
@@ -880,7 +880,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
     for a in &chosen {
         let u = loaded.url.join(&a.url).map_err(|e| InstallError::Index {
             from: loaded.url.to_string(),
-            message: format!("{}: bad url {:?}: {e}", a.name, a.url),
+            message: format!("{}: bad url \"{}\": {e}", a.name, extract::shown(&a.url)),
         })?;
         let o = origin(&u);
         let host_port = match (u.host_str(), u.port_or_known_default()) {
@@ -903,7 +903,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
                 && version_tuple(need) > version_tuple(&have)
             {
                 return Err(InstallError::Glibc {
-                    artifact: a.url.clone(),
+                    artifact: extract::shown(&a.url),
                     need: need.clone(),
                     have,
                 });
