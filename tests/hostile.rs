@@ -498,4 +498,36 @@ fn tokens_never_reach_output_when_publish_and_submit_fail() {
             o.stderr
         );
     }
+    // A server that echoes the credentials it was sent in its error message.
+    let echo = JsonServer::start(|req| {
+        let auth = req
+            .headers
+            .get("authorization")
+            .cloned()
+            .unwrap_or_default();
+        (
+            401,
+            serde_json::json!({ "message": format!("Bad credentials: {auth} was refused") })
+                .to_string(),
+        )
+    });
+    let api = echo.url();
+    let mut env = env;
+    env[4] = ("ROCFORGE_GITHUB_API", api.as_str());
+    let o = fx.run(
+        &env,
+        &["publish", "dist", "--to", "github://someone/rocm@v1"],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        !echo.requests().is_empty(),
+        "publish never asked the echoing server"
+    );
+    assert!(
+        !o.stdout.contains(&token) && !o.stderr.contains(&token),
+        "the echoed token was printed:\n{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert!(o.stderr.contains("Bad credentials"), "{}", o.stderr);
 }
