@@ -447,6 +447,12 @@ fn hostile_names_digests_and_keys_in_a_signed_index_are_refused_without_panic() 
             "ключ".repeat(10).into(),
             "is not a content key",
         ),
+        (
+            "version",
+            "version",
+            "1.0\u{1b}[2J\r".into(),
+            "is not a plain word",
+        ),
     ];
     for (case, field, value, rule) in cases {
         let d = fx.root.join(format!("names-{case}"));
@@ -461,6 +467,7 @@ fn hostile_names_digests_and_keys_in_a_signed_index_are_refused_without_panic() 
         let err = fx.fails(&fx_install_args(&fx, c, &d));
         assert!(err.contains(rule), "{case}: {err}");
         assert!(err.contains(&format!("{field} ")), "{case}: {err}");
+        assert!(!err.contains('\x1b'), "{case}: a raw escape was printed");
     }
     assert!(!fx.prefix().exists());
     assert!(!fx.root.parent().unwrap().join("victim").exists());

@@ -236,6 +236,15 @@ pub fn extract(
             "the manifest's component name is not a valid name (lowercase letters, digits, - _ ., at most 64)",
         ));
     }
+    if let Some(w) = std::iter::once(&manifest.version)
+        .chain(&manifest.targets)
+        .find(|w| !crate::package::manifest::is_plain_word(w))
+    {
+        return Err(unsafe_(
+            w,
+            "the manifest's version or a target is not a plain word (at most 128 printable characters, no spaces)",
+        ));
+    }
     let mut expected: BTreeMap<String, FileEntry> = BTreeMap::new();
     let mut total: u64 = 0;
     for f in &manifest.files {

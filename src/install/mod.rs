@@ -240,6 +240,7 @@ fn check_index(index: &Index, from: &str) -> Result<(), InstallError> {
     use crate::recipe::is_component_name;
     const NAME: &str = "is not a component name (lowercase letters, digits, - _ ., at most 64)";
     const KEY: &str = "is not a content key (hexadecimal digits)";
+    const WORD: &str = "is not a plain word (at most 128 printable characters, no spaces)";
     for a in &index.artifacts {
         let bad = |field, value: &str, rule| InstallError::BadField {
             from: from.into(),
@@ -250,6 +251,16 @@ fn check_index(index: &Index, from: &str) -> Result<(), InstallError> {
         };
         if !is_component_name(&a.name) {
             return Err(bad("name", &a.name, NAME));
+        }
+        if !crate::package::manifest::is_plain_word(&a.version) {
+            return Err(bad("version", &a.version, WORD));
+        }
+        if let Some(t) = a
+            .targets
+            .iter()
+            .find(|t| !crate::package::manifest::is_plain_word(t))
+        {
+            return Err(bad("target", t, WORD));
         }
         if !is_hex(&a.sha256, 64, 64) {
             return Err(bad("sha256", &a.sha256, "is not 64 hexadecimal digits"));

@@ -170,6 +170,12 @@ pub fn symlink_refusal(link: &str, target: &str) -> Option<&'static str> {
     None
 }
 
+/// A version or target as an index or manifest may give it: what is printed and recorded, so
+/// no spaces, control characters or escapes, and short.
+pub fn is_plain_word(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
 /// Names rocforge keeps for itself in a prefix (`.rocforge/` with the receipts, the merge
 /// journal `.rocforge-merge.json`): no artifact may ship or point at one, at any depth.
 pub fn is_reserved(component: &str) -> bool {
