@@ -326,6 +326,18 @@ fn symlink_chains_cannot_lead_a_write_or_a_delete_outside() {
     let rel = fx.release("two", &[base, writer]);
     let err = fx.fails(&fx_install_args(&fx, "writer", &rel));
     assert!(err.contains("lib/l"), "{err}");
+    assert!(err.contains("a file or symlink in base-1.0"), "{err}");
+    assert!(!fx.prefix().exists());
+    // Two artifacts of one install that ship the same file: a conflict, naming both.
+    let one = Tarball::new("one", vec![file("same", b"1")], vec![e_file("same", b"1")]);
+    let mut two = Tarball::new("two", vec![file("same", b"2")], vec![e_file("same", b"2")]);
+    two.depends = vec!["one"];
+    let rel_twins = fx.release("twins", &[one, two]);
+    let err = fx.fails(&fx_install_args(&fx, "two", &rel_twins));
+    assert!(
+        err.contains("\"same\": one-1.0-gfx90c-00000000.tar.zst has it too"),
+        "{err}"
+    );
     assert!(!fx.prefix().exists());
 
     // The same across two installs: base is in the prefix, writer comes later.

@@ -518,6 +518,80 @@ pub fn extract(
     })
 }
 
+/// Moves what [`extract`] put into `from` (`entries`, its result) into `to`, the staging shared
+/// by the artifacts of one install. `staged` maps every non-directory path already in `to` to
+/// the artifact that brought it (`artifact` names this one): a path two artifacts have is
+/// refused, naming both. Paths in `to` are walked as in [`extract`], never through a link.
+pub fn gather(
+    from: &Path,
+    to: &Path,
+    entries: &[FileEntry],
+    artifact: &str,
+    staged: &mut BTreeMap<String, String>,
+) -> Result<(), ExtractError> {
+    let ioe = |path: &str, source| ExtractError::Io {
+        artifact: shown(artifact),
+        path: to.join(path),
+        source,
+    };
+    let src = Dir::open(from).map_err(|e| ioe("", e))?;
+    let dst = Dir::open(to).map_err(|e| ioe("", e))?;
+    for e in entries {
+        let (parent, leaf) = dst.parent_of(&e.path).map_err(|err| {
+            if not_a_dir(&err) {
+                ExtractError::Unsafe {
+                    artifact: shown(artifact),
+                    path: shown(&e.path),
+                    reason: "a directory above it is a file or a symlink another artifact of this install has".into(),
+                }
+            } else {
+                ioe(&e.path, err)
+            }
+        })?;
+        if e.kind == Kind::Dir {
+            parent.child_dir(&leaf, true).map_err(|err| {
+                if not_a_dir(&err) {
+                    ExtractError::Unsafe {
+                        artifact: shown(artifact),
+                        path: shown(&e.path),
+                        reason: format!(
+                            "a directory here, a file or symlink in {}",
+                            shown(
+                                staged
+                                    .get(&e.path)
+                                    .map_or("another artifact", String::as_str)
+                            )
+                        ),
+                    }
+                } else {
+                    ioe(&e.path, err)
+                }
+            })?;
+            continue;
+        }
+        if let Some(other) = staged.get(&e.path) {
+            return Err(ExtractError::Unsafe {
+                artifact: shown(artifact),
+                path: shown(&e.path),
+                reason: format!("{} has it too", shown(other)),
+            });
+        }
+        if parent.exists(&leaf).map_err(|err| ioe(&e.path, err))? {
+            return Err(ExtractError::Unsafe {
+                artifact: shown(artifact),
+                path: shown(&e.path),
+                reason: "a directory in another artifact of this install".into(),
+            });
+        }
+        let (from_dir, from_leaf) = src.parent_of(&e.path).map_err(|err| ioe(&e.path, err))?;
+        from_dir
+            .rename_to(&from_leaf, &parent, &leaf)
+            .map_err(|err| ioe(&e.path, err))?;
+        staged.insert(e.path.clone(), artifact.to_string());
+    }
+    Ok(())
+}
+
 /// An entry with the long name and link that the extension headers before it gave it.
 struct Next<'a, R: Read> {
     entry: tar::Entry<'a, R>,
@@ -639,6 +713,44 @@ impl Dir {
         let t = cstr(target)?;
         // SAFETY: valid descriptor, NUL-terminated strings.
         cvt(unsafe { libc::symlinkat(t.as_ptr(), self.fd().as_raw_fd(), name.as_ptr()) })?;
+        Ok(())
+    }
+
+    /// Whether anything (a symlink included, not followed) is at `name`.
+    pub fn exists(&self, name: &CString) -> io::Result<bool> {
+        // SAFETY: all zeroes is a valid `stat` (plain integers), used only as an out-buffer.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor, a NUL-terminated name, a writable stat.
+        let r = unsafe {
+            libc::fstatat(
+                self.fd().as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::NotFound {
+            Ok(false)
+        } else {
+            Err(e)
+        }
+    }
+
+    /// Renames `name` here to `to_name` in `to` (the entry itself, a symlink included).
+    pub fn rename_to(&self, name: &CString, to: &Dir, to_name: &CString) -> io::Result<()> {
+        // SAFETY: valid descriptors, NUL-terminated names.
+        cvt(unsafe {
+            libc::renameat(
+                self.fd().as_raw_fd(),
+                name.as_ptr(),
+                to.fd().as_raw_fd(),
+                to_name.as_ptr(),
+            )
+        })?;
         Ok(())
     }
 

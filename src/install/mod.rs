@@ -980,6 +980,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
 
     // Extract into a staging directory beside the prefix.
     let staging = Staging::new(req.prefix)?;
+    let mut staged = BTreeMap::new();
     let mut receipts = Vec::new();
     let now = rfc3339(now_unix());
     for ((a, u), file) in todo.iter().zip(&files) {
@@ -999,12 +1000,11 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             )),
             _ => Box::new(zstd::stream::read::Decoder::new(counted).map_err(ioe(file))?),
         };
-        let x = extract::extract(
-            reader,
-            &staging.dir,
-            &base,
-            a.installed_size.min(req.max_bytes),
-        )?;
+        // Each artifact is unpacked into a directory of its own, so nothing an earlier one left
+        // (a symlink above all) is even there while it is extracted; its entries then move into
+        // the shared staging, where a path two artifacts both have is a conflict.
+        let own = Staging::new(req.prefix)?;
+        let x = extract::extract(reader, &own.dir, &base, a.installed_size.min(req.max_bytes))?;
         task.finish(&format!("{}: unpacked", a.name));
         crate::fault::point("install");
         let m = &x.manifest;
@@ -1015,6 +1015,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
                 found: extract::shown(&format!("{} {}", m.name, m.key)),
             });
         }
+        extract::gather(&own.dir, &staging.dir, &x.entries, &base, &mut staged)?;
         let mut r = Receipt {
             schema: receipt::RECEIPT_SCHEMA.into(),
             name: m.name.clone(),
