@@ -530,4 +530,33 @@ fn tokens_never_reach_output_when_publish_and_submit_fail() {
         o.stderr
     );
     assert!(o.stderr.contains("Bad credentials"), "{}", o.stderr);
+    // A cache key given as its text (what a CI secret named ROCFORGE_CACHE_KEY holds), damaged:
+    // refused without printing it.
+    let secret_line = format!("RWRTY0Iy{}", "Q".repeat(200));
+    let key_text = format!("untrusted comment: rocforge secret key\n{secret_line}\n");
+    let env = [("ROCFORGE_CACHE_KEY", key_text.as_str())];
+    let o = fx.run(
+        &env,
+        &[
+            "build",
+            "hostile",
+            "--arch",
+            "gfx902",
+            "--runtime",
+            "host",
+            "--cache",
+            &cache,
+        ],
+    );
+    assert!(
+        !o.stdout.contains(&secret_line[..40]) && !o.stderr.contains(&secret_line[..40]),
+        "the cache key was printed:\n{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("the secret key given as text"),
+        "{}",
+        o.stderr
+    );
 }
