@@ -206,6 +206,7 @@ fn run() -> io::Result<()> {
             let cache = d.join(format!("cache{r}"));
             let t = Instant::now();
             let req = rocforge::install::Request {
+                allow_downgrade: false,
                 components: &["bench".to_string()],
                 targets: &["gfx90c".to_string()],
                 from: &url,

@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS]    seconds per target, default 60 (four targets: 4 x SECONDS)
 #
 # Targets: inspect_bytes (ELF files, offload bundles, code objects), recipe_parse (recipe TOML),
-# tar_extract (install's safe extraction; asserts nothing lands outside the staging directory)
+# tar_extract (install's safe extraction, then each input installed twice into a real prefix;
+# asserts nothing lands outside the staging directory or changes beside the prefix)
 # and results_xml (gtest XML reports and event lines). Seeds: fuzz/corpus/TARGET/; those of
 # tar_extract and results_xml are written by fuzz/seeds.py.
 #
@@ -36,7 +37,8 @@ log "building ${targets[*]}"
 cargo fuzz build "${flags[@]}"
 
 scratch="$(mktemp -d)"
-# tar_extract unpacks into a scratch root named for its process (in /dev/shm when present).
+# tar_extract unpacks into scratch roots named for its process (in /dev/shm when present):
+# rocforge-fuzz-tar-PID for staging, rocforge-fuzz-tar-PID.prefix for the prefix.
 trap 'rm -rf "$scratch" /dev/shm/rocforge-fuzz-tar-* "${TMPDIR:-/tmp}"/rocforge-fuzz-tar-*' EXIT
 failed=()
 for t in "${targets[@]}"; do

@@ -22,6 +22,7 @@ pub mod process;
 pub mod progress;
 pub mod publish;
 pub mod recipe;
+pub mod redact;
 pub mod report;
 pub mod runtime;
 pub mod sign;

@@ -100,7 +100,7 @@ pub fn resolve_digest(client: &Client, reference: &str) -> Result<String, OciErr
     let unreachable = |e: reqwest::Error| OciError::Unreachable {
         registry: name.registry.clone(),
         reference: reference.to_string(),
-        message: e.to_string(),
+        message: e.without_url().to_string(),
     };
     let mut resp = client
         .head(&url)
@@ -139,18 +139,73 @@ pub fn resolve_digest(client: &Client, reference: &str) -> Result<String, OciErr
         })
 }
 
+/// The auth-params of a `Bearer k=v, k="quoted, with commas"` challenge (RFC 7235): a quoted
+/// value may hold commas (`scope="repository:r:push,pull"`) and `\`-escapes. None when it is
+/// not a Bearer challenge or is malformed.
+pub fn challenge_params(challenge: &str) -> Option<Vec<(String, String)>> {
+    let rest = challenge.trim_start();
+    let (scheme, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut chars = rest.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Some(out);
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next() != Some('=') || key.is_empty() {
+            return None;
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => value.push(chars.next()?),
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' || c.is_whitespace() {
+                    break;
+                }
+                value.push(c);
+                chars.next();
+            }
+        }
+        out.push((key.to_ascii_lowercase(), value));
+    }
+}
+
 /// Follows a `Bearer realm="…",service="…",scope="…"` challenge for an anonymous token.
 fn anonymous_token(client: &Client, challenge: &str) -> Option<String> {
-    let params = challenge.strip_prefix("Bearer ")?;
     let mut realm = None;
     let mut query = Vec::new();
-    for part in params.split(',') {
-        let (k, v) = part.trim().split_once('=')?;
-        let v = v.trim_matches('"').to_string();
+    for (k, v) in challenge_params(challenge)? {
         if k == "realm" {
             realm = Some(v);
         } else {
-            query.push((k.to_string(), v));
+            query.push((k, v));
         }
     }
     let url = reqwest::Url::parse_with_params(&realm?, &query).ok()?;
@@ -333,7 +388,7 @@ impl Remote {
             (Ok(u), Ok(p)) if !u.is_empty() => Some((u, p)),
             _ => None,
         };
-        let header = if challenge.starts_with("Bearer ") {
+        let header = if challenge_params(&challenge).is_some() {
             let scope = format!("repository:{}:pull,push", self.repo.repository);
             token_for(&self.client, &challenge, &scope, creds.as_ref())
                 .map(|t| format!("Bearer {t}"))
@@ -636,16 +691,13 @@ fn token_for(
     scope: &str,
     creds: Option<&(String, String)>,
 ) -> Option<String> {
-    let params = challenge.strip_prefix("Bearer ")?;
     let mut realm = None;
     let mut query = Vec::new();
-    for part in params.split(',') {
-        let (k, v) = part.trim().split_once('=')?;
-        let v = v.trim_matches('"').to_string();
-        match k {
+    for (k, v) in challenge_params(challenge)? {
+        match k.as_str() {
             "realm" => realm = Some(v),
             "scope" => {}
-            _ => query.push((k.to_string(), v)),
+            _ => query.push((k, v)),
         }
     }
     query.push(("scope".into(), scope.to_string()));
@@ -689,6 +741,26 @@ fn base64_encode(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bearer_challenges_keep_quoted_commas() {
+        let p = challenge_params(
+            r#"Bearer realm="https://r.example/token",service="r.example",scope="repository:r:push,pull", error="a \"q\"""#,
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            [
+                ("realm".into(), "https://r.example/token".into()),
+                ("service".into(), "r.example".into()),
+                ("scope".into(), "repository:r:push,pull".into()),
+                ("error".into(), "a \"q\"".into()),
+            ]
+        );
+        assert!(challenge_params("Basic realm=\"x\"").is_none());
+        assert!(challenge_params("Bearer realm=\"unterminated").is_none());
+        assert_eq!(challenge_params("Bearer").unwrap(), []);
+    }
 
     #[test]
     fn parses_references() {

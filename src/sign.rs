@@ -208,10 +208,55 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), SignError> {
 }
 
 /// Reads a secret key file; an encrypted one needs `password`.
+/// The key's text when `arg` holds the key itself rather than a path to it: what a CI secret
+/// named ROCFORGE_SIGNING_KEY or ROCFORGE_CACHE_KEY holds (the key file's text, or its base64
+/// line alone).
+fn key_text(arg: &str) -> Option<String> {
+    let t = arg.trim();
+    if t.contains('\n') || t.starts_with("untrusted comment:") {
+        return Some(arg.to_string());
+    }
+    let base64 = t.len() >= 64
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    (base64 && !Path::new(t).exists())
+        .then(|| format!("untrusted comment: rocforge secret key\n{t}\n"))
+}
+
+/// How a secret key argument is named in messages: its path, unless it may be a key itself
+/// (long, without a path's look), which is never shown.
+fn describe_key_arg(arg: &str) -> String {
+    let long_run = arg
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '=')))
+        .any(|w| w.len() >= 40);
+    if long_run || arg.len() > 512 || arg.chars().any(char::is_control) {
+        format!(
+            "the secret key argument ({} characters, not shown)",
+            arg.len()
+        )
+    } else {
+        arg.to_string()
+    }
+}
+
+/// Loads a secret key from `path`, or from the key's text when `path` holds that instead (see
+/// [`key_text`]). Neither the text nor anything that may be a key is ever put in an error.
 pub fn load_secret(path: &Path, password: Option<String>) -> Result<SecretKey, SignError> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let arg = path.as_os_str().to_string_lossy();
+    let (text, what) = match key_text(&arg) {
+        Some(t) => (t, "the secret key given as text".to_string()),
+        None => {
+            let what = describe_key_arg(&arg);
+            let text = std::fs::read_to_string(path).map_err(|source| SignError::Io {
+                path: PathBuf::from(&what),
+                source,
+            })?;
+            (text, what)
+        }
+    };
+    let path = Path::new(&what);
     let bad = |e: minisign::PError| SignError::BadKey {
-        what: path.display().to_string(),
+        what: what.clone(),
         message: e.to_string(),
     };
     let sbox = minisign::SecretKeyBox::from_string(&text).map_err(bad)?;

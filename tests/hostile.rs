@@ -498,4 +498,65 @@ fn tokens_never_reach_output_when_publish_and_submit_fail() {
             o.stderr
         );
     }
+    // A server that echoes the credentials it was sent in its error message.
+    let echo = JsonServer::start(|req| {
+        let auth = req
+            .headers
+            .get("authorization")
+            .cloned()
+            .unwrap_or_default();
+        (
+            401,
+            serde_json::json!({ "message": format!("Bad credentials: {auth} was refused") })
+                .to_string(),
+        )
+    });
+    let api = echo.url();
+    let mut env = env;
+    env[4] = ("ROCFORGE_GITHUB_API", api.as_str());
+    let o = fx.run(
+        &env,
+        &["publish", "dist", "--to", "github://someone/rocm@v1"],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        !echo.requests().is_empty(),
+        "publish never asked the echoing server"
+    );
+    assert!(
+        !o.stdout.contains(&token) && !o.stderr.contains(&token),
+        "the echoed token was printed:\n{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert!(o.stderr.contains("Bad credentials"), "{}", o.stderr);
+    // A cache key given as its text (what a CI secret named ROCFORGE_CACHE_KEY holds), damaged:
+    // refused without printing it.
+    let secret_line = format!("RWRTY0Iy{}", "Q".repeat(200));
+    let key_text = format!("untrusted comment: rocforge secret key\n{secret_line}\n");
+    let env = [("ROCFORGE_CACHE_KEY", key_text.as_str())];
+    let o = fx.run(
+        &env,
+        &[
+            "build",
+            "hostile",
+            "--arch",
+            "gfx902",
+            "--runtime",
+            "host",
+            "--cache",
+            &cache,
+        ],
+    );
+    assert!(
+        !o.stdout.contains(&secret_line[..40]) && !o.stderr.contains(&secret_line[..40]),
+        "the cache key was printed:\n{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("the secret key given as text"),
+        "{}",
+        o.stderr
+    );
 }

@@ -9,6 +9,7 @@
 //! the signed digest and each file against the tarball's manifest, before the store sees it.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -136,21 +137,23 @@ impl BuildCache for OciCache {
                 ),
             ));
         }
-        let resp = self.remote.get_blob(&config.tree.digest)?;
-        let mut reader = DigestReader::new(resp);
-        let extracted = {
-            let mut dec =
-                zstd::stream::read::Decoder::new(&mut reader).map_err(|source| CacheError::Io {
-                    path: tree.to_path_buf(),
-                    source,
-                })?;
-            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
-                |source| CacheError::Extract {
-                    key: key.into(),
-                    source,
-                },
-            )?
+        // The tree's bytes are checked against the signed digest and size before any of them is
+        // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
+        // beside the tree (never more than the signed size), not in memory.
+        let io = |source| CacheError::Io {
+            path: tree.to_path_buf(),
+            source,
         };
+        let parent = tree
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(io)?;
+        let mut blob = tempfile::tempfile_in(parent).map_err(io)?;
+        let resp = self.remote.get_blob(&config.tree.digest)?;
+        let mut reader = DigestReader::new(resp.take(config.tree.size.saturating_add(1)));
+        std::io::copy(&mut reader, &mut blob)
+            .map_err(|e| Self::invalid(key, format!("the tree's download failed: {e}")))?;
         let (digest, size) = reader
             .finish()
             .map_err(|e| Self::invalid(key, e.to_string()))?;
@@ -158,11 +161,21 @@ impl BuildCache for OciCache {
             return Err(Self::invalid(
                 key,
                 format!(
-                    "the tree's bytes are {digest}, the signed config says {}",
-                    config.tree.digest
+                    "the tree's bytes are {digest} ({size} bytes), the signed config says {} ({} bytes)",
+                    config.tree.digest, config.tree.size
                 ),
             ));
         }
+        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        let extracted = {
+            let mut dec = zstd::stream::read::Decoder::new(blob).map_err(io)?;
+            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
+                |source| CacheError::Extract {
+                    key: key.into(),
+                    source,
+                },
+            )?
+        };
         if extracted.manifest.key != key {
             return Err(Self::invalid(
                 key,
@@ -264,4 +277,133 @@ fn annotations(meta: &EntryMeta, secret: &SecretKey) -> BTreeMap<String, String>
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oci::{Descriptor, digest_of};
+    use std::io::{BufRead, Write};
+
+    /// A registry on 127.0.0.1 serving fixed manifests and blobs by path suffix, counting the
+    /// bytes it sends.
+    fn registry(
+        files: Vec<(String, Vec<u8>)>,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = sent.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+                let mut w = c;
+                let mut line = String::new();
+                let _ = r.read_line(&mut line);
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let body = files.iter().find(|(p, _)| path.ends_with(p.as_str()));
+                let _ = match body {
+                    Some((_, b)) => {
+                        counter.fetch_add(b.len() as u64, std::sync::atomic::Ordering::SeqCst);
+                        w.write_all(
+                            format!(
+                                "HTTP/1.0 200 OK\r\nContent-Type: {IMAGE_MANIFEST}\r\nContent-Length: {}\r\n\r\n",
+                                b.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .and_then(|()| w.write_all(b))
+                    }
+                    None => w.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+                };
+            }
+        });
+        (format!("127.0.0.1:{port}"), sent)
+    }
+
+    #[test]
+    fn a_forged_tree_is_refused_before_it_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = crate::sign::generate(dir.path(), None).unwrap();
+        let sk = crate::sign::load_secret(&g.secret, None).unwrap();
+        let pk = crate::sign::parse_public(&g.public_key).unwrap();
+        let key = "ab".repeat(32);
+        // The signed config vouches for a small tree; the registry serves, under its digest,
+        // a zstd bomb: a GNU long name of 1 GiB, a few KB compressed.
+        let honest = zstd::encode_all(&b"honest tree"[..], 3).unwrap();
+        let mut bomb = Vec::new();
+        {
+            let enc = zstd::stream::write::Encoder::new(&mut bomb, 3).unwrap();
+            let mut b = tar::Builder::new(enc);
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::GNULongName);
+            h.set_size(1 << 30);
+            h.set_cksum();
+            b.append(&h, std::io::repeat(b'a').take(1 << 30)).unwrap();
+            b.into_inner().unwrap().finish().unwrap();
+        }
+        let tree = Descriptor {
+            media_type: TREE_TYPE.into(),
+            digest: digest_of(&honest),
+            size: honest.len() as u64,
+            annotations: Default::default(),
+        };
+        let config = serde_json::to_vec(&serde_json::json!({
+            "schema": CACHE_SCHEMA, "key": key,
+            "meta": {"component": "x", "key": key, "committed": 0},
+            "hash_input": null, "tree": tree,
+        }))
+        .unwrap();
+        let sig = crate::sign::sign_reader(&sk, &config[..], &tag(&key)).unwrap();
+        let blob = |t: &str, b: &[u8]| Descriptor {
+            media_type: t.into(),
+            digest: digest_of(b),
+            size: b.len() as u64,
+            annotations: Default::default(),
+        };
+        let manifest = serde_json::to_vec(&ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST.into(),
+            artifact_type: None,
+            config: blob(CONFIG_TYPE, &config),
+            layers: vec![tree.clone(), blob(SIGNATURE_TYPE, sig.as_bytes())],
+            annotations: Default::default(),
+        })
+        .unwrap();
+        let (host, _) = registry(vec![
+            (
+                format!("/manifests/{}", digest_of(&manifest)),
+                manifest.clone(),
+            ),
+            (format!("/blobs/{}", digest_of(&config)), config.clone()),
+            (
+                format!("/blobs/{}", digest_of(sig.as_bytes())),
+                sig.clone().into_bytes(),
+            ),
+            (format!("/blobs/{}", tree.digest), bomb.clone()),
+        ]);
+        let cache = OciCache::new(
+            crate::source::download::client(),
+            Repository::parse(&format!("oci://{host}/cache")).unwrap(),
+            vec![pk],
+            None,
+        );
+        let out = dir.path().join("tree");
+        let hit = CacheHit {
+            key: key.clone(),
+            reference: digest_of(&manifest),
+        };
+        let Err(err) = cache.fetch(&hit, &out) else {
+            panic!("a forged tree was accepted");
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("the signed config says"), "{msg}");
+        assert!(!out.exists(), "the forged tree was unpacked");
+    }
 }

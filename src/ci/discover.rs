@@ -144,8 +144,8 @@ pub fn list(
             let body = resp.text().unwrap_or_default();
             let message = serde_json::from_str::<serde_json::Value>(&body)
                 .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_string))
-                .unwrap_or_else(|| body.chars().take(200).collect());
+                .and_then(|v| v["message"].as_str().map(crate::redact::server_text))
+                .unwrap_or_else(|| crate::redact::server_text(&body));
             return Err(DiscoverError::Status {
                 url,
                 status: status.as_u16(),

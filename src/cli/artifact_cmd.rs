@@ -379,11 +379,30 @@ pub fn default_prefix() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("rocforge"))
 }
 
+/// `600`, `600s`, `90m`, `3h`; at least one second.
+fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| std::time::Duration::from_secs(secs))
+}
+
 pub struct InstallArgs<'a> {
     pub components: &'a [String],
     pub from: Option<&'a str>,
     pub prefix: Option<&'a Path>,
     pub allow_unsigned: bool,
+    pub allow_downgrade: bool,
+    pub timeout: Option<&'a str>,
     pub allow_host: &'a [String],
     pub keys: &'a [String],
     pub max_size: Option<&'a str>,
@@ -424,6 +443,15 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         })?,
         None => install::DEFAULT_MAX_BYTES,
     };
+    let mut download = rocforge::source::download::DownloadOptions::default();
+    if let Some(t) = a.timeout {
+        download.deadline = parse_duration(t).ok_or_else(|| {
+            CliError::One(
+                Diagnostic::new(format!("--timeout {t}: not a duration"))
+                    .hint("seconds, or a number with s, m or h: 600, 90m, 3h"),
+            )
+        })?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -439,11 +467,12 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         from: &from,
         prefix: &prefix,
         allow_unsigned: a.allow_unsigned,
+        allow_downgrade: a.allow_downgrade,
         allowed_hosts: a.allow_host,
         keys: &keys,
         cache_dir: Cache::default_root(),
         max_bytes,
-        download: Default::default(),
+        download,
         runtime: a.runtime,
         stop: &stop,
     };
@@ -586,7 +615,7 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
             r.name,
             r.version,
             r.targets.join(","),
-            &r.key[..12.min(r.key.len())],
+            r.key.get(..12).unwrap_or(&r.key),
             r.files.len()
         );
     }

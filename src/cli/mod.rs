@@ -385,6 +385,12 @@ Examples:
         /// Do not check that the HIP runtime the artifacts need is present (nor add it)
         #[arg(long)]
         no_runtime_check: bool,
+        /// Replace an installed component by an older version the index offers
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
+        #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
+        timeout: Option<String>,
     },
     /// Remove installed components: exactly the files their receipts list
     Uninstall {
@@ -804,6 +810,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             max_size,
             with_runtime,
             no_runtime_check,
+            allow_downgrade,
+            timeout,
         } => artifact_cmd::install_cmd(
             g,
             artifact_cmd::InstallArgs {
@@ -811,6 +819,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 from: from.as_deref(),
                 prefix: prefix.as_deref(),
                 allow_unsigned: *allow_unsigned,
+                allow_downgrade: *allow_downgrade,
+                timeout: timeout.as_deref(),
                 allow_host,
                 keys: key,
                 max_size: max_size.as_deref(),

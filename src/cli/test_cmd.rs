@@ -313,7 +313,11 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         }
         (None, Some(from)) => {
             let keys = super::artifact_cmd::trusted(g, &[])?;
-            let client = rocforge::source::download::client_with(&Default::default());
+            let client = rocforge::source::download::client_confined(
+                &Default::default(),
+                &install::index_url(from).map_err(|e| one(&e, e.hint()))?,
+                &[],
+            );
             let loaded =
                 install::load_index(&client, from, &keys, false).map_err(|e| one(&e, e.hint()))?;
             let chosen = install::resolve(
@@ -396,6 +400,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             let stop = std::sync::atomic::AtomicBool::new(false);
             let installer = TermReporter::new(g.quiet);
             let req = install::Request {
+                allow_downgrade: false,
                 components: &[a.component.to_string()],
                 targets: &[target.to_string()],
                 from,

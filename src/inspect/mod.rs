@@ -272,9 +272,36 @@ pub fn target_in_name(name: &str) -> Option<TargetId> {
     Some(t)
 }
 
-fn sniff(path: &Path) -> std::io::Result<[u8; 8]> {
+/// Opens `path` for reading if it is a regular file. `O_NONBLOCK`, so that a FIFO (or a device)
+/// given as the path cannot block the open; its type is then checked on the descriptor itself,
+/// so a file swapped in between cannot slip through.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let ft = f.metadata()?.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{kind}; inspect reads regular files only"),
+        ));
+    }
+    Ok(f)
+}
+
+fn sniff(f: &mut File) -> std::io::Result<[u8; 8]> {
     let mut head = [0u8; 8];
-    let mut f = File::open(path)?;
     let mut n = 0;
     while n < head.len() {
         match f.read(&mut head[n..])? {
@@ -296,24 +323,28 @@ fn known_magic(head: &[u8]) -> bool {
 /// One file: no report and no error when it is of no kind that can hold GPU code.
 fn inspect_file(path: &Path, display: &str) -> (Option<FileReport>, Vec<InspectError>) {
     let fail = |e: std::io::Error| (None, vec![io_error(path, &e)]);
-    let head = match sniff(path) {
+    let mut file = match open_regular(path) {
+        Ok(f) => f,
+        Err(e) => return fail(e),
+    };
+    let head = match sniff(&mut file) {
         Ok(h) => h,
         Err(e) => return fail(e),
     };
     if !known_magic(&head) {
         return (None, Vec::new());
     }
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) => return fail(e),
-    };
-    // SAFETY: the map is only read, and only while `file` is open in this function. A file
-    // changed underneath by another process can give wrong results but no unsoundness in
-    // the parsers, which treat the bytes as untrusted.
-    match unsafe { memmap2::Mmap::map(&file) } {
-        Ok(map) => inspect_bytes(path, display, &map),
-        Err(e) => fail(e),
+    // Read, not mapped: a mapped file that another process truncates raises SIGBUS on the next
+    // access, which no parser can catch and Rust cannot handle soundly. A read of a shrinking
+    // file just ends early, and the parsers take any bytes. The cost is one copy of one file
+    // at a time (inspect holds no two), the size of the largest library inspected.
+    let mut data = head.to_vec();
+    let len = file.metadata().map_or(0, |m| m.len());
+    data.reserve(usize::try_from(len).unwrap_or(0).saturating_sub(data.len()));
+    if let Err(e) = file.read_to_end(&mut data) {
+        return fail(e);
     }
+    inspect_bytes(path, display, &data)
 }
 
 /// Inspects the bytes of one file (`path` is used in errors, `display` in the report).

@@ -9,6 +9,8 @@
 //! the prefix and removes those directories; staging without a journal never touched the prefix
 //! and is simply removed.
 
+use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -30,8 +32,60 @@ pub fn begin(staging: &Path, journal: &Journal) -> std::io::Result<()> {
     crate::fsutil::write_atomic(&staging.join(JOURNAL), &bytes)
 }
 
+/// The most a journal may hold: a few hundred thousand paths.
+const MAX_JOURNAL_BYTES: u64 = 256 << 20;
+
+impl Journal {
+    /// The same rules as a receipt's for every path it names ([`Receipt::check`]): a journal is
+    /// read back from disk, so it is input like any other.
+    pub fn check(&self) -> Result<(), String> {
+        for r in &self.receipts {
+            r.check()?;
+        }
+        for f in &self.remove {
+            receipt::check_path(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates `rel` (a directory) and the directories above it in `prefix`; a file of a replaced
+/// component in the way (`removable`) is removed first, anything else in the way, a symlink
+/// above all, is an error: nothing is ever created through a link.
+fn make_dirs(prefix: &Path, rel: &str, removable: &BTreeSet<&str>) -> std::io::Result<()> {
+    let mut p = prefix.to_path_buf();
+    let mut sofar = String::new();
+    for c in rel.split('/') {
+        p.push(c);
+        if !sofar.is_empty() {
+            sofar.push('/');
+        }
+        sofar.push_str(c);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) if removable.contains(sofar.as_str()) => std::fs::remove_file(&p)?,
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{sofar} is not a directory (a symlink or a file) in the prefix"),
+                ));
+            }
+            Err(_) => {}
+        }
+        match std::fs::create_dir(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Writes the receipts, moves every staged entry into `prefix`, removes the replaced files.
 pub fn apply(staging: &Path, prefix: &Path, journal: &Journal) -> std::io::Result<()> {
+    journal
+        .check()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let removable: BTreeSet<&str> = journal.remove.iter().map(String::as_str).collect();
     // Receipts first: even cut short here, uninstall knows every file.
     for r in &journal.receipts {
         receipt::write(prefix, r)?;
@@ -39,26 +93,34 @@ pub fn apply(staging: &Path, prefix: &Path, journal: &Journal) -> std::io::Resul
     crate::fault::point("install");
     for r in &journal.receipts {
         for d in &r.dirs {
-            let p = prefix.join(d);
-            if !p.is_dir() {
-                std::fs::create_dir_all(&p)?;
-            }
+            make_dirs(prefix, d, &removable)?;
         }
         for f in &r.files {
             let from = staging.join(f);
             if std::fs::symlink_metadata(&from).is_err() {
                 continue; // moved by the run that was cut short
             }
+            if let Some((parent, _)) = f.rsplit_once('/') {
+                make_dirs(prefix, parent, &removable)?;
+            }
             let to = prefix.join(f);
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)?;
+            if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir())
+                && removable.contains(f.as_str())
+            {
+                // Cannot happen from a receipt (files and dirs are apart); kept strict anyway.
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{f} is a directory in the prefix"),
+                ));
             }
             std::fs::rename(&from, &to)?;
             crate::fault::point("install");
         }
     }
     for f in &journal.remove {
-        let _ = std::fs::remove_file(prefix.join(f));
+        if receipt::no_link_above(prefix, f) {
+            let _ = std::fs::remove_file(prefix.join(f));
+        }
     }
     crate::fsutil::sync_dir(prefix);
     Ok(())
@@ -127,10 +189,18 @@ pub fn staging(prefix: &Path) -> Vec<PathBuf> {
 pub fn recover(prefix: &Path) -> std::io::Result<Vec<String>> {
     let mut completed = Vec::new();
     for dir in staging(prefix) {
-        let journal: Option<Journal> = std::fs::read(dir.join(JOURNAL))
+        let mut bytes = Vec::new();
+        let journal: Option<Journal> = std::fs::File::open(dir.join(JOURNAL))
+            .and_then(|f| f.take(MAX_JOURNAL_BYTES).read_to_end(&mut bytes))
             .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        if let Some(j) = journal {
+            .and_then(|_| serde_json::from_slice(&bytes).ok());
+        // A journal that breaks the rules was not written by a merge: the staging is dropped
+        // unapplied, as one without a journal is.
+        if let Some(j) = journal.filter(|j| {
+            j.check()
+                .inspect_err(|e| tracing::warn!("{}: journal not applied: {e}", dir.display()))
+                .is_ok()
+        }) {
             apply(&dir, prefix, &j)?;
             completed.extend(j.receipts.iter().map(|r| r.name.clone()));
         }
@@ -152,7 +222,7 @@ mod tests {
         std::fs::write(prefix.join("lib/libx.so.0"), "old").unwrap();
         let receipt: Receipt = serde_json::from_value(serde_json::json!({
             "schema": receipt::RECEIPT_SCHEMA, "name": "x", "version": "2", "targets": ["gfx90c"],
-            "key": "k", "sha256": "s", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
+            "key": "ab12", "sha256": "s", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
             "files": ["bin/x", "lib/libx.so.1"], "dirs": ["bin", "lib"],
         }))
         .unwrap();

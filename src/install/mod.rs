@@ -99,6 +99,20 @@ pub enum InstallError {
     },
     #[error("stopped; the prefix is unchanged")]
     Stopped,
+    #[error("the index {from}: artifact {artifact}: {field} {value:?} {rule}")]
+    BadField {
+        from: String,
+        artifact: String,
+        field: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+    #[error("{name} {installed} is installed; the index offers the older {offered}")]
+    Downgrade {
+        name: String,
+        installed: String,
+        offered: String,
+    },
 }
 
 impl InstallError {
@@ -135,6 +149,8 @@ impl InstallError {
             InstallError::Conflict { .. } => "uninstall the owner first, or install into another --prefix".into(),
             InstallError::Io { .. } => "check free disk space and permissions beside the prefix".into(),
             InstallError::Stopped => "run the same command again".into(),
+            InstallError::BadField { .. } => "the index is malformed or hostile; nothing was installed. Report it to the publisher".into(),
+            InstallError::Downgrade { .. } => "an old index (a mirror replaying it?) would replace a newer install; pass --allow-downgrade if you mean it".into(),
         }
     }
 }
@@ -179,9 +195,10 @@ impl crate::trust::ListSource for UrlSource<'_> {
     }
 
     fn describe(&self, name: &str) -> String {
-        self.index
-            .join(name)
-            .map_or_else(|_| name.to_string(), |u| u.to_string())
+        self.index.join(name).map_or_else(
+            |_| name.to_string(),
+            |u| crate::source::download::redact_url(u.as_str()),
+        )
     }
 }
 
@@ -212,36 +229,112 @@ pub fn index_url(from: &str) -> Result<Url, InstallError> {
     Ok(u)
 }
 
+fn is_hex(s: &str, min: usize, max: usize) -> bool {
+    (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// What a signed index still must not say: names that are not component names (they become
+/// receipt file names), digests and content keys that are not hex (they are cut and shown).
+fn check_index(index: &Index, from: &str) -> Result<(), InstallError> {
+    use crate::install::extract::shown;
+    use crate::recipe::is_component_name;
+    const NAME: &str = "is not a component name (lowercase letters, digits, - _ ., at most 64)";
+    const KEY: &str = "is not a content key (hexadecimal digits)";
+    const WORD: &str = "is not a plain word (at most 128 printable characters, no spaces)";
+    for a in &index.artifacts {
+        let bad = |field, value: &str, rule| InstallError::BadField {
+            from: from.into(),
+            artifact: shown(&a.name),
+            field,
+            value: shown(value),
+            rule,
+        };
+        if !is_component_name(&a.name) {
+            return Err(bad("name", &a.name, NAME));
+        }
+        if !crate::package::manifest::is_plain_word(&a.version) {
+            return Err(bad("version", &a.version, WORD));
+        }
+        if let Some(t) = a
+            .targets
+            .iter()
+            .find(|t| !crate::package::manifest::is_plain_word(t))
+        {
+            return Err(bad("target", t, WORD));
+        }
+        if !is_hex(&a.sha256, 64, 64) {
+            return Err(bad("sha256", &a.sha256, "is not 64 hexadecimal digits"));
+        }
+        if !is_hex(&a.key, 1, 128) {
+            return Err(bad("key", &a.key, KEY));
+        }
+        for d in &a.depends {
+            if !is_component_name(&d.name) {
+                return Err(bad("dependency", &d.name, NAME));
+            }
+            if !is_hex(&d.key, 1, 128) {
+                return Err(bad("dependency key", &d.key, KEY));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The longest fetching one small file (index, signature, key list) may take.
+const SMALL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Up to `MAX_INDEX_BYTES + 1` bytes of `r`, within [`SMALL_DEADLINE`] of `start`.
+fn read_small(mut r: impl Read, start: std::time::Instant) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        if start.elapsed() > SMALL_DEADLINE {
+            return Err(format!(
+                "not done after {} s, the limit for a small file",
+                SMALL_DEADLINE.as_secs()
+            ));
+        }
+        let n = match r.read(&mut chunk) {
+            Ok(0) => return Ok(buf),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() as u64 > MAX_INDEX_BYTES {
+            return Ok(buf);
+        }
+    }
+}
+
 /// Small files (index, signature): None when absent (404 or no such file).
 fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<Vec<u8>>, String> {
+    let start = std::time::Instant::now();
     if url.scheme() == "file" {
         let p = url
             .to_file_path()
             .map_err(|()| "bad file URL".to_string())?;
         return match std::fs::File::open(&p) {
-            Ok(f) => {
-                let mut buf = Vec::new();
-                f.take(MAX_INDEX_BYTES + 1)
-                    .read_to_end(&mut buf)
-                    .map_err(|e| e.to_string())?;
-                Ok(Some(buf))
+            Ok(f) if f.metadata().is_ok_and(|m| !m.is_file()) => {
+                Err(format!("{}: not a regular file", p.display()))
             }
+            Ok(f) => read_small(f, start).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", p.display())),
         };
     }
-    let resp = client.get(url.clone()).send().map_err(|e| e.to_string())?;
+    // Errors without the URL: it may carry credentials, and the caller names the file.
+    let resp = client
+        .get(url.clone())
+        .send()
+        .map_err(|e| e.without_url().to_string())?;
     if resp.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
     if !resp.status().is_success() {
         return Err(format!("HTTP {}", resp.status().as_u16()));
     }
-    let mut buf = Vec::new();
-    resp.take(MAX_INDEX_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
-    Ok(Some(buf))
+    read_small(resp, start).map(Some)
 }
 
 /// Fetches the index and its signature, applies the key list beside it (`keys.json`, see
@@ -253,7 +346,7 @@ pub fn load_index(
     allow_unsigned: bool,
 ) -> Result<LoadedIndex, InstallError> {
     let url = index_url(from)?;
-    let shown = url.to_string();
+    let shown = crate::source::download::redact_url(url.as_str());
     let bad = |message: String| InstallError::Index {
         from: shown.clone(),
         message,
@@ -317,6 +410,7 @@ pub fn load_index(
     };
     let index: Index =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    check_index(&index, &shown)?;
     let expires = parse_rfc3339(&index.expires).ok_or_else(|| InstallError::BadDate {
         from: shown.clone(),
         value: index.expires.clone(),
@@ -365,7 +459,7 @@ pub fn resolve<'a>(
                 .iter()
                 .find(|x| x.key == d.key)
                 .ok_or_else(|| InstallError::MissingDependency {
-                    artifact: a.url.clone(),
+                    artifact: extract::shown(&a.url),
                     dependency: d.name.clone(),
                     key: d.key.clone(),
                 })?;
@@ -453,6 +547,8 @@ pub struct Request<'a> {
     pub from: &'a str,
     pub prefix: &'a Path,
     pub allow_unsigned: bool,
+    /// Replace an installed component by an older version (`--allow-downgrade`).
+    pub allow_downgrade: bool,
     /// Hosts (`host` or `host:port`) artifacts may come from besides the index's.
     pub allowed_hosts: &'a [String],
     pub keys: &'a [PublicKey],
@@ -731,7 +827,11 @@ pub struct Report {
 }
 
 pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, InstallError> {
-    let client = crate::source::download::client_with(&req.download);
+    let client = crate::source::download::client_confined(
+        &req.download,
+        &index_url(req.from)?,
+        req.allowed_hosts,
+    );
     let loaded = load_index(&client, req.from, req.keys, req.allow_unsigned)?;
     if let Some(why) = &loaded.unsigned_reason {
         reporter.note(&format!(
@@ -773,12 +873,25 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
         req,
         reporter,
     )?;
+    if !req.allow_downgrade {
+        for a in &chosen {
+            if let Some(r) = existing.iter().find(|r| r.name == a.name)
+                && version_tuple(&a.version) < version_tuple(&r.version)
+            {
+                return Err(InstallError::Downgrade {
+                    name: a.name.clone(),
+                    installed: r.version.clone(),
+                    offered: a.version.clone(),
+                });
+            }
+        }
+    }
     let index_origin = origin(&loaded.url);
     let mut urls = Vec::new();
     for a in &chosen {
         let u = loaded.url.join(&a.url).map_err(|e| InstallError::Index {
             from: loaded.url.to_string(),
-            message: format!("{}: bad url {:?}: {e}", a.name, a.url),
+            message: format!("{}: bad url \"{}\": {e}", a.name, extract::shown(&a.url)),
         })?;
         let o = origin(&u);
         let host_port = match (u.host_str(), u.port_or_known_default()) {
@@ -788,8 +901,8 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
         };
         if o != index_origin && !host_port.iter().any(|h| req.allowed_hosts.contains(h)) {
             return Err(InstallError::OtherHost {
-                artifact: a.url.clone(),
-                url: u.to_string(),
+                artifact: extract::shown(&a.url),
+                url: crate::source::download::redact_url(u.as_str()),
                 index_host: index_origin.clone(),
             });
         }
@@ -801,7 +914,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
                 && version_tuple(need) > version_tuple(&have)
             {
                 return Err(InstallError::Glibc {
-                    artifact: a.url.clone(),
+                    artifact: extract::shown(&a.url),
                     need: need.clone(),
                     have,
                 });
@@ -846,19 +959,20 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
         if req.stop.load(Ordering::SeqCst) {
             return Err(InstallError::Stopped);
         }
-        let base = a.url.rsplit('/').next().unwrap_or("artifact");
-        let dest = dl_dir.join(format!("{}-{base}", &a.sha256[..16.min(a.sha256.len())]));
-        download(
-            &client,
-            u.as_str(),
-            &a.sha256,
-            &dest,
-            &req.download,
-            reporter,
-        )
-        .map_err(|source| InstallError::Download {
-            artifact: base.to_string(),
-            source,
+        let base = artifact_file(&a.url);
+        let dest = dl_dir.join(format!(
+            "{}-{base}",
+            a.sha256.get(..16).unwrap_or("artifact")
+        ));
+        let opts = DownloadOptions {
+            max_bytes: Some(a.size),
+            ..req.download.clone()
+        };
+        download(&client, u.as_str(), &a.sha256, &dest, &opts, reporter).map_err(|source| {
+            InstallError::Download {
+                artifact: extract::shown(&base),
+                source,
+            }
         })?;
         files.push(dest);
         crate::fault::point("install");
@@ -866,13 +980,14 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
 
     // Extract into a staging directory beside the prefix.
     let staging = Staging::new(req.prefix)?;
+    let mut staged = BTreeMap::new();
     let mut receipts = Vec::new();
     let now = rfc3339(now_unix());
     for ((a, u), file) in todo.iter().zip(&files) {
         if req.stop.load(Ordering::SeqCst) {
             return Err(InstallError::Stopped);
         }
-        let base = a.url.rsplit('/').next().unwrap_or("artifact").to_string();
+        let base = artifact_file(&a.url);
         let task = reporter.task(&format!("unpacking {base}"), Some(a.size), true);
         let f = std::fs::File::open(file).map_err(ioe(file))?;
         let counted = Progress {
@@ -885,22 +1000,22 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             )),
             _ => Box::new(zstd::stream::read::Decoder::new(counted).map_err(ioe(file))?),
         };
-        let x = extract::extract(
-            reader,
-            &staging.dir,
-            &base,
-            a.installed_size.min(req.max_bytes),
-        )?;
+        // Each artifact is unpacked into a directory of its own, so nothing an earlier one left
+        // (a symlink above all) is even there while it is extracted; its entries then move into
+        // the shared staging, where a path two artifacts both have is a conflict.
+        let own = Staging::new(req.prefix)?;
+        let x = extract::extract(reader, &own.dir, &base, a.installed_size.min(req.max_bytes))?;
         task.finish(&format!("{}: unpacked", a.name));
         crate::fault::point("install");
         let m = &x.manifest;
         if m.key != a.key || m.name != a.name {
             return Err(InstallError::ManifestMismatch {
-                artifact: base,
+                artifact: extract::shown(&base),
                 expected: format!("{} {}", a.name, a.key),
-                found: format!("{} {}", m.name, m.key),
+                found: extract::shown(&format!("{} {}", m.name, m.key)),
             });
         }
+        extract::gather(&own.dir, &staging.dir, &x.entries, &base, &mut staged)?;
         let mut r = Receipt {
             schema: receipt::RECEIPT_SCHEMA.into(),
             name: m.name.clone(),
@@ -909,7 +1024,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
             targets: m.targets.clone(),
             key: m.key.clone(),
             sha256: a.sha256.clone(),
-            url: u.to_string(),
+            url: crate::source::download::redact_url(u.as_str()),
             installed: now.clone(),
             depends: m.depends.clone(),
             glibc_floor: m.glibc_floor.clone(),
@@ -937,6 +1052,26 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
     Ok(report)
 }
 
+/// The artifact's file name, for the download cache and messages: the URL's last segment when
+/// it is a plain file name, else a fixed one (the URL is the index's; it names no local path).
+fn artifact_file(url: &str) -> String {
+    let base = url.rsplit('/').next().unwrap_or_default();
+    let base = base.split(['?', '#']).next().unwrap_or_default();
+    let plain = !base.is_empty()
+        && base.len() <= 200
+        && !base.starts_with('.')
+        && base
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'+'));
+    if plain {
+        base.to_string()
+    } else if base.ends_with(".gz") {
+        "artifact.tar.gz".into()
+    } else {
+        "artifact.tar.zst".into()
+    }
+}
+
 struct Progress<'a, R> {
     inner: R,
     task: &'a dyn crate::progress::Task,
@@ -948,6 +1083,59 @@ impl<R: Read> Read for Progress<'_, R> {
         self.task.inc(n as u64);
         Ok(n)
     }
+}
+
+/// The extract-and-merge half of [`install`], for one uncompressed tarball already at hand: safe
+/// extraction into a staging directory beside `prefix`, then the same commit (a rename into an
+/// empty prefix, else the checked, journaled merge) under the prefix's lock. No index, no
+/// download, no signature: the fuzz target drives it with arbitrary bytes to check that nothing
+/// outside `prefix` ever changes.
+pub fn unpack_into(
+    prefix: &Path,
+    tar: impl Read,
+    artifact: &str,
+    limit: u64,
+) -> Result<Receipt, InstallError> {
+    let _lock = merge::lock(prefix, false, &|| {})
+        .map_err(ioe(prefix))?
+        .ok_or_else(|| ioe(prefix)(std::io::Error::other("locked by another process")))?;
+    merge::recover(prefix).map_err(ioe(prefix))?;
+    let existing = receipt::read_all(prefix);
+    let staging = Staging::new(prefix)?;
+    let x = extract::extract(tar, &staging.dir, artifact, limit)?;
+    let m = &x.manifest;
+    let mut r = Receipt {
+        schema: receipt::RECEIPT_SCHEMA.into(),
+        name: m.name.clone(),
+        version: m.version.clone(),
+        release: m.release.clone(),
+        targets: m.targets.clone(),
+        key: m.key.clone(),
+        sha256: String::new(),
+        url: String::new(),
+        installed: rfc3339(now_unix()),
+        depends: m.depends.clone(),
+        glibc_floor: m.glibc_floor.clone(),
+        needs: m.needs.clone(),
+        provides: m.provides.clone(),
+        not_native: Default::default(),
+        signed_by: None,
+        files: Vec::new(),
+        dirs: Vec::new(),
+    };
+    for e in &x.entries {
+        match e.kind {
+            Kind::Dir => r.dirs.push(e.path.clone()),
+            _ => r.files.push(e.path.clone()),
+        }
+    }
+    // A manifest's key is not checked against an index here; the receipt rules still apply.
+    r.check().map_err(|message| InstallError::Index {
+        from: artifact.into(),
+        message,
+    })?;
+    staging.commit(prefix, std::slice::from_ref(&r), &existing)?;
+    Ok(r)
 }
 
 /// `<parent>/.<prefix name>.tmp-…`, removed on drop unless committed.
@@ -995,18 +1183,21 @@ impl Staging {
             }
         }
         for r in receipts {
+            // A file of a component being replaced may stand where a directory now goes: the
+            // merge removes it first (merge::apply).
+            let in_the_way = |p: &str| {
+                std::fs::symlink_metadata(prefix.join(p)).is_ok_and(|m| !m.is_dir())
+                    && !owner.get(p).is_some_and(|o| replacing.contains(o))
+            };
             for f in &r.files {
                 let dest = prefix.join(f);
                 let mut anc = Path::new(f.as_str()).parent();
                 while let Some(a) = anc.filter(|a| !a.as_os_str().is_empty()) {
-                    if let Ok(m) = std::fs::symlink_metadata(prefix.join(a))
-                        && !m.is_dir()
-                    {
+                    let a_str = a.to_str().unwrap_or_default();
+                    if in_the_way(a_str) {
                         return Err(InstallError::Conflict {
                             path: a.display().to_string(),
-                            owner: owner
-                                .get(a.to_str().unwrap_or_default())
-                                .map(|s| s.to_string()),
+                            owner: owner.get(a_str).map(|s| s.to_string()),
                         });
                     }
                     anc = a.parent();
@@ -1024,9 +1215,7 @@ impl Staging {
                 }
             }
             for d in &r.dirs {
-                if let Ok(m) = std::fs::symlink_metadata(prefix.join(d))
-                    && !m.is_dir()
-                {
+                if in_the_way(d) {
                     return Err(InstallError::Conflict {
                         path: d.clone(),
                         owner: owner.get(d.as_str()).map(|s| s.to_string()),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::package::manifest::{Dependency, normalize};
+use crate::package::manifest::{Dependency, has_reserved, normalize};
 
 pub const RECEIPT_SCHEMA: &str = "rocforge.receipt/1";
 
@@ -77,6 +77,67 @@ pub struct Receipt {
     pub dirs: Vec<String>,
 }
 
+/// A path a receipt or journal may name: normalized, relative, no `..`, no `.rocforge` name.
+pub fn check_path(p: &str) -> Result<(), String> {
+    use crate::install::extract::shown;
+    if normalize(p).as_deref() != Some(p) {
+        return Err(format!(
+            "path \"{}\" is absolute, climbs with .., or is not normalized",
+            shown(p)
+        ));
+    }
+    if has_reserved(p) {
+        return Err(format!(
+            "path \"{}\" is rocforge's own (.rocforge…)",
+            shown(p)
+        ));
+    }
+    Ok(())
+}
+
+impl Receipt {
+    /// The rules every receipt read from disk (or a journal) must meet before anything acts on
+    /// it: the recipes' component names, paths that stay in the prefix.
+    pub fn check(&self) -> Result<(), String> {
+        if !crate::recipe::is_component_name(&self.name) {
+            return Err(format!(
+                "name \"{}\" is not a component name",
+                crate::install::extract::shown(&self.name)
+            ));
+        }
+        if self.key.is_empty()
+            || self.key.len() > 128
+            || !self.key.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            return Err(format!(
+                "content key \"{}\" is not hexadecimal",
+                crate::install::extract::shown(&self.key)
+            ));
+        }
+        for p in self.files.iter().chain(&self.dirs) {
+            check_path(p)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether every directory above `rel` in `prefix` is a real directory (or absent): a path
+/// through a symlink may lead anywhere, so nothing is removed or replaced through one.
+pub fn no_link_above(prefix: &Path, rel: &str) -> bool {
+    let mut p = prefix.to_path_buf();
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    for c in parts {
+        p.push(c);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
 pub fn dir(prefix: &Path) -> PathBuf {
     prefix.join(".rocforge").join("receipts")
 }
@@ -85,7 +146,8 @@ pub fn path(prefix: &Path, name: &str) -> PathBuf {
     dir(prefix).join(format!("{name}.json"))
 }
 
-/// Every receipt in `prefix`, by name. Unreadable receipts are skipped.
+/// Every receipt in `prefix`, by name. Unreadable receipts are skipped, and so are those that
+/// break [`Receipt::check`] or whose file is not `<its name>.json`.
 pub fn read_all(prefix: &Path) -> Vec<Receipt> {
     let Ok(rd) = std::fs::read_dir(dir(prefix)) else {
         return Vec::new();
@@ -93,13 +155,23 @@ pub fn read_all(prefix: &Path) -> Vec<Receipt> {
     let mut out: Vec<Receipt> = rd
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .filter_map(|e| {
+            let r: Receipt = serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            let ok =
+                r.check().is_ok() && e.file_name().to_str() == Some(&format!("{}.json", r.name));
+            if !ok {
+                tracing::warn!("{}: not a valid receipt; ignored", e.path().display());
+            }
+            ok.then_some(r)
+        })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
 pub fn write(prefix: &Path, r: &Receipt) -> std::io::Result<()> {
+    r.check()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     let mut bytes = serde_json::to_vec_pretty(r).expect("plain data");
     bytes.push(b'\n');
     crate::fsutil::write_atomic(&path(prefix, &r.name), &bytes)
@@ -183,6 +255,12 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
     for r in &chosen {
         for f in &r.files {
             let Some(f) = normalize(f) else { continue };
+            if !no_link_above(prefix, &f) {
+                // Moved under a symlink since (an upgrade swapped a directory for a link): the
+                // path no longer names this component's file.
+                removed.missing += 1;
+                continue;
+            }
             let p = prefix.join(&f);
             match std::fs::symlink_metadata(&p) {
                 Ok(m) if !m.is_dir() => {
@@ -202,7 +280,7 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
                 continue;
             }
             // Only empty directories go: files a user added stay, with their directories.
-            if std::fs::remove_dir(prefix.join(&d)).is_ok() {
+            if no_link_above(prefix, &d) && std::fs::remove_dir(prefix.join(&d)).is_ok() {
                 removed.dirs += 1;
             }
         }

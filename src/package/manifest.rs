@@ -128,24 +128,63 @@ pub fn normalize(path: &str) -> Option<String> {
 }
 
 /// Whether a symlink at `link` (normalized) pointing to `target` stays inside the tree.
+///
+/// `..` may only lead the target (`../../lib/x`), never follow a name (`up/../..`): resolving a
+/// name can cross another symlink, after which `..` climbs from wherever that link points, not
+/// from the name's lexical parent. With leading `..` only, the climb starts from the link's own
+/// directory, which extraction and the merge keep a real directory, so the lexical count is
+/// the real one; the names after it are inside the tree and so, link by link, is what they
+/// resolve to.
 pub fn symlink_inside(link: &str, target: &str) -> bool {
-    if target.is_empty() || target.starts_with('/') || target.contains('\0') {
-        return false;
+    symlink_refusal(link, target).is_none()
+}
+
+/// Why [`symlink_inside`] refuses `target` for a link at `link`, as a rule for messages.
+pub fn symlink_refusal(link: &str, target: &str) -> Option<&'static str> {
+    if target.is_empty() || target.contains('\0') {
+        return Some("its target is empty or holds a NUL");
     }
-    let mut stack: Vec<&str> = link.split('/').collect();
-    stack.pop();
+    if target.starts_with('/') {
+        return Some("its target is absolute");
+    }
+    let mut depth = link.split('/').count() - 1;
+    let mut named = false;
     for c in target.split('/') {
         match c {
             "" | "." => {}
-            ".." => {
-                if stack.pop().is_none() {
-                    return false;
-                }
+            ".." if named => {
+                return Some(
+                    "its target climbs with .. after a name (through a link, that climbs from elsewhere)",
+                );
             }
-            c => stack.push(c),
+            ".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return Some("its target climbs out of the prefix"),
+            },
+            c if is_reserved(c) => {
+                return Some("its target names .rocforge…, which rocforge keeps for itself");
+            }
+            _ => named = true,
         }
     }
-    true
+    None
+}
+
+/// A version or target as an index or manifest may give it: what is printed and recorded, so
+/// no spaces, control characters or escapes, and short.
+pub fn is_plain_word(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// Names rocforge keeps for itself in a prefix (`.rocforge/` with the receipts, the merge
+/// journal `.rocforge-merge.json`): no artifact may ship or point at one, at any depth.
+pub fn is_reserved(component: &str) -> bool {
+    component.starts_with(".rocforge")
+}
+
+/// Whether any component of the normalized `path` is reserved ([`is_reserved`]).
+pub fn has_reserved(path: &str) -> bool {
+    path.split('/').any(is_reserved)
 }
 
 /// The HIP runtime (libamdhip64 and the ROCr runtime libhsa-runtime64 it loads).
@@ -209,6 +248,11 @@ mod tests {
         assert!(symlink_inside("lib/a/x", "../../bin/y"));
         assert!(!symlink_inside("lib/x", "../../etc"));
         assert!(!symlink_inside("lib/x", "/etc"));
+        // `..` after a name climbs from wherever that name's link points: refused.
+        assert!(!symlink_inside("d/esc", "up/../../../outside"));
+        assert!(!symlink_inside("d/x", "sub/../y"));
+        assert!(symlink_inside("d/root", ".."));
+        assert!(!symlink_inside("d/r", "../.rocforge/receipts"));
         assert!(version_tuple("2.9") < version_tuple("2.10"));
     }
 

@@ -84,7 +84,7 @@ impl GitHub {
         let status = resp.status().as_u16();
         let message = serde_json::from_reader::<_, serde_json::Value>(resp)
             .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_string))
+            .and_then(|v| v["message"].as_str().map(crate::redact::server_text))
             .unwrap_or_default();
         PublishError::GitHub {
             what: what.into(),

@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use md5::Md5;
 use reqwest::StatusCode;
@@ -25,6 +25,8 @@ use crate::progress::{Reporter, Task};
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 const HTTP_CHUNK: usize = 256 * 1024;
+/// Marks the error [`Part::write`] returns past [`DownloadOptions::max_bytes`].
+const TOO_LARGE: &str = "more bytes than expected";
 const FILE_CHUNK: usize = 1024 * 1024;
 
 /// How hard [`download`] tries.
@@ -38,7 +40,16 @@ pub struct DownloadOptions {
     /// on the whole transfer). It takes effect through the client: build it with
     /// [`client_with`]; a client from elsewhere keeps its own timeouts.
     pub timeout: Duration,
+    /// The longest a whole download may take, retries included: a server that drips a byte now
+    /// and then never trips the idle timeout, but trips this.
+    pub deadline: Duration,
+    /// The most bytes the file may have (an index's `size`): more is refused as they arrive, so
+    /// an endless body cannot fill the disk before the digest is checked.
+    pub max_bytes: Option<u64>,
 }
+
+/// The default [`DownloadOptions::deadline`].
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(2 * 3600);
 
 impl Default for DownloadOptions {
     fn default() -> Self {
@@ -46,8 +57,55 @@ impl Default for DownloadOptions {
             retries: 5,
             backoff: Duration::from_millis(500),
             timeout: Duration::from_secs(60),
+            deadline: DEFAULT_DEADLINE,
+            max_bytes: None,
         }
     }
+}
+
+/// `url` with any user name, password and token-like query value replaced by `***`, for
+/// messages, logs and records.
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        // Not a URL: cut anything that looks like `user:password@`.
+        return match (url.find("://"), url.rfind('@')) {
+            (Some(s), Some(a)) if a > s => format!("{}***{}", &url[..s + 3], &url[a..]),
+            _ => url.to_string(),
+        };
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    if u.query().is_some() {
+        let secret = |k: &str| {
+            let k = k.to_ascii_lowercase();
+            [
+                "token",
+                "key",
+                "sig",
+                "secret",
+                "password",
+                "auth",
+                "credential",
+            ]
+            .iter()
+            .any(|w| k.contains(w))
+        };
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret(&k) {
+                    "***".into()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
 }
 
 /// A verified file at its destination.
@@ -105,6 +163,12 @@ pub enum DownloadError {
     },
     #[error("cannot download {url}: {} is being written by another process", path.display())]
     Busy { url: String, path: PathBuf },
+    #[error(
+        "cannot download {url}: the server sent more than the {limit} bytes expected; stopped before writing more"
+    )]
+    TooLarge { url: String, limit: u64 },
+    #[error("cannot download {url}: not done after {}, the limit for one download", format_delay(*limit))]
+    Deadline { url: String, limit: Duration },
 }
 
 fn attempts_suffix(attempts: u32) -> String {
@@ -128,7 +192,9 @@ impl DownloadError {
             | DownloadError::InvalidMd5 { url, .. }
             | DownloadError::Md5Mismatch { url, .. }
             | DownloadError::Io { url, .. }
-            | DownloadError::Busy { url, .. } => url,
+            | DownloadError::Busy { url, .. }
+            | DownloadError::TooLarge { url, .. }
+            | DownloadError::Deadline { url, .. } => url,
         }
     }
 
@@ -185,6 +251,14 @@ impl DownloadError {
             DownloadError::Busy { .. } => {
                 "another rocforge is downloading the same file; wait for it to finish".into()
             }
+            DownloadError::TooLarge { .. } => {
+                "the server is not sending the file the signed index describes; nothing was kept"
+                    .into()
+            }
+            DownloadError::Deadline { .. } => {
+                "the server is too slow; try again later, use another mirror, or raise the limit (install --timeout)"
+                    .into()
+            }
         }
     }
 }
@@ -227,6 +301,50 @@ pub fn client_with(opts: &DownloadOptions) -> Client {
         .unwrap_or_else(|_| Client::new())
 }
 
+/// Like [`client_with`], but a redirect is followed only to `start`'s scheme, host and port or to
+/// one of `hosts` (`host` or `host:port`, as `install --allow-host` takes them): the same rule
+/// as for the URLs the index names, so a redirect cannot take a download where the index could
+/// not.
+pub fn client_confined(opts: &DownloadOptions, start: &reqwest::Url, hosts: &[String]) -> Client {
+    let origin = |u: &reqwest::Url| {
+        (
+            u.scheme().to_string(),
+            u.host_str().map(str::to_string),
+            u.port_or_known_default(),
+        )
+    };
+    let home = origin(start);
+    let hosts = hosts.to_vec();
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        let u = attempt.url();
+        let allowed = origin(u) == home
+            || u.host_str().is_some_and(|h| {
+                hosts.iter().any(|a| {
+                    a == h
+                        || u.port_or_known_default()
+                            .is_some_and(|p| *a == format!("{h}:{p}"))
+                })
+            });
+        if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else if allowed {
+            attempt.follow()
+        } else {
+            let to = redact_url(u.as_str());
+            attempt.error(format!(
+                "redirected to {to}, another host than the index's (pass --allow-host to accept it)"
+            ))
+        }
+    });
+    Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(opts.timeout)
+        .timeout(opts.timeout)
+        .redirect(policy)
+        .build()
+        .unwrap_or_else(|_| Client::new())
+}
+
 /// Downloads `url` to `dest`, verifying its sha256 on the way.
 ///
 /// Returns at once, without network, if `dest` already holds the right bytes. Otherwise the
@@ -240,12 +358,12 @@ pub fn download(
     reporter: &dyn Reporter,
 ) -> Result<Downloaded, DownloadError> {
     let expected = normalize_digest(sha256).ok_or_else(|| DownloadError::InvalidDigest {
-        url: url.into(),
+        url: redact_url(url),
         given: sha256.into(),
     })?;
     let origin = local_origin(url)?;
     let io_err = |path: &Path, source: io::Error| DownloadError::Io {
-        url: url.into(),
+        url: redact_url(url),
         path: path.to_path_buf(),
         source,
     };
@@ -269,6 +387,10 @@ pub fn download(
 
     // A local copy is cheap: it always starts from zero, so the old bytes are not read.
     let mut part = Part::open(url, &part_path, origin.is_none())?;
+    part.limit = opts.max_bytes;
+    if opts.max_bytes.is_some_and(|m| part.len > m) {
+        part.reset().map_err(|e| part.io_err(url, e))?;
+    }
     let task = reporter.task(&label, None, true);
     task.set_position(part.len);
     let result = transfer(
@@ -300,7 +422,7 @@ pub fn download(
 /// Where the bytes of `url` come from: `None` for http(s), the local path for a `file://` URL.
 fn local_origin(url: &str) -> Result<Option<PathBuf>, DownloadError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| DownloadError::InvalidUrl {
-        url: url.into(),
+        url: redact_url(url),
         reason: e.to_string(),
     })?;
     match parsed.scheme() {
@@ -309,11 +431,11 @@ fn local_origin(url: &str) -> Result<Option<PathBuf>, DownloadError> {
             .to_file_path()
             .map(Some)
             .map_err(|()| DownloadError::InvalidUrl {
-                url: url.into(),
+                url: redact_url(url),
                 reason: "a file:// URL must name an absolute local path".into(),
             }),
         other => Err(DownloadError::UnsupportedScheme {
-            url: url.into(),
+            url: redact_url(url),
             scheme: other.into(),
         }),
     }
@@ -366,13 +488,13 @@ pub fn download_md5(
     let md5 = md5.trim().to_ascii_lowercase();
     if md5.len() != 32 || !md5.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(DownloadError::InvalidMd5 {
-            url: url.into(),
+            url: redact_url(url),
             given: md5,
         });
     }
     let origin = local_origin(url)?;
     fs::create_dir_all(dir).map_err(|e| DownloadError::Io {
-        url: url.into(),
+        url: redact_url(url),
         path: dir.to_path_buf(),
         source: e,
     })?;
@@ -445,14 +567,14 @@ fn cache_hit(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(DownloadError::Io {
-                url: url.into(),
+                url: redact_url(url),
                 path: dest.into(),
                 source: e,
             });
         }
     };
     let io_err = |source| DownloadError::Io {
-        url: url.into(),
+        url: redact_url(url),
         path: dest.into(),
         source,
     };
@@ -511,6 +633,8 @@ struct Part {
     kept: u64,
     /// Whether the bytes came from more than one source (an earlier run, or several responses).
     stitched: bool,
+    /// [`DownloadOptions::max_bytes`].
+    limit: Option<u64>,
 }
 
 impl Part {
@@ -518,7 +642,7 @@ impl Part {
     /// new bytes can be appended, otherwise empties it.
     fn open(url: &str, path: &Path, hash_existing: bool) -> Result<Part, DownloadError> {
         let io_err = |source| DownloadError::Io {
-            url: url.into(),
+            url: redact_url(url),
             path: path.into(),
             source,
         };
@@ -533,7 +657,7 @@ impl Part {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
                 return Err(DownloadError::Busy {
-                    url: url.into(),
+                    url: redact_url(url),
                     path: path.into(),
                 });
             }
@@ -555,18 +679,32 @@ impl Part {
             len,
             kept: len,
             stitched: len > 0,
+            limit: None,
         })
     }
 
     fn io_err(&self, url: &str, source: io::Error) -> DownloadError {
+        if let (Some(limit), io::ErrorKind::FileTooLarge) = (self.limit, source.kind())
+            && source.to_string() == TOO_LARGE
+        {
+            return DownloadError::TooLarge {
+                url: redact_url(url),
+                limit,
+            };
+        }
         DownloadError::Io {
-            url: url.into(),
+            url: redact_url(url),
             path: self.path.clone(),
             source,
         }
     }
 
     fn write(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(limit) = self.limit
+            && self.len.saturating_add(buf.len() as u64) > limit
+        {
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, TOO_LARGE));
+        }
         // A crash point per 64 KiB boundary crossed, however the bytes arrive: a count tests
         // can rely on.
         for _ in (self.len >> 16)..((self.len + buf.len() as u64) >> 16) {
@@ -647,12 +785,12 @@ impl Part {
         self.file.sync_all().map_err(|e| self.io_err(url, e))?;
         crate::fault::point("fetch");
         fs::rename(&self.path, dest).map_err(|e| DownloadError::Io {
-            url: url.into(),
+            url: redact_url(url),
             path: dest.into(),
             source: e,
         })?;
         sync_dir(dest).map_err(|e| DownloadError::Io {
-            url: url.into(),
+            url: redact_url(url),
             path: dest.parent().unwrap_or(Path::new(".")).into(),
             source: e,
         })
@@ -675,7 +813,7 @@ fn sync_dir(_: &Path) -> io::Result<()> {
 
 fn copy_file(url: &str, src: &Path, part: &mut Part, task: &dyn Task) -> Result<(), DownloadError> {
     let src_err = |source| DownloadError::Io {
-        url: url.into(),
+        url: redact_url(url),
         path: src.into(),
         source,
     };
@@ -711,6 +849,8 @@ enum Failure {
         retry_after: Option<Duration>,
     },
     Fatal(DownloadError),
+    /// [`DownloadOptions::deadline`] passed.
+    Late,
 }
 
 /// How one attempt ended.
@@ -732,13 +872,21 @@ fn http_download(
     task: &dyn Task,
 ) -> Result<u32, DownloadError> {
     let max_attempts = opts.retries.saturating_add(1);
+    let deadline = Instant::now() + opts.deadline;
+    let late = || DownloadError::Deadline {
+        url: redact_url(url),
+        limit: opts.deadline,
+    };
     let mut requests = 0u32;
     let mut failures = 0u32;
     // Whether we already started over from zero after a bad resumed file.
     let mut restarted = false;
     loop {
         requests = requests.saturating_add(1);
-        let (reason, status, retry_after) = match attempt(client, url, part, task) {
+        if Instant::now() >= deadline {
+            return Err(late());
+        }
+        let (reason, status, retry_after) = match attempt(client, url, part, task, deadline) {
             Ok(step) => {
                 if part.matches(want) {
                     return Ok(requests);
@@ -751,8 +899,9 @@ fn http_download(
                 if retry_whole && !restarted {
                     restarted = true;
                     reporter.note(&format!(
-                        "{} did not verify after resuming; downloading {url} again from the start",
-                        part.path.display()
+                        "{} did not verify after resuming; downloading {} again from the start",
+                        part.path.display(),
+                        redact_url(url)
                     ));
                     part.reset().map_err(|e| part.io_err(url, e))?;
                     task.set_position(0);
@@ -761,6 +910,7 @@ fn http_download(
                 part.check(url, want)?;
                 return Ok(requests);
             }
+            Err(Failure::Late) => return Err(late()),
             Err(Failure::Fatal(mut e)) => {
                 if let DownloadError::Http { attempts, .. } = &mut e {
                     *attempts = requests;
@@ -777,20 +927,22 @@ fn http_download(
         if failures >= max_attempts {
             return Err(match status {
                 Some(status) => DownloadError::Http {
-                    url: url.into(),
+                    url: redact_url(url),
                     status,
                     attempts: requests,
                 },
                 None => DownloadError::Transport {
-                    url: url.into(),
+                    url: redact_url(url),
                     message: reason,
                     attempts: requests,
                 },
             });
         }
-        let delay = backoff_delay(opts.backoff, failures, retry_after);
+        let delay = backoff_delay(opts.backoff, failures, retry_after)
+            .min(deadline.saturating_duration_since(Instant::now()));
         reporter.note(&format!(
-            "retrying {url} in {} (attempt {}/{max_attempts}): {reason}",
+            "retrying {} in {} (attempt {}/{max_attempts}): {reason}",
+            redact_url(url),
             format_delay(delay),
             failures + 1,
         ));
@@ -799,16 +951,33 @@ fn http_download(
 }
 
 /// One request: streams the body into the part file, resuming from its length.
-fn attempt(client: &Client, url: &str, part: &mut Part, task: &dyn Task) -> Result<Step, Failure> {
+fn attempt(
+    client: &Client,
+    url: &str,
+    part: &mut Part,
+    task: &dyn Task,
+    deadline: Instant,
+) -> Result<Step, Failure> {
     let offset = part.len;
     let mut request = client.get(url).header(ACCEPT_ENCODING, "identity");
     if offset > 0 {
         request = request.header(RANGE, format!("bytes={offset}-"));
     }
-    let mut response = request.send().map_err(|e| Failure::Transient {
-        reason: describe(&e.without_url()),
-        status: None,
-        retry_after: None,
+    let mut response = request.send().map_err(|e| {
+        if e.is_redirect() {
+            // A refused redirect fails the same way every time.
+            Failure::Fatal(DownloadError::Transport {
+                url: redact_url(url),
+                message: describe(&e.without_url()),
+                attempts: 1,
+            })
+        } else {
+            Failure::Transient {
+                reason: describe(&e.without_url()),
+                status: None,
+                retry_after: None,
+            }
+        }
     })?;
     let status = response.status();
     let fatal_io = |part: &Part, e| Failure::Fatal(part.io_err(url, e));
@@ -855,7 +1024,7 @@ fn attempt(client: &Client, url: &str, part: &mut Part, task: &dyn Task) -> Resu
         }
         _ => {
             return Err(Failure::Fatal(DownloadError::Http {
-                url: url.into(),
+                url: redact_url(url),
                 status: status.as_u16(),
                 attempts: 1,
             }));
@@ -863,11 +1032,20 @@ fn attempt(client: &Client, url: &str, part: &mut Part, task: &dyn Task) -> Resu
     }
 
     let remaining = response.content_length();
+    if let (Some(n), Some(limit)) = (remaining, part.limit)
+        && part.len.saturating_add(n) > limit
+    {
+        return Err(Failure::Fatal(DownloadError::TooLarge {
+            url: redact_url(url),
+            limit,
+        }));
+    }
     if let Some(n) = remaining {
         task.set_total(part.len.saturating_add(n));
     }
     task.set_position(part.len);
-    stream_body(&mut response, part, task, remaining).map_err(|e| match e {
+    stream_body(&mut response, part, task, remaining, deadline).map_err(|e| match e {
+        BodyError::Late => Failure::Late,
         BodyError::Read(e, received) => Failure::Transient {
             reason: format!(
                 "connection lost after {received} bytes: {}",
@@ -887,6 +1065,7 @@ fn attempt(client: &Client, url: &str, part: &mut Part, task: &dyn Task) -> Resu
 }
 
 enum BodyError {
+    Late,
     Read(io::Error, u64),
     Short(u64, u64),
     Write(io::Error),
@@ -897,10 +1076,14 @@ fn stream_body(
     part: &mut Part,
     task: &dyn Task,
     expected: Option<u64>,
+    deadline: Instant,
 ) -> Result<(), BodyError> {
     let mut buf = vec![0u8; HTTP_CHUNK];
     let mut received = 0u64;
     loop {
+        if Instant::now() >= deadline {
+            return Err(BodyError::Late);
+        }
         let n = match response.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -1045,5 +1228,68 @@ mod tests {
                 .contains("[mirrors] \"https://github.com/\" = \"file:///srv/mirror/\"")
         );
         assert!(e.to_string().contains("after 6 attempts"));
+    }
+
+    /// A server on 127.0.0.1 that answers every request with 200 and `body` called per write,
+    /// for ever (until the client goes).
+    fn endless(pause: Duration) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                thread::spawn(move || {
+                    let mut c = c;
+                    let mut head = [0u8; 4096];
+                    let _ = c.read(&mut head);
+                    let _ = c.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+                    let chunk = vec![b'z'; if pause.is_zero() { 65536 } else { 1 }];
+                    while c.write_all(&chunk).is_ok() {
+                        thread::sleep(pause);
+                    }
+                });
+            }
+        });
+        format!("http://127.0.0.1:{port}/a.tar.zst")
+    }
+
+    #[test]
+    fn an_endless_body_stops_at_the_size_and_a_drip_at_the_deadline() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("a");
+        let sha = "0".repeat(64);
+        let opts = DownloadOptions {
+            max_bytes: Some(100_000),
+            retries: 0,
+            ..Default::default()
+        };
+        let url = endless(Duration::ZERO);
+        let rep = crate::progress::Silent;
+        let err = download(&client_with(&opts), &url, &sha, &dest, &opts, &rep).unwrap_err();
+        assert!(
+            matches!(err, DownloadError::TooLarge { limit: 100_000, .. }),
+            "{err}"
+        );
+        let part = part_path(&dest).unwrap();
+        assert!(fs::metadata(&part).map_or(0, |m| m.len()) <= 100_000);
+
+        let opts = DownloadOptions {
+            deadline: Duration::from_secs(2),
+            retries: 0,
+            ..Default::default()
+        };
+        let url = endless(Duration::from_millis(200));
+        let start = Instant::now();
+        let err = download(&client_with(&opts), &url, &sha, &dest, &opts, &rep).unwrap_err();
+        assert!(matches!(err, DownloadError::Deadline { .. }), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn credentials_are_redacted() {
+        assert_eq!(
+            redact_url("http://u:pw@host/x?token=abc&a=1"),
+            "http://***@host/x?token=***&a=1"
+        );
+        assert_eq!(redact_url("https://host/x"), "https://host/x");
     }
 }

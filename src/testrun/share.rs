@@ -221,13 +221,14 @@ fn put(client: &Client, url: &str, path: &Path) -> Result<(), ShareError> {
     {
         rb = rb.bearer_auth(t);
     }
+    let shown = crate::source::download::redact_url(url);
     let resp = rb.send().map_err(|e| ShareError::Http {
-        url: url.to_string(),
-        message: e.to_string(),
+        url: shown.clone(),
+        message: e.without_url().to_string(),
     })?;
     if !resp.status().is_success() {
         return Err(ShareError::Http {
-            url: url.to_string(),
+            url: shown,
             message: format!("the server answered {}", resp.status()),
         });
     }

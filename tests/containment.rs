@@ -1,0 +1,954 @@
+//! Containment, tried as an attacker would: a publisher whose key leaked signs releases with
+//! hostile entries, a hostile mirror (a server on 127.0.0.1) answers with endless, dripping or
+//! redirected bodies, and a prefix holds forged receipts and journals. Whatever they try,
+//! nothing outside the prefix changes, nothing panics, and the error names the artifact, the
+//! entry and the rule.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_NAME, MANIFEST_SCHEMA, Manifest};
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fx {
+    /// An empty catalog and a trusted key pair: all an attacker with the key needs.
+    fn new() -> Fx {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("w");
+        test_release(&root, "localhost/rocforge-none:1");
+        std::fs::write(root.join("trust.toml"), "").unwrap();
+        let fx = Fx { _tmp: tmp, root };
+        let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
+        std::fs::write(
+            fx.root.join("trust.toml"),
+            format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+        )
+        .unwrap();
+        // The victim's files beside the prefix.
+        std::fs::create_dir_all(fx.root.join("outside")).unwrap();
+        std::fs::write(fx.root.join("outside/victim"), "precious").unwrap();
+        fx
+    }
+    fn run(&self, args: &[&str]) -> Out {
+        let env = [
+            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
+            ("ROCFORGE_STATE", self.root.join("state")),
+            ("ROCFORGE_CACHE", self.root.join("cache")),
+            ("XDG_CACHE_HOME", self.root.join("xdg-cache")),
+        ];
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        rocforge_env(&self.root, &env, &full)
+    }
+    fn ok(&self, args: &[&str]) -> Out {
+        let o = self.run(args);
+        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
+        o
+    }
+    /// Fails cleanly (exit 1: an error, not a panic) and returns stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert_eq!(
+            o.code, 1,
+            "{args:?} should fail:\n{}\n{}",
+            o.stdout, o.stderr
+        );
+        assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+        o.stderr
+    }
+    fn prefix(&self) -> PathBuf {
+        self.root.join("prefix")
+    }
+    fn p(&self) -> String {
+        self.prefix().display().to_string()
+    }
+    /// A signed release of `tarballs` (name, version, listed, entries) in a new directory.
+    fn release(&self, dir: &str, tarballs: &[Tarball]) -> PathBuf {
+        let d = self.root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        for t in tarballs {
+            t.write(&d);
+        }
+        let key = self.root.join("keys/rocforge.key").display().to_string();
+        self.ok(&["index", &d.display().to_string(), "--key", &key]);
+        d
+    }
+    fn resign(&self, dir: &Path) {
+        let key = self.root.join("keys/rocforge.key").display().to_string();
+        let idx = dir.join("index.json").display().to_string();
+        self.ok(&["sign", &idx, "--key", &key]);
+    }
+    fn install(&self, component: &str, from: &str, extra: &[&str]) -> Out {
+        let p = self.p();
+        let mut args = vec![
+            "install", component, "--arch", "gfx90c", "--from", from, "--prefix", &p,
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+    /// Nothing outside the prefix changed: the victim is intact and alone.
+    fn outside_intact(&self) {
+        assert_eq!(
+            std::fs::read_to_string(self.root.join("outside/victim")).unwrap(),
+            "precious"
+        );
+        let names: Vec<_> = std::fs::read_dir(self.root.join("outside"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "written outside the prefix: {names:?}");
+        assert!(!self.root.join("victim").exists());
+        assert!(!self.root.parent().unwrap().join("victim").exists());
+    }
+}
+
+fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join("index.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// A tar header and the entry's bytes.
+type Entry = (tar::Header, Vec<u8>);
+
+struct Tarball {
+    name: &'static str,
+    version: &'static str,
+    listed: Vec<FileEntry>,
+    entries: Vec<(tar::Header, Vec<u8>)>,
+    depends: Vec<&'static str>,
+}
+
+impl Tarball {
+    fn new(
+        name: &'static str,
+        listed: Vec<FileEntry>,
+        entries: Vec<(tar::Header, Vec<u8>)>,
+    ) -> Self {
+        Tarball {
+            name,
+            version: "1.0",
+            listed,
+            entries,
+            depends: vec![],
+        }
+    }
+    fn key(name: &str, version: &str) -> String {
+        format!("{:0>64}", hex::encode(format!("{name}{version}")))
+    }
+    fn write(&self, dir: &Path) {
+        let m = Manifest {
+            schema: MANIFEST_SCHEMA.into(),
+            name: self.name.into(),
+            version: self.version.into(),
+            release: "test-1.0".into(),
+            targets: vec!["gfx90c".into()],
+            key: Tarball::key(self.name, self.version),
+            depends: self
+                .depends
+                .iter()
+                .map(|d| rocforge::package::manifest::Dependency {
+                    name: d.to_string(),
+                    key: Tarball::key(d, "1.0"),
+                })
+                .collect(),
+            license: None,
+            licenses: vec![],
+            needs: vec![],
+            provides: vec![],
+            runtime_libs: vec![],
+            image: None,
+            runtime: "host".into(),
+            reproducible: false,
+            glibc_floor: None,
+            coverage: None,
+            source_date_epoch: 0,
+            installed_size: self.listed.iter().map(|f| f.size).sum(),
+            hash_input: serde_json::Value::Null,
+            files: self.listed.clone(),
+        };
+        let f = std::fs::File::create(dir.join(format!(
+            "{}-{}-gfx90c-00000000.tar.zst",
+            self.name, self.version
+        )))
+        .unwrap();
+        let enc = zstd::stream::write::Encoder::new(f, 3).unwrap();
+        let mut b = tar::Builder::new(enc);
+        let json = serde_json::to_vec(&m).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(json.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, MANIFEST_NAME, &json[..]).unwrap();
+        for (h, data) in &self.entries {
+            b.append(h, &data[..]).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap();
+    }
+}
+
+/// A header with its name written raw (the tar crate refuses to write `..` or absolute names).
+fn raw(kind: tar::EntryType, name: &str, mode: u32, size: u64, link: Option<&str>) -> tar::Header {
+    let mut h = tar::Header::new_old();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_size(size);
+    {
+        let old = h.as_old_mut();
+        old.name = [0; 100];
+        old.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(l) = link {
+            old.linkname = [0; 100];
+            old.linkname[..l.len()].copy_from_slice(l.as_bytes());
+        }
+    }
+    h.set_cksum();
+    h
+}
+
+fn file(path: &str, data: &[u8]) -> FileEntry {
+    use sha2::Digest;
+    FileEntry {
+        path: path.into(),
+        kind: Kind::File,
+        size: data.len() as u64,
+        sha256: Some(hex::encode(sha2::Sha256::digest(data))),
+        executable: false,
+        target: None,
+    }
+}
+
+fn dir(path: &str) -> FileEntry {
+    FileEntry {
+        path: path.into(),
+        kind: Kind::Dir,
+        size: 0,
+        sha256: None,
+        executable: false,
+        target: None,
+    }
+}
+
+fn link(path: &str, target: &str) -> FileEntry {
+    FileEntry {
+        path: path.into(),
+        kind: Kind::Symlink,
+        size: 0,
+        sha256: None,
+        executable: false,
+        target: Some(target.into()),
+    }
+}
+
+fn e_dir(path: &str) -> (tar::Header, Vec<u8>) {
+    (
+        raw(
+            tar::EntryType::Directory,
+            &format!("{path}/"),
+            0o755,
+            0,
+            None,
+        ),
+        vec![],
+    )
+}
+
+fn e_file(path: &str, data: &[u8]) -> (tar::Header, Vec<u8>) {
+    (
+        raw(
+            tar::EntryType::Regular,
+            path,
+            0o644,
+            data.len() as u64,
+            None,
+        ),
+        data.to_vec(),
+    )
+}
+
+fn e_link(path: &str, target: &str) -> (tar::Header, Vec<u8>) {
+    (
+        raw(tar::EntryType::Symlink, path, 0o777, 0, Some(target)),
+        vec![],
+    )
+}
+
+#[test]
+fn symlink_chains_cannot_lead_a_write_or_a_delete_outside() {
+    let fx = Fx::new();
+    // `d/up -> ..` is inside; `d/esc -> up/../../../outside` is inside only if `up` is not a
+    // link: lexically it climbs from d, really from where `up` points.
+    let chain = Tarball::new(
+        "chain",
+        vec![
+            dir("d"),
+            link("d/up", ".."),
+            link("d/esc", "up/../../../outside"),
+        ],
+        vec![
+            e_dir("d"),
+            e_link("d/up", ".."),
+            e_link("d/esc", "up/../../../outside"),
+        ],
+    );
+    let rel = fx.release("chain", &[chain]);
+    let err = fx.fails(&fx_install_args(&fx, "chain", &rel));
+    assert!(err.contains("d/esc"), "{err}");
+    assert!(err.contains("climbs with .. after a name"), "{err}");
+    assert!(!fx.prefix().exists(), "the prefix was created");
+
+    // Two artifacts of one install: the first ships a link that is inside, the second writes
+    // through it.
+    let base = Tarball::new(
+        "base",
+        vec![dir("lib"), dir("share"), link("lib/l", "../share")],
+        vec![e_dir("lib"), e_dir("share"), e_link("lib/l", "../share")],
+    );
+    let mut writer = Tarball::new(
+        "writer",
+        vec![dir("lib"), dir("lib/l"), file("lib/l/evil", b"evil")],
+        vec![e_dir("lib"), e_dir("lib/l"), e_file("lib/l/evil", b"evil")],
+    );
+    writer.depends = vec!["base"];
+    let rel = fx.release("two", &[base, writer]);
+    let err = fx.fails(&fx_install_args(&fx, "writer", &rel));
+    assert!(err.contains("lib/l"), "{err}");
+    assert!(err.contains("a file or symlink in base-1.0"), "{err}");
+    assert!(!fx.prefix().exists());
+    // Two artifacts of one install that ship the same file: a conflict, naming both.
+    let one = Tarball::new("one", vec![file("same", b"1")], vec![e_file("same", b"1")]);
+    let mut two = Tarball::new("two", vec![file("same", b"2")], vec![e_file("same", b"2")]);
+    two.depends = vec!["one"];
+    let rel_twins = fx.release("twins", &[one, two]);
+    let err = fx.fails(&fx_install_args(&fx, "two", &rel_twins));
+    assert!(
+        err.contains("\"same\": one-1.0-gfx90c-00000000.tar.zst has it too"),
+        "{err}"
+    );
+    assert!(!fx.prefix().exists());
+
+    // The same across two installs: base is in the prefix, writer comes later.
+    let r = rel.display().to_string();
+    assert_eq!(fx.install("base", &r, &[]).code, 0);
+    let err = fx.fails(&fx_install_args(&fx, "writer", &rel));
+    assert!(err.contains("lib/l"), "{err}");
+    assert!(!fx.prefix().join("share/evil").exists());
+    fx.outside_intact();
+
+    // A prefix whose directory was swapped for a link (by hand, or by an older rocforge): the
+    // receipt still lists d2/f, but d2/f now resolves outside. Uninstall must not follow it.
+    let prefix = fx.prefix();
+    std::fs::create_dir_all(prefix.join(".rocforge/receipts")).unwrap();
+    std::os::unix::fs::symlink("../outside", prefix.join("d2")).unwrap();
+    std::fs::write(
+        prefix.join(".rocforge/receipts/swapped.json"),
+        serde_json::json!({
+            "schema": "rocforge.receipt/1", "name": "swapped", "version": "1", "targets": [],
+            "key": "ab", "sha256": "00", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
+            "files": ["d2/victim"], "dirs": ["d2"],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    fx.ok(&["uninstall", "swapped", "--prefix", &fx.p()]);
+    fx.outside_intact();
+}
+
+fn fx_install_args<'a>(fx: &'a Fx, c: &'a str, rel: &Path) -> Vec<&'a str> {
+    let from: &'a str = Box::leak(rel.display().to_string().into_boxed_str());
+    let p: &'a str = Box::leak(fx.p().into_boxed_str());
+    vec![
+        "install", c, "--arch", "gfx90c", "--from", from, "--prefix", p,
+    ]
+}
+
+#[test]
+fn rocforge_names_in_a_tarball_are_refused() {
+    let fx = Fx::new();
+    let forged = serde_json::json!({
+        "schema": "rocforge.receipt/1", "name": "victim", "version": "9", "targets": [],
+        "key": Tarball::key("victim", "1.0"), "sha256": "00", "url": "file:///x",
+        "installed": "2025-01-01T00:00:00Z", "files": ["../outside/victim"], "dirs": [],
+    })
+    .to_string();
+    let journal = serde_json::json!({"receipts": [], "remove": ["../outside/victim"]}).to_string();
+    let cases: Vec<(&'static str, Vec<FileEntry>, Vec<Entry>)> = vec![
+        (
+            "receipt",
+            vec![
+                dir(".rocforge"),
+                dir(".rocforge/receipts"),
+                file(".rocforge/receipts/victim.json", forged.as_bytes()),
+            ],
+            vec![
+                e_dir(".rocforge"),
+                e_dir(".rocforge/receipts"),
+                e_file(".rocforge/receipts/victim.json", forged.as_bytes()),
+            ],
+        ),
+        (
+            "journal",
+            vec![file(".rocforge-merge.json", journal.as_bytes())],
+            vec![e_file(".rocforge-merge.json", journal.as_bytes())],
+        ),
+        (
+            "unlisted",
+            vec![file("ok", b"ok")],
+            vec![
+                e_file("ok", b"ok"),
+                e_file(".rocforge-merge.json", journal.as_bytes()),
+            ],
+        ),
+        (
+            "link",
+            vec![dir("lib"), link("lib/r", "../.rocforge/receipts")],
+            vec![e_dir("lib"), e_link("lib/r", "../.rocforge/receipts")],
+        ),
+    ];
+    for (name, listed, entries) in cases {
+        let comp: &'static str = Box::leak(format!("forge{name}").into_boxed_str());
+        let rel = fx.release(&format!("r-{name}"), &[Tarball::new(comp, listed, entries)]);
+        let err = fx.fails(&fx_install_args(&fx, comp, &rel));
+        assert!(err.contains(".rocforge"), "{name}: {err}");
+        assert!(err.contains(comp), "{name}: the artifact is named: {err}");
+        assert!(!fx.prefix().exists(), "{name}");
+    }
+    fx.outside_intact();
+}
+
+#[test]
+fn hostile_names_digests_and_keys_in_a_signed_index_are_refused_without_panic() {
+    let fx = Fx::new();
+    let rel = fx.release(
+        "names",
+        &[Tarball::new(
+            "plain",
+            vec![file("ok", b"ok")],
+            vec![e_file("ok", b"ok")],
+        )],
+    );
+    let cases: Vec<(&str, &str, serde_json::Value, &str)> = vec![
+        (
+            "name",
+            "name",
+            "../../../../victim/evil".into(),
+            "is not a component name",
+        ),
+        (
+            "sha256",
+            "sha256",
+            "é".repeat(40).into(),
+            "is not 64 hexadecimal digits",
+        ),
+        (
+            "key",
+            "key",
+            "ключ".repeat(10).into(),
+            "is not a content key",
+        ),
+        (
+            "version",
+            "version",
+            "1.0\u{1b}[2J\r".into(),
+            "is not a plain word",
+        ),
+    ];
+    for (case, field, value, rule) in cases {
+        let d = fx.root.join(format!("names-{case}"));
+        rocforge::fsutil::copy_tree(&rel, &d).unwrap();
+        edit_index(&d, |v| v["artifacts"][0][field] = value.clone());
+        fx.resign(&d);
+        let c = if field == "name" {
+            "../../../../victim/evil"
+        } else {
+            "plain"
+        };
+        let err = fx.fails(&fx_install_args(&fx, c, &d));
+        assert!(err.contains(rule), "{case}: {err}");
+        assert!(err.contains(&format!("{field} ")), "{case}: {err}");
+        assert!(!err.contains('\x1b'), "{case}: a raw escape was printed");
+    }
+    assert!(!fx.prefix().exists());
+    assert!(!fx.root.parent().unwrap().join("victim").exists());
+
+    // A receipt with a non-ASCII content key or a hostile name, left in the prefix: listed
+    // without a panic, and ignored.
+    let receipts = fx.prefix().join(".rocforge/receipts");
+    std::fs::create_dir_all(&receipts).unwrap();
+    for (file, name, key) in [
+        ("odd.json", "odd", "ключключключключ"),
+        ("evil.json", "../../evil", "ab"),
+    ] {
+        std::fs::write(
+            receipts.join(file),
+            serde_json::json!({
+                "schema": "rocforge.receipt/1", "name": name, "version": "1", "targets": [],
+                "key": key, "sha256": "00", "url": "file:///x",
+                "installed": "2025-01-01T00:00:00Z", "files": [], "dirs": [],
+            })
+            .to_string(),
+        )
+        .unwrap();
+    }
+    let list = fx.ok(&["list", "--installed", "--prefix", &fx.p()]);
+    assert!(
+        !list.stdout.contains("odd") && !list.stdout.contains("evil"),
+        "{}",
+        list.stdout
+    );
+}
+
+#[test]
+fn a_forged_journal_beside_the_prefix_is_not_replayed() {
+    let fx = Fx::new();
+    let prefix = fx.prefix();
+    std::fs::create_dir_all(&prefix).unwrap();
+    std::fs::write(prefix.join("keep"), "keep").unwrap();
+    // What a killed merge leaves: a staging directory with a journal. This one removes a file
+    // outside and writes a receipt outside.
+    let stage = fx.root.join(".prefix.tmp-1-abc");
+    std::fs::create_dir_all(&stage).unwrap();
+    std::fs::write(
+        stage.join(".rocforge-merge.json"),
+        serde_json::json!({
+            "receipts": [{
+                "schema": "rocforge.receipt/1", "name": "../../../outside/evil", "version": "1",
+                "targets": [], "key": "ab", "sha256": "00", "url": "file:///x",
+                "installed": "2025-01-01T00:00:00Z", "files": [], "dirs": [],
+            }],
+            "remove": ["../outside/victim"],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    fx.ok(&["list", "--installed", "--prefix", &fx.p()]);
+    fx.outside_intact();
+    assert!(!stage.exists(), "the forged staging is dropped");
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("keep")).unwrap(),
+        "keep"
+    );
+}
+
+#[test]
+fn tar_extension_headers_are_capped_and_hostile_paths_shown_short() {
+    let fx = Fx::new();
+    // A GNU long name of 64 MiB of one byte: a few KB once compressed.
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::GNULongName);
+    h.set_size(64 << 20);
+    h.set_mode(0o644);
+    h.set_cksum();
+    let bomb = (h, vec![b'a'; 64 << 20]);
+    // A path full of control characters and terminal escapes, 3000 bytes long.
+    let nasty = format!("lib/{}", "\x1b[2J\r\x07".repeat(750));
+    let mut long = tar::Header::new_gnu();
+    long.set_entry_type(tar::EntryType::GNULongName);
+    long.set_size(nasty.len() as u64 + 1);
+    long.set_mode(0o644);
+    long.set_cksum();
+    let mut name_bytes = nasty.clone().into_bytes();
+    name_bytes.push(0);
+    let cases: Vec<(&'static str, Vec<Entry>, &str)> = vec![
+        (
+            "bomb",
+            vec![bomb, e_file("x", b"x")],
+            "a long name or PAX header may hold",
+        ),
+        (
+            "escapes",
+            vec![(long, name_bytes), e_file("x", b"x")],
+            "is not in the manifest",
+        ),
+    ];
+    for (name, entries, rule) in cases {
+        let comp: &'static str = Box::leak(format!("ext{name}").into_boxed_str());
+        let rel = fx.release(
+            comp,
+            &[Tarball::new(comp, vec![file("ok", b"ok")], entries)],
+        );
+        let o = fx.run(&fx_install_args(&fx, comp, &rel));
+        assert_eq!(o.code, 1, "{name}: {}", o.stderr);
+        assert!(o.stderr.contains(rule), "{name}: {}", o.stderr);
+        assert!(
+            o.stderr.len() < 4096,
+            "{name}: {} bytes of stderr",
+            o.stderr.len()
+        );
+        assert!(
+            !o.stderr.contains('\x1b'),
+            "{name}: a raw escape reached the terminal"
+        );
+    }
+}
+
+/// How the hostile mirror answers a request for `path`.
+enum Answer {
+    Bytes(Vec<u8>),
+    /// Status 200 and bytes for ever.
+    Endless,
+    /// One byte every `Duration`, for ever.
+    Drip(Duration),
+    /// 302 to this URL.
+    Redirect(String),
+    NotFound,
+}
+
+/// A raw HTTP/1.0 server on 127.0.0.1: one thread per connection, `answer` per path.
+struct Mirror {
+    port: u16,
+}
+
+impl Mirror {
+    fn start(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> Mirror {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let answer = answer.clone();
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let mut w = conn;
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                            break;
+                        }
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let _ = match answer(&path) {
+                        Answer::Bytes(b) => w
+                            .write_all(
+                                format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n", b.len())
+                                    .as_bytes(),
+                            )
+                            .and_then(|()| w.write_all(&b)),
+                        Answer::NotFound => {
+                            w.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                        }
+                        Answer::Redirect(to) => w.write_all(
+                            format!(
+                                "HTTP/1.0 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n"
+                            )
+                            .as_bytes(),
+                        ),
+                        Answer::Endless => {
+                            let chunk = vec![b'z'; 64 * 1024];
+                            let _ = w.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+                            loop {
+                                if w.write_all(&chunk).is_err() {
+                                    break Ok(());
+                                }
+                            }
+                        }
+                        Answer::Drip(every) => {
+                            let _ = w.write_all(b"HTTP/1.0 200 OK\r\n\r\n");
+                            loop {
+                                if w.write_all(b"z").and_then(|()| w.flush()).is_err() {
+                                    break Ok(());
+                                }
+                                std::thread::sleep(every);
+                            }
+                        }
+                    };
+                });
+            }
+        });
+        Mirror { port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+/// Serves the files of `dir`, except the artifact tarballs, which `artifact` answers.
+fn hostile(dir: &Path, artifact: impl Fn() -> Answer + Send + Sync + 'static) -> Mirror {
+    let dir = dir.to_path_buf();
+    Mirror::start(move |path| {
+        let name = path.trim_start_matches('/');
+        if name.ends_with(".tar.zst") {
+            return artifact();
+        }
+        match std::fs::read(dir.join(name)) {
+            Ok(b) => Answer::Bytes(b),
+            Err(_) => Answer::NotFound,
+        }
+    })
+}
+
+fn du(dir: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        n += if m.is_dir() { du(&e.path()) } else { m.len() };
+    }
+    n
+}
+
+#[test]
+fn a_hostile_mirror_can_neither_fill_the_disk_nor_stall_install_for_ever() {
+    let fx = Fx::new();
+    let rel = fx.release(
+        "m",
+        &[Tarball::new(
+            "small",
+            vec![file("ok", b"ok")],
+            vec![e_file("ok", b"ok")],
+        )],
+    );
+    let size = du(&rel);
+
+    // An endless body for an artifact the signed index says is a few KB.
+    let m = hostile(&rel, || Answer::Endless);
+    let started = Instant::now();
+    let err = fx.fails(&fx_install_args(&fx, "small", Path::new(&m.url())));
+    assert!(err.contains("more than the"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let cached = du(&fx.root.join("cache")) + du(&fx.root.join("xdg-cache"));
+    assert!(
+        cached <= size + 4096,
+        "{cached} bytes kept for a {size}-byte release"
+    );
+
+    // A byte every half second: the idle timeout never trips, the deadline does.
+    let m = hostile(&rel, || Answer::Drip(Duration::from_millis(500)));
+    let started = Instant::now();
+    let mut args = fx_install_args(&fx, "small", Path::new(&m.url()));
+    args.extend(["--timeout", "3s"]);
+    let err = fx.fails(&args);
+    assert!(err.contains("not done after 3.0s"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(!fx.prefix().exists());
+}
+
+#[test]
+fn redirects_to_another_host_are_held_to_the_host_rule() {
+    let fx = Fx::new();
+    let rel = fx.release(
+        "redir",
+        &[Tarball::new(
+            "moved",
+            vec![file("ok", b"ok")],
+            vec![e_file("ok", b"ok")],
+        )],
+    );
+    // The same bytes on another origin (another port is another origin).
+    let other = HttpServer::start(&rel);
+    let to = other.url();
+    let m = hostile(&rel, move || {
+        Answer::Redirect(format!("{to}moved-1.0-gfx90c-00000000.tar.zst"))
+    });
+    let err = fx.fails(&fx_install_args(&fx, "moved", Path::new(&m.url())));
+    assert!(err.contains("another host than the index's"), "{err}");
+    assert!(!fx.prefix().exists());
+    // Allowed explicitly, it is followed.
+    let mut args = fx_install_args(&fx, "moved", Path::new(&m.url()));
+    let host = format!("127.0.0.1:{}", other.port);
+    args.extend(["--allow-host", &host]);
+    fx.ok(&args);
+}
+
+#[test]
+fn downgrades_are_refused_unless_asked_for_and_file_to_dir_upgrades_work() {
+    let fx = Fx::new();
+    let pkg = |version: &'static str, data: &'static [u8]| Tarball {
+        version,
+        ..Tarball::new(
+            "pkg",
+            vec![file("pkg.txt", data)],
+            vec![e_file("pkg.txt", data)],
+        )
+    };
+    let mut tool = Tarball::new(
+        "tool",
+        vec![dir("share"), file("share/x", b"v1")],
+        vec![e_dir("share"), e_file("share/x", b"v1")],
+    );
+    let old = fx.release("old", &[tool_clone(&tool), pkg("1.0", b"1")]);
+    // 2.0 turns the file share/x into a directory.
+    tool.version = "2.0";
+    tool.listed = vec![dir("share"), dir("share/x"), file("share/x/y", b"v2")];
+    tool.entries = vec![e_dir("share"), e_dir("share/x"), e_file("share/x/y", b"v2")];
+    let new = fx.release("new", &[tool, pkg("2.0", b"2")]);
+    let (o, n) = (old.display().to_string(), new.display().to_string());
+    assert_eq!(fx.install("tool", &o, &[]).code, 0);
+    assert_eq!(fx.install("pkg", &o, &[]).code, 0);
+    let up = fx.install("tool", &n, &[]);
+    assert_eq!(up.code, 0, "{}", up.stderr);
+    assert_eq!(std::fs::read(fx.prefix().join("share/x/y")).unwrap(), b"v2");
+    assert_eq!(fx.install("pkg", &n, &[]).code, 0);
+    // The old (still valid, signed) index replayed.
+    let err = fx.fails(&fx_install_args(&fx, "tool", &old));
+    assert!(
+        err.contains("tool 2.0 is installed; the index offers the older 1.0"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-downgrade"), "{err}");
+    assert_eq!(std::fs::read(fx.prefix().join("share/x/y")).unwrap(), b"v2");
+    fx.fails(&fx_install_args(&fx, "pkg", &old));
+    let down = fx.install("pkg", &o, &["--allow-downgrade"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(std::fs::read(fx.prefix().join("pkg.txt")).unwrap(), b"1");
+}
+
+fn tool_clone(t: &Tarball) -> Tarball {
+    Tarball {
+        name: t.name,
+        version: t.version,
+        listed: t.listed.clone(),
+        entries: t.entries.clone(),
+        depends: t.depends.clone(),
+    }
+}
+
+#[test]
+fn passwords_in_urls_reach_neither_errors_nor_receipts() {
+    let fx = Fx::new();
+    let rel = fx.release(
+        "creds",
+        &[Tarball::new(
+            "cred",
+            vec![file("ok", b"ok")],
+            vec![e_file("ok", b"ok")],
+        )],
+    );
+    let server = HttpServer::start(&rel);
+    let from = format!("http://user:s3cret-pw@127.0.0.1:{}/", server.port);
+    let o = fx.install("cred", &from, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("s3cret") && !o.stdout.contains("s3cret"));
+    let receipt =
+        std::fs::read_to_string(fx.prefix().join(".rocforge/receipts/cred.json")).unwrap();
+    assert!(!receipt.contains("s3cret"), "{receipt}");
+    // And in an error.
+    let from = format!("http://user:s3cret-pw@127.0.0.1:{}/nowhere/", server.port);
+    let o = fx.install("cred", &from, &[]);
+    assert_eq!(o.code, 1);
+    assert!(!o.stderr.contains("s3cret"), "{}", o.stderr);
+}
+
+#[test]
+fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
+    let fx = Fx::new();
+    let fifo = fx.root.join("fifo.so");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let started = Instant::now();
+    let mut child = rocforge_command(&fx.root, &[], &["inspect", &fifo.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("inspect blocked on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    // The report (stdout) lists the file's error.
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("a FIFO; inspect reads regular files only"),
+        "{text}"
+    );
+
+    // An ELF-looking file that another process keeps truncating and regrowing.
+    let victim = fx.root.join("shrinking.so");
+    let mut bytes = b"\x7fELF\x02\x01\x01\0".to_vec();
+    bytes.resize(32 << 20, 0x41);
+    std::fs::write(&victim, &bytes).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (stop, victim) = (stop.clone(), victim.clone());
+        std::thread::spawn(move || {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&victim)
+                .unwrap();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                f.set_len(4096).unwrap();
+                f.set_len(32 << 20).unwrap();
+            }
+        })
+    };
+    for _ in 0..5 {
+        let o = rocforge_command(&fx.root, &[], &["inspect", &victim.display().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code().is_some(),
+            "inspect died of a signal: {:?}",
+            o.status
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    churn.join().unwrap();
+}
+
+#[test]
+fn a_secret_key_given_as_text_is_used_and_never_echoed() {
+    let fx = Fx::new();
+    let d = fx.root.join("text-key");
+    std::fs::create_dir_all(&d).unwrap();
+    Tarball::new("txt", vec![file("ok", b"ok")], vec![e_file("ok", b"ok")]).write(&d);
+    let text = std::fs::read_to_string(fx.root.join("keys/rocforge.key")).unwrap();
+    let dir = d.display().to_string();
+    let run = |value: &str| {
+        let cfg = fx.root.join("trust.toml");
+        rocforge_command(
+            &fx.root,
+            &[("ROCFORGE_CONFIG", cfg.as_path())],
+            &["--recipes", "recipes", "index", &dir],
+        )
+        .env("ROCFORGE_SIGNING_KEY", value)
+        .output()
+        .unwrap()
+    };
+    // What a CI secret named ROCFORGE_SIGNING_KEY holds: the key file's text.
+    let o = run(&text);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.join("index.json.minisig").is_file());
+    // Its base64 line alone, damaged: refused, and neither form is printed.
+    let line = text.lines().nth(1).unwrap();
+    let damaged = format!("{}AAAA", &line[..line.len() - 4]);
+    for bad in [
+        damaged.clone(),
+        format!("untrusted comment: x\n{damaged}\n"),
+    ] {
+        let o = run(&bad);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!o.status.success(), "{all}");
+        assert!(!all.contains(&line[..40]), "the key was echoed: {all}");
+        assert!(!all.contains(&damaged[..40]), "the key was echoed: {all}");
+    }
+}
