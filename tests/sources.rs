@@ -1575,6 +1575,21 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         "{err}"
     );
     assert!(err.contains("fix-f.patch, docs.patch"), "{err}");
+
+    // A distribution's patch that no longer applies to the source: named by archive and entry,
+    // and the source cache keeps nothing of the attempt.
+    std::fs::write(line.join("pkg.toml"), over("\"docs.patch\"")).unwrap();
+    let err = w.fetch_fails("pkg");
+    assert!(
+        err.contains("pkg_1.1-1.debian.tar.xz:debian/patches/docs.patch"),
+        "{err}"
+    );
+    let staging: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(staging.is_empty(), "{staging:?}");
 }
 
 /// A line whose builder image exists only locally (`localhost/…`, made by `rocforge image
