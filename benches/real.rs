@@ -14,6 +14,8 @@
 //!    filled, against that cold build (goal: at most 0.15). Slow (the cold build is the whole
 //!    library for two targets): only with ROCFORGE_BENCH_REBUILD=1.
 //!
+//! `--quick` (ROCFORGE_BENCH_QUICK=1) measures the first figure only.
+//!
 //! Needs podman and localhost/rocforge/builder:debian-6.4 (scripts/debian-image.sh) and the
 //! Debian mirror; without them each figure says why it was skipped.
 //!
@@ -306,6 +308,10 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     overhead(tmp.path());
+    if std::env::var("ROCFORGE_BENCH_QUICK").is_ok_and(|v| v == "1") {
+        println!("quick: the one-target and rebuild figures are skipped (they compile rocRAND)");
+        return;
+    }
     one_target(tmp.path());
     if std::env::var("ROCFORGE_BENCH_REBUILD").is_ok_and(|v| v == "1") {
         rebuild(tmp.path());
