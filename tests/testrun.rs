@@ -1780,19 +1780,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
     assert!(log.contains("who cmake"), "{log}");
 
     // A build that enables its tests fails when [test] does not match what it installed.
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "cmk-client",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let o = build_on_host(&f.dir, "cmk-client");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -1801,19 +1789,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
             && all.contains("cmk-client.toml"),
         "{all}"
     );
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "cmk-elsewhere",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let o = build_on_host(&f.dir, "cmk-elsewhere");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -1822,19 +1798,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
         "{all}"
     );
     // A test whose program stayed in the build tree: named, with its line.
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "cmk-buildtree",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let o = build_on_host(&f.dir, "cmk-buildtree");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -1843,19 +1807,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
         "{all}"
     );
     // Tests switched off: the mismatch is only a warning.
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "cmk-off",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let o = build_on_host(&f.dir, "cmk-off");
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -1889,4 +1841,21 @@ fn kill_when_journaled(dir: &Path, args: &[String], journal: &Path, marker: &str
     std::thread::sleep(Duration::from_millis(settle_ms));
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// `rocforge build COMPONENT` for gfx90c on the host runtime, from the test's catalog.
+fn build_on_host(dir: &Path, component: &str) -> Out {
+    rf(
+        dir,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            component,
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    )
 }

@@ -503,3 +503,28 @@ impl JsonServer {
         self.requests.lock().unwrap().clone()
     }
 }
+
+/// A header with its name written raw (the tar crate refuses to write `..` or absolute names).
+pub fn raw(
+    kind: tar::EntryType,
+    name: &str,
+    mode: u32,
+    size: u64,
+    link: Option<&str>,
+) -> tar::Header {
+    let mut h = tar::Header::new_old();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_size(size);
+    {
+        let old = h.as_old_mut();
+        old.name = [0; 100];
+        old.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(l) = link {
+            old.linkname = [0; 100];
+            old.linkname[..l.len()].copy_from_slice(l.as_bytes());
+        }
+    }
+    h.set_cksum();
+    h
+}
