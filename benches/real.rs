@@ -206,8 +206,8 @@ fn one_target(home: &Path) {
             .split(',')
             .map(|t| format!(" --offload-arch={t}"))
             .collect();
-        // rocrand_version.h is written by CMake at configure time; its template with the
-        // placeholders filled is enough to compile one unit.
+        // rocrand_version.h is written by CMake at configure time from a template; the template
+        // with its two @…@ variables substituted, as CMake would, is what one unit needs.
         let script = format!(
             "set -e; mkdir -p /tmp/b/inc/rocrand && cd /tmp/b && sed -e 's/@rocrand_VERSION_NUMBER@/300300/' -e 's/@rocrand_ENABLE_INLINE_ASM@//' /src/library/include/rocrand/rocrand_version.h.in > inc/rocrand/rocrand_version.h && hipcc -O3 -std=c++17 -fPIC -I/tmp/b/inc -I/src/library/include -I/src/library/src{arches} -c /src/{tu} -o x.o"
         );

@@ -364,24 +364,8 @@ pub fn parse(
         d,
         "add the component's upstream version, e.g. version = \"3.4.0\"",
     );
-    // Versions end up in file names (tarballs, store listings): no separators, no `..`.
-    if let Some(v) = &version
-        && (v.is_empty()
-            || v.len() > 64
-            || v.contains("..")
-            || !v
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._+~-".contains(c)))
-    {
-        d.push(
-            Diagnostic::new(format!("invalid version \"{}\"", v.value))
-                .at(
-                    file,
-                    v.span.clone(),
-                    "empty, or has characters other than letters, digits and . _ + ~ -",
-                )
-                .hint("write the upstream version, e.g. version = \"3.4.0\""),
-        );
+    if let Some(v) = &version {
+        check_version(file, v, d);
     }
     let summary = r.str(
         "summary",
@@ -534,18 +518,8 @@ pub fn parse_override(
     }
     let mut r = TableReader::new(file, &doc, "");
     let version = r.opt_str("version", d);
-    if let Some(v) = &version
-        && !is_version(v)
-    {
-        d.push(
-            Diagnostic::new(format!("invalid version \"{}\"", v.value))
-                .at(
-                    file,
-                    v.span.clone(),
-                    "empty, or has characters other than letters, digits and . _ + ~ -",
-                )
-                .hint("write the upstream version, e.g. version = \"3.4.0\""),
-        );
+    if let Some(v) = &version {
+        check_version(file, v, d);
     }
     let source = r.opt_table("source", d).and_then(|t| read_source(t, d));
     let patches = r.opt_table("patches", d).map(|t| {
@@ -677,6 +651,21 @@ fn cmake_var(arg: &str) -> Option<&str> {
     let rest = arg.strip_prefix("-D")?;
     let name = rest.split('=').next()?;
     Some(name.split(':').next().unwrap_or(name))
+}
+
+/// Versions end up in file names (tarballs, store listings): no separators, no `..`.
+fn check_version(file: &Arc<SourceFile>, v: &Sp<String>, d: &mut Diagnostics) {
+    if !is_version(v) {
+        d.push(
+            Diagnostic::new(format!("invalid version \"{}\"", v.value))
+                .at(
+                    file,
+                    v.span.clone(),
+                    "empty, or has characters other than letters, digits and . _ + ~ -",
+                )
+                .hint("write the upstream version, e.g. version = \"3.4.0\""),
+        );
+    }
 }
 
 fn is_version(v: &str) -> bool {

@@ -115,7 +115,7 @@ impl SourceError {
             SourceError::InputUnlocked { .. } | SourceError::InputStale { .. } => "run `rocforge lock`: it downloads the file, checks the md5 and records its sha256 in rocforge.lock (the built-in catalog's lock is fixed: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`); without --locked the md5 is checked at each fetch instead".into(),
             SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
             SourceError::Path { .. } => "path sources are relative to the recipe's release directory and need a catalog on disk (--recipes)".into(),
-            SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.zst)".into(),
+            SourceError::Unpack { .. } => "the archive is damaged or not a tar archive (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst)".into(),
             SourceError::Version { diff, .. } => format!("a package is named by the version of the source it holds: write version = \"{}\" at {}, or pin the tag or commit whose source declares {}", diff.declared, diff.recipe_at, diff.recipe),
             SourceError::Io { .. } => "check free disk space and permissions of the cache directory (ROCFORGE_CACHE)".into(),
             SourceError::Series { source, .. } => source.hint(),
@@ -834,24 +834,12 @@ fn unpack_tar(
     dest: &Path,
     strip_top: bool,
 ) -> Result<(), SourceError> {
-    use std::io::Read;
     let err = |why: String| SourceError::Unpack {
         component: component.to_string(),
         what: file.display().to_string(),
         why,
     };
-    let mut f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
-    let mut magic = [0u8; 4];
-    let n = f.read(&mut magic).map_err(|e| err(e.to_string()))?;
-    drop(f);
-    let f = std::fs::File::open(file).map_err(|e| err(e.to_string()))?;
-    let reader: Box<dyn Read> = if n >= 2 && magic[..2] == [0x1f, 0x8b] {
-        Box::new(flate2::read::GzDecoder::new(f))
-    } else if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
-        Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| err(e.to_string()))?)
-    } else {
-        Box::new(f)
-    };
+    let reader = super::series::open_archive(file).map_err(|e| err(e.to_string()))?;
     let unpacked = dest.join(".unpack");
     std::fs::create_dir_all(&unpacked).map_err(|e| err(e.to_string()))?;
     let mut archive = tar::Archive::new(reader);

@@ -79,26 +79,21 @@ fn entries(text: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-fn decompressed(path: &Path, archive: &str) -> Result<Box<dyn Read>, SeriesError> {
-    let err = |why: String| SeriesError::Read {
-        archive: archive.to_string(),
-        why,
-    };
+/// A tar archive's bytes, decompressed by what its first bytes say: xz, gzip, zstd or none.
+/// Source tarballs and packaging archives both come this way.
+pub fn open_archive(path: &Path) -> std::io::Result<Box<dyn Read>> {
     let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .map_err(|e| err(e.to_string()))?;
-    let f = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
-    let reader: Box<dyn Read> = if n >= 6 && magic == [0xfd, b'7', b'z', b'X', b'Z', 0] {
+    let n = std::fs::File::open(path)?.read(&mut magic)?;
+    let f = std::fs::File::open(path)?;
+    Ok(if n >= 6 && magic == [0xfd, b'7', b'z', b'X', b'Z', 0] {
         Box::new(liblzma::read::XzDecoder::new(f))
     } else if n >= 2 && magic[..2] == [0x1f, 0x8b] {
         Box::new(flate2::read::GzDecoder::new(f))
     } else if n >= 4 && magic[..4] == [0x28, 0xb5, 0x2f, 0xfd] {
-        Box::new(zstd::stream::read::Decoder::new(f).map_err(|e| err(e.to_string()))?)
+        Box::new(zstd::stream::read::Decoder::new(f)?)
     } else {
         Box::new(f)
-    };
-    Ok(Box::new(reader.take(MAX_ARCHIVE_BYTES)))
+    })
 }
 
 /// The patches `series` selects from the archive at `path`, in the series' order. `archive`
@@ -110,7 +105,8 @@ pub fn read(path: &Path, archive: &str, series: &Series) -> Result<Vec<PatchFile
     };
     let dir = series.dir.trim_end_matches('/');
     let mut files: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
-    let mut tar = tar::Archive::new(decompressed(path, archive)?);
+    let reader = open_archive(path).map_err(|e| err(e.to_string()))?;
+    let mut tar = tar::Archive::new(reader.take(MAX_ARCHIVE_BYTES));
     for entry in tar.entries().map_err(|e| err(e.to_string()))? {
         let mut entry = entry.map_err(|e| err(e.to_string()))?;
         if !entry.header().entry_type().is_file() {
