@@ -606,19 +606,11 @@ fn evil_tarball(
         hash_input: serde_json::Value::Null,
         files: listed,
     };
-    let f = std::fs::File::create(dir.join(format!("{name}-1.0-gfx90c-00000000.tar.zst"))).unwrap();
-    let enc = zstd::stream::write::Encoder::new(f, 3).unwrap();
-    let mut b = tar::Builder::new(enc);
-    let json = serde_json::to_vec(&m).unwrap();
-    let mut h = tar::Header::new_gnu();
-    h.set_size(json.len() as u64);
-    h.set_mode(0o644);
-    h.set_cksum();
-    b.append_data(&mut h, MANIFEST_NAME, &json[..]).unwrap();
-    for (h, data) in entries {
-        b.append(h, &data[..]).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap();
+    write_artifact(
+        &dir.join(format!("{name}-1.0-gfx90c-00000000.tar.zst")),
+        &m,
+        entries,
+    );
 }
 
 fn file(path: &str, data: &[u8]) -> FileEntry {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_NAME, MANIFEST_SCHEMA, Manifest};
+use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_SCHEMA, Manifest};
 
 struct Fx {
     _tmp: tempfile::TempDir,
@@ -180,23 +180,14 @@ impl Tarball {
             hash_input: serde_json::Value::Null,
             files: self.listed.clone(),
         };
-        let f = std::fs::File::create(dir.join(format!(
-            "{}-{}-gfx90c-00000000.tar.zst",
-            self.name, self.version
-        )))
-        .unwrap();
-        let enc = zstd::stream::write::Encoder::new(f, 3).unwrap();
-        let mut b = tar::Builder::new(enc);
-        let json = serde_json::to_vec(&m).unwrap();
-        let mut h = tar::Header::new_gnu();
-        h.set_size(json.len() as u64);
-        h.set_mode(0o644);
-        h.set_cksum();
-        b.append_data(&mut h, MANIFEST_NAME, &json[..]).unwrap();
-        for (h, data) in &self.entries {
-            b.append(h, &data[..]).unwrap();
-        }
-        b.into_inner().unwrap().finish().unwrap();
+        write_artifact(
+            &dir.join(format!(
+                "{}-{}-gfx90c-00000000.tar.zst",
+                self.name, self.version
+            )),
+            &m,
+            &self.entries,
+        );
     }
 }
 

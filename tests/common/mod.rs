@@ -528,3 +528,29 @@ pub fn raw(
     h.set_cksum();
     h
 }
+
+/// An artifact tarball the test writes itself: `manifest` first, then `entries` as given
+/// (hostile ones included), zstd-compressed.
+pub fn write_artifact(
+    path: &Path,
+    manifest: &rocforge::package::manifest::Manifest,
+    entries: &[(tar::Header, Vec<u8>)],
+) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut b = tar::Builder::new(zstd::stream::write::Encoder::new(f, 3).unwrap());
+    let json = serde_json::to_vec(manifest).unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_size(json.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append_data(
+        &mut h,
+        rocforge::package::manifest::MANIFEST_NAME,
+        &json[..],
+    )
+    .unwrap();
+    for (h, data) in entries {
+        b.append(h, &data[..]).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap();
+}
