@@ -1287,3 +1287,104 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A stopped or failed build continues from its build directory: CMake reconfigures over it and
+/// ninja skips the steps already done. The first step appends to a counter outside the build, the
+/// second fails until `flag` exists, so the counter says how often the first really ran.
+#[test]
+fn a_failed_build_resumes_from_its_build_directory_and_fresh_starts_over() {
+    if !require("cmake and ninja", which("cmake") && which("ninja")) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    let counter = root.join("first-step-runs");
+    let flag = root.join("second-step-may-run");
+    let src = rel.join("src/resumable");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        src.join("first.sh"),
+        "echo ran >> \"$1\"\necho one > first.txt\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("second.sh"),
+        "test -e \"$1\" || exit 1\necho two > second.txt\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.16)\nproject(resumable NONE)\n\
+         add_custom_command(OUTPUT first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/first.sh ${COUNTER} VERBATIM)\n\
+         add_custom_command(OUTPUT second.txt DEPENDS first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/second.sh ${FLAG} VERBATIM)\n\
+         add_custom_target(steps ALL DEPENDS second.txt)\n\
+         install(FILES ${CMAKE_BINARY_DIR}/second.txt DESTINATION share/resumable)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("resumable.toml"),
+        format!(
+            "name = \"resumable\"\nversion = \"1.0\"\nsummary = \"two ninja steps\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/resumable\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCOUNTER={}\", \"-DFLAG={}\"]\n",
+            counter.display(),
+            flag.display()
+        ),
+    )
+    .unwrap();
+    let build = |extra: &[&str]| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "build",
+            "resumable",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ];
+        args.extend_from_slice(extra);
+        rocforge(root, &args)
+    };
+    let runs = || {
+        std::fs::read_to_string(&counter)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let failed = build(&[]);
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    assert_eq!(runs(), 1, "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("The build directory is kept"),
+        "{}",
+        failed.stderr
+    );
+
+    let again = build(&[]);
+    assert_ne!(again.code, 0, "{}", again.stderr);
+    assert_eq!(runs(), 1, "the finished first step ran again");
+    assert!(
+        again
+            .stderr
+            .contains("resumable: continuing the build that stopped in"),
+        "{}",
+        again.stderr
+    );
+
+    let fresh = build(&["--fresh"]);
+    assert_ne!(fresh.code, 0, "{}", fresh.stderr);
+    assert_eq!(runs(), 2, "--fresh did not start over");
+
+    std::fs::write(&flag, "").unwrap();
+    let done = build(&[]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(runs(), 2, "the resumed build redid the first step");
+    assert!(
+        std::fs::read_dir(root.join("cache/builds"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(true),
+        "a finished build leaves no build directory"
+    );
+}

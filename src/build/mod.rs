@@ -5,6 +5,7 @@ pub mod driver;
 pub mod follow;
 pub mod jobs;
 pub mod license;
+pub mod resume;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,8 @@ pub struct BuildOptions {
     /// Targets for which another processor's code (the nearest target's, run under
     /// HSA_OVERRIDE_GFX_VERSION) is accepted; recorded in the store entry.
     pub allow_spoof: Vec<crate::arch::TargetId>,
+    /// Discard what an interrupted build of the same key left instead of continuing it.
+    pub fresh: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -124,10 +127,10 @@ impl StepError {
             StepError::Source(e) => e.hint(),
             StepError::Store(e) => e.hint(),
             StepError::Runtime(e) => e.hint(),
-            StepError::Failed { .. } => "read the log; `rocforge fetch COMPONENT` gives the exact source tree to reproduce it".into(),
+            StepError::Failed { .. } => "read the log; `rocforge fetch COMPONENT` gives the exact source tree to reproduce it. The build directory is kept: the same command continues from it, --fresh starts over".into(),
             StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
             StepError::Io { .. } => "check free disk space".into(),
-            StepError::Stopped { .. } => "run the same command again to continue; finished components are kept".into(),
+            StepError::Stopped { .. } => "run the same command again to continue: finished components are kept, and a stopped build resumes from its build directory (--fresh starts over)".into(),
             StepError::License(e) => e.hint(),
             StepError::TestCorpus { recipe, .. } => format!("make [test] in {recipe} name what the build installs (client for kind = \"gtest\", dir for \"each-binary\" and \"ctest\"), or install the tests where it points"),
             StepError::DependencyVersion { hint, .. } => hint.clone(),
@@ -416,13 +419,23 @@ impl Builder<'_> {
                     .map_err(io("copy"))?;
             }
             _ => {
-                let scratch = self.sources.cache.root().join("builds").join(&step.key.0);
-                crate::fsutil::remove_tree(&scratch).map_err(io("build directory"))?;
-                std::fs::create_dir_all(scratch.join("build/.home"))
+                let work = resume::Scratch::new(
+                    self.sources.cache.root().join("builds").join(&step.key.0),
+                );
+                let start = work
+                    .prepare(self.options.fresh)
                     .map_err(io("build directory"))?;
-                std::fs::create_dir_all(scratch.join("out")).map_err(io("output directory"))?;
+                if let resume::Start::Resumed { steps_done } = start {
+                    let done = steps_done
+                        .map(|n| format!(" ({n} ninja steps done)"))
+                        .unwrap_or_default();
+                    self.reporter.note(&format!(
+                        "{component}: continuing the build that stopped in {}{done}; --fresh starts over",
+                        work.build().display()
+                    ));
+                }
+                let scratch = work.root.clone();
                 let deps = scratch.join("deps");
-                std::fs::create_dir_all(&deps).map_err(io("dependency tree"))?;
                 for d in &step.depends {
                     let dep = self.plan.step(d).expect("dependencies are in the plan");
                     crate::fsutil::link_tree(&self.store.tree(&dep.key.0), &deps)
@@ -579,7 +592,7 @@ impl Builder<'_> {
                     r => r.map_err(io(&into_store))?,
                 }
                 crate::fault::point("build");
-                let _ = crate::fsutil::remove_tree(&scratch);
+                let _ = work.remove();
             }
         }
         phase("license files");

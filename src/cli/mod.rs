@@ -198,6 +198,10 @@ Examples:
         /// Keep building what does not depend on a failed component
         #[arg(long)]
         keep_going: bool,
+        /// Start each build over instead of continuing the build directory a stopped or failed
+        /// build of the same content key left
+        #[arg(long)]
+        fresh: bool,
         /// Print the plan; build nothing
         #[arg(long)]
         dry_run: bool,
@@ -860,6 +864,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             jobs,
             runtime,
             keep_going,
+            fresh,
             dry_run,
             overlay,
             allow_missing,
@@ -873,6 +878,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 jobs: *jobs,
                 runtime: *runtime,
                 keep_going: *keep_going,
+                fresh: *fresh,
                 dry_run: *dry_run,
                 overlays: overlay,
                 allow_missing: allow_missing.as_deref(),

@@ -602,9 +602,23 @@ pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
             let _ = rocforge::fsutil::remove_tree(dir);
         }
     }
+    // Build directories kept for resuming a stopped build: tens of GiB for rocBLAS, and a gc is
+    // the user asking for the disk back.
+    let builds =
+        rocforge::build::resume::leftovers(&cache.root().join("builds")).unwrap_or_default();
+    for (key, dir) in &builds {
+        println!(
+            "{} build directory of a stopped build {}",
+            if dry_run { "would remove" } else { "removed" },
+            &key[..key.len().min(12)]
+        );
+        if !dry_run {
+            let _ = rocforge::fsutil::remove_tree(dir);
+        }
+    }
     eprintln!(
         "{kept} source tree(s) kept, {} {}",
-        removed.len() + stale.len(),
+        removed.len() + stale.len() + builds.len(),
         if dry_run { "to remove" } else { "removed" }
     );
     Ok(ExitCode::SUCCESS)
