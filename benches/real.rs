@@ -14,7 +14,8 @@
 //!    filled, against that cold build (goal: at most 0.15). Slow (the cold build is the whole
 //!    library for two targets): only with ROCFORGE_BENCH_REBUILD=1.
 //!
-//! `--quick` (ROCFORGE_BENCH_QUICK=1) measures the first figure only.
+//! `--quick` (ROCFORGE_BENCH_QUICK=1) measures the first figure only; ROCFORGE_BENCH_ONLY=overhead,
+//! one-target or rebuild measures that one alone.
 //!
 //! Needs podman and localhost/rocforge/builder:debian-6.4 (scripts/debian-image.sh) and the
 //! Debian mirror; without them each figure says why it was skipped.
@@ -309,6 +310,13 @@ fn main() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
+    // One figure alone, when the others were measured in an earlier run: each compiles for minutes.
+    match std::env::var("ROCFORGE_BENCH_ONLY").as_deref() {
+        Ok("overhead") => return overhead(tmp.path()),
+        Ok("one-target") => return one_target(tmp.path()),
+        Ok("rebuild") => return rebuild(tmp.path()),
+        _ => {}
+    }
     overhead(tmp.path());
     if std::env::var("ROCFORGE_BENCH_QUICK").is_ok_and(|v| v == "1") {
         println!("quick: the one-target and rebuild figures are skipped (they compile rocRAND)");

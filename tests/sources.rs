@@ -1593,21 +1593,66 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
 }
 
 /// A line whose builder image exists only locally (`localhost/…`, made by `rocforge image
-/// build`) locks without a registry: plans key such an image by its local ID.
+/// build`) locks without a registry: the lock records the Containerfile it is made from, and
+/// `lock --check` names that file once it changes. Without the Containerfile nothing is recorded.
 #[test]
-fn a_local_builder_image_is_not_locked() {
+fn a_local_builder_image_is_locked_by_its_containerfile() {
     let w = world();
     let o = rocforge(w.path(), &["--recipes", "recipes", "lock"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
-        o.stderr
-            .contains("localhost/rocforge-test:1.0 is built locally (`rocforge image build`)"),
+        o.stderr.contains(
+            "localhost/rocforge-test:1.0 is built locally (`rocforge image build`) from a Containerfile this catalog does not carry"
+        ),
         "{}",
         o.stderr
     );
     let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
-    assert!(!lock.contains("[[images]]"), "{lock}");
+    assert!(!lock.contains("local-image"), "{lock}");
     ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+
+    let file = w.path().join("containers/Containerfile.line-1.0");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        "FROM localhost/base:1\nRUN apt-get install -y hipcc=7.0.2-1\n",
+    )
+    .unwrap();
+    let stale = rocforge(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    assert_eq!(stale.code, 1, "{}", stale.stderr);
+    assert!(
+        stale.stderr.contains(
+            "line-1.0: builder image localhost/rocforge-test:1.0 (built from containers/Containerfile.line-1.0) is not locked"
+        ),
+        "{}",
+        stale.stderr
+    );
+    ok(w.path(), &["--recipes", "recipes", "lock"]);
+    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    let sha = sha256_file(&file);
+    assert!(
+        lock.contains("[[local-image]]")
+            && lock.contains("containerfile = \"containers/Containerfile.line-1.0\"")
+            && lock.contains(&format!("containerfile-sha256 = \"{sha}\"")),
+        "{lock}"
+    );
+    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+
+    std::fs::write(
+        &file,
+        "FROM localhost/base:1\nRUN apt-get install -y hipcc=7.0.2-2\n",
+    )
+    .unwrap();
+    let changed = rocforge(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    assert_eq!(changed.code, 1, "{}", changed.stderr);
+    assert!(
+        changed.stderr.contains(&format!(
+            "line-1.0: containers/Containerfile.line-1.0 changed since it was locked (sha256 {} then, ",
+            &sha[..12]
+        )),
+        "{}",
+        changed.stderr
+    );
 }
 
 /// rocBLAS asks `find_package(Tensile ${TENSILE_VERSION} EXACT)`; a tensile pinned from another

@@ -256,13 +256,16 @@ pub fn lock(g: &Global, check: bool, skip_images: bool) -> Result<ExitCode> {
             }
         }
         if lock::is_local_image(&c.release.image) {
-            rocforge::progress::Reporter::note(
-                &reporter,
-                &format!(
-                    "{release}: {} is built locally (`rocforge image build`); builds key it by its image ID, so rocforge.lock pins nothing for it",
-                    c.release.image
+            match lock::LockedLocalImage::current(c) {
+                Some(l) => new.local_images.push(l),
+                None => rocforge::progress::Reporter::note(
+                    &reporter,
+                    &format!(
+                        "{release}: {} is built locally (`rocforge image build`) from a Containerfile this catalog does not carry, so rocforge.lock records nothing for it; builds key it by its image ID",
+                        c.release.image
+                    ),
                 ),
-            );
+            }
         } else if skip_images {
             if let Some(i) = old.image(release, &c.release.image) {
                 new.images.push(i.clone());
