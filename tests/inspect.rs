@@ -114,10 +114,11 @@ fn hipcc_built() -> Option<&'static Built> {
             run(Command::new("ar")
                 .current_dir(d)
                 .args(["rcs", "liba.a", "a.o"]));
-            // Tensile-like files: a lazy-loading index and a kernel bundle for gfx90c only.
+            // Tensile files for gfx90c only: a lazy-loading master catalog that selects gfx90c,
+            // one catalog of two solutions, and its kernels.
             let single = std::fs::read(d.join("single.o")).unwrap();
             let lib = d.join("prefix/lib/rocblas/library");
-            std::fs::write(lib.join("TensileLibrary_lazy_gfx90c.dat"), b"index").unwrap();
+            tensile_catalog(&lib, "gfx90c", Some("gfx90c"), &["Cijk_A", "Cijk_B"]);
             std::fs::write(
                 lib.join("TensileLibrary_Type_SS_gfx90c.co"),
                 fatbin(&single),
@@ -162,6 +163,71 @@ fn clang19_built() -> Option<&'static Built> {
             Some(Built { dir })
         })
         .as_ref()
+}
+
+/// Writes Tensile's lazy-loading layout for `arch`, as TensileCreateLibrary does (msgpack):
+/// `TensileLibrary_lazy_<arch>.dat`, whose hardware row selects `selects` (None: only the
+/// `TruePred` fallback row) and names one catalog, `TensileLibrary_Type_SS_<arch>` (or
+/// `TensileLibrary_Type_SS_fallback`), holding one solution per kernel name.
+fn tensile_catalog(dir: &Path, arch: &str, selects: Option<&str>, kernels: &[&str]) {
+    use rmpv::Value;
+    let map = |pairs: Vec<(&str, Value)>| {
+        Value::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (Value::from(k), v))
+                .collect(),
+        )
+    };
+    let write = |name: &str, v: &Value| {
+        let mut buf = Vec::new();
+        rmpv::encode::write_value(&mut buf, v).unwrap();
+        std::fs::write(dir.join(name), buf).unwrap();
+    };
+    let part = match selects {
+        Some(_) => format!("TensileLibrary_Type_SS_{arch}"),
+        None => "TensileLibrary_Type_SS_fallback".to_string(),
+    };
+    let predicate = match selects {
+        Some(p) => map(vec![
+            ("type", "AMDGPU".into()),
+            (
+                "value",
+                map(vec![("type", "Processor".into()), ("value", p.into())]),
+            ),
+        ]),
+        None => map(vec![("type", "TruePred".into())]),
+    };
+    let leaf = map(vec![
+        ("type", "Placeholder".into()),
+        ("value", part.as_str().into()),
+    ]);
+    let master = map(vec![
+        ("solutions", Value::Array(Vec::new())),
+        (
+            "library",
+            map(vec![
+                ("type", "Hardware".into()),
+                (
+                    "rows",
+                    Value::Array(vec![map(vec![("predicate", predicate), ("library", leaf)])]),
+                ),
+            ]),
+        ),
+    ]);
+    write(&format!("TensileLibrary_lazy_{arch}.dat"), &master);
+    let solutions = kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| map(vec![("name", (*k).into()), ("index", (i as u64).into())]))
+        .collect();
+    write(
+        &format!("{part}.dat"),
+        &map(vec![
+            ("solutions", Value::Array(solutions)),
+            ("library", map(vec![("type", "Problem".into())])),
+        ]),
+    );
 }
 
 fn fatbin(elf: &[u8]) -> Vec<u8> {
@@ -600,5 +666,95 @@ fn against_datacenter_and_rdna3_targets() {
         matches!(&r.rows[0].targets[0].status, Status::OnlyCompatible { nearest, .. } if nearest == "gfx1100"),
         "{:?}",
         r.rows[0].targets[0].status
+    );
+}
+
+/// What a Tensile directory serves is read from its catalogs: a master catalog that selects
+/// another processor, kernels compiled for another processor, and a target left with only the
+/// fallback kernels each fail `--against`, and say why; code objects alone prove nothing.
+#[test]
+fn tensile_catalogs_decide_what_a_target_gets() {
+    let Some(b) = hipcc_built() else { return };
+    let single = fatbin(&std::fs::read(b.path("single.o")).unwrap());
+    let old = std::fs::read(b.path("prefix/lib/libold.so")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join("library");
+    std::fs::create_dir_all(&lib).unwrap();
+    let against = |arch: &str| rocforge(tmp.path(), &["inspect", "--against", arch, "library"]);
+
+    // Right catalog, right code: present, with the counts inspect prints.
+    tensile_catalog(
+        &lib,
+        "gfx90c",
+        Some("gfx90c"),
+        &["Cijk_A", "Cijk_B", "Cijk_A"],
+    );
+    std::fs::write(lib.join("TensileLibrary_Type_SS_gfx90c.co"), &single).unwrap();
+    let o = against("gfx90c");
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    let o = rocforge(tmp.path(), &["inspect", "library"]);
+    assert!(
+        o.stdout.contains("TensileLibrary_lazy_gfx90c.dat: selects gfx90c; 1 solution catalog(s), 3 solutions, 2 kernels; 0 fallback catalog(s); 1 code object(s)"),
+        "{}",
+        o.stdout
+    );
+
+    // The kernels are gfx900's: the file name says gfx90c, the code object does not.
+    std::fs::write(lib.join("TensileLibrary_Type_SS_gfx90c.co"), &old).unwrap();
+    let o = against("gfx90c");
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("TensileLibrary_Type_SS_gfx90c.co: code for gfx900, not gfx90c"),
+        "{}",
+        o.stdout
+    );
+
+    // A master catalog for gfx90c that selects gfx900's solutions (a copy under a new name).
+    std::fs::write(lib.join("TensileLibrary_Type_SS_gfx90c.co"), &single).unwrap();
+    tensile_catalog(&lib, "gfx90c", Some("gfx900"), &["Cijk_A"]);
+    let o = against("gfx90c");
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("TensileLibrary_lazy_gfx90c.dat is named for gfx90c but selects gfx900"),
+        "{}",
+        o.stdout
+    );
+
+    // Only the fallback row: kernels exist, tuned solutions do not.
+    std::fs::remove_file(lib.join("TensileLibrary_Type_SS_gfx90c.co")).unwrap();
+    std::fs::remove_file(lib.join("TensileLibrary_Type_SS_gfx90c.dat")).unwrap();
+    tensile_catalog(&lib, "gfx90c", None, &["Cijk_generic"]);
+    std::fs::write(
+        lib.join("TensileLibrary_Type_SS_fallback_gfx90c.hsaco"),
+        &single,
+    )
+    .unwrap();
+    let o = against("gfx90c");
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("only Tensile's fallback kernels (1 catalog(s)), no solutions for gfx90c"),
+        "{}",
+        o.stdout
+    );
+    // --allow-missing accepts the gap, as it does absent code.
+    let o = rocforge(
+        tmp.path(),
+        &[
+            "inspect",
+            "--against",
+            "gfx90c",
+            "--format",
+            "json",
+            "library",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        v["rows"][0]["targets"][0]["status"], "incomplete",
+        "{}",
+        o.stdout
     );
 }

@@ -68,6 +68,81 @@ fn debians_own_rocrand_is_not_coverage_for_gfx90c() {
     assert_eq!(o.code, 0, "{}", o.stdout);
 }
 
+/// Debian sid's librocblas4 (rocBLAS 6.4.4 with its Tensile libraries, built by Debian for its
+/// 11 targets), pinned by the sha256 of sid's Packages index.
+const LIBROCBLAS_DEB: &str =
+    "http://deb.debian.org/debian/pool/main/r/rocblas/librocblas4_6.4.4-4_amd64.deb";
+const LIBROCBLAS_SHA256: &str = "05613a07d3fba2feaa8b81a86a22bc142dd4fb6630c44c416883a33bf22a1cdb";
+
+/// Debian's real Tensile libraries, read through their catalogs: gfx900 has its own tuned
+/// solutions; gfx90c has no catalog of its own and would run gfx900's only under a spoof; and
+/// gfx1010's catalog leads only to Tensile's fallback kernels, which its code objects alone
+/// would not show.
+#[test]
+fn debians_rocblas_tensile_catalogs_say_what_each_target_gets() {
+    if !require("the Debian mirror (deb.debian.org)", mirror_answers())
+        || !require("dpkg-deb", which("dpkg-deb"))
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let deb = dir.path().join("librocblas4.deb");
+    let ok = Command::new("curl")
+        .args(["-fsS", "--max-time", "900", "-o"])
+        .arg(&deb)
+        .arg(LIBROCBLAS_DEB)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(sha256_file(&deb), LIBROCBLAS_SHA256);
+    let root = dir.path().join("root");
+    assert!(
+        Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(&root)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::remove_file(&deb).unwrap();
+    let library = "root/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library";
+    let o = rocforge(
+        dir.path(),
+        &[
+            "inspect",
+            "--against",
+            "gfx900,gfx90c,gfx1010",
+            "--format",
+            "json",
+            library,
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let cell = |target: &str| {
+        v["rows"][0]["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["target"] == target)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(cell("gfx900")["status"], "present", "{}", o.stdout);
+    assert_eq!(cell("gfx90c")["status"], "only-compatible", "{}", o.stdout);
+    assert_eq!(cell("gfx90c")["nearest"], "gfx900", "{}", o.stdout);
+    assert_eq!(cell("gfx1010")["status"], "incomplete", "{}", o.stdout);
+    assert!(
+        cell("gfx1010")["why"]
+            .as_str()
+            .unwrap()
+            .contains("TensileLibrary_lazy_gfx1010.dat: only Tensile's fallback kernels"),
+        "{}",
+        o.stdout
+    );
+}
+
 fn image_present(image: &str) -> bool {
     Command::new("podman")
         .args(["image", "exists", image])

@@ -687,7 +687,7 @@ impl Builder<'_> {
         let mut gaps: Vec<String> = report
             .missing()
             .filter(|(_, t)| !allows(&self.options.allow_missing, t))
-            .map(|(lib, t)| format!("  {}: no {t} code object", strip(lib)))
+            .map(|(lib, t)| format!("  {}: {}", strip(lib), report.gap_of(lib, t)))
             .collect();
         gaps.extend(
             report

@@ -180,6 +180,30 @@ fn print_inventory(inv: &Inventory) {
                 x.code_objects
             );
         }
+        for c in &t.catalogs {
+            let codes: usize = c
+                .native
+                .iter()
+                .chain(&c.fallback)
+                .map(|p| p.code_objects.len())
+                .sum();
+            println!(
+                "  {}: selects {}; {} solution catalog(s), {} solutions, {} kernels; {} fallback catalog(s); {codes} code object(s)",
+                c.file,
+                if c.processors.is_empty() {
+                    "no processor".to_string()
+                } else {
+                    c.processors.join(", ")
+                },
+                c.native.len(),
+                c.solutions(),
+                c.kernels(),
+                c.fallback.len()
+            );
+            for p in &c.problems {
+                println!("    problem: {p}");
+            }
+        }
     }
     for e in &inv.errors {
         println!("error: {e}");
@@ -195,6 +219,7 @@ fn print_coverage(
         Status::Present { .. } => "present".to_string(),
         Status::OnlyCompatible { nearest, .. } => format!("{nearest} ONLY (spoof)"),
         Status::Missing => "MISSING".to_string(),
+        Status::Incomplete { .. } => "INCOMPLETE".to_string(),
     };
     let mut header = vec!["library".to_string()];
     header.extend(r.requested.iter().map(|t| t.to_string()));
@@ -255,6 +280,13 @@ fn print_coverage(
     notes.dedup();
     for n in notes {
         println!("{n}");
+    }
+    for row in &r.rows {
+        for c in &row.targets {
+            if let Status::Incomplete { why } = &c.status {
+                println!("{}: {}: {why}", c.target, row.library);
+            }
+        }
     }
     for e in &r.errors {
         println!("error: {e}");

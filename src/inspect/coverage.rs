@@ -76,6 +76,11 @@ pub enum Status {
         by: Vec<TargetId>,
     },
     Missing,
+    /// Code for the target is there, but not what its users need from it: a Tensile catalog
+    /// that leads only to fallback kernels, names another processor, or misses files.
+    Incomplete {
+        why: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,14 +115,29 @@ pub fn allows(allowed: &[TargetId], target: &TargetId) -> bool {
 }
 
 impl CoverageReport {
-    /// Every (library, target) pair with no code at all.
+    /// Every (library, target) pair with no code at all, or not the code it needs
+    /// ([`Status::Incomplete`]); `--allow-missing` accepts either.
     pub fn missing(&self) -> impl Iterator<Item = (&str, &TargetId)> {
         self.rows.iter().flat_map(|r| {
             r.targets
                 .iter()
-                .filter(|c| c.status == Status::Missing)
+                .filter(|c| matches!(c.status, Status::Missing | Status::Incomplete { .. }))
                 .map(move |c| (r.library.as_str(), &c.target))
         })
+    }
+
+    /// Why a (library, target) pair is missing: "no <target> code object", or the gap.
+    pub fn gap_of(&self, library: &str, target: &TargetId) -> String {
+        let status = self
+            .rows
+            .iter()
+            .find(|r| r.library == library)
+            .and_then(|r| r.targets.iter().find(|c| &c.target == target))
+            .map(|c| &c.status);
+        match status {
+            Some(Status::Incomplete { why }) => why.clone(),
+            _ => format!("no {target} code object"),
+        }
     }
 
     /// Every (library, target, nearest) where the library carries only the nearest target's
@@ -234,13 +254,19 @@ pub fn coverage_of(inv: &Inventory, requested: &[TargetId], table: &ArchTable) -
             .map(|x| x.target.arch.as_str())
             .collect();
         let index_ok = |arch: &str| index.is_empty() || index.contains(&arch);
+        let catalogs = super::tensile::by_target(&t.catalogs);
         rows.push(Row {
-            library: format!("{} (Tensile)", t.dir),
+            library: format!("{} (Tensile)", if t.dir.is_empty() { "." } else { &t.dir }),
             targets: requested
                 .iter()
                 .map(|r| Cell {
                     target: r.clone(),
-                    status: status(&codes, r, table, &index_ok),
+                    // The target's catalog, where there is one, says what is wrong with it
+                    // better than the code objects around it can.
+                    status: match catalogs.get(&r.arch).and_then(|c| c.gap()) {
+                        Some(why) => Status::Incomplete { why },
+                        None => status(&codes, r, table, &index_ok),
+                    },
                 })
                 .collect(),
         });

@@ -11,6 +11,7 @@ pub mod bundle;
 pub mod codeobject;
 pub mod coverage;
 pub mod offload_binary;
+pub mod tensile;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -126,6 +127,8 @@ pub struct TensileTarget {
 pub struct TensileDir {
     pub dir: String,
     pub targets: Vec<TensileTarget>,
+    /// The lazy-loading master catalogs, read: what each target really gets.
+    pub catalogs: Vec<tensile::Catalog>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -194,9 +197,30 @@ pub fn inspect(path: &Path) -> Result<Inventory, InspectError> {
     }
     inv.tensile = tensile
         .into_iter()
-        .map(|(dir, t)| TensileDir {
-            dir,
-            targets: t.into_values().collect(),
+        .map(|(dir, t)| {
+            let targets: Vec<TensileTarget> = t.into_values().collect();
+            let names: Vec<&str> = targets
+                .iter()
+                .flat_map(|x| x.files.iter().map(String::as_str))
+                .collect();
+            // The code objects were read above; the catalogs only need their processors.
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            let codes: BTreeMap<&str, Vec<TargetId>> = inv
+                .files
+                .iter()
+                .filter_map(|f| Some((f.path.strip_prefix(&prefix)?, f.targets())))
+                .filter(|(name, _)| !name.contains('/'))
+                .collect();
+            let catalogs = tensile::read_dir(&path.join(&dir), &names, &codes);
+            TensileDir {
+                dir,
+                targets,
+                catalogs,
+            }
         })
         .collect();
     Ok(inv)
