@@ -192,9 +192,20 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn index_cmd(_g: &Global, dir: &Path, key: Option<&Path>, valid_days: u64) -> Result<ExitCode> {
+pub fn index_cmd(
+    _g: &Global,
+    dir: &Path,
+    key: Option<&Path>,
+    valid_days: u64,
+    renew: bool,
+) -> Result<ExitCode> {
     let key = load_signing_key(key)?;
-    let idx = index::build(dir, valid_days).map_err(pkg_err)?;
+    let idx = if renew {
+        index::renew(dir, valid_days)
+    } else {
+        index::build(dir, valid_days)
+    }
+    .map_err(pkg_err)?;
     index::write(dir, &idx, key.as_ref()).map_err(pkg_err)?;
     println!(
         "{}: {} artifact(s), expires {}{}",

@@ -308,12 +308,19 @@ Examples:
         allow_build_paths: bool,
     },
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
+    #[command(after_help = "\
+With --renew, DIR needs only index.json: the same artifacts are issued again with a new expiry
+and signed, so a published release stays installable (the release workflow's scheduled resign
+job). Check the old signature first (`rocforge verify DIR/index.json`): --renew signs what it reads.")]
     Index {
         dir: PathBuf,
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
         #[arg(long, value_name = "DAYS", default_value_t = 30)]
         expires_days: u64,
+        /// Keep the artifacts of DIR/index.json and only issue it anew (no tarballs needed)
+        #[arg(long)]
+        renew: bool,
     },
     /// Signing keys (minisign format)
     #[command(subcommand)]
@@ -783,7 +790,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             dir,
             key,
             expires_days,
-        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
+            renew,
+        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days, *renew),
         Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
         Command::Key(KeyCommand::Rotate {
