@@ -421,15 +421,18 @@ pub struct InstallArgs<'a> {
 }
 
 pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
-    let Some(from) = a
-        .from
-        .map(str::to_string)
-        .or_else(|| std::env::var("ROCFORGE_INDEX").ok())
-    else {
-        return Err(Diagnostic::new("no release index to install from")
-            .hint("pass --from URL_OR_DIR (a directory or URL holding index.json), or set ROCFORGE_INDEX")
-            .into());
-    };
+    let cfg = config(g)?;
+    let env = std::env::var(install::origin::INDEX_ENV).ok();
+    let choice = install::origin::choose(
+        a.from,
+        env.as_deref(),
+        cfg.install_index
+            .as_ref()
+            .map(|(i, f)| (i.as_str(), f.as_str())),
+    );
+    let from = choice.location.clone();
+    let mut allowed_hosts = a.allow_host.to_vec();
+    allowed_hosts.extend(choice.implied_hosts());
     let prefix = a
         .prefix
         .map(Path::to_path_buf)
@@ -479,7 +482,7 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         prefix: &prefix,
         allow_unsigned: a.allow_unsigned,
         allow_downgrade: a.allow_downgrade,
-        allowed_hosts: a.allow_host,
+        allowed_hosts: &allowed_hosts,
         keys: &keys,
         cache_dir: Cache::default_root(),
         max_bytes,
@@ -491,6 +494,9 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         Err(InstallError::Stopped) => {
             eprintln!("stopped; {} is unchanged", prefix.display());
             return Ok(ExitCode::from(130));
+        }
+        Err(e @ InstallError::Index { .. }) => {
+            return Err(Diagnostic::new(e.to_string()).hint(choice.hint()).into());
         }
         r => r.map_err(install_err)?,
     };

@@ -362,13 +362,17 @@ tests and unusual systems, names the only directories to look in), downloads eac
 (resumable, verified against the index's sha256), extracts it safely into a staging directory
 beside the prefix, then moves it in and writes a receipt. A failed or interrupted install leaves the prefix as it was.
 
+Without --from, ROCFORGE_INDEX or [install] index in rocforge.toml or ~/.config/rocforge/config.toml,
+the index is the project's newest published release:
+https://github.com/rocforge/rocforge/releases/latest/download/index.json
+
 Examples:
-  rocforge install rocsparse --arch gfx90c --from https://example.org/rocforge/rocm-6.4.4/ --prefix /opt/rocforge
+  rocforge install rocsparse --arch gfx90c --prefix ~/rocm
   rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
     Install {
         #[arg(required = true)]
         components: Vec<String>,
-        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [env ROCFORGE_INDEX]
+        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [default: $ROCFORGE_INDEX, else [install] index of the config, else the project's releases]
         #[arg(long, value_name = "URL_OR_DIR")]
         from: Option<String>,
         /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
