@@ -1102,8 +1102,11 @@ key=\"$RUNNER_TEMP/rocforge.key\"
 trap 'rm -f \"$key\"' EXIT
 (umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
 export PATH=\"$PWD/target/release:$PATH\"
-mapfile -t tags < <(gh release list --repo \"$REPO\" --exclude-drafts --limit 1000 --json tagName --jq '.[].tagName')
+# A failed listing stops the job rather than re-signing nothing.
+list=$(gh release list --repo \"$REPO\" --exclude-drafts --limit 1000 --json tagName --jq '.[].tagName')
+mapfile -t tags <<<\"$list\"
 for tag in \"${tags[@]}\"; do
+  [ -n \"$tag\" ] || continue
   dir=\"$RUNNER_TEMP/resign/$tag\"
   mkdir -p \"$dir\"
   gh release download \"$tag\" --repo \"$REPO\" --dir \"$dir\" --pattern 'index.json*' --pattern 'keys*.json*' || true
