@@ -1114,8 +1114,8 @@ for tag in \"${tags[@]}\"; do
     echo \"- $tag: no index.json, nothing to re-sign\" >> \"$GITHUB_STEP_SUMMARY\"
     continue
   fi
-  # Only what the project signed is signed again (the key lists beside it count).
-  rocforge verify \"$dir/index.json\"
+  # --renew first checks the old signature (with the key lists beside it): only what the
+  # project signed is signed again.
   rocforge index \"$dir\" --renew --key \"$key\"
   gh release upload \"$tag\" --repo \"$REPO\" --clobber \"$dir/index.json\" \"$dir/index.json.minisig\"
   echo \"- $tag: index.json re-signed, expires $(jq -r .expires \"$dir/index.json\")\" >> \"$GITHUB_STEP_SUMMARY\"

@@ -193,13 +193,17 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
 }
 
 pub fn index_cmd(
-    _g: &Global,
+    g: &Global,
     dir: &Path,
     key: Option<&Path>,
     valid_days: u64,
     renew: bool,
 ) -> Result<ExitCode> {
     let key = load_signing_key(key)?;
+    if renew {
+        // Whatever --renew reads gets signed: only an index a trusted key signed is renewed.
+        verify_cmd(g, &dir.join(index::INDEX_NAME), &[], None, None)?;
+    }
     let idx = if renew {
         index::renew(dir, valid_days)
     } else {

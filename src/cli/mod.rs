@@ -309,9 +309,10 @@ Examples:
     },
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
     #[command(after_help = "\
-With --renew, DIR needs only index.json: the same artifacts are issued again with a new expiry
-and signed, so a published release stays installable (the release workflow's scheduled resign
-job). Check the old signature first (`rocforge verify DIR/index.json`): --renew signs what it reads.")]
+With --renew, DIR needs only index.json and its signature: once that signature verifies as
+`rocforge verify` checks it (trusted keys, keys.json beside it), the same artifacts are issued
+again with a new expiry and signed, so a published release stays installable (the release
+workflow's scheduled resign job).")]
     Index {
         dir: PathBuf,
         #[arg(long, value_name = "FILE")]
