@@ -17,6 +17,8 @@ total_start=$(date +%s.%N)
 packages=(
     # basics
     git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck curl gcc libc6-dev
+    # jq: the release workflow's steps use it, and tests/ci.rs runs them
+    jq
     # ar (static-archive tests), mount/umount (tmpfs for the full-disk tests), runuser
     binutils mount util-linux
     cmake ninja-build

@@ -11,6 +11,9 @@
 //!
 //! [trust]                         # public keys (minisign `RW…` lines) whose signatures install accepts
 //! keys = ["RWQ…"]
+//!
+//! [install]                       # where `rocforge install` looks without --from or ROCFORGE_INDEX
+//! index = "https://example.org/rocforge/rocm-6.4.4/"
 //! ```
 
 use std::collections::BTreeMap;
@@ -34,6 +37,9 @@ pub struct Config {
     /// Public keys trusted for signed indexes and artifacts (`[trust] keys`), added to the
     /// built-in project key; later files add to earlier ones.
     pub trust_keys: Vec<String>,
+    /// `[install] index`: the release index `rocforge install` uses by default, and the file
+    /// that set it (the last one wins).
+    pub install_index: Option<(String, String)>,
     /// The files that were read, in order, for `--verbose` and error messages.
     pub files: Vec<PathBuf>,
 }
@@ -136,6 +142,20 @@ impl Config {
                         continue;
                     }
                     self.trust_keys.push(k.value);
+                }
+            }
+            t.finish(d);
+        }
+        if let Some(mut t) = r.opt_table("install", d) {
+            if let Some(index) = t.opt_str("index", d) {
+                if index.value.trim().is_empty() {
+                    d.push(
+                        Diagnostic::new("[install] index is empty")
+                            .at(file, index.span.clone(), "expected a URL or a directory")
+                            .hint("a directory or URL holding index.json, or remove the key for the default"),
+                    );
+                } else {
+                    self.install_index = Some((index.value, file.display.clone()));
                 }
             }
             t.finish(d);

@@ -1568,3 +1568,66 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
         o.stderr
     );
 }
+
+/// `rocforge install C --arch T` needs no URL: the config's `[install] index`, else the
+/// project's published releases. An index that cannot be read is named, with the cause and how
+/// to use another (here the default is unreachable: HTTPS goes to a closed local port).
+#[test]
+fn install_without_from_uses_the_configured_or_the_default_index() {
+    use rocforge::install::origin::DEFAULT_INDEX;
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let prefix = fx.root.join("prefix");
+    let p = prefix.display().to_string();
+    let offline = |args: &[&str]| {
+        fx.run_env(
+            &[
+                ("HTTPS_PROXY", PathBuf::from("http://127.0.0.1:9")),
+                ("https_proxy", PathBuf::from("http://127.0.0.1:9")),
+                ("ROCFORGE_INDEX", PathBuf::new()),
+            ],
+            args,
+        )
+    };
+    let install = ["install", "greet", "--arch", "gfx90c", "--prefix", &p];
+    let o = offline(&install);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    for text in [
+        DEFAULT_INDEX,
+        "Connection refused",
+        "the default index",
+        "--from",
+        "ROCFORGE_INDEX",
+        "[install] index",
+    ] {
+        assert!(o.stderr.contains(text), "{text}: {}", o.stderr);
+    }
+    assert!(!prefix.join("bin/greet").exists());
+    let help = fx.ok(&["install", "--help"]).stdout;
+    assert!(help.contains(DEFAULT_INDEX), "{help}");
+
+    // The config names the index: no --from needed.
+    let config = fx.root.join("trust.toml");
+    let trust = std::fs::read_to_string(&config).unwrap();
+    let with_index = |index: &Path| {
+        std::fs::write(
+            &config,
+            format!("{trust}\n[install]\nindex = \"{}\"\n", index.display()),
+        )
+        .unwrap();
+    };
+    with_index(&fx.root.join("nowhere"));
+    let o = offline(&install);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("nowhere"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("[install] index in ") && o.stderr.contains("trust.toml"),
+        "{}",
+        o.stderr
+    );
+    with_index(&dist);
+    let o = offline(&install);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let run = Command::new(prefix.join("bin/greet")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+}

@@ -277,3 +277,681 @@ fn runners_come_from_the_api_when_a_token_is_set() {
     assert_eq!(code, 1);
     assert!(err.contains("ROCFORGE_RUNNERS_TOKEN"), "{err}");
 }
+
+/// The committed release workflow (the generated one: `committed_workflow_is_the_generated_one`),
+/// parsed as GitHub reads it.
+fn shipped_workflow() -> serde_json::Value {
+    let text = std::fs::read_to_string(manifest().join(".github/workflows/release.yml")).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+fn jobs(wf: &serde_json::Value) -> &serde_json::Map<String, serde_json::Value> {
+    wf["jobs"].as_object().unwrap()
+}
+
+/// The `run:` script of the first step of `job` whose name starts with `name`.
+fn step_script(wf: &serde_json::Value, job: &str, name: &str) -> String {
+    wf["jobs"][job]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+        .and_then(|s| s["run"].as_str())
+        .unwrap_or_else(|| panic!("{job} has no step {name:?} with a script"))
+        .to_string()
+}
+
+/// The indexes of `job`'s steps that use `action` (with `with.<key>` = `value` when given).
+fn uses(wf: &serde_json::Value, job: &str, action: &str, with: Option<(&str, &str)>) -> Vec<usize> {
+    wf["jobs"][job]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with(&format!("{action}@")))
+                && with.is_none_or(|(k, v)| s["with"][k].as_str() == Some(v))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A step script run by bash in `dir` with `env`, PATH led by `path` (fakes of gh, rocforge).
+fn run_step(script: &str, dir: &Path, path: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", script])
+        .current_dir(dir)
+        .env(
+            "PATH",
+            format!("{}:{}", path.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("RUNNER_TEMP", dir.join("runner-temp"))
+        .env("GITHUB_ENV", dir.join("github-env"))
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary.md"))
+        .env("HOME", dir)
+        .env("ROCFORGE_STATE", dir.join("state"));
+    std::fs::create_dir_all(dir.join("runner-temp")).unwrap();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn write_exe(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The top-level `&&` terms of a GitHub expression.
+fn conjuncts(expr: &str) -> Vec<String> {
+    let (mut out, mut depth, mut cur, mut quoted) = (Vec::new(), 0i32, String::new(), false);
+    let b = expr.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i] as char;
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            _ => {}
+        }
+        if !quoted && depth == 0 && expr[i..].starts_with(" && ") {
+            out.push(cur.trim().to_string());
+            cur.clear();
+            i += 4;
+            continue;
+        }
+        cur.push(c);
+        i += 1;
+    }
+    out.push(cur.trim().to_string());
+    out
+}
+
+/// Every job that may land on a self-hosted runner (its `runs-on` names `self-hosted` or a
+/// label of runners.toml, or is an expression such as a matrix's runner) is guarded so a
+/// pull_request event cannot start it; pull-request build jobs run on the hosted label only,
+/// and the plan job leaves what needs a self-hosted runner out of their matrices.
+#[test]
+fn pull_requests_never_reach_self_hosted_runners() {
+    use rocforge::ci::github::TRUSTED;
+    // The guard itself: only push (main or a v tag) and manual dispatch, never pull_request.
+    let events: Vec<&str> = TRUSTED
+        .match_indices("github.event_name == '")
+        .map(|(i, m)| {
+            let rest = &TRUSTED[i + m.len()..];
+            &rest[..rest.find('\'').unwrap()]
+        })
+        .collect();
+    assert_eq!(events, ["push", "workflow_dispatch"]);
+    assert!(!TRUSTED.contains("!=") && !TRUSTED.contains('!'));
+
+    let runners = Runners::embedded();
+    let mut self_hosted: Vec<&str> = runners.self_hosted_labels();
+    self_hosted.push("self-hosted");
+    assert!(self_hosted.contains(&"rocforge-large"));
+    let wf = shipped_workflow();
+    let mut guarded = Vec::new();
+    for (id, job) in jobs(&wf) {
+        let runs_on: Vec<String> = match &job["runs-on"] {
+            serde_json::Value::String(s) => vec![s.clone()],
+            serde_json::Value::Array(a) => a.iter().map(|v| v.as_str().unwrap().into()).collect(),
+            other => panic!("{id}: runs-on {other}"),
+        };
+        let may_be_self_hosted = runs_on
+            .iter()
+            .any(|l| l.contains("${{") || self_hosted.contains(&l.as_str()));
+        if !may_be_self_hosted {
+            assert_eq!(runs_on, std::slice::from_ref(&runners.hosted.label), "{id}");
+            continue;
+        }
+        let cond = job["if"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} runs on {runs_on:?} without an if:"));
+        let terms = conjuncts(cond.trim_start_matches("${{").trim_end_matches("}}").trim());
+        assert!(
+            terms.iter().any(|t| t == TRUSTED),
+            "{id} runs on {runs_on:?} but its if: does not require a trusted event: {cond}"
+        );
+        guarded.push(id.as_str());
+    }
+    assert!(
+        guarded.contains(&"build-0") && guarded.contains(&"test-gfx90c"),
+        "{guarded:?}"
+    );
+    for (id, job) in jobs(&wf)
+        .iter()
+        .filter(|(id, _)| id.starts_with("pr-build-"))
+    {
+        assert_eq!(job["runs-on"], runners.hosted.label.as_str(), "{id}");
+        assert!(
+            job["if"]
+                .as_str()
+                .unwrap()
+                .contains("github.event_name == 'pull_request'")
+        );
+    }
+
+    // The plan job's filter, on the shipped catalog's real plan: rocBLAS, MIOpen and PyTorch go
+    // to rocforge-large, so they and everything above them stay out of a pull request's jobs.
+    if !common::require("jq", common::which("jq")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = ok(
+        dir.path(),
+        &["--locked", "plan", "--format", "github-matrix"],
+    );
+    let plan = ok(dir.path(), &["--locked", "plan", "--format", "json"]);
+    std::fs::write(dir.path().join("matrix.json"), &matrix).unwrap();
+    std::fs::write(dir.path().join("plan.json"), &plan).unwrap();
+    let script = step_script(&wf, "plan", "Plan, one matrix per dependency level");
+    let filter = script
+        .lines()
+        .find(|l| l.trim_start().starts_with("jq --arg hosted"))
+        .expect("the plan step filters the matrix for pull requests");
+    let o = run_step(
+        filter.trim(),
+        dir.path(),
+        dir.path(),
+        &[("HOSTED", &runners.hosted.label)],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pr: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("matrix.pr.json")).unwrap()).unwrap();
+    let kept: Vec<&serde_json::Value> = pr["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["matrix"]["include"].as_array().unwrap())
+        .collect();
+    assert!(!kept.is_empty());
+    assert!(
+        kept.iter()
+            .all(|e| e["runner"] == runners.hosted.label.as_str()),
+        "{kept:?}"
+    );
+    let skipped: Vec<&str> = pr["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for c in ["rocblas", "miopen", "torch", "rocsolver", "hipblas"] {
+        assert!(skipped.contains(&c), "{c} not skipped: {skipped:?}");
+    }
+    // Nothing kept depends on something skipped.
+    let p: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    for e in &kept {
+        let step = p["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["component"] == e["component"])
+            .unwrap();
+        for d in step["depends"].as_array().unwrap() {
+            assert!(!skipped.contains(&d.as_str().unwrap()), "{e} needs {d}");
+        }
+    }
+}
+
+/// rocforge is built by the plan job only, and only when the Actions cache has no binary for
+/// the same sources; every other job that runs it downloads that build.
+#[test]
+fn rocforge_is_built_once_and_cached_between_jobs() {
+    let wf = shipped_workflow();
+    let plan = &wf["jobs"]["plan"]["steps"];
+    let cache = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/cache@"))
+        })
+        .expect("the plan job restores rocforge from the Actions cache");
+    assert_eq!(cache["with"]["path"], "target/release/rocforge");
+    let key = cache["with"]["key"].as_str().unwrap();
+    // Everything compiled into the binary (build.rs names what include_dir embeds).
+    for input in [
+        "Cargo.lock",
+        "Cargo.toml",
+        "build.rs",
+        "src/**",
+        "recipes/**",
+        "patches/**",
+        "rocforge.lock",
+        "runners.toml",
+    ] {
+        assert!(key.contains(&format!("'{input}'")), "{input} not in {key}");
+    }
+    let build = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "Build rocforge")
+        .unwrap();
+    assert_eq!(
+        build["if"].as_str().unwrap(),
+        format!(
+            "steps.{}.outputs.cache-hit != 'true'",
+            cache["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        uses(
+            &wf,
+            "plan",
+            "actions/upload-artifact",
+            Some(("name", "rocforge"))
+        )
+        .len(),
+        1
+    );
+    for (id, job) in jobs(&wf) {
+        if serde_json::to_string(job).unwrap().contains("cargo build") {
+            assert!(
+                ["plan", "resign"].contains(&id.as_str()),
+                "{id} builds rocforge"
+            );
+            continue;
+        }
+        // A step that runs rocforge (not one that only names it in a message).
+        let runs_rocforge = job["steps"].as_array().unwrap().iter().any(|s| {
+            s["run"].as_str().is_some_and(|r| {
+                r.split_whitespace()
+                    .any(|t| t == "rocforge" || t.ends_with("(rocforge"))
+            })
+        });
+        if runs_rocforge {
+            assert_eq!(
+                uses(
+                    &wf,
+                    id,
+                    "actions/download-artifact",
+                    Some(("name", "rocforge"))
+                )
+                .len(),
+                1,
+                "{id} runs rocforge without the plan job's build"
+            );
+        }
+    }
+}
+
+/// Without `[cache] trusted-keys` or a ROCFORGE_CACHE_KEY secret (the shipped runners.toml),
+/// each trusted build job signs its pushes with a key of its own and every later job of the
+/// run trusts those keys: the generated build and trust steps, run with a rocforge that
+/// records its build arguments.
+#[test]
+fn later_jobs_reuse_the_cache_without_a_configured_key() {
+    assert!(Runners::embedded().cache.trusted_keys.is_empty());
+    let wf = shipped_workflow();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // `key generate` is the real one; a build records its arguments and that its key exists.
+    write_exe(
+        &bin.join("rocforge"),
+        &format!(
+            "#!/bin/bash\nset -eu\nif [ \"$1\" = key ]; then exec {} \"$@\"; fi\nprintf '%s\\n' \"$@\" > \"$PWD/build-args\"\nfor a in \"$@\"; do if [ -f \"$a\" ]; then head -c 20 \"$a\" > \"$PWD/key-seen\"; fi; done\n",
+            env!("CARGO_BIN_EXE_rocforge")
+        ),
+    );
+    let script = step_script(&wf, "build-0", "Build ");
+    let o = run_step(
+        &script,
+        dir.path(),
+        &bin,
+        &[
+            ("COMPONENT", "rocprim"),
+            ("TARGETS", "gfx90c"),
+            ("RELEASE", "rocm-6.4.4"),
+            ("CACHE", "oci://ghcr.io/me/rocforge-cache"),
+            ("CACHE_KEY", ""),
+            ("ROCFORGE_KEY_PASSWORD", ""),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let args = std::fs::read_to_string(dir.path().join("build-args")).unwrap();
+    assert!(args.contains("--cache-key\n"), "{args}");
+    assert!(
+        std::fs::read_to_string(dir.path().join("key-seen"))
+            .unwrap()
+            .starts_with("untrusted comment"),
+        "the build got a secret key file"
+    );
+    assert!(
+        !dir.path().join("runner-temp/cache-keys").exists(),
+        "the secret key outlives the step"
+    );
+    let public = std::fs::read_to_string(dir.path().join("cache-pub/rocprim.pub")).unwrap();
+    assert!(
+        public.trim().starts_with("RW") && public.trim().len() == 56,
+        "{public}"
+    );
+    assert_eq!(
+        uses(
+            &wf,
+            "build-0",
+            "actions/upload-artifact",
+            Some(("name", "cache-pub-${{ matrix.component }}"))
+        )
+        .len(),
+        1
+    );
+
+    // A later job downloads the run's public keys before its trust step, which trusts them.
+    let later = ["build-1", "build-4", "test-gfx90c", "publish"];
+    for id in later {
+        let dl = uses(
+            &wf,
+            id,
+            "actions/download-artifact",
+            Some(("pattern", "cache-pub-*")),
+        );
+        assert_eq!(dl.len(), 1, "{id}");
+        assert_eq!(wf["jobs"][id]["steps"][dl[0]]["with"]["path"], "cache-pubs");
+        assert_eq!(
+            wf["jobs"][id]["steps"][dl[0] + 1]["name"],
+            "Trust the cache's signing keys"
+        );
+    }
+    std::fs::create_dir(dir.path().join("cache-pubs")).unwrap();
+    std::fs::rename(
+        dir.path().join("cache-pub/rocprim.pub"),
+        dir.path().join("cache-pubs/rocprim.pub"),
+    )
+    .unwrap();
+    // Not a key: ignored rather than written into the config.
+    std::fs::write(dir.path().join("cache-pubs/evil.pub"), "RW\"]\n[mirrors]").unwrap();
+    let o = run_step(
+        &step_script(&wf, "build-1", "Trust the cache's signing keys"),
+        dir.path(),
+        &bin,
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let env = std::fs::read_to_string(dir.path().join("github-env")).unwrap();
+    let config_path = env.trim().strip_prefix("ROCFORGE_CONFIG=").unwrap();
+    let config: toml::Value =
+        toml::from_str(&std::fs::read_to_string(config_path).unwrap()).unwrap();
+    assert_eq!(
+        config["trust"]["keys"].as_array().unwrap(),
+        &vec![toml::Value::String(public.trim().into())]
+    );
+    // Pull-request jobs push nothing and trust only runners.toml.
+    let pr = step_script(&wf, "pr-build-0", "Build ");
+    assert!(!pr.contains("--cache-key"), "{pr}");
+    assert!(
+        uses(
+            &wf,
+            "pr-build-1",
+            "actions/download-artifact",
+            Some(("pattern", "cache-pub-*"))
+        )
+        .is_empty()
+    );
+}
+
+/// The Pages site laid out by the publish job's own step from a release directory with wheels:
+/// every link of the wheel index resolves to a file of the site (pip got a 404 when the wheels
+/// were left out).
+#[test]
+fn every_link_of_the_pages_wheel_index_resolves() {
+    let wf = shipped_workflow();
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("dist");
+    std::fs::create_dir(&dist).unwrap();
+    for f in [
+        "torch-2.8.0+rocm6.4.4.gfx90c-cp311-cp311-linux_x86_64.whl",
+        "torch-2.8.0+rocm6.4.4.gfx902-cp311-cp311-linux_x86_64.whl",
+        "torchvision-0.23.0+rocm6.4.4.gfx90c-cp311-cp311-linux_x86_64.whl",
+        "filelock-3.16.1-py3-none-any.whl",
+        "rocsparse-3.4.0-gfx90c-0123abcd.tar.zst",
+        "SHA256SUMS",
+        "report.md",
+    ] {
+        std::fs::write(dist.join(f), f).unwrap();
+    }
+    // The wheel index as `rocforge publish` writes it.
+    ok(dir.path(), &["publish", "dist"]);
+    assert!(dist.join("gfx90c/torch/index.html").is_file());
+    let o = run_step(
+        &step_script(&wf, "publish", "Pages site"),
+        dir.path(),
+        dir.path(),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let site = dir.path().join("site");
+    assert_eq!(
+        uses(
+            &wf,
+            "publish",
+            "actions/upload-pages-artifact",
+            Some(("path", "site"))
+        )
+        .len(),
+        1
+    );
+    let mut pages = Vec::new();
+    let mut stack = vec![site.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "html") {
+                pages.push(p);
+            }
+        }
+    }
+    assert!(pages.len() >= 6, "{pages:?}");
+    let mut wheels = 0;
+    for page in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        for href in html
+            .split("href=\"")
+            .skip(1)
+            .map(|s| &s[..s.find('"').unwrap()])
+        {
+            let path = href.split('#').next().unwrap();
+            let mut target = page.parent().unwrap().join(path);
+            // A project link is a directory, served as its index.html (as pip asks for it).
+            if path.ends_with('/') {
+                target = target.join("index.html");
+            }
+            let target = target.canonicalize().unwrap_or_else(|_| {
+                panic!("{} links {href}: no such file on the site", page.display())
+            });
+            assert!(
+                target.starts_with(site.canonicalize().unwrap()),
+                "{href} leaves the site"
+            );
+            assert!(target.is_file(), "{href}");
+            if path.ends_with(".whl") {
+                wheels += 1;
+                // The bytes pip checks against the #sha256= fragment.
+                let sha = href.split("#sha256=").nth(1).unwrap();
+                assert_eq!(common::sha256_file(&target), sha, "{href}");
+            }
+        }
+    }
+    assert!(wheels >= 5, "{wheels} wheel links");
+    // The signed index stays on the release with its tarballs: not on Pages, where its
+    // relative artifact URLs would 404.
+    assert!(!site.join("index.json").exists());
+}
+
+/// Published indexes expire after 30 days: a weekly scheduled run re-signs each release's
+/// index.json. Its generated step, run with a fake `gh` over two releases, verifies each index,
+/// issues it again for 30 days and uploads it; the scheduled run starts nothing else.
+#[test]
+fn a_scheduled_job_re_signs_published_indexes() {
+    if !common::require("jq", common::which("jq")) {
+        return;
+    }
+    let wf = shipped_workflow();
+    assert_eq!(
+        wf["on"]["schedule"][0]["cron"],
+        rocforge::ci::github::RESIGN_CRON
+    );
+    let resign = &wf["jobs"]["resign"];
+    assert_eq!(resign["if"], "github.event_name == 'schedule'");
+    assert_eq!(resign["environment"], "release");
+    assert_eq!(resign["permissions"]["contents"], "write");
+    // Every other job is skipped on a schedule: the plan job says so, the rest need it.
+    assert_eq!(wf["jobs"]["plan"]["if"], "github.event_name != 'schedule'");
+    for (id, job) in jobs(&wf) {
+        if id == "plan" || id == "resign" {
+            continue;
+        }
+        let needs = match &job["needs"] {
+            serde_json::Value::String(s) => vec![s.as_str()],
+            serde_json::Value::Array(a) => a.iter().map(|v| v.as_str().unwrap()).collect(),
+            _ => panic!("{id} needs nothing: it would run on the schedule"),
+        };
+        assert!(needs.contains(&"plan") || needs == ["publish"], "{id}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two releases signed by the release key an expired while ago, one without an index.
+    let keys = d.join("keys");
+    let public = ok(d, &["key", "generate", "--out", keys.to_str().unwrap()]);
+    let releases = d.join("releases");
+    for tag in ["v1.0", "v1.1"] {
+        let r = releases.join(tag);
+        std::fs::create_dir_all(&r).unwrap();
+        let index = serde_json::json!({
+            "schema": "rocforge.index/1",
+            "issued": "2025-01-01T00:00:00Z",
+            "expires": "2025-01-31T00:00:00Z",
+            "artifacts": [],
+        });
+        std::fs::write(r.join("index.json"), index.to_string()).unwrap();
+        ok(
+            d,
+            &[
+                "sign",
+                r.join("index.json").to_str().unwrap(),
+                "--key",
+                keys.join("rocforge.key").to_str().unwrap(),
+            ],
+        );
+    }
+    std::fs::create_dir_all(releases.join("v0.9")).unwrap();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    write_exe(
+        &bin.join("gh"),
+        &format!(
+            r#"#!/bin/bash
+set -eu
+rel={rel}
+case "$1 $2" in
+  "release list") printf 'v1.1\nv1.0\nv0.9\n' ;;
+  "release download")
+    tag=$3; shift 3; dir=
+    while [ $# -gt 0 ]; do case "$1" in --dir) dir=$2; shift 2 ;; *) shift ;; esac; done
+    n=$(find "$rel/$tag" -maxdepth 1 -name 'index.json*' | wc -l)
+    [ "$n" -gt 0 ] || {{ echo "no assets match the file pattern" >&2; exit 1; }}
+    cp "$rel/$tag"/index.json* "$dir/" ;;
+  "release upload")
+    tag=$3; shift 3
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --repo) shift 2 ;;
+        --*) shift ;;
+        *) mkdir -p "$rel/../uploaded/$tag"; cp "$1" "$rel/../uploaded/$tag/"; shift ;;
+      esac
+    done ;;
+  *) echo "unexpected gh $*" >&2; exit 2 ;;
+esac
+"#,
+            rel = releases.display()
+        ),
+    );
+    // The job puts the binary its rocforge-build steps made on PATH.
+    std::fs::create_dir_all(d.join("target/release")).unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_rocforge"),
+        d.join("target/release/rocforge"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("trust.toml"),
+        format!("[trust]\nkeys = [\"{}\"]\n", public.trim()),
+    )
+    .unwrap();
+    let secret = std::fs::read_to_string(keys.join("rocforge.key")).unwrap();
+    let script = step_script(&wf, "resign", "Re-sign");
+    let o = run_step(
+        &script,
+        d,
+        &bin,
+        &[
+            ("GH_TOKEN", "t"),
+            ("REPO", "me/rocforge"),
+            ("SIGNING_KEY", secret.trim()),
+            ("ROCFORGE_KEY_PASSWORD", ""),
+            ("ROCFORGE_CONFIG", d.join("trust.toml").to_str().unwrap()),
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let summary = std::fs::read_to_string(d.join("summary.md")).unwrap();
+    assert!(summary.contains("- v0.9: no index.json"), "{summary}");
+    for tag in ["v1.0", "v1.1"] {
+        let up = d.join("uploaded").join(tag);
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(up.join("index.json")).unwrap()).unwrap();
+        let expires =
+            rocforge::package::index::parse_rfc3339(index["expires"].as_str().unwrap()).unwrap();
+        let now = rocforge::package::index::now_unix();
+        assert!(expires > now + 29 * 86_400, "{tag}: {index}");
+        assert!(summary.contains(&format!("- {tag}: index.json re-signed, expires ")));
+        // What was uploaded verifies with the release key.
+        let o = common::rocforge_env(
+            d,
+            &[("ROCFORGE_CONFIG", &d.join("trust.toml"))],
+            &["verify", up.join("index.json").to_str().unwrap()],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    // An index someone else signed is not signed again.
+    let other = d.join("other-keys");
+    ok(d, &["key", "generate", "--out", other.to_str().unwrap()]);
+    ok(
+        d,
+        &[
+            "sign",
+            releases.join("v1.0/index.json").to_str().unwrap(),
+            "--key",
+            other.join("rocforge.key").to_str().unwrap(),
+        ],
+    );
+    std::fs::remove_dir_all(d.join("uploaded")).unwrap();
+    let o = run_step(
+        &script,
+        d,
+        &bin,
+        &[
+            ("GH_TOKEN", "t"),
+            ("REPO", "me/rocforge"),
+            ("SIGNING_KEY", secret.trim()),
+            ("ROCFORGE_KEY_PASSWORD", ""),
+            ("ROCFORGE_CONFIG", d.join("trust.toml").to_str().unwrap()),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(!d.join("uploaded/v1.0").exists());
+}

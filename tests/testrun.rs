@@ -551,6 +551,93 @@ fn missing_library_is_exit_127() {
     assert_eq!(v["shards"][0]["exit_code"], 127);
 }
 
+/// The report counts what `rocforge test` printed, category for category: the mixed suite's
+/// hung and crashed tests and the exit-127 run's missing library, from real runs.
+#[test]
+fn report_counts_match_what_test_printed() {
+    let Some(f) = fixture() else { return };
+    let mut printed = Vec::new();
+    let mut bundles = Vec::new();
+    for (component, dir) in [("mixed", "rc-mixed"), ("missing", "rc-missing")] {
+        let out = f.dir.join(dir);
+        let turn = kmsg_turn();
+        let o = test_run(
+            f,
+            &[
+                component,
+                "--arch",
+                "gfx90c",
+                "--sysfs-root",
+                &f.root("m-gfx90c"),
+                "--out",
+                out.to_str().unwrap(),
+                "--machine",
+                "laptop-a",
+            ],
+        );
+        drop(turn);
+        assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+        printed.push(o.stdout);
+        bundles.push(out.join("results.json"));
+    }
+    assert!(
+        printed[0].starts_with("12 tests: 4 passed, 4 failed, 1 skipped, 2 hung, 1 crashed\n"),
+        "{}",
+        printed[0]
+    );
+    let report = |bundles: &[PathBuf], to: &str| -> String {
+        let out = f.dir.join(to);
+        let mut args = vec!["report", "--out", out.to_str().unwrap()];
+        args.extend(bundles.iter().map(|b| b.to_str().unwrap()));
+        let o = rf(&f.dir, &args);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        std::fs::read_to_string(out.join("report.md")).unwrap()
+    };
+    // The class lines `test` printed: "  <class> <n>".
+    let classes = |stdout: &str| -> Vec<(String, String)> {
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let (c, n) = (w.next()?, w.next()?);
+                (w.next().is_none() && n.parse::<usize>().is_ok()).then(|| (c.into(), n.into()))
+            })
+            .collect()
+    };
+    for (i, stdout) in printed.iter().enumerate() {
+        let md = report(&bundles[i..=i], &format!("rc-report-{i}"));
+        let line = stdout.lines().next().unwrap();
+        assert!(
+            md.contains(&format!("\n## Totals\n\n{line}\n")),
+            "{line}\n{md}"
+        );
+        let cs = classes(stdout);
+        assert!(!cs.is_empty(), "{stdout}");
+        for (c, n) in cs {
+            assert!(
+                md.lines()
+                    .any(|l| l.starts_with(&format!("| {c} | "))
+                        && l.ends_with(&format!(" | {n} |"))),
+                "{c} {n} not in the report:\n{md}"
+            );
+        }
+    }
+    let md = report(&bundles, "rc-report-both");
+    assert!(
+        md.contains("\n13 tests: 4 passed, 4 failed, 1 skipped, 2 hung, 2 crashed\n"),
+        "{md}"
+    );
+    // One row, one column: both runs of gfx90c on laptop-a, each with its counts.
+    assert!(
+        md.contains("| mixed | ")
+            && md.contains("<br>4 passed, 4 failed, 1 skipped, 2 hung, 1 crashed |"),
+        "{md}"
+    );
+    // The loader's exit 127 ended the client inside the test: crashed, class missing-library.
+    assert!(md.contains("<br>1 crashed |"), "{md}");
+}
+
 #[test]
 fn resume_after_the_runner_is_killed() {
     let Some(f) = fixture() else { return };
@@ -1412,7 +1499,7 @@ fn report_from_two_machines_in_headless_chromium() {
             "{text}"
         );
     }
-    assert!(md.contains("| passing | gfx900 | gfx90c (Radeon Vega (Renoir, Lucienne, Cezanne, Barcelo APUs)) | laptop-a | spoofed | 6 | 0 | 0 | 0 | 6 |"), "{md}");
+    assert!(md.contains("| passing | gfx900 | gfx90c (Radeon Vega (Renoir, Lucienne, Cezanne, Barcelo APUs)) | laptop-a | spoofed | 6 | 0 | 0 | 0 | 0 | 6 | "), "{md}");
 
     let Some(browser) = chromium() else {
         require("chromium (Debian package chromium)", false);
@@ -1452,19 +1539,30 @@ fn report_from_two_machines_in_headless_chromium() {
             .clone()
     };
     assert_eq!(matrix.len(), 4, "{matrix:?}");
-    // pass, fail, skip, hung/crashed, total
+    // passed, failed, skipped, hung, crashed, total: as `rocforge test` counts them
     assert_eq!(
-        find("mixed", "gfx90c", "laptop-a", "native")[5..],
-        ["4", "7", "1", "3", "12"]
+        find("mixed", "gfx90c", "laptop-a", "native")[5..11],
+        ["4", "4", "1", "2", "1", "12"]
     );
     assert_eq!(
-        find("passing", "gfx90c", "laptop-a", "native")[5..],
-        ["6", "0", "0", "0", "6"]
+        find("passing", "gfx90c", "laptop-a", "native")[5..11],
+        ["6", "0", "0", "0", "0", "6"]
     );
     assert_eq!(
-        find("passing", "gfx900", "laptop-a", "spoofed")[5..],
-        ["6", "0", "0", "0", "6"]
+        find("passing", "gfx900", "laptop-a", "spoofed")[5..11],
+        ["6", "0", "0", "0", "0", "6"]
     );
+    // The grid: a component per row, a (target, machine) per column.
+    let grid = table_rows(&dom, "grid");
+    let row = |c: &str| grid.iter().find(|r| r[0] == c).unwrap().clone();
+    assert_eq!(grid.len(), 2, "{grid:?}");
+    assert!(
+        row("mixed")
+            .iter()
+            .any(|c| c.contains("4 passed, 4 failed, 1 skipped, 2 hung, 1 crashed")),
+        "{grid:?}"
+    );
+    assert!(row("mixed").iter().any(|c| c == "not run"), "{grid:?}");
     assert!(find("passing", "gfx902", "laptop-b", "native")[2].starts_with("gfx902"));
     let cmp = table_rows(&dom, "comparison");
     assert_eq!(cmp.len(), 1, "{cmp:?}");

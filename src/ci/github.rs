@@ -21,7 +21,7 @@ pub const ACTIONLINT_CONFIG_PATH: &str = ".github/actionlint.yaml";
 /// The OCI build cache, one repository per owner.
 const CACHE: &str = "oci://ghcr.io/${{ github.repository_owner }}/rocforge-cache";
 /// Push to main, a release tag, or a manual run: events whose code a maintainer wrote.
-const TRUSTED: &str = "((github.event_name == 'push' && (github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/v'))) || github.event_name == 'workflow_dispatch')";
+pub const TRUSTED: &str = "((github.event_name == 'push' && (github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/v'))) || github.event_name == 'workflow_dispatch')";
 const UNTRUSTED: &str = "github.event_name == 'pull_request'";
 /// A job that runs after skipped jobs: none of its needs failed or was cancelled.
 const NEEDS_OK: &str =
@@ -38,6 +38,18 @@ const DOWNLOAD: &str =
 const UPLOAD_PAGES: &str =
     "actions/upload-pages-artifact@56afc609e74202658d3ffba0e8f6dda462b719fa # v3.0.1";
 const DEPLOY_PAGES: &str = "actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e # v4.0.5";
+const CACHE_ACTION: &str = "actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0";
+/// Everything compiled into the rocforge binary: the catalog is embedded, so a recipe edit
+/// changes the binary too.
+const ROCFORGE_INPUTS: &str = "'Cargo.lock', 'Cargo.toml', 'build.rs', 'src/**', 'recipes/**', 'patches/**', 'rocforge.lock', 'runners.toml'";
+/// The weekly re-sign run. `rocforge package` signs indexes for 30 days: a weekly run leaves
+/// three more tries before a missed one matters.
+pub const RESIGN_CRON: &str = "23 5 * * 1";
+/// The jq program that keeps pull requests off self-hosted runners: the plan's entries for
+/// another runner than the hosted one, and everything depending on them (it would not fit a
+/// hosted runner either, as it builds what it depends on), are left out and listed in
+/// `.skipped`. Input: the github-matrix plan; `$plan`: the JSON plan (for `depends`).
+pub const PR_FILTER: &str = "def grow($deps): . as $s | ([$deps | to_entries[] | select(any(.value[]; . as $d | any($s[]; . == $d))) | .key] + $s | unique) as $n | if ($n | length) == ($s | length) then $s else ($n | grow($deps)) end; ($plan[0].steps | map({key: .component, value: .depends}) | from_entries) as $deps | ([.levels[].matrix.include[] | select(.runner != $hosted) | .component] | unique | grow($deps)) as $skip | .skipped = $skip | .levels |= map(.matrix.include |= map(select(.component as $c | any($skip[]; . == $c) | not)) | select(.matrix.include | length > 0))";
 
 /// What the generator needs to know of one release line.
 #[derive(Debug, Clone)]
@@ -214,24 +226,63 @@ impl Y {
         );
     }
 
-    /// Pulls accept cache entries signed by runners.toml's `[cache] trusted-keys`.
-    fn trust(&mut self, keys: &[String]) {
-        self.line(6, "- name: Trust the cache's signing keys (runners.toml)");
-        if keys.is_empty() {
-            self.run(
-                8,
-                "echo \"::warning::runners.toml trusts no cache signing key: no cache entry is pulled, everything is built\"",
-            );
-            return;
-        }
-        let list: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
-        self.run(
-            8,
-            &format!(
-                "printf '[trust]\\nkeys = [{}]\\n' > \"$RUNNER_TEMP/rocforge.toml\"\necho \"ROCFORGE_CONFIG=$RUNNER_TEMP/rocforge.toml\" >> \"$GITHUB_ENV\"",
-                list.join(", ")
-            ),
+    /// rocforge built once per change of its sources: restored from the Actions cache when
+    /// an earlier run built the same sources, else built here. Caches written by pull-request
+    /// runs are scoped to their pull request, so a trusted run never restores one of them.
+    fn rocforge_build(&mut self) {
+        self.line(
+            6,
+            "- name: rocforge from the Actions cache (keyed on its sources)",
         );
+        self.line(8, "id: rocforge-cache");
+        self.line(8, &format!("uses: {CACHE_ACTION}"));
+        self.line(8, "with:");
+        self.line(10, "path: target/release/rocforge");
+        self.line(
+            10,
+            &format!("key: rocforge-${{{{ runner.os }}}}-${{{{ hashFiles({ROCFORGE_INPUTS}) }}}}"),
+        );
+        self.line(6, "- name: Build rocforge");
+        self.line(8, "if: steps.rocforge-cache.outputs.cache-hit != 'true'");
+        self.run(8, "cargo build --release --locked");
+    }
+
+    /// Pulls accept cache entries signed by runners.toml's `[cache] trusted-keys` and, with
+    /// `run_keys`, by the keys this run's earlier build jobs made for themselves (the
+    /// `cache-pub-*` artifacts): without a configured cache key, each trusted build job signs
+    /// its pushes with a key of its own, so later jobs of the same run reuse what it built.
+    fn trust(&mut self, keys: &[String], run_keys: bool) {
+        if run_keys {
+            self.line(6, &format!("- uses: {DOWNLOAD}"));
+            self.line(8, "with:");
+            self.line(10, "pattern: cache-pub-*");
+            self.line(10, "path: cache-pubs");
+            self.line(10, "merge-multiple: true");
+        }
+        self.line(6, "- name: Trust the cache's signing keys");
+        let list: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+        let mut s = String::from("set -euo pipefail\n");
+        let _ = writeln!(
+            s,
+            "# runners.toml [cache] trusted-keys\nkeys=({})",
+            list.join(" ")
+        );
+        if run_keys {
+            s += "# The public halves of this run's own build-job keys (artifacts of this run only)\n";
+            s += "for f in cache-pubs/*.pub; do\n";
+            s += "  [ -e \"$f\" ] || continue\n";
+            s += "  k=$(head -c 200 \"$f\")\n";
+            s += "  if [[ \"$k\" =~ ^RW[A-Za-z0-9+/=]{54}$ ]]; then keys+=(\"$k\"); fi\n";
+            s += "done\n";
+        }
+        s += "if [ ${#keys[@]} -eq 0 ]; then\n";
+        s += "  echo \"::notice::no cache signing key is trusted yet: every entry this job needs is built\"\n";
+        s += "  exit 0\n";
+        s += "fi\n";
+        s += "list=$(printf '\"%s\", ' \"${keys[@]}\")\n";
+        s += "printf '[trust]\\nkeys = [%s]\\n' \"${list%, }\" > \"$RUNNER_TEMP/rocforge.toml\"\n";
+        s += "echo \"ROCFORGE_CONFIG=$RUNNER_TEMP/rocforge.toml\" >> \"$GITHUB_ENV\"\n";
+        self.run(8, &s);
     }
 
     fn login(&mut self, why: &str) {
@@ -264,6 +315,7 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> String {
     let tests = test_jobs(&mut y, lines, runners, newest, &trusted_builds);
     report_job(&mut y, &tests);
     publish_jobs(&mut y, runners, &trusted_builds);
+    resign_job(&mut y);
     y.0
 }
 
@@ -314,6 +366,9 @@ fn header(y: &mut Y, lines: &[Line], newest: &str) {
     );
     y.line(8, "type: string");
     y.line(8, "default: \"\"");
+    // Published indexes expire: the resign job signs them again before they do.
+    y.line(2, "schedule:");
+    y.line(4, &format!("- cron: \"{RESIGN_CRON}\""));
     y.line(0, "permissions: {}");
     y.line(0, "concurrency:");
     y.line(2, "group: release-${{ github.ref }}");
@@ -328,6 +383,8 @@ fn header(y: &mut Y, lines: &[Line], newest: &str) {
 
 fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize)]) {
     y.line(2, "plan:");
+    // The scheduled run only re-signs (resign job); every other job follows the plan.
+    y.line(4, "if: github.event_name != 'schedule'");
     y.line(4, "runs-on: ubuntu-24.04");
     y.line(4, "timeout-minutes: 45");
     y.permissions(&[("contents", "read")]);
@@ -341,8 +398,7 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     }
     y.line(4, "steps:");
     y.checkout();
-    y.line(6, "- name: Build rocforge");
-    y.run(8, "cargo build --release --locked");
+    y.rocforge_build();
     y.line(6, &format!("- uses: {UPLOAD}"));
     y.line(8, "with:");
     y.line(10, "name: rocforge");
@@ -358,6 +414,7 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
             ("TARGETS", "${{ inputs.targets }}"),
             ("TRUSTED", &format!("${{{{ {TRUSTED} }}}}")),
             ("REPO", "${{ github.repository }}"),
+            ("HOSTED", &runners.hosted.label),
             // Only trusted runs see the token that lists runners (docs/ci.md).
             (
                 "RUNNERS_TOKEN",
@@ -383,6 +440,17 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "if [ -n \"${TARGETS:-}\" ]; then args+=(--arch \"$TARGETS\"); fi\n";
     s += "target/release/rocforge \"${args[@]}\" --locked plan --format github-matrix > matrix.json\n";
     s += "target/release/rocforge \"${args[@]}\" --locked plan --format json > plan.json\n";
+    s += "skipped=\"\"\n";
+    s += "if [ \"$TRUSTED\" != true ]; then\n";
+    s += "  # Pull requests never reach a self-hosted runner: what the plan sends to one, and what\n";
+    s += "  # depends on it, is left out of their build jobs (rocforge ci github, PR_FILTER).\n";
+    let _ = writeln!(
+        s,
+        "  jq --arg hosted \"$HOSTED\" --slurpfile plan plan.json '{PR_FILTER}' matrix.json > matrix.pr.json"
+    );
+    s += "  mv matrix.pr.json matrix.json\n";
+    s += "  skipped=$(jq -r '.skipped | join(\", \")' matrix.json)\n";
+    s += "fi\n";
     s += "release=$(jq -r .release matrix.json)\n";
     s += "targets=$(jq -r '.targets | join(\",\")' plan.json)\n";
     s += "echo \"release=$release\" >> \"$GITHUB_OUTPUT\"\n";
@@ -441,6 +509,10 @@ fn plan_job(y: &mut Y, lines: &[Line], runners: &Runners, slots: &[(usize, usize
     s += "  echo '| --- | --- | --- |'\n";
     s += "  jq -r '.levels[] | .level as $l | .matrix.include[] | \"| \\($l) | \\(.component) | \\(.runner) |\"' matrix.json\n";
     s += "  echo\n";
+    s += "  if [ -n \"$skipped\" ]; then\n";
+    s += "    echo \"Not built for a pull request (a self-hosted runner's, or depending on one): $skipped\"\n";
+    s += "    echo\n";
+    s += "  fi\n";
     s += "  echo '### Hardware tests'\n";
     s += "  echo\n";
     s += "  for t in ${targets//,/ }; do\n";
@@ -587,15 +659,22 @@ fn build_jobs(
                 if trusted { TRUSTED } else { UNTRUSTED }
             ),
         );
-        y.line(4, "runs-on: ${{ matrix.runner }}");
-        y.line(
-            4,
-            &format!(
-                "timeout-minutes: ${{{{ matrix.runner == '{}' && 360 || {} }}}}",
-                hosted.label,
-                (longest * 60.0).round() as u64
-            ),
-        );
+        if trusted {
+            y.line(4, "runs-on: ${{ matrix.runner }}");
+            y.line(
+                4,
+                &format!(
+                    "timeout-minutes: ${{{{ matrix.runner == '{}' && 360 || {} }}}}",
+                    hosted.label,
+                    (longest * 60.0).round() as u64
+                ),
+            );
+        } else {
+            // Never a self-hosted label, whatever the matrix says: the plan job has already
+            // left out what needs one (PR_FILTER), and this is the guard if it had not.
+            y.line(4, &format!("runs-on: {}", hosted.label));
+            y.line(4, "timeout-minutes: 360");
+        }
         if trusted {
             y.permissions(&[("contents", "read"), ("packages", "write")]);
         } else {
@@ -610,7 +689,7 @@ fn build_jobs(
         y.line(4, "steps:");
         y.checkout();
         y.rocforge();
-        y.trust(&runners.cache.trusted_keys);
+        y.trust(&runners.cache.trusted_keys, trusted);
         y.line(
             6,
             &format!(
@@ -644,18 +723,28 @@ fn build_jobs(
                 &format!(
                     "\
 set -euo pipefail
-args=()
+keys=\"$RUNNER_TEMP/cache-keys\"
+trap 'rm -rf \"$keys\"' EXIT
+mkdir -p \"$keys\" cache-pub
 if [ -n \"$CACHE_KEY\" ]; then
-  key=\"$RUNNER_TEMP/cache.key\"
-  trap 'rm -f \"$key\"' EXIT
-  (umask 077 && printf '%s\\n' \"$CACHE_KEY\" > \"$key\")
-  args+=(--cache-key \"$key\")
+  (umask 077 && printf '%s\\n' \"$CACHE_KEY\" > \"$keys/cache.key\")
 else
-  echo \"::warning::no ROCFORGE_CACHE_KEY secret: nothing is pushed to the cache\"
+  # No ROCFORGE_CACHE_KEY: this job signs what it pushes with a key of its own, whose public
+  # half the later jobs of this run trust (cache-pub-* artifacts). Other runs do not.
+  echo \"::notice::no ROCFORGE_CACHE_KEY secret: pushes are signed with a key for this run only\"
+  ROCFORGE_KEY_PASSWORD='' rocforge key generate --out \"$keys\" > \"cache-pub/$COMPONENT.pub\"
+  mv \"$keys/rocforge.key\" \"$keys/cache.key\"
+  export ROCFORGE_KEY_PASSWORD=''
 fi
-{build} \"${{args[@]}}\""
+{build} --cache-key \"$keys/cache.key\""
                 ),
             );
+            y.line(6, &format!("- uses: {UPLOAD}"));
+            y.line(8, "with:");
+            y.line(10, "name: cache-pub-${{ matrix.component }}");
+            y.line(10, "path: cache-pub/");
+            y.line(10, "if-no-files-found: ignore");
+            y.line(10, "retention-days: 1");
         } else {
             // No cache signing key: rocforge pulls hits and pushes nothing.
             y.run(8, build);
@@ -716,7 +805,7 @@ fn test_jobs(
         y.line(4, "steps:");
         y.checkout();
         y.rocforge();
-        y.trust(&runners.cache.trusted_keys);
+        y.trust(&runners.cache.trusted_keys, true);
         y.line(
             6,
             &format!("- name: Build or pull ${{{{ matrix.component }}}} for {t}"),
@@ -848,7 +937,7 @@ fn publish_jobs(y: &mut Y, runners: &Runners, builds: &[String]) {
     y.line(8, "with:");
     y.line(10, "name: report");
     y.line(10, "path: report");
-    y.trust(&runners.cache.trusted_keys);
+    y.trust(&runners.cache.trusted_keys, true);
     y.line(
         6,
         "- name: Every component of the release, pulled from the cache",
@@ -943,13 +1032,16 @@ for t in ${TARGETS//,/ }; do
 done
 ";
     y.run(8, s);
-    y.line(6, "- name: Pages site (signed index, wheel index)");
+    // The signed index stays with its tarballs on the GitHub release: Pages holds what pip reads.
+    y.line(6, "- name: Pages site (wheel index and wheels, report)");
     let s = "\
 set -euo pipefail
 mkdir -p site
-cp dist/index.json* dist/SHA256SUMS* dist/report.* site/
-# The wheel index: one directory per target (rocforge publish writes DIR/<target>/<project>/).
+cp dist/report.* site/
+# The wheel index: one directory per target (rocforge publish writes DIR/<target>/<project>/),
+# linking each wheel as ../../<file>: the wheels go beside the directories, as in dist.
 find dist -mindepth 1 -maxdepth 1 -type d -exec cp -r {} site/ \\;
+find dist -maxdepth 1 -type f -name '*.whl' -exec cp {} site/ \\;
 ";
     y.run(8, s);
     y.line(6, &format!("- uses: {UPLOAD_PAGES}"));
@@ -967,6 +1059,69 @@ find dist -mindepth 1 -maxdepth 1 -type d -exec cp -r {} site/ \\;
     y.line(4, "steps:");
     y.line(6, "- id: deploy");
     y.line(8, &format!("uses: {DEPLOY_PAGES}"));
+}
+
+/// The scheduled run: every published release's index.json, checked against the trusted keys,
+/// issued anew and signed with the release key, so a release stays installable after the 30
+/// days its index was signed for.
+fn resign_job(y: &mut Y) {
+    y.line(0, "");
+    y.line(2, "resign:");
+    y.line(4, "if: github.event_name == 'schedule'");
+    y.line(4, "runs-on: ubuntu-24.04");
+    y.line(4, "timeout-minutes: 30");
+    y.line(4, "environment: release");
+    y.permissions(&[("contents", "write")]);
+    // Never beside a publish: both write index.json of a release.
+    y.line(4, "concurrency:");
+    y.line(6, "group: rocforge-publish");
+    y.line(6, "cancel-in-progress: false");
+    y.line(4, "steps:");
+    y.checkout();
+    y.rocforge_build();
+    y.line(6, "- name: Re-sign every release's index before it expires");
+    y.env(
+        8,
+        &[
+            ("GH_TOKEN", "${{ github.token }}"),
+            ("REPO", "${{ github.repository }}"),
+            ("SIGNING_KEY", "${{ secrets.ROCFORGE_SIGNING_KEY }}"),
+            (
+                "ROCFORGE_KEY_PASSWORD",
+                "${{ secrets.ROCFORGE_KEY_PASSWORD }}",
+            ),
+        ],
+    );
+    let s = "\
+set -euo pipefail
+if [ -z \"$SIGNING_KEY\" ]; then
+  echo \"::error::the ROCFORGE_SIGNING_KEY secret is not set in the release environment (docs/ci.md)\"
+  exit 1
+fi
+key=\"$RUNNER_TEMP/rocforge.key\"
+trap 'rm -f \"$key\"' EXIT
+(umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
+export PATH=\"$PWD/target/release:$PATH\"
+# A failed listing stops the job rather than re-signing nothing.
+list=$(gh release list --repo \"$REPO\" --exclude-drafts --limit 1000 --json tagName --jq '.[].tagName')
+mapfile -t tags <<<\"$list\"
+for tag in \"${tags[@]}\"; do
+  [ -n \"$tag\" ] || continue
+  dir=\"$RUNNER_TEMP/resign/$tag\"
+  mkdir -p \"$dir\"
+  gh release download \"$tag\" --repo \"$REPO\" --dir \"$dir\" --pattern 'index.json*' --pattern 'keys*.json*' || true
+  if [ ! -f \"$dir/index.json\" ]; then
+    echo \"- $tag: no index.json, nothing to re-sign\" >> \"$GITHUB_STEP_SUMMARY\"
+    continue
+  fi
+  # --renew first checks the old signature (with the key lists beside it): only what the
+  # project signed is signed again.
+  rocforge index \"$dir\" --renew --key \"$key\"
+  gh release upload \"$tag\" --repo \"$REPO\" --clobber \"$dir/index.json\" \"$dir/index.json.minisig\"
+  echo \"- $tag: index.json re-signed, expires $(jq -r .expires \"$dir/index.json\")\" >> \"$GITHUB_STEP_SUMMARY\"
+done
+";
+    y.run(8, s);
 }
 
 #[cfg(test)]
@@ -1044,10 +1199,14 @@ mod tests {
             assert!(wf.contains(&format!("{o}: ${{{{ steps.plan.outputs.{o} }}}}")));
         }
         assert!(wf.contains("for slot in 0:0 1:0 2:0; do"));
-        // The signing key reaches the publish job only.
-        assert_eq!(wf.matches("secrets.ROCFORGE_SIGNING_KEY").count(), 1);
-        let publish = job("publish");
-        assert!(publish.contains("secrets.ROCFORGE_SIGNING_KEY"));
+        // The signing key reaches the publish and resign jobs only, both in the release
+        // environment.
+        assert_eq!(wf.matches("secrets.ROCFORGE_SIGNING_KEY").count(), 2);
+        for id in ["publish", "resign"] {
+            let j = job(id);
+            assert!(j.contains("secrets.ROCFORGE_SIGNING_KEY"), "{id}");
+            assert!(j.contains("\n    environment: release\n"), "{id}");
+        }
         // Every job has a timeout and its own permissions.
         let jobs = wf.split("\njobs:\n").nth(1).unwrap();
         let ids: Vec<&str> = jobs

@@ -192,9 +192,24 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn index_cmd(_g: &Global, dir: &Path, key: Option<&Path>, valid_days: u64) -> Result<ExitCode> {
+pub fn index_cmd(
+    g: &Global,
+    dir: &Path,
+    key: Option<&Path>,
+    valid_days: u64,
+    renew: bool,
+) -> Result<ExitCode> {
     let key = load_signing_key(key)?;
-    let idx = index::build(dir, valid_days).map_err(pkg_err)?;
+    if renew {
+        // Whatever --renew reads gets signed: only an index a trusted key signed is renewed.
+        verify_cmd(g, &dir.join(index::INDEX_NAME), &[], None, None)?;
+    }
+    let idx = if renew {
+        index::renew(dir, valid_days)
+    } else {
+        index::build(dir, valid_days)
+    }
+    .map_err(pkg_err)?;
     index::write(dir, &idx, key.as_ref()).map_err(pkg_err)?;
     println!(
         "{}: {} artifact(s), expires {}{}",
@@ -410,15 +425,18 @@ pub struct InstallArgs<'a> {
 }
 
 pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
-    let Some(from) = a
-        .from
-        .map(str::to_string)
-        .or_else(|| std::env::var("ROCFORGE_INDEX").ok())
-    else {
-        return Err(Diagnostic::new("no release index to install from")
-            .hint("pass --from URL_OR_DIR (a directory or URL holding index.json), or set ROCFORGE_INDEX")
-            .into());
-    };
+    let cfg = config(g)?;
+    let env = std::env::var(install::origin::INDEX_ENV).ok();
+    let choice = install::origin::choose(
+        a.from,
+        env.as_deref(),
+        cfg.install_index
+            .as_ref()
+            .map(|(i, f)| (i.as_str(), f.as_str())),
+    );
+    let from = choice.location.clone();
+    let mut allowed_hosts = a.allow_host.to_vec();
+    allowed_hosts.extend(choice.implied_hosts());
     let prefix = a
         .prefix
         .map(Path::to_path_buf)
@@ -468,7 +486,7 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         prefix: &prefix,
         allow_unsigned: a.allow_unsigned,
         allow_downgrade: a.allow_downgrade,
-        allowed_hosts: a.allow_host,
+        allowed_hosts: &allowed_hosts,
         keys: &keys,
         cache_dir: Cache::default_root(),
         max_bytes,
@@ -480,6 +498,9 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         Err(InstallError::Stopped) => {
             eprintln!("stopped; {} is unchanged", prefix.display());
             return Ok(ExitCode::from(130));
+        }
+        Err(e @ InstallError::Index { .. }) => {
+            return Err(Diagnostic::new(e.to_string()).hint(choice.hint()).into());
         }
         r => r.map_err(install_err)?,
     };

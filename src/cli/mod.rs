@@ -312,12 +312,20 @@ Examples:
         allow_build_paths: bool,
     },
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
+    #[command(after_help = "\
+With --renew, DIR needs only index.json and its signature: once that signature verifies as
+`rocforge verify` checks it (trusted keys, keys.json beside it), the same artifacts are issued
+again with a new expiry and signed, so a published release stays installable (the release
+workflow's scheduled resign job).")]
     Index {
         dir: PathBuf,
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
         #[arg(long, value_name = "DAYS", default_value_t = 30)]
         expires_days: u64,
+        /// Keep the artifacts of DIR/index.json and only issue it anew (no tarballs needed)
+        #[arg(long)]
+        renew: bool,
     },
     /// Signing keys (minisign format)
     #[command(subcommand)]
@@ -359,13 +367,17 @@ tests and unusual systems, names the only directories to look in), downloads eac
 (resumable, verified against the index's sha256), extracts it safely into a staging directory
 beside the prefix, then moves it in and writes a receipt. A failed or interrupted install leaves the prefix as it was.
 
+Without --from, ROCFORGE_INDEX or [install] index in rocforge.toml or ~/.config/rocforge/config.toml,
+the index is the project's newest published release:
+https://github.com/rocforge/rocforge/releases/latest/download/index.json
+
 Examples:
-  rocforge install rocsparse --arch gfx90c --from https://example.org/rocforge/rocm-6.4.4/ --prefix /opt/rocforge
+  rocforge install rocsparse --arch gfx90c --prefix ~/rocm
   rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
     Install {
         #[arg(required = true)]
         components: Vec<String>,
-        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [env ROCFORGE_INDEX]
+        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [default: $ROCFORGE_INDEX, else [install] index of the config, else the project's releases]
         #[arg(long, value_name = "URL_OR_DIR")]
         from: Option<String>,
         /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
@@ -787,7 +799,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             dir,
             key,
             expires_days,
-        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
+            renew,
+        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days, *renew),
         Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
         Command::Key(KeyCommand::Rotate {

@@ -630,15 +630,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         );
         return Ok(code);
     }
-    println!(
-        "{} tests: {} passed, {} failed, {} skipped, {} hung, {} crashed",
-        summary.total,
-        summary.passed,
-        summary.failed,
-        summary.skipped,
-        summary.hung,
-        summary.crashed
-    );
+    println!("{}", summary.line());
     for (c, n) in &b.classes {
         println!("  {:<18} {n}", c.name());
     }

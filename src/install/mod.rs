@@ -5,6 +5,7 @@
 
 pub mod extract;
 pub mod merge;
+pub mod origin;
 pub mod receipt;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -327,7 +328,7 @@ fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<V
     let resp = client
         .get(url.clone())
         .send()
-        .map_err(|e| e.without_url().to_string())?;
+        .map_err(|e| with_causes(&e.without_url()))?;
     if resp.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
@@ -335,6 +336,20 @@ fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<V
         return Err(format!("HTTP {}", resp.status().as_u16()));
     }
     read_small(resp, start).map(Some)
+}
+
+/// An error and what caused it (DNS, refused, TLS), which reqwest's own message leaves out.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut next = e.source();
+    while let Some(c) = next {
+        let c_text = c.to_string();
+        if !s.contains(&c_text) {
+            s += &format!(": {c_text}");
+        }
+        next = c.source();
+    }
+    s
 }
 
 /// Fetches the index and its signature, applies the key list beside it (`keys.json`, see

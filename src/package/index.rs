@@ -115,6 +115,36 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
     })
 }
 
+/// `dir/index.json` issued anew: the same artifacts, issued now and expiring after
+/// `valid_days`. For re-signing a published release before it expires, without its tarballs;
+/// the caller checks the old signature first, since whatever is read here gets signed.
+pub fn renew(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
+    let path = dir.join(INDEX_NAME);
+    let bad = |reason: String| PackageError::BadEntry {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read(&path).map_err(|source| PackageError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if text.len() as u64 > MAX_INDEX_BYTES {
+        return Err(bad(format!("larger than {MAX_INDEX_BYTES} bytes")));
+    }
+    let mut index: Index =
+        serde_json::from_slice(&text).map_err(|e| bad(format!("not a release index: {e}")))?;
+    if index.schema != INDEX_SCHEMA {
+        return Err(bad(format!(
+            "schema {:?}, this rocforge writes {INDEX_SCHEMA}",
+            index.schema
+        )));
+    }
+    let now = now_unix();
+    index.issued = rfc3339(now);
+    index.expires = rfc3339(now + valid_days * 86_400);
+    Ok(index)
+}
+
 fn sha256_file(p: &Path) -> Result<String, PackageError> {
     use sha2::{Digest, Sha256};
     let mut f = std::fs::File::open(p).map_err(|source| PackageError::Io {
@@ -269,5 +299,24 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(parse_rfc3339("2024-13-01T00:00:00Z"), None);
+    }
+
+    #[test]
+    fn renew_keeps_the_artifacts_and_moves_the_dates() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Index {
+            schema: INDEX_SCHEMA.into(),
+            issued: rfc3339(1_000),
+            expires: rfc3339(2_000),
+            artifacts: Vec::new(),
+        };
+        write(dir.path(), &old, None).unwrap();
+        let new = renew(dir.path(), 30).unwrap();
+        assert_eq!(new.artifacts, old.artifacts);
+        let issued = parse_rfc3339(&new.issued).unwrap();
+        assert!(issued + 5 >= now_unix());
+        assert_eq!(parse_rfc3339(&new.expires).unwrap(), issued + 30 * 86_400);
+        std::fs::write(dir.path().join(INDEX_NAME), "{\"schema\": \"x\"}").unwrap();
+        assert!(renew(dir.path(), 30).is_err());
     }
 }

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, Row, provenance};
+use super::{Report, Row, grid, provenance};
+use crate::testrun::bundle::Summary;
 use crate::testrun::classify::Class;
 
 pub fn esc(s: &str) -> String {
@@ -63,17 +64,63 @@ pub fn chart(r: &Report<'_>) -> String {
     s + "</svg>"
 }
 
+/// The counts in `rocforge test`'s categories: hung and crashed apart from failed.
 fn counts(r: &Row<'_>) -> String {
     let s = r.summary();
+    let n = |v: usize, bad: bool| {
+        format!(
+            "<td class=\"n{}\">{v}</td>",
+            if bad && v > 0 { " fail" } else { "" }
+        )
+    };
     format!(
-        "<td class=\"n pass\">{}</td><td class=\"n{}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+        "<td class=\"n pass\">{}</td>{}<td class=\"n\">{}</td>{}{}<td class=\"n\">{}</td>",
         s.passed,
-        if s.failures() > 0 { " fail" } else { "" },
-        s.failures(),
+        n(s.failed, true),
         s.skipped,
-        s.hung + s.crashed,
+        n(s.hung, true),
+        n(s.crashed, true),
         s.total
     )
+}
+
+fn grid_table(r: &Report<'_>) -> String {
+    let g = grid::of(&r.rows);
+    let mut h = String::from("<table id=\"grid\"><tr><th>component</th>");
+    for (arch, machine) in &g.columns {
+        let _ = write!(h, "<th>{} on {}</th>", esc(arch), esc(machine));
+    }
+    h += "</tr>\n";
+    for (component, cells) in &g.rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(component));
+        for runs in cells {
+            if runs.is_empty() {
+                h += "<td>not run</td>";
+                continue;
+            }
+            h += "<td>";
+            for (i, row) in runs.iter().enumerate() {
+                let (day, version, key, how) = grid::run_label(row);
+                let s = row.summary();
+                let _ = write!(
+                    h,
+                    "{}{day} · {} · <code>{key}</code>{}<br><span class=\"{}\">{}</span>",
+                    if i > 0 { "<br>" } else { "" },
+                    esc(&version),
+                    if how.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" · {}", esc(&how))
+                    },
+                    if s.failures() > 0 { "fail" } else { "pass" },
+                    esc(&s.short())
+                );
+            }
+            h += "</td>";
+        }
+        h += "</tr>\n";
+    }
+    h + "</table>\n"
 }
 
 pub fn render(r: &Report<'_>) -> String {
@@ -101,17 +148,26 @@ pub fn render(r: &Report<'_>) -> String {
             if m.live { "live" } else { "recorded" }
         );
     }
-    h += "</table>\n<h2>Component × target × device</h2>\n<table id=\"matrix\"><tr><th>component</th><th>target</th><th>device</th><th>machine</th><th>mode</th><th>pass</th><th>fail</th><th>skip</th><th>of which hung/crashed</th><th>total</th></tr>\n";
+    let _ = writeln!(
+        h,
+        "</table>\n<h2>Totals</h2>\n<p id=\"totals\">{}</p>\n<p>Counted as <code>rocforge test</code> counts them: hung and crashed tests are not among the failed ones.</p>",
+        esc(&r.total.line())
+    );
+    h += "<h2>Component × target × machine</h2>\n";
+    h += &grid_table(r);
+    h += "<h2>Runs</h2>\n<table id=\"matrix\"><tr><th>component</th><th>target</th><th>device</th><th>machine</th><th>mode</th><th>passed</th><th>failed</th><th>skipped</th><th>hung</th><th>crashed</th><th>total</th><th>finished</th><th>version</th><th>key</th></tr>\n";
     for row in &r.rows {
+        let (day, version, key, _) = grid::run_label(row);
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{day}</td><td>{}</td><td><code>{key}</code></td></tr>",
             esc(row.component),
             esc(row.arch),
             esc(&row.device),
             esc(row.machine),
             row.mode(),
-            counts(row)
+            counts(row),
+            esc(&version)
         );
     }
     h += "</table>\n<h2>Failure classes</h2>\n";
@@ -121,12 +177,9 @@ pub fn render(r: &Report<'_>) -> String {
     if comps.is_empty() {
         h += "<p>No component was run both natively and spoofed on the same device.</p>\n";
     } else {
-        h += "<table id=\"comparison\"><tr><th>component</th><th>device</th><th>machine</th><th>native</th><th>pass/fail/skip</th><th>spoofed</th><th>pass/fail/skip</th><th>fail only spoofed</th><th>fail only native</th></tr>\n";
+        h += "<table id=\"comparison\"><tr><th>component</th><th>device</th><th>machine</th><th>native</th><th>its tests</th><th>spoofed</th><th>its tests</th><th>fail only spoofed</th><th>fail only native</th></tr>\n";
         for c in &comps {
-            let pfs = |row: &Row<'_>| {
-                let s = row.summary();
-                format!("{}/{}/{}", s.passed, s.failures(), s.skipped)
-            };
+            let pfs = |row: &Row<'_>| esc(&row.summary().short());
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} (HSA_OVERRIDE_GFX_VERSION={})</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
@@ -153,13 +206,13 @@ pub fn render(r: &Report<'_>) -> String {
         any = true;
         let _ = writeln!(
             h,
-            "<details open><summary>{} {} on {} ({}, {}): {} failing</summary>\n<table class=\"failing\"><tr><th>test</th><th>outcome</th><th>class</th><th>excerpt</th></tr>",
+            "<details open><summary>{} {} on {} ({}, {}): {}</summary>\n<table class=\"failing\"><tr><th>test</th><th>outcome</th><th>class</th><th>excerpt</th></tr>",
             esc(row.component),
             esc(row.arch),
             esc(row.machine),
             esc(&row.device),
             row.mode(),
-            row.failing.len()
+            Summary::of(row.failing.iter().map(|t| t.outcome)).short()
         );
         for t in &row.failing {
             let _ = writeln!(

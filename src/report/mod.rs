@@ -1,6 +1,7 @@
 //! Reports compiled from any number of results bundles from any number of machines: one
 //! self-contained HTML page (`html`) and a markdown summary (`markdown`).
 
+pub mod grid;
 pub mod html;
 pub mod markdown;
 
@@ -47,6 +48,8 @@ pub struct Comparison<'a> {
 
 pub struct Report<'a> {
     pub rows: Vec<Row<'a>>,
+    /// Every run's counts added up, in `rocforge test`'s categories.
+    pub total: Summary,
     pub classes: BTreeMap<Class, usize>,
     pub machines: Vec<MachineLine>,
     /// What these results do not cover, one sentence each.
@@ -129,6 +132,10 @@ pub fn build(bundles: &[Bundle]) -> Report<'_> {
             b.arch,
         ))
     });
+    let mut total = Summary::default();
+    for b in bundles {
+        total.add(&b.summary);
+    }
     let mut classes: BTreeMap<Class, usize> = BTreeMap::new();
     for b in bundles {
         for (c, n) in &b.classes {
@@ -186,6 +193,7 @@ pub fn build(bundles: &[Bundle]) -> Report<'_> {
     );
     Report {
         rows,
+        total,
         classes,
         machines: machines.into_values().collect(),
         not_run,

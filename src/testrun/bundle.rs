@@ -102,6 +102,44 @@ impl Summary {
     pub fn failures(&self) -> usize {
         self.failed + self.hung + self.crashed
     }
+
+    /// The counts as `rocforge test` prints them and reports repeat them: hung and crashed
+    /// tests are counted apart from the failed ones, never among them.
+    pub fn line(&self) -> String {
+        format!(
+            "{} tests: {} passed, {} failed, {} skipped, {} hung, {} crashed",
+            self.total, self.passed, self.failed, self.skipped, self.hung, self.crashed
+        )
+    }
+
+    /// The same counts without the zero ones, for a report's grid cell.
+    pub fn short(&self) -> String {
+        let parts: Vec<String> = [
+            (self.passed, "passed"),
+            (self.failed, "failed"),
+            (self.skipped, "skipped"),
+            (self.hung, "hung"),
+            (self.crashed, "crashed"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if parts.is_empty() {
+            "no tests".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    pub fn add(&mut self, o: &Summary) {
+        self.total += o.total;
+        self.passed += o.passed;
+        self.failed += o.failed;
+        self.skipped += o.skipped;
+        self.hung += o.hung;
+        self.crashed += o.crashed;
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
