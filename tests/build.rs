@@ -1388,3 +1388,70 @@ fn a_failed_build_resumes_from_its_build_directory_and_fresh_starts_over() {
         "a finished build leaves no build directory"
     );
 }
+
+/// The logic each target's Tensile kernels come from travels inside the artifact, and
+/// `inspect` says it: derived from gfx900's for one target, a user's overlay (by digest) for
+/// the other.
+#[test]
+fn the_built_tree_records_where_each_targets_tensile_logic_came_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    let src = rel.join("src/blas");
+    std::fs::create_dir_all(src.join("logic/vega10")).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        src.join("logic/vega10/vega10_Cijk_SB.yaml"),
+        "- {MinimumRequiredVersion: 4.33.0}\n- vega10\n- gfx900\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("blas.toml"),
+        "name = \"blas\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/blas\"\n\n[build]\nsystem = \"script\"\nscript = \"mkdir -p \\\"$DESTDIR$PREFIX/share/blas\\\" && cp -R logic \\\"$DESTDIR$PREFIX/share/blas/\\\"\"\n\n[[derive]]\narches = [\"gfx90c\", \"gfx902\"]\nfrom = \"logic/vega10\"\nto = \"logic/{codename}\"\nrename = [[\"vega10_\", \"{codename}_\"]]\nreplace = [[\"vega10\", \"{codename}\"], [\"gfx900\", \"{arch}\"]]\n\n[derive.vars.gfx90c]\ncodename = \"renoir\"\n\n[derive.vars.gfx902]\ncodename = \"raven\"\n",
+    )
+    .unwrap();
+    let tuned = root.join("tuned");
+    std::fs::create_dir_all(&tuned).unwrap();
+    std::fs::write(
+        tuned.join("raven_Cijk_SB.yaml"),
+        "- {MinimumRequiredVersion: 4.33.0}\n- raven\n- gfx902\n- tuned on a Ryzen 5 2500U\n",
+    )
+    .unwrap();
+    let overlay = format!("blas:logic/raven={}", tuned.display());
+    let out = rocforge(
+        root,
+        &[
+            "--recipes",
+            "recipes",
+            "--store",
+            "store",
+            "build",
+            "blas",
+            "--arch",
+            "gfx90c,gfx902",
+            "--runtime",
+            "host",
+            "--overlay",
+            &overlay,
+            "-q",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tree = root.join(out.stdout.trim());
+    assert!(tree.is_dir(), "{}", out.stdout);
+    assert_eq!(
+        std::fs::read_to_string(tree.join("share/blas/logic/raven/raven_Cijk_SB.yaml")).unwrap(),
+        "- {MinimumRequiredVersion: 4.33.0}\n- raven\n- gfx902\n- tuned on a Ryzen 5 2500U\n"
+    );
+    let sha = rocforge::source::derive::hash_tree(&tuned).unwrap();
+    let o = rocforge(root, &["inspect", tree.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert!(
+        o.stdout.contains(&format!(
+            "Tensile logic of blas: gfx902 overlay {} (at logic/raven); gfx90c derived from logic/vega10",
+            &sha[..12]
+        )),
+        "{}",
+        o.stdout
+    );
+}

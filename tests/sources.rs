@@ -775,7 +775,8 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
     // An overlay replaces the derived logic, and changes the key.
     let mine = w.path().join("my-logic");
     std::fs::create_dir_all(&mine).unwrap();
-    std::fs::write(mine.join("renoir_Cijk_Ailk_Bljk_SB.yaml"), "- tuned\n").unwrap();
+    let tuned_logic = "- {MinimumRequiredVersion: 4.33.0}\n- renoir\n- gfx90c\n- tuned\n";
+    std::fs::write(mine.join("renoir_Cijk_Ailk_Bljk_SB.yaml"), tuned_logic).unwrap();
     let spec = format!("rocblas:{logic}/renoir={}", mine.display());
     let tuned = PathBuf::from(
         ok(
@@ -799,7 +800,7 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
             tuned.join(format!("{logic}/renoir/renoir_Cijk_Ailk_Bljk_SB.yaml"))
         )
         .unwrap(),
-        "- tuned\n"
+        tuned_logic
     );
     let key = |extra: &[&str]| -> String {
         let mut args = vec![
@@ -820,6 +821,59 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
         key(&[]),
         key(&["--overlay", &spec]),
         "overlays are part of the content key"
+    );
+
+    // Logic that Tensile would not use as gfx90c's is refused at planning, before any build,
+    // naming the file and what is wrong with it.
+    let plan_fails = |spec: &str, arch: &str| {
+        let o = rocforge(
+            w.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "plan",
+                "rocblas",
+                "--arch",
+                arch,
+                "--overlay",
+                spec,
+            ],
+        );
+        assert_ne!(o.code, 0, "{}", o.stdout);
+        o.stderr
+    };
+    let other = w.path().join("gfx900-logic");
+    std::fs::create_dir_all(&other).unwrap();
+    let file = other.join("renoir_Cijk_Ailk_Bljk_SB.yaml");
+    std::fs::write(
+        &file,
+        "- {MinimumRequiredVersion: 4.33.0}\n- renoir\n- gfx900\n",
+    )
+    .unwrap();
+    let other_spec = format!("rocblas:{logic}/renoir={}", other.display());
+    let err = plan_fails(&other_spec, "gfx90c");
+    assert!(
+        err.contains(&format!(
+            "{}:3: logic for gfx900, in the overlay for gfx90c",
+            file.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let misnamed = other.join("vega10_Cijk_Ailk_Bljk_SB.yaml");
+    std::fs::write(&misnamed, tuned_logic).unwrap();
+    let err = plan_fails(&other_spec, "gfx90c");
+    assert!(
+        err.contains("Tensile picks logic for gfx90c by \"renoir\" in the file name")
+            && err.contains("rename the file so that it starts with renoir_"),
+        "{err}"
+    );
+    // raven is gfx902's directory: an overlay there while building gfx90c only.
+    let raven = format!("rocblas:{logic}/raven={}", mine.display());
+    let err = plan_fails(&raven, "gfx90c");
+    assert!(
+        err.contains("is gfx902's Tensile logic, but gfx902 is not being built (targets: gfx90c)"),
+        "{err}"
     );
 }
 

@@ -595,6 +595,23 @@ impl Builder<'_> {
                 let _ = work.remove();
             }
         }
+        // Which Tensile logic each target's kernels were generated from travels with the
+        // artifact, where `inspect` finds it: derived, upstream, or a user's overlay.
+        let arches: Vec<&str> = self.plan.targets.iter().map(|t| t.arch.as_str()).collect();
+        let overlays: Vec<&crate::source::derive::Overlay> = self.sources.overlays.iter().collect();
+        let logic =
+            crate::source::logic::sources(recipe, &arches, &self.sources.catalog.arches, &overlays);
+        if !logic.is_empty() {
+            let file = staging
+                .tree()
+                .join(crate::source::logic::PROVENANCE_DIR)
+                .join(component)
+                .join(crate::source::logic::PROVENANCE_FILE);
+            std::fs::create_dir_all(file.parent().expect("a file in a directory"))
+                .map_err(io("Tensile logic record"))?;
+            let json = serde_json::to_vec_pretty(&logic).expect("plain data");
+            std::fs::write(&file, json).map_err(io("Tensile logic record"))?;
+        }
         phase("license files");
         let licenses = license::collect(recipe, &prepared.tree, &staging.tree())?.files;
         if licenses.is_empty() {

@@ -205,6 +205,23 @@ fn print_inventory(inv: &Inventory) {
             }
         }
     }
+    for (component, logic) in &inv.logic {
+        use rocforge::source::logic::LogicSource;
+        let parts: Vec<String> = logic
+            .iter()
+            .map(|(arch, source)| match source {
+                LogicSource::Upstream => format!("{arch} upstream"),
+                LogicSource::Derived { from, .. } => format!("{arch} derived from {from}"),
+                LogicSource::Overlay { to, sha256 } => {
+                    format!(
+                        "{arch} overlay {} (at {to})",
+                        &sha256[..sha256.len().min(12)]
+                    )
+                }
+            })
+            .collect();
+        println!("Tensile logic of {component}: {}", parts.join("; "));
+    }
     for e in &inv.errors {
         println!("error: {e}");
     }

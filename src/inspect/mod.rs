@@ -136,6 +136,9 @@ pub struct Inventory {
     pub root: String,
     pub files: Vec<FileReport>,
     pub tensile: Vec<TensileDir>,
+    /// Per component that records it, where each target's Tensile logic came from.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub logic: BTreeMap<String, BTreeMap<String, crate::source::logic::LogicSource>>,
     pub errors: Vec<InspectError>,
 }
 
@@ -147,6 +150,7 @@ pub fn inspect(path: &Path) -> Result<Inventory, InspectError> {
         root: path.display().to_string(),
         files: Vec::new(),
         tensile: Vec::new(),
+        logic: BTreeMap::new(),
         errors: Vec::new(),
     };
     if !meta.is_dir() {
@@ -190,6 +194,22 @@ pub fn inspect(path: &Path) -> Result<Inventory, InspectError> {
                 }
                 e.files.push(name.to_string());
             }
+        }
+        if let Some(component) = logic_record(&display) {
+            match std::fs::read(&full)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+            {
+                Ok(record) => {
+                    inv.logic.insert(component.to_string(), record);
+                }
+                Err(message) => inv.errors.push(InspectError {
+                    file: full.clone(),
+                    offset: None,
+                    message: format!("not a Tensile logic record: {message}"),
+                }),
+            }
+            continue;
         }
         let (report, errors) = inspect_file(&full, &display);
         inv.files.extend(report);
@@ -252,6 +272,14 @@ fn walk_dir(root: &Path, dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<In
             out.push(rel.to_path_buf());
         }
     }
+}
+
+/// The component whose `share/rocforge/<component>/tensile-logic.json` this is.
+fn logic_record(path: &str) -> Option<&str> {
+    use crate::source::logic::{PROVENANCE_DIR, PROVENANCE_FILE};
+    let rest = path.strip_prefix(PROVENANCE_DIR)?.strip_prefix('/')?;
+    let (component, file) = rest.split_once('/')?;
+    (file == PROVENANCE_FILE).then_some(component)
 }
 
 /// `(dir, name)` of a Tensile library file: a `TensileLibrary*` index or kernel file, or a

@@ -141,8 +141,13 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
     let mut steps = Vec::with_capacity(order.len());
+    let overlays: Vec<&Overlay> = req.overlays.iter().collect();
     for name in order {
         let r = &catalog.recipes[name];
+        // A processor's Tensile logic overlay that Tensile would not use as that processor's
+        // is refused before anything is fetched or built.
+        crate::source::logic::check_overlays(r, &arches, &catalog.arches, &overlays)
+            .map_err(|e| Diagnostic::new(format!("{name}: {e}")).hint(e.hint()))?;
         let mut deps: Vec<&str> = r.depends.iter().map(|d| d.as_str()).collect();
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);

@@ -40,6 +40,11 @@ pub enum SourceError {
         component: String,
         source: DeriveError,
     },
+    #[error("{component}: {source}")]
+    Logic {
+        component: String,
+        source: Box<super::logic::LogicError>,
+    },
     #[error(
         "{component}: tag {tag} of {url} is not pinned in rocforge.lock, and --locked refuses unpinned inputs"
     )]
@@ -111,6 +116,7 @@ impl SourceError {
             SourceError::Download { source, .. } => source.hint(),
             SourceError::Patch { source, .. } => source.hint(),
             SourceError::Derive { source, .. } => source.hint(),
+            SourceError::Logic { source, .. } => source.hint(),
             SourceError::Unlocked { .. } => "run `rocforge lock` and commit rocforge.lock".into(),
             SourceError::InputUnlocked { .. } | SourceError::InputStale { .. } => "run `rocforge lock`: it downloads the file, checks the md5 and records its sha256 in rocforge.lock (the built-in catalog's lock is fixed: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`); without --locked the md5 is checked at each fetch instead".into(),
             SourceError::Stale { .. } => "the recipe changed since the lock was written: run `rocforge lock` (or `rocforge lock --check` in CI)".into(),
@@ -371,6 +377,14 @@ pub fn source_plan(
         .iter()
         .filter(|o| o.component == component)
         .collect();
+    // Planning is the last moment before hours of building: a processor's logic overlay that
+    // Tensile would not use as that processor's is refused here.
+    super::logic::check_overlays(recipe, &arches, &s.catalog.arches, &overlays).map_err(
+        |source| SourceError::Logic {
+            component: component.to_string(),
+            source: Box::new(source),
+        },
+    )?;
     let key_input = SourceKeyInput {
         schema: SOURCE_KEY_SCHEMA,
         origin: &origin,

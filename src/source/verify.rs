@@ -314,6 +314,10 @@ fn unreachable_or(e: SourceError) -> Outcome {
             message: source.to_string(),
             hint: source.hint(),
         },
+        SourceError::Logic { source, .. } => Outcome::DeriveFails {
+            message: source.to_string(),
+            hint: source.hint(),
+        },
         other => Outcome::Unreachable {
             hint: other.hint(),
             message: other.to_string(),
