@@ -591,6 +591,12 @@ impl Builder<'_> {
                     }
                     r => r.map_err(io(&into_store))?,
                 }
+                // Ninja's per-step start and end times outlive the build directory beside the
+                // log: where a long build's hours went (Tensile's share of rocBLAS, say).
+                let _ = std::fs::copy(
+                    work.build().join(".ninja_log"),
+                    log.with_extension("ninja_log"),
+                );
                 crate::fault::point("build");
                 let _ = work.remove();
             }
