@@ -1455,3 +1455,68 @@ fn the_built_tree_records_where_each_targets_tensile_logic_came_from() {
         o.stdout
     );
 }
+
+/// A component without device code (`device-code = false`) has one content key for every
+/// target set: built for gfx90c, it is not built again for gfx902, and no coverage gate runs on
+/// its library, which carries no GPU code.
+#[test]
+fn a_component_without_device_code_is_built_once_for_every_target_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    let src = rel.join("src/wrap");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        rel.join("wrap.toml"),
+        "name = \"wrap\"\nversion = \"1.0\"\nsummary = \"host-side wrapper\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/wrap\"\n\n[build]\nsystem = \"script\"\ndevice-code = false\nscript = \"mkdir -p \\\"$DESTDIR$PREFIX/lib\\\" && echo 'int x;' > \\\"$DESTDIR$PREFIX/lib/wrap.c\\\"\"\n",
+    )
+    .unwrap();
+    let key = |arch: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(&ok(
+            root,
+            &[
+                "--recipes",
+                "recipes",
+                "plan",
+                "wrap",
+                "--arch",
+                arch,
+                "--format",
+                "json",
+            ],
+        ))
+        .unwrap();
+        v["steps"][0]["key"].as_str().unwrap().to_string()
+    };
+    assert_eq!(key("gfx90c"), key("gfx902"));
+    assert_eq!(key("gfx90c"), key("gfx90c,gfx902"));
+    let build = |arch: &str| {
+        rocforge(
+            root,
+            &[
+                "--recipes",
+                "recipes",
+                "build",
+                "wrap",
+                "--arch",
+                arch,
+                "--runtime",
+                "host",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let first = build("gfx90c");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let second = build("gfx902");
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let results = results(&second);
+    assert_eq!(
+        results,
+        vec![("wrap".to_string(), "cached".to_string())],
+        "{}",
+        second.stdout
+    );
+}

@@ -630,6 +630,7 @@ impl Builder<'_> {
         }
         let coverage = match &recipe.build.system {
             BuildSystem::Copy { .. } => None,
+            _ if !recipe.build.device_code => None,
             _ => {
                 phase("checking code objects");
                 Some(self.gate(component, &staging.tree())?)

@@ -140,6 +140,9 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
     let mut keys: BTreeMap<&str, (ContentKey, usize)> = BTreeMap::new();
+    // Each component's key as if no target were asked for, its dependencies' likewise: the key
+    // of a component without device code, whose build the target set cannot change.
+    let mut host_keys: BTreeMap<&str, ContentKey> = BTreeMap::new();
     let mut steps = Vec::with_capacity(order.len());
     let overlays: Vec<&Overlay> = req.overlays.iter().collect();
     for name in order {
@@ -151,7 +154,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let mut deps: Vec<&str> = r.depends.iter().map(|d| d.as_str()).collect();
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
-        let input = HashInput {
+        let input_for = |targets: &[TargetId], dep_key: &dyn Fn(&str) -> String| HashInput {
             schema: HASH_INPUT_SCHEMA,
             driver: BUILD_DRIVER_SCHEMA,
             release: ReleaseInput {
@@ -160,15 +163,27 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             },
             image: image.clone(),
             runtime: req.runtime,
-            component: component_input(catalog, r, &arches, req),
-            targets: req.targets.clone(),
+            component: component_input(
+                catalog,
+                r,
+                &targets.iter().map(|t| t.arch.as_str()).collect::<Vec<_>>(),
+                req,
+            ),
+            targets: targets.to_vec(),
             dependencies: deps
                 .iter()
                 .map(|d| DependencyInput {
                     name: d.to_string(),
-                    key: keys[d].0.0.clone(),
+                    key: dep_key(d),
                 })
                 .collect(),
+        };
+        let host_input = input_for(&[], &|d| host_keys[d].0.clone());
+        host_keys.insert(name, host_input.key());
+        let input = if r.build.device_code {
+            input_for(&req.targets, &|d| keys[d].0.0.clone())
+        } else {
+            host_input
         };
         if matches!(
             req.lock.pin(&catalog.release.name, r),

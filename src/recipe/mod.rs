@@ -188,6 +188,10 @@ pub struct Build {
     pub args: Vec<String>,
     pub arch_args: BTreeMap<String, Vec<String>>,
     pub env: BTreeMap<String, String>,
+    /// False for a component with no device code (a host-side wrapper, headers, a Python
+    /// package): no GPU variable, no coverage gate, and a content key the target set does not
+    /// change, so one build serves every target set.
+    pub device_code: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -438,6 +442,25 @@ pub fn parse(
         .map(|ts| read_series(ts, d))
         .unwrap_or_default();
     r.finish(d);
+    if build.as_ref().is_some_and(|b| !b.device_code) {
+        // A component without device code is built once for every target set: nothing of its
+        // source may depend on the targets.
+        let per_target = patches
+            .per_arch
+            .iter()
+            .next()
+            .map(|(a, _)| format!("[patches] {a}"))
+            .or_else(|| derive.first().map(|_| "[[derive]]".to_string()));
+        if let Some(what) = per_target {
+            d.push(
+                Diagnostic::new(format!(
+                    "a component with device-code = false has per-target source changes ({what})"
+                ))
+                .in_file(&file)
+                .hint("move the patches to [patches] all, or drop device-code = false"),
+            );
+        }
+    }
     d.sort_from(errors_before);
 
     if d.len() > errors_before {
@@ -1024,6 +1047,7 @@ fn read_build(
     let before = d.len();
     let system = t.str("system", d, "system = \"cmake\", \"script\" or \"copy\"");
     let arch_vars = t.opt_str_list("arch-vars", d);
+    let device_code = t.opt_bool("device-code", d);
     let args = t.opt_str_list("args", d).unwrap_or_default();
     let script = t.opt_str("script", d);
     let dest = t.opt_str("dest", d);
@@ -1104,10 +1128,32 @@ fn read_build(
             ),
         );
     }
+    let host_only = device_code.as_ref().is_some_and(|b| !b.value);
+    if host_only {
+        if let Some(v) = arch_vars.as_ref().and_then(|v| v.first()) {
+            d.push(
+                Diagnostic::new("a component with device-code = false names a GPU variable")
+                    .at(&file, v.span.clone(), "the targets never reach a build without device code")
+                    .hint("drop arch-vars, or drop device-code = false if the project does compile GPU code"),
+            );
+        }
+        if let Some((arch, _)) = arch_args.iter().next() {
+            d.push(
+                Diagnostic::new(format!(
+                    "a component with device-code = false has [build.arch-args] for {arch}"
+                ))
+                .in_file(&file)
+                .hint("its content key does not depend on the targets, so per-target arguments cannot reach it: drop them, or drop device-code = false"),
+            );
+        }
+    }
     let kind = match system.as_str() {
         "cmake" => {
             // A misspelt arch-vars key was reported with a suggestion; do not report it twice.
-            if arch_vars.as_ref().is_none_or(|v| v.is_empty()) && !meant.contains(&"arch-vars") {
+            if !host_only
+                && arch_vars.as_ref().is_none_or(|v| v.is_empty())
+                && !meant.contains(&"arch-vars")
+            {
                 d.push(
                     Diagnostic::new("a cmake build names no variable for the GPU targets")
                         .at(&file, system.span.clone(), "targets would never reach this build")
@@ -1192,6 +1238,7 @@ fn read_build(
         args: args.into_iter().map(|s| s.value).collect(),
         arch_args,
         env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
+        device_code: !host_only,
     })
 }
 

@@ -299,6 +299,12 @@ pub fn source_plan(
     recipe: &Recipe,
     targets: &[TargetId],
 ) -> Result<SourcePlan, SourceError> {
+    // A component without device code has one source for every target set.
+    let targets = if recipe.build.device_code {
+        targets
+    } else {
+        &[]
+    };
     let component = recipe.name.value.as_str();
     let release = &s.catalog.release.name;
     let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
@@ -411,6 +417,12 @@ pub fn prepare(
     recipe: &Recipe,
     targets: &[TargetId],
 ) -> Result<Prepared, SourceError> {
+    // A component without device code has one source for every target set.
+    let targets = if recipe.build.device_code {
+        targets
+    } else {
+        &[]
+    };
     let component = recipe.name.value.as_str();
     let release = &s.catalog.release.name;
     let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
