@@ -456,7 +456,7 @@ pub fn parse(
                 Diagnostic::new(format!(
                     "a component with device-code = false has per-target source changes ({what})"
                 ))
-                .in_file(&file)
+                .in_file(file)
                 .hint("move the patches to [patches] all, or drop device-code = false"),
             );
         }
