@@ -3,6 +3,7 @@
 //! Data flows one way: recipe → catalog → plan → (sources → build → store → …). The binary owns
 //! printing; everything here returns values and typed errors.
 
+pub mod app;
 pub mod arch;
 pub mod build;
 pub mod cache;

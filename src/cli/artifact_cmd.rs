@@ -10,12 +10,11 @@ use serde_json::json;
 
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, root};
-use rocforge::catalog::Catalog;
 use rocforge::config::Config;
 use rocforge::diag::Diagnostic;
 use rocforge::install::{self, InstallError, receipt};
 use rocforge::package::{self, PackageError, index, tarball::Compression};
-use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
@@ -85,20 +84,9 @@ pub struct PackageArgs<'a> {
 }
 
 pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let lock = super::sources::lockfile(&catalog)?;
-    let store = super::build_cmd::store(g);
-    let req = plan::Request {
-        components: a.components.to_vec(),
-        targets: targets.clone(),
-        runtime: a.runtime,
-        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, a.runtime),
-        lock,
-        overlays: Vec::new(),
-    };
-    let plan = plan::plan(&catalog, &req, &store)?;
-    super::build_cmd::require_built(&plan, &store, a.components)?;
+    let session = super::session(g)?;
+    let (catalog, store) = (&session.catalog, &session.store);
+    let plan = session.built_plan(a.components, a.runtime)?;
     let key = load_signing_key(a.key)?;
     let reporter = TermReporter::new(g.quiet);
     if key.is_none() {
@@ -130,7 +118,7 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
             license: catalog.get(&step.component).map(|r| r.license.clone()),
             key: key.as_ref(),
         };
-        let p = package::package_entry(&store, &step.key.0, &opts).map_err(pkg_err)?;
+        let p = package::package_entry(store, &step.key.0, &opts).map_err(pkg_err)?;
         task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
         if p.licenses.is_empty() {
             reporter.note(&format!(

@@ -93,9 +93,9 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
 
 pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
     only_text_or_json(g, "nix export")?;
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let ex = nix::export(&catalog, &targets, out)
+    let session = super::session(g)?;
+    let (catalog, targets) = (&session.catalog, session.targets()?);
+    let ex = nix::export(catalog, targets, out)
         .map_err(|e| Diagnostic::new(e.to_string()).hint("choose a writable --out directory"))?;
     match g.format {
         super::Format::Json => println!(

@@ -1,18 +1,23 @@
-//! `image create`: the base image plus one layer with built components installed, pushed to a
+//! `image build`: the builder image from its Containerfile. `image create`: the base image plus one layer with built components installed, pushed to a
 //! registry or loaded into podman or docker.
 
 use std::process::ExitCode;
 
 use serde_json::json;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, only_text_or_json, root};
-use rocforge::catalog::Catalog;
+use super::{CliError, Format, Global, Result, only_text_or_json};
+use rocforge::app::runtime::{RuntimeChoice, open_runtime, runtime_error};
 use rocforge::diag::Diagnostic;
 use rocforge::image::{self, ImageError, Loader};
-use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
+use rocforge::runtime::Kind;
 use rocforge::source::cache::Cache;
+use rocforge::store::LocalImage;
 
 pub struct CreateArgs<'a> {
     pub components: &'a [String],
@@ -76,20 +81,11 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
                 Ok(r)
             }
         })?;
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let lock = super::sources::lockfile(&catalog)?;
-    let store = super::build_cmd::store(g);
-    let req = plan::Request {
-        components: a.components.to_vec(),
-        targets: targets.clone(),
-        runtime: a.runtime,
-        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, a.runtime),
-        lock,
-        overlays: Vec::new(),
-    };
-    let plan = plan::plan(&catalog, &req, &store)?;
-    super::build_cmd::require_built(&plan, &store, a.components)?;
+    let reporter = Arc::new(TermReporter::new(g.quiet));
+    let session = super::session_with(g, reporter.clone())?;
+    let (catalog, store) = (&session.catalog, &session.store);
+    let plan = session.built_plan(a.components, a.runtime)?;
+    let targets = &plan.targets;
     let components: Vec<image::Component> = plan
         .steps
         .iter()
@@ -101,8 +97,7 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
         })
         .collect();
     let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
-    let created = created(&store, &keys)?;
-    let reporter = TermReporter::new(g.quiet);
+    let created = created(store, &keys)?;
     let client = client()?;
 
     let task = reporter.task(&format!("reading the base image {}", a.base), None, false);
@@ -133,7 +128,8 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
 
     let mut pushed = None;
     if a.push {
-        let d = image::push(client, &target, &base, &layer, &img, &reporter).map_err(err)?;
+        let d =
+            image::push(client, &target, &base, &layer, &img, reporter.as_ref()).map_err(err)?;
         pushed = Some(format!(
             "{}@{d}",
             a.tag.rsplit_once(':').map_or(a.tag, |(n, _)| n)
@@ -194,5 +190,132 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
             a.tag, catalog.release.prefix
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn build(
+    g: &Global,
+    runtime_choice: Option<RuntimeChoice>,
+    containerfile: Option<PathBuf>,
+) -> Result<ExitCode> {
+    only_text_or_json(g, "image build")?;
+    let session = super::session(g)?;
+    let catalog = &session.catalog;
+    let config = session.config()?;
+    let release = &catalog.release.name;
+    let file = match containerfile {
+        Some(f) => f,
+        None => {
+            let base = catalog
+                .root
+                .base_dir()
+                .unwrap_or_else(|| PathBuf::from("."));
+            base.join("containers")
+                .join(format!("Containerfile.{release}"))
+        }
+    };
+    if !file.is_file() {
+        return Err(Diagnostic::new(format!("no Containerfile for {release}: {} does not exist", file.display()))
+            .hint("builder images live in containers/Containerfile.<release>; pass --containerfile FILE, or run from a checkout of rocforge")
+            .into());
+    }
+    let rt = open_runtime(runtime_choice, config)?;
+    if rt.kind() == Kind::Host {
+        return Err(Diagnostic::new("the host runtime cannot build images")
+            .hint("use --runtime podman or docker")
+            .into());
+    }
+    let store = &session.store;
+    std::fs::create_dir_all(store.root().join(".logs"))
+        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint("check --store")))?;
+    let log = store
+        .root()
+        .join(".logs")
+        .join(format!("image-{release}.log"));
+    let _ = std::fs::write(&log, "");
+    eprintln!(
+        "building {} from {} (log: {})",
+        catalog.release.image,
+        file.display(),
+        log.display()
+    );
+    if let Some(base) = &catalog.release.image_base {
+        use rocforge::runtime::debootstrap::{self, Made};
+        let base_err = |e: debootstrap::BaseError| {
+            CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+        };
+        debootstrap::check_from(&file, base).map_err(base_err)?;
+        if rt.image_id(&base.name).is_none() {
+            eprintln!(
+                "making the base image {} with debootstrap --variant={} {} (log: {})",
+                base.name,
+                base.variant,
+                base.suite,
+                log.display()
+            );
+        }
+        match debootstrap::ensure(rt.as_ref(), base, &store.root().join(".tmp"), &log)
+            .map_err(base_err)?
+        {
+            Made::Present(_) => {}
+            Made::Imported(id) => eprintln!("base image {} {id}", base.name),
+        }
+    }
+    let context = file.parent().unwrap_or(std::path::Path::new("."));
+    let exit = rt
+        .build_image(&file, context, &catalog.release.image, &log)
+        .map_err(runtime_error)?;
+    if !exit.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        for l in &lines[lines.len().saturating_sub(40)..] {
+            eprintln!("{l}");
+        }
+        let gone = rocforge::image::apt_versions_gone(&text);
+        if !gone.is_empty() {
+            let list = gone
+                .iter()
+                .map(|(p, v)| format!("{p} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Diagnostic::new(format!(
+                "building {} failed: {} pins {list}, which the mirror no longer has",
+                catalog.release.image,
+                file.display()
+            ))
+            .hint(format!(
+                "pin the versions the mirror has now (`apt-cache policy PACKAGE` in the base image) and build again; the full log is {}",
+                log.display()
+            ))
+            .into());
+        }
+        return Err(
+            Diagnostic::new(format!("building {} failed", catalog.release.image))
+                .hint(format!("the full log is {}", log.display()))
+                .into(),
+        );
+    }
+    let id = rt.image_id(&catalog.release.image).ok_or_else(|| {
+        CliError::One(
+            Diagnostic::new(format!(
+                "{} was built but cannot be found",
+                catalog.release.image
+            ))
+            .hint("run `rocforge doctor`"),
+        )
+    })?;
+    store
+        .record_local_image(
+            release,
+            &LocalImage {
+                reference: catalog.release.image.clone(),
+                id: id.clone(),
+            },
+        )
+        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+    println!("{} {id}", catalog.release.image);
+    eprintln!(
+        "recorded as a local image: builds key it by this ID and never push it to a shared cache"
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -4,23 +4,32 @@ mod arch_cmd;
 mod artifact_cmd;
 mod build_cmd;
 mod catalog_cmds;
+mod check_cmd;
 mod ci_cmd;
+mod doctor_cmd;
 mod image_cmd;
 mod inspect_cmd;
+mod lock_cmd;
 mod plan_cmd;
 pub mod progress;
 mod publish_cmd;
 mod sources;
+mod store_cmd;
 mod test_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use rocforge::catalog::{CatalogError, CatalogRoot, export_embedded};
-use rocforge::diag::{Diagnostic, Diagnostics};
+pub use rocforge::app::Error as CliError;
+use rocforge::app::runtime::RuntimeChoice;
+use rocforge::app::{Options, Session};
+use rocforge::catalog::{CatalogRoot, export_embedded};
+use rocforge::diag::Diagnostic;
 use rocforge::plan::key::RuntimeKind;
+use rocforge::progress::Reporter;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -104,17 +113,7 @@ fails, or source unreachable; exit 1 when any does not apply.
   rocforge check --sources                        every component of every release line
   rocforge check --sources --release rocm-6.4.4 rocblas tensile
   rocforge check --sources --only-patched --format json")]
-    Check {
-        /// Fetch every source and apply its patches and derivations for every target
-        #[arg(long)]
-        sources: bool,
-        /// With --sources: skip components that carry no patches and no derivations
-        #[arg(long, requires = "sources")]
-        only_patched: bool,
-        /// With --sources: only these components (or bundles) [default: all]
-        #[arg(requires = "sources")]
-        components: Vec<String>,
-    },
+    Check(check_cmd::CheckArgs),
     /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
     #[command(after_help = "\
 Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs
@@ -124,19 +123,7 @@ Examples:
   rocforge plan rocsparse --arch gfx90c
   rocforge plan --format github-matrix --arch gfx90c,gfx902   one include list per dependency level
   rocforge plan rocblas --explain tensile                     the hash input behind tensile's key")]
-    Plan {
-        /// Components to build (with their dependencies) [default: the whole release line]
-        components: Vec<String>,
-        /// Print the hash input of one component instead of the plan
-        #[arg(long, value_name = "COMPONENT")]
-        explain: Option<String>,
-        /// Where builds run: a container (podman or docker) or the host. Keys differ between the two.
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-    },
+    Plan(plan_cmd::PlanArgs),
     /// Fetch a component's source at its pinned commit, patched for the targets, into the source cache
     #[command(after_help = "\
 The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and
@@ -156,14 +143,7 @@ Examples:
         overlay: Vec<String>,
     },
     /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
-    Lock {
-        /// Do not write: exit 1 if rocforge.lock does not match the recipes (for CI; no network)
-        #[arg(long)]
-        check: bool,
-        /// Pin sources only; keep the image digests already in the lock
-        #[arg(long)]
-        skip_images: bool,
-    },
+    Lock(lock_cmd::LockArgs),
     /// A working git checkout with the patch series applied as one commit per patch, for patch authors
     #[command(after_help = "\
 Edit, then commit (amend, rebase, add commits) as usual, and write the series back with
@@ -186,48 +166,12 @@ Examples:
   rocforge build rocsolver --arch gfx90c,gfx902 --jobs 8 --keep-going
   rocforge build rocprim --arch gfx902 --runtime host      # no containers (not reproducible)
   rocforge build rocblas --dry-run                         # the plan, nothing built")]
-    Build {
-        /// Components to build [default: the whole release line]
-        components: Vec<String>,
-        /// Total compile jobs [default: one per 2.5 GiB of available memory, at most one per core]
-        #[arg(long, short)]
-        jobs: Option<usize>,
-        /// podman, docker or host [default: podman if it works, else docker]
-        #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
-        /// Keep building what does not depend on a failed component
-        #[arg(long)]
-        keep_going: bool,
-        /// Print the plan; build nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-        /// Accept built libraries that lack these targets (the gap is recorded in the store entry)
-        #[arg(long, value_name = "LIST")]
-        allow_missing: Option<String>,
-        /// Accept built libraries that carry only the nearest target's code for these targets
-        /// (they run only under HSA_OVERRIDE_GFX_VERSION; recorded in the store entry)
-        #[arg(long, value_name = "LIST")]
-        allow_spoof: Option<String>,
-        /// A shared build cache, oci://REGISTRY/REPO: hits are pulled (signed by a trusted key), new entries pushed
-        #[arg(long, value_name = "URL", env = "ROCFORGE_CACHE_URL")]
-        cache: Option<String>,
-        /// The secret key that signs the entries pushed to --cache (without it nothing is pushed)
-        #[arg(long, value_name = "FILE", env = "ROCFORGE_CACHE_KEY")]
-        cache_key: Option<PathBuf>,
-    },
+    Build(build_cmd::BuildArgs),
     /// Images: the builder image (`image build`), images with a built stack installed (`image create`)
     #[command(subcommand)]
     Image(ImageCommand),
     /// Check this machine before hours of work: runtime, builder image, disk and memory against the plan
-    Doctor {
-        /// Components whose plan to check against [default: the whole release line]
-        components: Vec<String>,
-        #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
-    },
+    Doctor(doctor_cmd::DoctorArgs),
     /// The store of built install trees
     #[command(subcommand)]
     Store(StoreCommand),
@@ -556,7 +500,7 @@ pub enum ImageCommand {
     /// Build the release line's builder image locally from containers/Containerfile.<release>
     Build {
         #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
+        runtime: Option<RuntimeChoice>,
         /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
         #[arg(long, value_name = "FILE")]
         containerfile: Option<PathBuf>,
@@ -692,51 +636,53 @@ pub enum CatalogCommand {
     },
 }
 
-/// What a command failed with, rendered by main.
-pub enum CliError {
-    Diagnostics(Diagnostics),
-    One(Diagnostic),
-}
-
-impl CliError {
-    pub fn render(&self, color: bool) -> String {
-        match self {
-            CliError::Diagnostics(d) => {
-                let mut out = String::new();
-                for diag in d.iter() {
-                    out += &diag.render(color);
-                    out += "\n\n";
-                }
-                out += &format!("error: {} problem(s) found\n", d.len());
-                out
-            }
-            CliError::One(d) => d.render(color) + "\n",
-        }
-    }
-}
-
-impl From<Diagnostic> for CliError {
-    fn from(d: Diagnostic) -> Self {
-        CliError::One(d)
-    }
-}
-
-impl From<CatalogError> for CliError {
-    fn from(e: CatalogError) -> Self {
-        let hint = e.hint();
-        match e {
-            CatalogError::Invalid(d) => CliError::Diagnostics(d),
-            other => CliError::One(Diagnostic::new(other.to_string()).maybe_hint(hint)),
-        }
-    }
-}
-
 pub(crate) type Result<T> = std::result::Result<T, CliError>;
 
 pub(crate) fn root(g: &Global) -> CatalogRoot {
     match &g.recipes {
         Some(dir) => CatalogRoot::Dir(dir.clone()),
         None => CatalogRoot::Embedded,
+    }
+}
+
+/// The library's view of the global flags.
+pub(crate) fn options(g: &Global) -> Options {
+    Options {
+        root: root(g),
+        release: g.release.clone(),
+        store: g.store.clone(),
+        arch: g.arch.clone(),
+        locked: g.locked,
+    }
+}
+
+/// Progress on stderr, unless --quiet.
+pub(crate) fn reporter(g: &Global) -> Arc<dyn Reporter> {
+    Arc::new(progress::TermReporter::new(g.quiet))
+}
+
+pub(crate) fn session(g: &Global) -> Result<Session> {
+    session_with(g, reporter(g))
+}
+
+pub(crate) fn session_with(g: &Global, reporter: Arc<dyn Reporter>) -> Result<Session> {
+    Session::open(options(g), reporter)
+}
+
+/// A `--format json` report: pretty, with every object's keys sorted.
+pub(crate) fn print_json(report: &impl serde::Serialize) {
+    let value = serde_json::to_value(report).unwrap_or_default();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    );
+}
+
+pub(crate) fn exit_code(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
@@ -836,55 +782,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Uninstall { names, prefix } => {
             artifact_cmd::uninstall_cmd(g, names, prefix.as_deref())
         }
-        Command::Check { sources: false, .. } => catalog_cmds::check(g),
-        Command::Check {
-            sources: true,
-            only_patched,
-            components,
-        } => sources::check_sources(g, components, *only_patched),
-        Command::Plan {
-            components,
-            explain,
-            runtime,
-            overlay,
-        } => plan_cmd::plan_cmd(g, components, explain.as_deref(), *runtime, overlay),
+        Command::Check(a) => check_cmd::check(g, a),
+        Command::Plan(a) => plan_cmd::plan_cmd(g, a),
         Command::Fetch { component, overlay } => sources::fetch(g, component, overlay),
-        Command::Lock { check, skip_images } => sources::lock(g, *check, *skip_images),
+        Command::Lock(a) => lock_cmd::lock(g, a),
         Command::Dev { component, dir } => sources::dev(g, component, dir.as_deref()),
         Command::Patch(PatchCommand::Export { component, dir }) => {
             sources::patch_export(g, component, dir.as_deref())
         }
         Command::Gc { dry_run } => sources::gc(g, *dry_run),
-        Command::Build {
-            components,
-            jobs,
-            runtime,
-            keep_going,
-            dry_run,
-            overlay,
-            allow_missing,
-            allow_spoof,
-            cache,
-            cache_key,
-        } => build_cmd::build(
-            g,
-            build_cmd::BuildArgs {
-                components,
-                jobs: *jobs,
-                runtime: *runtime,
-                keep_going: *keep_going,
-                dry_run: *dry_run,
-                overlays: overlay,
-                allow_missing: allow_missing.as_deref(),
-                allow_spoof: allow_spoof.as_deref(),
-                cache: cache.as_deref(),
-                cache_key: cache_key.as_deref(),
-            },
-        ),
+        Command::Build(a) => build_cmd::build(g, a),
         Command::Image(ImageCommand::Build {
             runtime,
             containerfile,
-        }) => build_cmd::image_build(g, *runtime, containerfile.clone()),
+        }) => image_cmd::build(g, *runtime, containerfile.clone()),
         Command::Image(ImageCommand::Create {
             components,
             base,
@@ -903,13 +814,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 runtime: *runtime,
             },
         ),
-        Command::Doctor {
-            components,
-            runtime,
-        } => build_cmd::doctor(g, components, *runtime),
-        Command::Store(StoreCommand::List) => build_cmd::store_list(g),
-        Command::Store(StoreCommand::Show { key }) => build_cmd::store_show(g, key),
-        Command::Store(StoreCommand::Gc { dry_run }) => build_cmd::store_gc(g, *dry_run),
+        Command::Doctor(a) => doctor_cmd::doctor(g, a),
+        Command::Store(StoreCommand::List) => store_cmd::store_list(g),
+        Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
+        Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
         Command::Detect { sysfs_root } => test_cmd::detect(g, sysfs_root.as_deref()),

@@ -3,106 +3,32 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::json;
-
-use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::arch::TargetId;
 use rocforge::catalog::{Catalog, CatalogRoot};
 use rocforge::config::Config;
-use rocforge::diag::{Diagnostic, Diagnostics};
+use rocforge::diag::Diagnostic;
 use rocforge::process::Cmd;
-use rocforge::recipe::{GitRef, Recipe, Source};
 use rocforge::source::cache::Cache;
-use rocforge::source::derive::Overlay;
 use rocforge::source::download::DownloadOptions;
-use rocforge::source::git;
-use rocforge::source::lock::{self, LockedImage, LockedInput, LockedSource, Lockfile};
+use rocforge::source::lock::Lockfile;
 use rocforge::source::patch::{self, PatchFile};
 use rocforge::source::prepare::{self, SourceError, Sources};
 
-pub fn lockfile(catalog: &Catalog) -> Result<Lockfile> {
-    catalog
-        .root
-        .lockfile()
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))
-}
-
-pub fn overlays(catalog: &Catalog, specs: &[String]) -> Result<Vec<Overlay>> {
-    specs
-        .iter()
-        .map(|spec| {
-            let o = Overlay::parse(spec)
-                .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
-            if catalog.get(&o.component).is_none() {
-                return Err(catalog.unknown_component(&o.component).into());
-            }
-            Ok(o)
-        })
-        .collect()
-}
-
-fn config(catalog: &Catalog) -> Result<Config> {
-    Config::load(catalog.root.base_dir().as_deref()).map_err(CliError::Diagnostics)
-}
-
 fn source_error(e: SourceError) -> CliError {
-    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-}
-
-struct Ctx {
-    catalog: Catalog,
-    lock: Lockfile,
-    config: Config,
-    cache: Cache,
-    overlays: Vec<Overlay>,
-    reporter: TermReporter,
-}
-
-impl Ctx {
-    fn load(g: &Global, overlay_specs: &[String]) -> Result<Ctx> {
-        let catalog = Catalog::load(root(g), g.release.as_deref())?;
-        let lock = lockfile(&catalog)?;
-        let config = config(&catalog)?;
-        let overlays = overlays(&catalog, overlay_specs)?;
-        Ok(Ctx {
-            catalog,
-            lock,
-            config,
-            cache: Cache::new(Cache::default_root()),
-            overlays,
-            reporter: TermReporter::new(g.quiet),
-        })
-    }
-
-    fn sources(&self, locked: bool, offline: bool) -> Sources<'_> {
-        Sources {
-            catalog: &self.catalog,
-            lock: &self.lock,
-            config: &self.config,
-            cache: &self.cache,
-            overlays: &self.overlays,
-            locked,
-            reporter: &self.reporter,
-            download: DownloadOptions::default(),
-            offline,
-        }
-    }
-
-    fn recipe(&self, name: &str) -> Result<&Recipe> {
-        self.catalog
-            .get(name)
-            .ok_or_else(|| self.catalog.unknown_component(name).into())
-    }
+    CliError::hinted(&e, e.hint())
 }
 
 pub fn fetch(g: &Global, component: &str, overlay_specs: &[String]) -> Result<ExitCode> {
     only_text_or_json(g, "fetch")?;
-    let ctx = Ctx::load(g, overlay_specs)?;
-    let targets = super::plan_cmd::targets(g, &ctx.catalog)?;
-    let recipe = ctx.recipe(component)?;
-    let prepared =
-        prepare::prepare(&ctx.sources(g.locked, false), recipe, &targets).map_err(source_error)?;
+    let session = super::session(g)?;
+    session.lock()?;
+    session.config()?;
+    let overlays = session.overlays(overlay_specs)?;
+    let targets = session.targets()?;
+    let recipe = session.recipe(component)?;
+    let prepared = prepare::prepare(&session.sources(&overlays, false)?, recipe, targets)
+        .map_err(source_error)?;
     if g.format == Format::Json {
         println!(
             "{}",
@@ -138,227 +64,6 @@ pub fn fetch(g: &Global, component: &str, overlay_specs: &[String]) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn lock(g: &Global, check: bool, skip_images: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "lock")?;
-    let root = root(g);
-    let Some(base) = root.base_dir() else {
-        return Err(Diagnostic::new("the built-in catalog's lock is part of the binary and cannot be rewritten")
-            .hint("lock an editable copy: `rocforge catalog export DIR`, then `rocforge --recipes DIR/recipes lock`")
-            .into());
-    };
-    let releases = root
-        .releases()
-        .map_err(|source| rocforge::catalog::CatalogError::Io {
-            path: root.describe(),
-            source,
-        })?;
-    let catalogs: Vec<Catalog> = releases
-        .iter()
-        .map(|r| Catalog::load(root.clone(), Some(r)))
-        .collect::<std::result::Result<_, _>>()?;
-    let path = base.join(lock::LOCK_FILE);
-    let old = Lockfile::read(&path)
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
-    let refs: Vec<&Catalog> = catalogs.iter().collect();
-    if check {
-        let problems = lock::check(&refs, &old, !skip_images);
-        if g.format == Format::Json {
-            println!("{}", serde_json::to_string_pretty(&json!({"schema": "rocforge.lock-check/1", "ok": problems.is_empty(), "problems": problems})).unwrap_or_default());
-            return Ok(if problems.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            });
-        }
-        if problems.is_empty() {
-            println!(
-                "ok: {} matches the recipes",
-                rocforge::catalog::display_path(&path)
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        let mut d = Diagnostics::default();
-        for p in problems {
-            d.push(
-                Diagnostic::new(format!("rocforge.lock is stale: {p}"))
-                    .hint("run `rocforge lock` and commit rocforge.lock"),
-            );
-        }
-        return Err(CliError::Diagnostics(d));
-    }
-    let config = Config::load(Some(&base)).map_err(CliError::Diagnostics)?;
-    let reporter = TermReporter::new(g.quiet);
-    let mut new = Lockfile::new();
-    let mut d = Diagnostics::default();
-    let client = rocforge::source::download::client();
-    let cache = Cache::new(Cache::default_root());
-    for c in &catalogs {
-        let release = &c.release.name;
-        for r in c.recipes.values() {
-            let Source::Git { url, reference, .. } = &r.source else {
-                continue;
-            };
-            let commit = match reference {
-                GitRef::Rev(rev) => rev.clone(),
-                GitRef::Tag(tag) => {
-                    let fetch_url = config.resolve(url);
-                    use rocforge::progress::Reporter;
-                    let task = reporter.task(
-                        &format!("resolve {release}/{} {tag}", r.name.value),
-                        None,
-                        false,
-                    );
-                    match git::resolve_tag(&fetch_url, tag) {
-                        Ok(c) => {
-                            task.finish(&format!(
-                                "{release}/{}: {tag} = {}",
-                                r.name.value,
-                                &c[..12]
-                            ));
-                            c
-                        }
-                        Err(e) => {
-                            task.finish(&format!("{release}/{}: failed", r.name.value));
-                            d.push(
-                                Diagnostic::new(format!("{release}/{}: {e}", r.name.value))
-                                    .hint(e.hint()),
-                            );
-                            continue;
-                        }
-                    }
-                }
-            };
-            new.sources.push(LockedSource {
-                release: release.clone(),
-                component: r.name.value.clone(),
-                git: url.clone(),
-                reference: lock::ref_string(reference),
-                commit,
-            });
-        }
-        for r in c.recipes.values() {
-            for input in &r.inputs {
-                let Some(md5) = &input.md5 else { continue };
-                if let Some(l) = lock_md5_input(
-                    &old,
-                    &config,
-                    &client,
-                    &cache,
-                    &reporter,
-                    release,
-                    &r.name.value,
-                    input,
-                    md5,
-                    &mut d,
-                ) {
-                    new.inputs.push(l);
-                }
-            }
-        }
-        if lock::is_local_image(&c.release.image) {
-            rocforge::progress::Reporter::note(
-                &reporter,
-                &format!(
-                    "{release}: {} is built locally (`rocforge image build`); builds key it by its image ID, so rocforge.lock pins nothing for it",
-                    c.release.image
-                ),
-            );
-        } else if skip_images {
-            if let Some(i) = old.image(release, &c.release.image) {
-                new.images.push(i.clone());
-            }
-        } else {
-            match rocforge::oci::resolve_digest(&client, &c.release.image) {
-                Ok(digest) => new.images.push(LockedImage {
-                    release: release.clone(),
-                    reference: c.release.image.clone(),
-                    digest,
-                }),
-                Err(e) => d.push(Diagnostic::new(format!("{release}: {e}")).hint(e.hint())),
-            }
-        }
-    }
-    if !d.is_empty() {
-        // Nothing is written unless everything resolved: a half-updated lock would hide drift.
-        return Err(CliError::Diagnostics(d));
-    }
-    let changed = new != old;
-    new.write(&path)
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
-    if g.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&json!({"schema": "rocforge.lock/1", "path": path, "changed": changed, "sources": new.sources.len(), "images": new.images.len(), "inputs": new.inputs.len()})).unwrap_or_default());
-    } else {
-        println!(
-            "{} {}: {} source(s), {} image(s), {} md5-pinned input(s)",
-            if changed { "wrote" } else { "unchanged" },
-            rocforge::catalog::display_path(&path),
-            new.sources.len(),
-            new.images.len(),
-            new.inputs.len()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The lock entry of an `[[inputs]]` entry pinned by md5: the old entry when it was made for
-/// the same URL and md5 (the file is not downloaded again), else a download whose md5 must
-/// match, recorded by its sha256. A failure is pushed to `d` and gives None.
-#[allow(clippy::too_many_arguments)]
-fn lock_md5_input(
-    old: &Lockfile,
-    config: &Config,
-    client: &reqwest::blocking::Client,
-    cache: &Cache,
-    reporter: &TermReporter,
-    release: &str,
-    component: &str,
-    input: &rocforge::recipe::ExtraInput,
-    md5: &str,
-    d: &mut Diagnostics,
-) -> Option<LockedInput> {
-    use rocforge::progress::Reporter;
-    if let Some(l) = old.input(release, component, &input.name)
-        && l.url == input.url
-        && l.md5 == *md5
-    {
-        return Some(l.clone());
-    }
-    let fetch_url = config.resolve(&input.url);
-    if fetch_url != input.url {
-        reporter.note(&format!(
-            "{release}/{component}: downloading input {} from mirror {fetch_url}",
-            input.name
-        ));
-    }
-    match rocforge::source::download::download_md5(
-        client,
-        &fetch_url,
-        md5,
-        &cache.root().join("downloads"),
-        &DownloadOptions::default(),
-        reporter,
-    ) {
-        Ok((_, sha256)) => Some(LockedInput {
-            release: release.to_string(),
-            component: component.to_string(),
-            name: input.name.clone(),
-            url: input.url.clone(),
-            md5: md5.to_string(),
-            sha256,
-        }),
-        Err(e) => {
-            d.push(
-                Diagnostic::new(format!(
-                    "{release}/{component}: input {} ({}): {e}",
-                    input.name, input.url
-                ))
-                .hint(e.hint()),
-            );
-            None
-        }
-    }
-}
-
 fn dev_dir(component: &str, dir: Option<&Path>) -> PathBuf {
     dir.map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("rocforge-dev").join(component))
@@ -368,9 +73,10 @@ const BASE_TAG: &str = "rocforge-base";
 
 pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> {
     only_text_or_json(g, "dev")?;
-    let ctx = Ctx::load(g, &[])?;
-    let targets = super::plan_cmd::targets(g, &ctx.catalog)?;
-    let recipe = ctx.recipe(component)?;
+    let session = super::session(g)?;
+    let sources = session.sources(&[], false)?;
+    let targets = session.targets()?;
+    let recipe = session.recipe(component)?;
     let dest = dev_dir(component, dir);
     if dest.exists()
         && std::fs::read_dir(&dest)
@@ -388,8 +94,7 @@ pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> 
     let mut pristine = recipe.clone();
     pristine.patches = Default::default();
     pristine.derive.clear();
-    let prepared = prepare::prepare(&ctx.sources(g.locked, false), &pristine, &targets)
-        .map_err(source_error)?;
+    let prepared = prepare::prepare(&sources, &pristine, targets).map_err(source_error)?;
     rocforge::fsutil::copy_tree(&prepared.tree, &dest).map_err(|e| {
         CliError::One(
             Diagnostic::new(format!("cannot write {}: {e}", dest.display()))
@@ -427,14 +132,15 @@ pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> 
         .patches
         .release
         .as_deref()
-        .unwrap_or(&ctx.catalog.release.name);
+        .unwrap_or(&session.catalog.release.name);
     let series: Vec<PatchFile> = recipe
         .patches
         .series(targets.iter().map(|t| t.arch.as_str()))
         .into_iter()
         .map(|p| {
-            let name = ctx.catalog.root.patch_display(release, component, p);
-            ctx.catalog
+            let name = session.catalog.root.patch_display(release, component, p);
+            session
+                .catalog
                 .root
                 .read_patch(release, component, p)
                 .map(|bytes| PatchFile {
@@ -608,174 +314,4 @@ pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
         if dry_run { "to remove" } else { "removed" }
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `rocforge check --sources`: every component's patches and derivations against its real source.
-pub fn check_sources(g: &Global, components: &[String], only_patched: bool) -> Result<ExitCode> {
-    use rocforge::source::verify::{self, Outcome, SourceCheck};
-    only_text_or_json(g, "check --sources")?;
-    let root = root(g);
-    let releases = super::catalog_cmds::release_names(g, &root)?;
-    let reporter = TermReporter::new(g.quiet);
-    let cache = Cache::new(Cache::default_root());
-    let mut rows: Vec<(String, SourceCheck)> = Vec::new();
-    let mut known_somewhere = vec![false; components.len()];
-    let mut catalogs = Vec::new();
-    let mut versions = verify::DependencyVersions::default();
-    for r in &releases {
-        catalogs.push(Catalog::load(root.clone(), Some(r))?);
-    }
-    for catalog in &catalogs {
-        let lock = lockfile(catalog)?;
-        let config = config(catalog)?;
-        let targets = super::plan_cmd::targets(g, catalog)?;
-        let mut wanted: Vec<String> = Vec::new();
-        if components.is_empty() {
-            wanted.extend(catalog.recipes.keys().cloned());
-        } else {
-            for (i, name) in components.iter().enumerate() {
-                // A name may belong to one release line only; it must belong to at least one.
-                if let Ok(members) = catalog.expand(std::slice::from_ref(name)) {
-                    known_somewhere[i] = true;
-                    wanted.extend(members);
-                }
-            }
-        }
-        wanted.sort();
-        wanted.dedup();
-        let sources = Sources {
-            catalog,
-            lock: &lock,
-            config: &config,
-            cache: &cache,
-            overlays: &[],
-            locked: g.locked,
-            reporter: &reporter,
-            download: DownloadOptions::default(),
-            offline: false,
-        };
-        for name in &wanted {
-            let Some(recipe) = catalog.get(name) else {
-                continue;
-            };
-            let patched = recipe.patches.every().next().is_some() || !recipe.derive.is_empty();
-            if only_patched && !patched {
-                continue;
-            }
-            let scratch = tempfile::Builder::new()
-                .prefix(".check-sources-")
-                .tempdir_in(cache.root())
-                .or_else(|_| {
-                    std::fs::create_dir_all(cache.root())?;
-                    tempfile::Builder::new()
-                        .prefix(".check-sources-")
-                        .tempdir_in(cache.root())
-                })
-                .map_err(|e| {
-                    CliError::One(
-                        Diagnostic::new(format!(
-                            "cannot make a scratch directory in {}: {e}",
-                            cache.root().display()
-                        ))
-                        .hint("check free disk space and permissions of ROCFORGE_CACHE"),
-                    )
-                })?;
-            for c in
-                verify::check_component(&sources, recipe, &targets, scratch.path(), &mut versions)
-            {
-                rows.push((catalog.release.name.clone(), c));
-            }
-        }
-    }
-    if let Some(i) = known_somewhere.iter().position(|k| !k) {
-        return Err(catalogs
-            .first()
-            .map(|c| c.unknown_component(&components[i]))
-            .unwrap_or_else(|| Diagnostic::new(format!("no component \"{}\"", components[i])))
-            .into());
-    }
-    let failed = rows.iter().filter(|(_, c)| !c.outcome.ok()).count();
-    if g.format == Format::Json {
-        let items: Vec<_> = rows
-            .iter()
-            .map(|(r, c)| {
-                let mut v = serde_json::to_value(c).unwrap_or_default();
-                v["release"] = json!(r);
-                v
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "schema": "rocforge.check-sources/1",
-                "ok": failed == 0,
-                "checks": items,
-            }))
-            .unwrap_or_default()
-        );
-    } else {
-        let w_rel = rows.iter().map(|(r, _)| r.len()).max().unwrap_or(0).max(7);
-        let w_comp = rows
-            .iter()
-            .map(|(_, c)| c.component.len())
-            .max()
-            .unwrap_or(0)
-            .max(9);
-        let arches = |c: &SourceCheck| c.arches.join(",");
-        let w_arch = rows
-            .iter()
-            .map(|(_, c)| arches(c).len())
-            .max()
-            .unwrap_or(0)
-            .max(6);
-        println!(
-            "{:w_rel$}  {:w_comp$}  {:w_arch$}  result",
-            "release", "component", "arches"
-        );
-        for (r, c) in &rows {
-            let result = match &c.outcome {
-                Outcome::Applies { patches, derived } => {
-                    format!("applies ({patches} patch(es), {derived} derived tree(s))")
-                }
-                Outcome::Conflict { message, .. } => format!("conflict: {message}"),
-                Outcome::DeriveFails { message, .. } => format!("derivation fails: {message}"),
-                Outcome::VersionDiffers { message, .. } => format!("version differs: {message}"),
-                Outcome::DependencyVersion { message, .. } => {
-                    format!("dependency version: {message}")
-                }
-                Outcome::Unreachable { message, .. } => format!("source unreachable: {message}"),
-            };
-            println!(
-                "{r:w_rel$}  {:w_comp$}  {:w_arch$}  {result}",
-                c.component,
-                arches(c)
-            );
-        }
-        let mut hints: Vec<&str> = rows
-            .iter()
-            .filter_map(|(_, c)| match &c.outcome {
-                Outcome::Applies { .. } => None,
-                Outcome::Conflict { hint, .. }
-                | Outcome::DeriveFails { hint, .. }
-                | Outcome::VersionDiffers { hint, .. }
-                | Outcome::DependencyVersion { hint, .. }
-                | Outcome::Unreachable { hint, .. } => Some(hint.as_str()),
-            })
-            .collect();
-        hints.sort();
-        hints.dedup();
-        for h in hints {
-            eprintln!("hint: {h}");
-        }
-        eprintln!(
-            "{} check(s): {} apply, {failed} do not",
-            rows.len(),
-            rows.len() - failed
-        );
-    }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, only_text_or_json, root};
+use super::{CliError, Format, Global, Result, only_text_or_json};
 use rocforge::catalog::Catalog;
 use rocforge::diag::Diagnostic;
 use rocforge::install;
@@ -218,7 +218,8 @@ fn ctest_tree(
 
 pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     only_text_or_json(g, "test")?;
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
+    let session = super::session(g)?;
+    let catalog = &session.catalog;
     let Some(recipe) = catalog.get(a.component) else {
         return Err(catalog.unknown_component(a.component).into());
     };
@@ -249,7 +250,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let targets = super::plan_cmd::targets(g, &catalog)?;
+    let targets = session.targets()?;
     if targets.len() != 1 || g.arch.is_none() {
         return Err(one(
             "`rocforge test` runs one target's artifact",
@@ -267,19 +268,11 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     };
 
     // The artifact and its dependencies, from the store (container build first, else host).
-    let store = super::build_cmd::store(g);
-    let lock = super::sources::lockfile(&catalog)?;
+    let store = &session.store;
     let mut found = None;
     for runtime in [RuntimeKind::Container, RuntimeKind::Host] {
-        let req = plan::Request {
-            components: vec![a.component.to_string()],
-            targets: vec![target.clone()],
-            runtime,
-            runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, runtime),
-            lock: lock.clone(),
-            overlays: Vec::new(),
-        };
-        let p = plan::plan(&catalog, &req, &store)?;
+        let image = session.default_runtime_image(runtime)?;
+        let p = session.plan(&[a.component.to_string()], runtime, image, Vec::new())?;
         if p.steps.iter().all(|s| store.contains(&s.key.0)) {
             found = Some(p);
             break;
@@ -464,7 +457,7 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             }
         }
         TestKind::Ctest => Corpus::Ctest {
-            tests: ctest_tree(&catalog, a.component, &spec.client, &prefix)?,
+            tests: ctest_tree(catalog, a.component, &spec.client, &prefix)?,
         },
     };
     let mut env: Vec<(String, String)> = vec![
