@@ -9,7 +9,7 @@ use super::{Error, Result, Session};
 use crate::arch::TargetId;
 use crate::build::{BuildOptions, BuildReport, Builder, StepResult, jobs};
 use crate::cache::oci::OciCache;
-use crate::config::Config;
+use crate::catalog::config::Config;
 use crate::plan::Plan;
 use crate::runtime::ContainerRuntime;
 use crate::source::derive::Overlay;

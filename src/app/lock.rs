@@ -4,15 +4,15 @@
 use std::path::PathBuf;
 
 use super::{Error, Result};
+use crate::catalog::config::Config;
+use crate::catalog::lock::{self, LockedImage, LockedInput, LockedSource, Lockfile};
 use crate::catalog::{Catalog, CatalogError, CatalogRoot};
-use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::progress::Reporter;
 use crate::recipe::{ExtraInput, GitRef, Recipe, Source};
 use crate::source::cache::Cache;
 use crate::source::download::{self, DownloadOptions};
 use crate::source::git;
-use crate::source::lock::{self, LockedImage, LockedInput, LockedSource, Lockfile};
 
 /// Every release line of an editable catalog with its current rocforge.lock.
 struct Locking {

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use super::{Error, Result};
 use crate::catalog::Catalog;
-use crate::config::Config;
+use crate::catalog::config::Config;
+use crate::catalog::lock::Lockfile;
 use crate::plan::{self, key::RuntimeKind};
 use crate::runtime::{self, ContainerRuntime, Kind, RuntimeArgs};
-use crate::source::lock::Lockfile;
 
 /// `--runtime`: podman, docker or host [default: podman if it works, else docker].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

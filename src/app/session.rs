@@ -6,18 +6,19 @@ use std::sync::Arc;
 
 use super::{Error, Result};
 use crate::arch::TargetId;
+use crate::catalog::config::Config;
+use crate::catalog::lock::Lockfile;
 use crate::catalog::{Catalog, CatalogError, CatalogRoot};
-use crate::config::Config;
 use crate::diag::Diagnostic;
+use crate::plan::StoreView;
 use crate::plan::{self, Plan, key::RuntimeKind};
 use crate::progress::Reporter;
 use crate::recipe::Recipe;
 use crate::source::cache::Cache;
 use crate::source::derive::Overlay;
 use crate::source::download::DownloadOptions;
-use crate::source::lock::Lockfile;
 use crate::source::prepare::Sources;
-use crate::store::{Store, StoreView};
+use crate::store::Store;
 
 /// Where the inputs come from: the global flags of the command line.
 #[derive(Debug, Clone)]

@@ -14,12 +14,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::plan::StoreView;
 use crate::plan::{Plan, Step};
 use crate::progress::{BuildEnd, Reporter, Task};
 use crate::recipe::BuildSystem;
 use crate::runtime::{ContainerRuntime, Kind, Mount, RunSpec};
 use crate::source::prepare::{self, Sources};
-use crate::store::{EntryMeta, Store, StoreView};
+use crate::store::{EntryMeta, Store};
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, root};
-use rocforge::config::Config;
+use rocforge::catalog::config::Config;
 use rocforge::diag::Diagnostic;
 use rocforge::install::{self, InstallError, receipt};
 use rocforge::package::{self, PackageError, index, tarball::Compression};

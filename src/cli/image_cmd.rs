@@ -13,11 +13,11 @@ use super::{CliError, Format, Global, Result, only_text_or_json};
 use rocforge::app::runtime::{RuntimeChoice, open_runtime, runtime_error};
 use rocforge::diag::Diagnostic;
 use rocforge::image::{self, ImageError, Loader};
+use rocforge::plan::LocalImage;
 use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::runtime::Kind;
 use rocforge::source::cache::Cache;
-use rocforge::store::LocalImage;
 
 pub struct CreateArgs<'a> {
     pub components: &'a [String],

@@ -1,4 +1,6 @@
-//! Command definitions and their output. Only this module (and main) prints.
+//! The command line: clap definitions, and one file per command that parses its flags, calls
+//! the library ([`rocforge::app`] for the use cases) and renders the result as text or JSON.
+//! Only this module (and main) prints.
 
 mod arch_cmd;
 mod artifact_cmd;

@@ -5,13 +5,13 @@ use std::process::ExitCode;
 
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::arch::TargetId;
+use rocforge::catalog::config::Config;
+use rocforge::catalog::lock::Lockfile;
 use rocforge::catalog::{Catalog, CatalogRoot};
-use rocforge::config::Config;
 use rocforge::diag::Diagnostic;
 use rocforge::process::Cmd;
 use rocforge::source::cache::Cache;
 use rocforge::source::download::DownloadOptions;
-use rocforge::source::lock::Lockfile;
 use rocforge::source::patch::{self, PatchFile};
 use rocforge::source::prepare::{self, SourceError, Sources};
 

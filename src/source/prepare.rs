@@ -11,11 +11,11 @@ use super::cache::Cache;
 use super::derive::{self, DeriveError, Overlay, hash_tree};
 use super::download::{self, DownloadError, DownloadOptions};
 use super::git::{self, GitError};
-use super::lock::{InputPin, Lockfile, Pin};
 use super::patch::{self, PatchError, PatchFile};
 use crate::arch::TargetId;
+use crate::catalog::config::Config;
+use crate::catalog::lock::{InputPin, Lockfile, Pin};
 use crate::catalog::{Catalog, CatalogRoot};
-use crate::config::Config;
 use crate::progress::Reporter;
 use crate::recipe::{BuildSystem, Derive, ExtraInput, GitRef, Recipe, Source};
 
