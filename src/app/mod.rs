@@ -12,6 +12,7 @@ mod error;
 pub mod lock;
 pub mod runtime;
 mod session;
+pub mod test;
 
 pub use error::{Error, Result};
 pub use session::{Options, Session, release_names};
