@@ -484,6 +484,15 @@ impl fmt::Display for TargetId {
     }
 }
 
+/// Target IDs as `--arch` takes them: a comma list.
+pub fn comma_list(targets: &[TargetId]) -> String {
+    targets
+        .iter()
+        .map(TargetId::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 impl Serialize for TargetId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -148,11 +148,7 @@ impl Build {
         if to_build > 0 {
             session.reporter.note(&format!(
                 "building {to_build} component(s) for {} with {} ({} compile jobs)",
-                plan.targets
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
+                crate::arch::comma_list(&plan.targets),
                 self.runtime
                     .as_ref()
                     .map_or("no runtime".into(), |r| r.kind().to_string()),

@@ -204,12 +204,7 @@ impl Session {
         if missing.is_empty() {
             return Ok(plan);
         }
-        let arch = plan
-            .targets
-            .iter()
-            .map(|t| t.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
+        let arch = crate::arch::comma_list(&plan.targets);
         let runtime = if plan.runtime == RuntimeKind::Host {
             " --runtime host"
         } else {

@@ -13,11 +13,111 @@ use super::{CliError, Format, Global, Result, root};
 use rocforge::catalog::config::Config;
 use rocforge::diag::Diagnostic;
 use rocforge::install::{self, InstallError, receipt};
-use rocforge::package::{self, PackageError, index, tarball::Compression};
+use rocforge::package::{self, PackageError, index};
 use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
+
+#[derive(clap::Args, Debug)]
+pub struct UninstallArgs {
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SignArgs {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct IndexArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub expires_days: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    pub file: PathBuf,
+    /// A public key (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
+    /// The signature file [default: FILE.minisig]
+    #[arg(long, value_name = "FILE")]
+    pub sig: Option<PathBuf>,
+    /// A key list to apply [default: keys.json beside FILE, if there is one]
+    #[arg(long, value_name = "FILE")]
+    pub key_list: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PackageArgs {
+    #[arg(required = true)]
+    pub components: Vec<String>,
+    /// Output directory
+    #[arg(long, value_name = "DIR", default_value = "dist")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
+    pub compression: rocforge::package::tarball::Compression,
+    /// Which builds to package: container builds or --runtime host builds
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+    pub runtime: RuntimeKind,
+    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Days until the index expires
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub expires_days: u64,
+    /// Package even when files mention the store or cache paths (they will not relocate)
+    #[arg(long)]
+    pub allow_build_paths: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InstallArgs {
+    #[arg(required = true)]
+    pub components: Vec<String>,
+    /// Index location: a directory, a path or URL of index.json, or a URL of its directory [env ROCFORGE_INDEX]
+    #[arg(long, value_name = "URL_OR_DIR")]
+    pub from: Option<String>,
+    /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Install even if the index is unsigned or its signature does not verify (loud)
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Accept artifacts hosted on HOST (or HOST:PORT) besides the index's host; repeatable
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Also trust this public key (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
+    /// Refuse to unpack more than this [default: 256GiB]
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
+    #[arg(long, conflicts_with = "no_runtime_check")]
+    pub with_runtime: bool,
+    /// Do not check that the HIP runtime the artifacts need is present (nor add it)
+    #[arg(long)]
+    pub no_runtime_check: bool,
+    /// Replace an installed component by an older version the index offers
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
+    #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
+    pub timeout: Option<String>,
+}
 
 fn sign_err(e: SignError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
@@ -73,21 +173,11 @@ pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKe
     Ok(keys)
 }
 
-pub struct PackageArgs<'a> {
-    pub components: &'a [String],
-    pub out: &'a Path,
-    pub compression: Compression,
-    pub runtime: RuntimeKind,
-    pub key: Option<&'a Path>,
-    pub valid_days: u64,
-    pub allow_build_paths: bool,
-}
-
-pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
+pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(a.components, a.runtime)?;
-    let key = load_signing_key(a.key)?;
+    let plan = session.built_plan(&a.components, a.runtime)?;
+    let key = load_signing_key(a.key.as_deref())?;
     let reporter = TermReporter::new(g.quiet);
     if key.is_none() {
         reporter.note(
@@ -112,7 +202,7 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         let task = reporter.task(&format!("packaging {}", step.component), None, false);
         let opts = package::Options {
             compression: a.compression,
-            out_dir: a.out,
+            out_dir: &a.out,
             build_paths: build_paths.clone(),
             allow_build_paths: a.allow_build_paths,
             license: catalog.get(&step.component).map(|r| r.license.clone()),
@@ -136,8 +226,8 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         }
         packaged.push(p);
     }
-    let (files, idx) =
-        package::finish_release(a.out, &packaged, key.as_ref(), a.valid_days).map_err(pkg_err)?;
+    let (files, idx) = package::finish_release(&a.out, &packaged, key.as_ref(), a.expires_days)
+        .map_err(pkg_err)?;
     if g.format == Format::Json {
         let items: Vec<_> = packaged
             .iter()
@@ -284,13 +374,8 @@ pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn verify_cmd(
-    g: &Global,
-    file: &Path,
-    keys: &[String],
-    sig: Option<&Path>,
-    key_list: Option<&Path>,
-) -> Result<ExitCode> {
+pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
+    let (file, keys, sig, key_list) = (&a.file, &a.key, a.sig.as_deref(), a.key_list.as_deref());
     let keys = trusted(g, keys)?;
     let sig = sig
         .map(Path::to_path_buf)
@@ -301,7 +386,7 @@ pub fn verify_cmd(
             .parent()
             .unwrap_or(Path::new("."))
             .join(rocforge::trust::KEY_LIST_NAME);
-        (p.is_file() && p != file).then_some(p)
+        (p.is_file() && p != *file).then_some(p)
     });
     let resolved = match &list {
         Some(l) => {
@@ -384,35 +469,19 @@ fn parse_duration(s: &str) -> Option<std::time::Duration> {
     (secs > 0).then(|| std::time::Duration::from_secs(secs))
 }
 
-pub struct InstallArgs<'a> {
-    pub components: &'a [String],
-    pub from: Option<&'a str>,
-    pub prefix: Option<&'a Path>,
-    pub allow_unsigned: bool,
-    pub allow_downgrade: bool,
-    pub timeout: Option<&'a str>,
-    pub allow_host: &'a [String],
-    pub keys: &'a [String],
-    pub max_size: Option<&'a str>,
-    pub runtime: install::RuntimeCheck,
-}
-
-pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
+pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
     let Some(from) = a
         .from
-        .map(str::to_string)
+        .clone()
         .or_else(|| std::env::var("ROCFORGE_INDEX").ok())
     else {
         return Err(Diagnostic::new("no release index to install from")
             .hint("pass --from URL_OR_DIR (a directory or URL holding index.json), or set ROCFORGE_INDEX")
             .into());
     };
-    let prefix = a
-        .prefix
-        .map(Path::to_path_buf)
-        .unwrap_or_else(default_prefix);
+    let prefix = a.prefix.clone().unwrap_or_else(default_prefix);
     let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
-    let keys = trusted(g, a.keys)?;
+    let keys = trusted(g, &a.key)?;
     let mut targets: Vec<String> = g
         .arch
         .as_deref()
@@ -425,14 +494,14 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         .unwrap_or_default();
     targets.sort();
     targets.dedup();
-    let max_bytes = match a.max_size {
+    let max_bytes = match a.max_size.as_deref() {
         Some(s) => rocforge::units::parse_size(s).ok_or_else(|| {
             CliError::One(Diagnostic::new(format!("--max-size {s}: not a size")).hint("e.g. 64GiB"))
         })?,
         None => install::DEFAULT_MAX_BYTES,
     };
     let mut download = rocforge::source::download::DownloadOptions::default();
-    if let Some(t) = a.timeout {
+    if let Some(t) = a.timeout.as_deref() {
         download.deadline = parse_duration(t).ok_or_else(|| {
             CliError::One(
                 Diagnostic::new(format!("--timeout {t}: not a duration"))
@@ -450,18 +519,24 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         reporter.note("WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install");
     }
     let req = install::Request {
-        components: a.components,
+        components: &a.components,
         targets: &targets,
         from: &from,
         prefix: &prefix,
         allow_unsigned: a.allow_unsigned,
         allow_downgrade: a.allow_downgrade,
-        allowed_hosts: a.allow_host,
+        allowed_hosts: &a.allow_host,
         keys: &keys,
         cache_dir: Cache::default_root(),
         max_bytes,
         download,
-        runtime: a.runtime,
+        runtime: if a.no_runtime_check {
+            install::RuntimeCheck::Skip
+        } else if a.with_runtime {
+            install::RuntimeCheck::With
+        } else {
+            install::RuntimeCheck::Auto
+        },
         stop: &stop,
     };
     let report = match install::install(&req, &reporter) {

@@ -118,11 +118,7 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
             println!(
                 "rocmPackages overridden: {} (gpuTargets {})",
                 ex.mapped.join(", "),
-                targets
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
+                rocforge::arch::comma_list(targets)
             );
             if !ex.unmapped.is_empty() {
                 println!("not in nixpkgs' rocmPackages: {}", ex.unmapped.join(", "));

@@ -30,7 +30,6 @@ use rocforge::app::runtime::RuntimeChoice;
 use rocforge::app::{Options, Session};
 use rocforge::catalog::{CatalogRoot, export_embedded};
 use rocforge::diag::Diagnostic;
-use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 
 const AFTER_HELP: &str = "\
@@ -94,14 +93,7 @@ pub enum Format {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the catalog's components: name, version, release line, summary (--installed: a prefix's)
-    List {
-        /// List the components installed in --prefix instead
-        #[arg(long)]
-        installed: bool,
-        /// With --installed [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR", requires = "installed")]
-        prefix: Option<PathBuf>,
-    },
+    List(catalog_cmds::ListArgs),
     /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
     #[command(after_help = "\
 Without --sources nothing is fetched: the recipes, the target table and the patches' shape are
@@ -137,25 +129,14 @@ Examples:
   rocforge fetch rocblas --arch gfx90c
   rocforge fetch rocblas --arch gfx90c --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic
   rocforge fetch rocsparse --locked --format json")]
-    Fetch {
-        /// The component
-        component: String,
-        /// Replace a directory of the source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-    },
+    Fetch(sources::FetchArgs),
     /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
     Lock(lock_cmd::LockArgs),
     /// A working git checkout with the patch series applied as one commit per patch, for patch authors
     #[command(after_help = "\
 Edit, then commit (amend, rebase, add commits) as usual, and write the series back with
 `rocforge patch export COMPONENT`. The pristine source is the commit tagged rocforge-base.")]
-    Dev {
-        component: String,
-        /// Where to create the checkout [default: ./rocforge-dev/<component>]
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Dev(sources::DevArgs),
     /// Build components and every dependency the store lacks, in reproducible containers
     #[command(after_help = "\
 Each component is built in the release line's builder image with the network off, sources
@@ -181,11 +162,7 @@ Examples:
     #[command(subcommand)]
     Patch(PatchCommand),
     /// Remove source cache entries that the catalog no longer produces
-    Gc {
-        /// Only list what would be removed
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Gc(sources::GcArgs),
     /// The GPU target table
     #[command(subcommand)]
     Arch(ArchCommand),
@@ -214,13 +191,7 @@ Wheels (*.whl) in DIR get a PEP 503 index per target: DIR/<target>/<project>/ind
 Examples:
   rocforge publish dist --to github://me/rocm-gfx90c@rocm-6.4.4-1
   rocforge publish dist --to oci://ghcr.io/me/rocforge")]
-    Publish {
-        /// The release directory (`rocforge package --out DIR`)
-        dir: PathBuf,
-        /// github://OWNER/REPO@TAG or oci://REGISTRY/REPO [default: only write the wheel index]
-        #[arg(long, value_name = "URL")]
-        to: Option<String>,
-    },
+    Publish(publish_cmd::PublishArgs),
     /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
     #[command(after_help = "\
 One deterministic tarball per component of the plan (the components and their dependencies):
@@ -232,64 +203,21 @@ index.json (signed) for `rocforge install --from DIR_OR_URL`.
 Examples:
   rocforge package rocsparse --arch gfx90c --out dist
   rocforge package rocblas --arch gfx90c,gfx902 --compression gz")]
-    Package {
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// Output directory
-        #[arg(long, value_name = "DIR", default_value = "dist")]
-        out: PathBuf,
-        #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
-        compression: rocforge::package::tarball::Compression,
-        /// Which builds to package: container builds or --runtime host builds
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-        /// Days until the index expires
-        #[arg(long, value_name = "DAYS", default_value_t = 30)]
-        expires_days: u64,
-        /// Package even when files mention the store or cache paths (they will not relocate)
-        #[arg(long)]
-        allow_build_paths: bool,
-    },
+    Package(artifact_cmd::PackageArgs),
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
-    Index {
-        dir: PathBuf,
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-        #[arg(long, value_name = "DAYS", default_value_t = 30)]
-        expires_days: u64,
-    },
+    Index(artifact_cmd::IndexArgs),
     /// Signing keys (minisign format)
     #[command(subcommand)]
     Key(KeyCommand),
     /// Sign files: writes FILE.minisig beside each (minisign format)
-    Sign {
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-    },
+    Sign(artifact_cmd::SignArgs),
     /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key, key lists)
     #[command(after_help = "\
 A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one
 --key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted
 key, and removes the keys it revokes. The newest list seen and every revocation are remembered in
 $ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.")]
-    Verify {
-        file: PathBuf,
-        /// A public key (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// The signature file [default: FILE.minisig]
-        #[arg(long, value_name = "FILE")]
-        sig: Option<PathBuf>,
-        /// A key list to apply [default: keys.json beside FILE, if there is one]
-        #[arg(long, value_name = "FILE")]
-        key_list: Option<PathBuf>,
-    },
+    Verify(artifact_cmd::VerifyArgs),
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
 Checks the index signature against the trusted keys (built-in, config, --key, and those of the
@@ -304,48 +232,9 @@ beside the prefix, then moves it in and writes a receipt. A failed or interrupte
 Examples:
   rocforge install rocsparse --arch gfx90c --from https://example.org/rocforge/rocm-6.4.4/ --prefix /opt/rocforge
   rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
-    Install {
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [env ROCFORGE_INDEX]
-        #[arg(long, value_name = "URL_OR_DIR")]
-        from: Option<String>,
-        /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
-        /// Install even if the index is unsigned or its signature does not verify (loud)
-        #[arg(long)]
-        allow_unsigned: bool,
-        /// Accept artifacts hosted on HOST (or HOST:PORT) besides the index's host; repeatable
-        #[arg(long, value_name = "HOST")]
-        allow_host: Vec<String>,
-        /// Also trust this public key (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// Refuse to unpack more than this [default: 256GiB]
-        #[arg(long, value_name = "SIZE")]
-        max_size: Option<String>,
-        /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
-        #[arg(long, conflicts_with = "no_runtime_check")]
-        with_runtime: bool,
-        /// Do not check that the HIP runtime the artifacts need is present (nor add it)
-        #[arg(long)]
-        no_runtime_check: bool,
-        /// Replace an installed component by an older version the index offers
-        #[arg(long)]
-        allow_downgrade: bool,
-        /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
-        #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
-        timeout: Option<String>,
-    },
+    Install(artifact_cmd::InstallArgs),
     /// Remove installed components: exactly the files their receipts list
-    Uninstall {
-        #[arg(required = true)]
-        names: Vec<String>,
-        /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
-    },
+    Uninstall(artifact_cmd::UninstallArgs),
     /// The local GPUs from the KFD topology: target, compute units, memory, xnack, nearest target
     #[command(after_help = "\
 Reads /sys/class/kfd/kfd/topology (or DIR/sys/... with --sysfs-root DIR, a recorded tree), the
@@ -355,11 +244,7 @@ Examples:
   rocforge detect
   rocforge detect --format json
   rocforge detect --sysfs-root ./recorded-machine")]
-    Detect {
-        /// A directory standing for / (a recorded machine)
-        #[arg(long, value_name = "DIR")]
-        sysfs_root: Option<PathBuf>,
-    },
+    Detect(test_cmd::DetectArgs),
     /// Run a built component's test client on the local GPU, sharded and hang-proof
     #[command(after_help = "\
 Installs the component and its dependencies from the store into a scratch prefix and runs the
@@ -371,33 +256,7 @@ Examples:
   rocforge test rocsparse --arch gfx90c
   rocforge test rocsparse --arch gfx900 --spoof      the gfx900 artifact under HSA_OVERRIDE_GFX_VERSION=9.0.0
   rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run")]
-    Test {
-        component: String,
-        /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
-        #[arg(long)]
-        spoof: bool,
-        /// Continue the run journaled in --out
-        #[arg(long)]
-        resume: bool,
-        /// A directory standing for / (a recorded machine)
-        #[arg(long, value_name = "DIR")]
-        sysfs_root: Option<PathBuf>,
-        /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed]]
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// This machine's name in reports [default: the hostname]
-        #[arg(long, value_name = "NAME")]
-        machine: Option<String>,
-        /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
-        #[arg(long, value_name = "DEST")]
-        submit: Option<String>,
-        /// Sign the submitted results.json and junit.xml with this secret key
-        #[arg(long, value_name = "FILE", requires = "submit")]
-        key: Option<PathBuf>,
-        /// Install from this artifact index (URL or directory) when the store lacks the component
-        #[arg(long, value_name = "INDEX")]
-        from: Option<String>,
-    },
+    Test(test_cmd::TestArgs),
     /// One HTML page and a markdown summary from results bundles of any number of machines
     #[command(after_help = "\
 Results pulled from oci://REGISTRY/REPO come from anyone who can push there, so each must carry a
@@ -409,20 +268,7 @@ results.json files are your own and are read as they are.
 Examples:
   rocforge report rocforge-results/*/results.json --out report/
   rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… --out report/")]
-    Report {
-        /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
-        #[arg(required = true)]
-        results: Vec<PathBuf>,
-        /// Where report.html and report.md go
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-        /// Also trust this public key (RW… or a .pub file) for pulled results; repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// Include pulled results that carry no signature (they are marked as such on stderr)
-        #[arg(long)]
-        allow_unsigned: bool,
-    },
+    Report(test_cmd::ReportArgs),
     /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
     #[command(after_help = "\
 PATH is a shared library, executable, object, static archive, code object or bundle, or a
@@ -434,18 +280,7 @@ Examples:
   rocforge inspect /opt/rocforge/lib/librocsparse.so
   rocforge inspect --against gfx90c,gfx902 /opt/rocforge
   rocforge inspect --format json build/libfoo.so")]
-    Inspect {
-        /// Files or directories to read
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
-        #[arg(long, value_name = "LIST")]
-        against: Option<String>,
-        /// With --against: accept the nearest target's code for these targets (it runs only
-        /// under HSA_OVERRIDE_GFX_VERSION)
-        #[arg(long, value_name = "LIST", requires = "against")]
-        allow_spoof: Option<String>,
-    },
+    Inspect(inspect_cmd::InspectArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -520,26 +355,7 @@ Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for
 Examples:
   rocforge image create rocm-math --arch gfx90c --base docker.io/library/ubuntu:24.04 --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
   rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 --tag localhost/rocsparse:gfx90c --load podman")]
-    Create {
-        /// Components to install (with their dependencies); bundles like rocm-math work too
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// The base image in a registry: REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:…
-        #[arg(long, value_name = "REF")]
-        base: String,
-        /// The new image's name: REGISTRY/NAME:TAG
-        #[arg(long, value_name = "REF")]
-        tag: String,
-        /// Push the image to --tag's registry
-        #[arg(long)]
-        push: bool,
-        /// Load the image into podman (an oci-archive) or docker (a docker-archive)
-        #[arg(long, value_enum, value_name = "TOOL")]
-        load: Option<rocforge::image::Loader>,
-        /// Which builds to install: container builds or --runtime host builds
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-    },
+    Create(image_cmd::CreateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -702,37 +518,11 @@ pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let g = &args.global;
     match &args.command {
-        Command::List {
-            installed: true,
-            prefix,
-        } => artifact_cmd::list_installed(g, prefix.as_deref()),
-        Command::List { .. } => catalog_cmds::list(g),
-        Command::Package {
-            components,
-            out,
-            compression,
-            runtime,
-            key,
-            expires_days,
-            allow_build_paths,
-        } => artifact_cmd::package(
-            g,
-            artifact_cmd::PackageArgs {
-                components,
-                out,
-                compression: *compression,
-                runtime: *runtime,
-                key: key.as_deref(),
-                valid_days: *expires_days,
-                allow_build_paths: *allow_build_paths,
-            },
-        ),
-        Command::Index {
-            dir,
-            key,
-            expires_days,
-        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days),
-        Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
+        Command::List(a) if a.installed => artifact_cmd::list_installed(g, a.prefix.as_deref()),
+        Command::List(_) => catalog_cmds::list(g),
+        Command::Package(a) => artifact_cmd::package(g, a),
+        Command::Index(a) => artifact_cmd::index_cmd(g, &a.dir, a.key.as_deref(), a.expires_days),
+        Command::Publish(a) => publish_cmd::publish_cmd(g, a),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
         Command::Key(KeyCommand::Rotate {
             old,
@@ -741,123 +531,35 @@ pub fn run(args: Args) -> Result<ExitCode> {
             revoke,
             out,
         }) => artifact_cmd::key_rotate(g, old, new, *revoke_old, revoke, out),
-        Command::Sign { files, key } => artifact_cmd::sign_cmd(g, files, key.as_deref()),
-        Command::Verify {
-            file,
-            key,
-            sig,
-            key_list,
-        } => artifact_cmd::verify_cmd(g, file, key, sig.as_deref(), key_list.as_deref()),
-        Command::Install {
-            components,
-            from,
-            prefix,
-            allow_unsigned,
-            allow_host,
-            key,
-            max_size,
-            with_runtime,
-            no_runtime_check,
-            allow_downgrade,
-            timeout,
-        } => artifact_cmd::install_cmd(
-            g,
-            artifact_cmd::InstallArgs {
-                components,
-                from: from.as_deref(),
-                prefix: prefix.as_deref(),
-                allow_unsigned: *allow_unsigned,
-                allow_downgrade: *allow_downgrade,
-                timeout: timeout.as_deref(),
-                allow_host,
-                keys: key,
-                max_size: max_size.as_deref(),
-                runtime: if *no_runtime_check {
-                    rocforge::install::RuntimeCheck::Skip
-                } else if *with_runtime {
-                    rocforge::install::RuntimeCheck::With
-                } else {
-                    rocforge::install::RuntimeCheck::Auto
-                },
-            },
-        ),
-        Command::Uninstall { names, prefix } => {
-            artifact_cmd::uninstall_cmd(g, names, prefix.as_deref())
-        }
+        Command::Sign(a) => artifact_cmd::sign_cmd(g, &a.files, a.key.as_deref()),
+        Command::Verify(a) => artifact_cmd::verify_cmd(g, a),
+        Command::Install(a) => artifact_cmd::install_cmd(g, a),
+        Command::Uninstall(a) => artifact_cmd::uninstall_cmd(g, &a.names, a.prefix.as_deref()),
         Command::Check(a) => check_cmd::check(g, a),
         Command::Plan(a) => plan_cmd::plan_cmd(g, a),
-        Command::Fetch { component, overlay } => sources::fetch(g, component, overlay),
+        Command::Fetch(a) => sources::fetch(g, a),
         Command::Lock(a) => lock_cmd::lock(g, a),
-        Command::Dev { component, dir } => sources::dev(g, component, dir.as_deref()),
+        Command::Dev(a) => sources::dev(g, a),
         Command::Patch(PatchCommand::Export { component, dir }) => {
             sources::patch_export(g, component, dir.as_deref())
         }
-        Command::Gc { dry_run } => sources::gc(g, *dry_run),
+        Command::Gc(a) => sources::gc(g, a.dry_run),
         Command::Build(a) => build_cmd::build(g, a),
         Command::Image(ImageCommand::Build {
             runtime,
             containerfile,
         }) => image_cmd::build(g, *runtime, containerfile.clone()),
-        Command::Image(ImageCommand::Create {
-            components,
-            base,
-            tag,
-            push,
-            load,
-            runtime,
-        }) => image_cmd::create(
-            g,
-            image_cmd::CreateArgs {
-                components,
-                base,
-                tag,
-                push: *push,
-                load: *load,
-                runtime: *runtime,
-            },
-        ),
+        Command::Image(ImageCommand::Create(a)) => image_cmd::create(g, a),
         Command::Doctor(a) => doctor_cmd::doctor(g, a),
         Command::Store(StoreCommand::List) => store_cmd::store_list(g),
         Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
         Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
-        Command::Detect { sysfs_root } => test_cmd::detect(g, sysfs_root.as_deref()),
-        Command::Test {
-            component,
-            spoof,
-            resume,
-            sysfs_root,
-            out,
-            machine,
-            submit,
-            key,
-            from,
-        } => test_cmd::test(
-            g,
-            test_cmd::TestArgs {
-                component,
-                spoof: *spoof,
-                resume: *resume,
-                sysfs_root: sysfs_root.as_deref(),
-                out: out.as_deref(),
-                machine: machine.as_deref(),
-                submit: submit.as_deref(),
-                key: key.as_deref(),
-                from: from.as_deref(),
-            },
-        ),
-        Command::Report {
-            results,
-            out,
-            key,
-            allow_unsigned,
-        } => test_cmd::report(g, results, out, key, *allow_unsigned),
-        Command::Inspect {
-            paths,
-            against,
-            allow_spoof,
-        } => inspect_cmd::inspect_cmd(g, paths, against.as_deref(), allow_spoof.as_deref()),
+        Command::Detect(a) => test_cmd::detect(g, a.sysfs_root.as_deref()),
+        Command::Test(a) => test_cmd::test(g, a),
+        Command::Report(a) => test_cmd::report(g, a),
+        Command::Inspect(a) => inspect_cmd::inspect_cmd(g, a),
         Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
         Command::Ci(CiCommand::Runners { repo, org, dir }) => {
             ci_cmd::runners(g, dir, repo.as_deref(), org.as_deref())

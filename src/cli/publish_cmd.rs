@@ -1,6 +1,6 @@
 //! `publish`: a release directory to a GitHub release or an OCI registry, and its wheel index.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
@@ -12,11 +12,21 @@ use rocforge::package::index::{INDEX_NAME, Index};
 use rocforge::progress::Reporter;
 use rocforge::publish::{self, Destination, PublishError, wheels};
 
+#[derive(clap::Args, Debug)]
+pub struct PublishArgs {
+    /// The release directory (`rocforge package --out DIR`)
+    pub dir: PathBuf,
+    /// github://OWNER/REPO@TAG or oci://REGISTRY/REPO [default: only write the wheel index]
+    #[arg(long, value_name = "URL")]
+    pub to: Option<String>,
+}
+
 fn err(e: PublishError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
-pub fn publish_cmd(g: &Global, dir: &Path, to: Option<&str>) -> Result<ExitCode> {
+pub fn publish_cmd(g: &Global, a: &PublishArgs) -> Result<ExitCode> {
+    let (dir, to) = (&a.dir, a.to.as_deref());
     only_text_or_json(g, "publish")?;
     if !dir.is_dir() {
         return Err(

@@ -15,11 +15,36 @@ use rocforge::source::download::DownloadOptions;
 use rocforge::source::patch::{self, PatchFile};
 use rocforge::source::prepare::{self, SourceError, Sources};
 
+#[derive(clap::Args, Debug)]
+pub struct GcArgs {
+    /// Only list what would be removed
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DevArgs {
+    pub component: String,
+    /// Where to create the checkout [default: ./rocforge-dev/<component>]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FetchArgs {
+    /// The component
+    pub component: String,
+    /// Replace a directory of the source with your own: COMPONENT:PATH=DIR
+    #[arg(long, value_name = "SPEC")]
+    pub overlay: Vec<String>,
+}
+
 fn source_error(e: SourceError) -> CliError {
     CliError::hinted(&e, e.hint())
 }
 
-pub fn fetch(g: &Global, component: &str, overlay_specs: &[String]) -> Result<ExitCode> {
+pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
+    let (component, overlay_specs) = (&a.component, &a.overlay);
     only_text_or_json(g, "fetch")?;
     let session = super::session(g)?;
     session.lock()?;
@@ -40,11 +65,10 @@ pub fn fetch(g: &Global, component: &str, overlay_specs: &[String]) -> Result<Ex
         .patches
         .series(targets.iter().map(|t| t.arch.as_str()))
         .len();
-    let targets_text: Vec<String> = targets.iter().map(TargetId::to_string).collect();
     eprintln!(
         "{component} {} for {}: {}{} patch(es){}",
         recipe.version,
-        targets_text.join(","),
+        rocforge::arch::comma_list(targets),
         prepared
             .commit
             .as_deref()
@@ -71,7 +95,8 @@ fn dev_dir(component: &str, dir: Option<&Path>) -> PathBuf {
 
 const BASE_TAG: &str = "rocforge-base";
 
-pub fn dev(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> {
+pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
+    let (component, dir) = (&a.component, a.dir.as_deref());
     only_text_or_json(g, "dev")?;
     let session = super::session(g)?;
     let sources = session.sources(&[], false)?;

@@ -10,6 +10,58 @@ use rocforge::report;
 use rocforge::testrun::detect::Device;
 use rocforge::testrun::share;
 
+#[derive(clap::Args, Debug)]
+pub struct DetectArgs {
+    /// A directory standing for / (a recorded machine)
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Where report.html and report.md go
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Also trust this public key (RW… or a .pub file) for pulled results; repeatable
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
+    /// Include pulled results that carry no signature (they are marked as such on stderr)
+    #[arg(long)]
+    pub allow_unsigned: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TestArgs {
+    pub component: String,
+    /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
+    #[arg(long)]
+    pub spoof: bool,
+    /// Continue the run journaled in --out
+    #[arg(long)]
+    pub resume: bool,
+    /// A directory standing for / (a recorded machine)
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+    /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed]]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// This machine's name in reports [default: the hostname]
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
+    #[arg(long, value_name = "DEST")]
+    pub submit: Option<String>,
+    /// Sign the submitted results.json and junit.xml with this secret key
+    #[arg(long, value_name = "FILE", requires = "submit")]
+    pub key: Option<PathBuf>,
+    /// Install from this artifact index (URL or directory) when the store lacks the component
+    #[arg(long, value_name = "INDEX")]
+    pub from: Option<String>,
+}
+
 fn one(e: impl ToString, hint: impl Into<String>) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(hint))
 }
@@ -114,18 +166,6 @@ pub fn detect(g: &Global, sysfs_root: Option<&Path>) -> Result<ExitCode> {
     Ok(code)
 }
 
-pub struct TestArgs<'a> {
-    pub component: &'a str,
-    pub spoof: bool,
-    pub resume: bool,
-    pub sysfs_root: Option<&'a Path>,
-    pub out: Option<&'a Path>,
-    pub machine: Option<&'a str>,
-    pub submit: Option<&'a str>,
-    pub key: Option<&'a Path>,
-    pub from: Option<&'a str>,
-}
-
 fn share_err(e: share::ShareError) -> CliError {
     one(&e, e.hint())
 }
@@ -134,19 +174,19 @@ fn http_client() -> Result<reqwest::blocking::Client> {
     rocforge::publish::client().map_err(|e| one(&e, e.hint()))
 }
 
-pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
+pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
     only_text_or_json(g, "test")?;
     let session = super::session(g)?;
     let req = test::Request {
-        component: a.component,
+        component: &a.component,
         spoof: a.spoof,
         resume: a.resume,
-        sysfs_root: a.sysfs_root,
-        out: a.out,
-        machine: a.machine,
-        submit: a.submit,
-        key: a.key,
-        from: a.from,
+        sysfs_root: a.sysfs_root.as_deref(),
+        out: a.out.as_deref(),
+        machine: a.machine.as_deref(),
+        submit: a.submit.as_deref(),
+        key: a.key.as_deref(),
+        from: a.from.as_deref(),
     };
     let prepared = test::prepare(&session, &req)?;
     if !g.quiet {
@@ -193,13 +233,8 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     Ok(exit_code(outcome.ok()))
 }
 
-pub fn report(
-    g: &Global,
-    results: &[PathBuf],
-    out: &Path,
-    keys: &[String],
-    allow_unsigned: bool,
-) -> Result<ExitCode> {
+pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
+    let (results, out, keys, allow_unsigned) = (&a.results, &a.out, &a.key, a.allow_unsigned);
     only_text_or_json(g, "report")?;
     let mut bundles = Vec::new();
     let mut client = None;
