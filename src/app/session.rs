@@ -105,15 +105,9 @@ impl Session {
         self.config.clone().unwrap_or_default()
     }
 
-    /// The built-in keys, rocforge.toml's `[trust] keys`, then `extra` (`--key` arguments:
-    /// base64 or .pub files).
+    /// The built-in keys, rocforge.toml's `[trust] keys`, then `extra` (`--key` arguments).
     pub fn trusted_keys(&self, extra: &[String]) -> Result<Vec<crate::sign::PublicKey>> {
-        let sign_err = |e: crate::sign::SignError| Error::hinted(&e, e.hint());
-        let mut keys = crate::sign::trusted_keys(&self.config()?.trust_keys).map_err(sign_err)?;
-        for k in extra {
-            keys.push(crate::sign::public_from_arg(k).map_err(sign_err)?);
-        }
-        Ok(keys)
+        super::install::keys_of(self.config()?, extra)
     }
 
     pub fn recipe(&self, name: &str) -> Result<&Recipe> {

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::json;
 
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, root};
-use rocforge::catalog::config::Config;
+use super::{CliError, Format, Global, Result};
+use rocforge::app::{self, install::Installed};
 use rocforge::diag::Diagnostic;
-use rocforge::install::{self, InstallError, receipt};
+use rocforge::install::{self, receipt};
 use rocforge::package::{self, PackageError, index};
 use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
@@ -131,10 +131,6 @@ fn trust_err(e: rocforge::trust::TrustError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
-fn install_err(e: InstallError) -> CliError {
-    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-}
-
 fn password() -> Option<String> {
     std::env::var(sign::PASSWORD_ENV)
         .ok()
@@ -160,17 +156,9 @@ fn load_signing_key(key: Option<&Path>) -> Result<Option<sign::SecretKey>> {
     }
 }
 
-fn config(g: &Global) -> Result<Config> {
-    Config::load(root(g).base_dir().as_deref()).map_err(CliError::Diagnostics)
-}
-
 /// Built-in keys, config `[trust] keys`, then `--key` arguments (base64 or .pub files).
 pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKey>> {
-    let mut keys = sign::trusted_keys(&config(g)?.trust_keys).map_err(sign_err)?;
-    for k in extra {
-        keys.push(sign::public_from_arg(k).map_err(sign_err)?);
-    }
-    Ok(keys)
+    app::install::trusted_keys(&super::options(g), extra)
 }
 
 pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
@@ -442,94 +430,17 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `$ROCFORGE_PREFIX`, else ~/.local/rocforge.
-pub fn default_prefix() -> PathBuf {
-    if let Some(p) = std::env::var_os("ROCFORGE_PREFIX") {
-        return PathBuf::from(p);
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".local/rocforge"))
-        .unwrap_or_else(|| PathBuf::from("rocforge"))
-}
-
-/// `600`, `600s`, `90m`, `3h`; at least one second.
-fn parse_duration(s: &str) -> Option<std::time::Duration> {
-    let s = s.trim();
-    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: u64 = n.parse().ok()?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60)?,
-        "h" => n.checked_mul(3600)?,
-        _ => return None,
-    };
-    (secs > 0).then(|| std::time::Duration::from_secs(secs))
-}
-
 pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
-    let Some(from) = a
-        .from
-        .clone()
-        .or_else(|| std::env::var("ROCFORGE_INDEX").ok())
-    else {
-        return Err(Diagnostic::new("no release index to install from")
-            .hint("pass --from URL_OR_DIR (a directory or URL holding index.json), or set ROCFORGE_INDEX")
-            .into());
-    };
-    let prefix = a.prefix.clone().unwrap_or_else(default_prefix);
-    let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
-    let keys = trusted(g, &a.key)?;
-    let mut targets: Vec<String> = g
-        .arch
-        .as_deref()
-        .map(|l| {
-            l.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    targets.sort();
-    targets.dedup();
-    let max_bytes = match a.max_size.as_deref() {
-        Some(s) => rocforge::units::parse_size(s).ok_or_else(|| {
-            CliError::One(Diagnostic::new(format!("--max-size {s}: not a size")).hint("e.g. 64GiB"))
-        })?,
-        None => install::DEFAULT_MAX_BYTES,
-    };
-    let mut download = rocforge::source::download::DownloadOptions::default();
-    if let Some(t) = a.timeout.as_deref() {
-        download.deadline = parse_duration(t).ok_or_else(|| {
-            CliError::One(
-                Diagnostic::new(format!("--timeout {t}: not a duration"))
-                    .hint("seconds, or a number with s, m or h: 600, 90m, 3h"),
-            )
-        })?;
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
-    }
-    let reporter = TermReporter::new(g.quiet);
-    if a.allow_unsigned {
-        reporter.note("WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install");
-    }
-    let req = install::Request {
+    let req = app::install::Request {
         components: &a.components,
-        targets: &targets,
-        from: &from,
-        prefix: &prefix,
+        from: a.from.as_deref(),
+        prefix: a.prefix.as_deref(),
         allow_unsigned: a.allow_unsigned,
         allow_downgrade: a.allow_downgrade,
-        allowed_hosts: &a.allow_host,
-        keys: &keys,
-        cache_dir: Cache::default_root(),
-        max_bytes,
-        download,
+        timeout: a.timeout.as_deref(),
+        allow_host: &a.allow_host,
+        keys: &a.key,
+        max_size: a.max_size.as_deref(),
         runtime: if a.no_runtime_check {
             install::RuntimeCheck::Skip
         } else if a.with_runtime {
@@ -537,15 +448,21 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         } else {
             install::RuntimeCheck::Auto
         },
-        stop: &stop,
     };
-    let report = match install::install(&req, &reporter) {
-        Err(InstallError::Stopped) => {
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let reporter = TermReporter::new(g.quiet);
+    let outcome = match app::install::install(&super::options(g), &req, &reporter, &stop)? {
+        Installed::Stopped { prefix } => {
             eprintln!("stopped; {} is unchanged", prefix.display());
             return Ok(ExitCode::from(130));
         }
-        r => r.map_err(install_err)?,
+        Installed::Done(outcome) => outcome,
     };
+    let report = &outcome.report;
     for n in &report.already {
         eprintln!("  {n:<20} already installed");
     }
@@ -562,27 +479,11 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         Some(k) => eprintln!("index signature: good, key {k}"),
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
-    let p = prefix.display();
+    let p = outcome.prefix.display();
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
-    // The advice follows what each artifact carries, as its build's coverage gate recorded it.
-    let table = super::arch_cmd::arch_table(g).ok();
-    let mut not_native = Vec::new();
-    for r in &report.installed {
-        for (target, nearest) in &r.not_native {
-            let advice = match table.as_ref().and_then(|t| t.get(nearest)) {
-                Some(n) if !nearest.is_empty() => format!(
-                    "carries {nearest} code only for {target}: it runs there only with HSA_OVERRIDE_GFX_VERSION={}",
-                    n.hsa_override()
-                ),
-                _ if !nearest.is_empty() => format!("carries {nearest} code only for {target}"),
-                _ => format!("carries no code for {target}: its GPU functions fail there"),
-            };
-            not_native.push(format!("  {:<20} {advice}", r.name));
-        }
-    }
-    if not_native.is_empty() {
+    if outcome.not_native.is_empty() {
         eprintln!(
             "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
         );
@@ -590,8 +491,8 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         eprintln!(
             "WARNING: not every library carries native code for its targets (its build accepted the gap):"
         );
-        for l in not_native {
-            eprintln!("{l}");
+        for n in &outcome.not_native {
+            eprintln!("  {:<20} {}", n.component, n.advice);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -627,7 +528,9 @@ fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
 }
 
 pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
-    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let prefix = prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, true)?;
     let removed = receipt::uninstall(&prefix, names)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
@@ -647,7 +550,9 @@ pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Re
 }
 
 pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
-    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let prefix = prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, false)?;
     let all = receipt::read_all(&prefix);
     if g.format == Format::Json {
