@@ -9,10 +9,10 @@ use super::{Error, Result, Session};
 use crate::arch::TargetId;
 use crate::build::{BuildOptions, BuildReport, Builder, StepResult, jobs};
 use crate::cache::oci::OciCache;
+use crate::catalog::Overlay;
 use crate::catalog::config::Config;
 use crate::plan::Plan;
 use crate::runtime::ContainerRuntime;
-use crate::source::derive::Overlay;
 
 /// What `rocforge build` was asked.
 #[derive(Debug, Clone, Default)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{Error, Result};
 use crate::arch::TargetId;
+use crate::catalog::Overlay;
 use crate::catalog::config::Config;
 use crate::catalog::lock::Lockfile;
 use crate::catalog::{Catalog, CatalogError, CatalogRoot};
@@ -15,7 +16,6 @@ use crate::plan::{self, Plan, key::RuntimeKind};
 use crate::progress::Reporter;
 use crate::recipe::Recipe;
 use crate::source::cache::Cache;
-use crate::source::derive::Overlay;
 use crate::source::download::DownloadOptions;
 use crate::source::prepare::Sources;
 use crate::store::Store;

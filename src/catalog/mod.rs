@@ -2,10 +2,12 @@
 //!
 //! The shipped catalog is embedded in the binary so an installed `rocforge` works anywhere;
 //! `--recipes DIR` points at a directory tree of the same shape instead. The other inputs of a
-//! plan sit beside the recipes: rocforge.lock ([`lock`]) and rocforge.toml ([`config`]).
+//! plan sit beside the recipes: rocforge.lock ([`lock`]), rocforge.toml ([`config`]) and the
+//! `--overlay` directories ([`Overlay`]).
 
 pub mod config;
 pub mod lock;
+mod overlay;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -19,6 +21,8 @@ use crate::arch::{ARCHES_FILE, ArchTable};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 use crate::recipe::release::{self, RELEASE_FILE, Release};
 use crate::recipe::{self, Recipe};
+
+pub use overlay::Overlay;
 
 static EMBEDDED_RECIPES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/recipes");
 static EMBEDDED_PATCHES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/patches");

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use crate::arch::TargetId;
 use crate::catalog::Catalog;
+use crate::catalog::Overlay;
 use crate::catalog::lock::{Lockfile, Pin};
 use crate::diag::Diagnostic;
 use crate::recipe::{BuildSystem, Recipe, Resources};
-use crate::source::derive::Overlay;
 pub use store_view::{EmptyStore, LocalImage, StoreView};
 
 use key::{
