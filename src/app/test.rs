@@ -152,7 +152,6 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
             if req.spoof { "-spoofed" } else { "" }
         ))
     });
-    let started = now();
     let start = Record::Start {
         schema: crate::testrun::journal::JOURNAL_SCHEMA.into(),
         component: req.component.into(),
@@ -160,28 +159,16 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
         arch: target.to_string(),
         spoofed: req.spoof,
         shards: spec.shards,
-        started,
+        started: now(),
     };
-    let (journal, previous) = Journal::open(&out.join("journal.jsonl"), &start, req.resume)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
-    let started = match previous.first() {
-        Some(Record::Start { started, .. }) => *started,
-        _ => started,
-    };
+    let (journal, previous, started) = open_journal(&out, &start, req.resume)?;
     let prefix = std::path::absolute(out.join("prefix")).unwrap_or_else(|_| out.join("prefix"));
     lay_out(session, req, &chosen, &target, &prefix)?;
     let corpus = corpus(catalog, req.component, &spec, &prefix)?;
     let run_spec = run_spec(req, &spec, corpus, &prefix, &out, hsa_override.as_deref());
     Ok(Prepared {
         component: req.component.to_string(),
-        device: device.map(|d| DeviceSummary {
-            target: d.target.clone(),
-            target_id: d.target_id.clone(),
-            name: d.name.clone(),
-            gfx_target_version: d.gfx_target_version,
-            compute_units: d.compute_units,
-            memory: d.memory.clone(),
-        }),
+        device: device.map(summary),
         profile: prof,
         spec,
         tested: chosen.tested,
@@ -198,6 +185,29 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
         previous,
         run_spec,
     })
+}
+
+fn summary(d: &Device) -> DeviceSummary {
+    DeviceSummary {
+        target: d.target.clone(),
+        target_id: d.target_id.clone(),
+        name: d.name.clone(),
+        gfx_target_version: d.gfx_target_version,
+        compute_units: d.compute_units,
+        memory: d.memory.clone(),
+    }
+}
+
+/// OUT/journal.jsonl, new or (with `resume`) continued, and when the run started: a resumed
+/// run keeps its first start.
+fn open_journal(out: &Path, start: &Record, resume: bool) -> Result<(Journal, Vec<Record>, u64)> {
+    let (journal, previous) = Journal::open(&out.join("journal.jsonl"), start, resume)
+        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let started = match (previous.first(), start) {
+        (Some(Record::Start { started, .. }), _) | (_, Record::Start { started, .. }) => *started,
+        _ => now(),
+    };
+    Ok((journal, previous, started))
 }
 
 /// The artifact under test and its dependencies: store entries (a container build first, else
