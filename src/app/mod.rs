@@ -9,6 +9,7 @@ pub mod build;
 pub mod check_sources;
 pub mod doctor;
 mod error;
+pub mod image;
 pub mod install;
 pub mod lock;
 pub mod publish;

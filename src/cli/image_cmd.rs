@@ -10,13 +10,11 @@ use std::sync::Arc;
 
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result, only_text_or_json};
-use rocforge::app::runtime::{RuntimeChoice, open_runtime, runtime_error};
+use rocforge::app::runtime::RuntimeChoice;
 use rocforge::diag::Diagnostic;
 use rocforge::image::{self, ImageError};
-use rocforge::plan::LocalImage;
 use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
-use rocforge::runtime::Kind;
 use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
@@ -213,120 +211,8 @@ pub fn build(
 ) -> Result<ExitCode> {
     only_text_or_json(g, "image build")?;
     let session = super::session(g)?;
-    let catalog = &session.catalog;
-    let config = session.config()?;
-    let release = &catalog.release.name;
-    let file = match containerfile {
-        Some(f) => f,
-        None => {
-            let base = catalog
-                .root
-                .base_dir()
-                .unwrap_or_else(|| PathBuf::from("."));
-            base.join("containers")
-                .join(format!("Containerfile.{release}"))
-        }
-    };
-    if !file.is_file() {
-        return Err(Diagnostic::new(format!("no Containerfile for {release}: {} does not exist", file.display()))
-            .hint("builder images live in containers/Containerfile.<release>; pass --containerfile FILE, or run from a checkout of rocforge")
-            .into());
-    }
-    let rt = open_runtime(runtime_choice, config)?;
-    if rt.kind() == Kind::Host {
-        return Err(Diagnostic::new("the host runtime cannot build images")
-            .hint("use --runtime podman or docker")
-            .into());
-    }
-    let store = &session.store;
-    std::fs::create_dir_all(store.root().join(".logs"))
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint("check --store")))?;
-    let log = store
-        .root()
-        .join(".logs")
-        .join(format!("image-{release}.log"));
-    let _ = std::fs::write(&log, "");
-    eprintln!(
-        "building {} from {} (log: {})",
-        catalog.release.image,
-        file.display(),
-        log.display()
-    );
-    if let Some(base) = &catalog.release.image_base {
-        use rocforge::runtime::debootstrap::{self, Made};
-        let base_err = |e: debootstrap::BaseError| {
-            CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-        };
-        debootstrap::check_from(&file, base).map_err(base_err)?;
-        if rt.image_id(&base.name).is_none() {
-            eprintln!(
-                "making the base image {} with debootstrap --variant={} {} (log: {})",
-                base.name,
-                base.variant,
-                base.suite,
-                log.display()
-            );
-        }
-        match debootstrap::ensure(rt.as_ref(), base, &store.root().join(".tmp"), &log)
-            .map_err(base_err)?
-        {
-            Made::Present(_) => {}
-            Made::Imported(id) => eprintln!("base image {} {id}", base.name),
-        }
-    }
-    let context = file.parent().unwrap_or(std::path::Path::new("."));
-    let exit = rt
-        .build_image(&file, context, &catalog.release.image, &log)
-        .map_err(runtime_error)?;
-    if !exit.success() {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        for l in &lines[lines.len().saturating_sub(40)..] {
-            eprintln!("{l}");
-        }
-        let gone = rocforge::image::apt_versions_gone(&text);
-        if !gone.is_empty() {
-            let list = gone
-                .iter()
-                .map(|(p, v)| format!("{p} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Diagnostic::new(format!(
-                "building {} failed: {} pins {list}, which the mirror no longer has",
-                catalog.release.image,
-                file.display()
-            ))
-            .hint(format!(
-                "pin the versions the mirror has now (`apt-cache policy PACKAGE` in the base image) and build again; the full log is {}",
-                log.display()
-            ))
-            .into());
-        }
-        return Err(
-            Diagnostic::new(format!("building {} failed", catalog.release.image))
-                .hint(format!("the full log is {}", log.display()))
-                .into(),
-        );
-    }
-    let id = rt.image_id(&catalog.release.image).ok_or_else(|| {
-        CliError::One(
-            Diagnostic::new(format!(
-                "{} was built but cannot be found",
-                catalog.release.image
-            ))
-            .hint("run `rocforge doctor`"),
-        )
-    })?;
-    store
-        .record_local_image(
-            release,
-            &LocalImage {
-                reference: catalog.release.image.clone(),
-                id: id.clone(),
-            },
-        )
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
-    println!("{} {id}", catalog.release.image);
+    let local = rocforge::app::image::build_image(&session, runtime_choice, containerfile)?;
+    println!("{} {}", local.reference, local.id);
     eprintln!(
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"
     );
