@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod check_sources;
+pub mod dev;
 pub mod doctor;
 mod error;
 pub mod image;
@@ -15,6 +16,7 @@ pub mod lock;
 pub mod publish;
 pub mod runtime;
 mod session;
+pub mod source_gc;
 pub mod test;
 
 pub use error::{Error, Result};
