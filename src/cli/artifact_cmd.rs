@@ -20,6 +20,25 @@ use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
+pub struct KeyRotateArgs {
+    /// The secret key that signs the list (trusted today)
+    #[arg(long, value_name = "SECRET")]
+    pub old: PathBuf,
+    /// A public key to trust from now on (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB", required = true)]
+    pub new: Vec<String>,
+    /// Revoke the old key: installers stop trusting it once they have seen this list
+    #[arg(long)]
+    pub revoke_old: bool,
+    /// Another public key to revoke; repeatable
+    #[arg(long, value_name = "PUB")]
+    pub revoke: Vec<String>,
+    /// The key list to write (its directory gets the numbered copies)
+    #[arg(long, value_name = "FILE", default_value = "keys.json")]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
 pub struct UninstallArgs {
     #[arg(required = true)]
     pub names: Vec<String>,
@@ -298,14 +317,8 @@ pub fn key_generate(_g: &Global, out: Option<&Path>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn key_rotate(
-    _g: &Global,
-    old: &Path,
-    new: &[String],
-    revoke_old: bool,
-    revoke: &[String],
-    out: &Path,
-) -> Result<ExitCode> {
+pub fn key_rotate(_g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
+    let (old, new, revoke_old, revoke, out) = (&a.old, &a.new, a.revoke_old, &a.revoke, &a.out);
     let sk = sign::load_secret(old, password()).map_err(sign_err)?;
     let new: Vec<sign::PublicKey> = new
         .iter()

@@ -10,6 +10,29 @@ use rocforge::ci::runners::{RUNNERS_FILE, Runners};
 use rocforge::ci::{nix, unified_diff};
 use rocforge::diag::Diagnostic;
 
+#[derive(clap::Args, Debug)]
+pub struct CiRunnersArgs {
+    /// OWNER/REPO whose runners to list
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "org")]
+    pub repo: Option<String>,
+    /// An organization whose runners to list
+    #[arg(long, value_name = "ORG")]
+    pub org: Option<String>,
+    /// The repository root holding runners.toml
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CiGithubArgs {
+    /// Compare with the committed files instead of writing; exit 1 with a unified diff
+    #[arg(long)]
+    pub check: bool,
+    /// The repository root: runners.toml is read and .github/ written there
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
 /// Every release line of the catalog, oldest first, except previews (`preview = true` in
 /// release.toml): a line still being brought up is built on request, not released.
 fn lines(g: &Global) -> Result<Vec<Line>> {
@@ -145,7 +168,8 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
 }
 
 /// `ci runners`: runners.toml's labels, with the API's online counts when a token is set.
-pub fn runners(g: &Global, dir: &Path, repo: Option<&str>, org: Option<&str>) -> Result<ExitCode> {
+pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
+    let (dir, repo, org) = (&a.dir, a.repo.as_deref(), a.org.as_deref());
     use rocforge::ci::discover::{self, Scope};
     only_text_or_json(g, "ci runners")?;
     let path = dir.join(RUNNERS_FILE);

@@ -18,6 +18,15 @@ use rocforge::progress::Reporter;
 use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
+pub struct ImageBuildArgs {
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeChoice>,
+    /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
+    #[arg(long, value_name = "FILE")]
+    pub containerfile: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
 pub struct CreateArgs {
     /// Components to install (with their dependencies); bundles like rocm-math work too
     #[arg(required = true)]
@@ -204,14 +213,10 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn build(
-    g: &Global,
-    runtime_choice: Option<RuntimeChoice>,
-    containerfile: Option<PathBuf>,
-) -> Result<ExitCode> {
+pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
     only_text_or_json(g, "image build")?;
     let session = super::session(g)?;
-    let local = rocforge::app::image::build_image(&session, runtime_choice, containerfile)?;
+    let local = rocforge::app::image::build_image(&session, a.runtime, a.containerfile.clone())?;
     println!("{} {}", local.reference, local.id);
     eprintln!(
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"

@@ -26,7 +26,6 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use rocforge::app::Error as CliError;
-use rocforge::app::runtime::RuntimeChoice;
 use rocforge::app::{Options, Session};
 use rocforge::catalog::{CatalogRoot, export_embedded};
 use rocforge::diag::Diagnostic;
@@ -302,23 +301,7 @@ docs/security.md. The old key's password comes from ROCFORGE_KEY_PASSWORD.
 Examples:
   rocforge key generate --out new-keys
   rocforge key rotate --old ~/.config/rocforge/keys/rocforge.key --new new-keys/rocforge.pub --revoke-old --out dist/keys.json")]
-    Rotate {
-        /// The secret key that signs the list (trusted today)
-        #[arg(long, value_name = "SECRET")]
-        old: PathBuf,
-        /// A public key to trust from now on (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB", required = true)]
-        new: Vec<String>,
-        /// Revoke the old key: installers stop trusting it once they have seen this list
-        #[arg(long)]
-        revoke_old: bool,
-        /// Another public key to revoke; repeatable
-        #[arg(long, value_name = "PUB")]
-        revoke: Vec<String>,
-        /// The key list to write (its directory gets the numbered copies)
-        #[arg(long, value_name = "FILE", default_value = "keys.json")]
-        out: PathBuf,
-    },
+    Rotate(artifact_cmd::KeyRotateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -335,13 +318,7 @@ pub enum ArchCommand {
 #[derive(Subcommand, Debug)]
 pub enum ImageCommand {
     /// Build the release line's builder image locally from containers/Containerfile.<release>
-    Build {
-        #[arg(long, value_enum)]
-        runtime: Option<RuntimeChoice>,
-        /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
-        #[arg(long, value_name = "FILE")]
-        containerfile: Option<PathBuf>,
-    },
+    Build(image_cmd::ImageBuildArgs),
     /// An image to run the stack in: a base image plus one layer with the built components installed
     #[command(after_help = "\
 `image build` makes the builder image rocforge builds in; `image create` makes an image for
@@ -374,12 +351,7 @@ pub enum StoreCommand {
 #[derive(Subcommand, Debug)]
 pub enum PatchCommand {
     /// Write the commits of a `rocforge dev` checkout back into patches/<release>/<component>/
-    Export {
-        component: String,
-        /// The checkout [default: ./rocforge-dev/<component>]
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Export(sources::PatchExportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -394,14 +366,7 @@ report and a publish job. See docs/ci.md.
 Examples:
   rocforge ci github            regenerate after changing recipes or runners.toml
   rocforge ci github --check    exit 1 with a diff when the committed files differ (CI)")]
-    Github {
-        /// Compare with the committed files instead of writing; exit 1 with a unified diff
-        #[arg(long)]
-        check: bool,
-        /// The repository root: runners.toml is read and .github/ written there
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-    },
+    Github(ci_cmd::CiGithubArgs),
     /// Which self-hosted runner labels of runners.toml have a runner: from the GitHub API when a token is set
     #[command(after_help = "\
 Without a token, runners.toml's `registered` decides. With ROCFORGE_RUNNERS_TOKEN (or
@@ -415,17 +380,7 @@ Examples:
   rocforge ci runners                                  runners.toml only
   ROCFORGE_RUNNERS_TOKEN=… rocforge ci runners --repo me/rocforge
   rocforge ci runners --repo me/rocforge --format json | jq -r '.gpu_ready | join(\",\")'")]
-    Runners {
-        /// OWNER/REPO whose runners to list
-        #[arg(long, value_name = "OWNER/REPO", conflicts_with = "org")]
-        repo: Option<String>,
-        /// An organization whose runners to list
-        #[arg(long, value_name = "ORG")]
-        org: Option<String>,
-        /// The repository root holding runners.toml
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-    },
+    Runners(ci_cmd::CiRunnersArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -524,13 +479,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Index(a) => artifact_cmd::index_cmd(g, &a.dir, a.key.as_deref(), a.expires_days),
         Command::Publish(a) => publish_cmd::publish_cmd(g, a),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
-        Command::Key(KeyCommand::Rotate {
-            old,
-            new,
-            revoke_old,
-            revoke,
-            out,
-        }) => artifact_cmd::key_rotate(g, old, new, *revoke_old, revoke, out),
+        Command::Key(KeyCommand::Rotate(a)) => artifact_cmd::key_rotate(g, a),
         Command::Sign(a) => artifact_cmd::sign_cmd(g, &a.files, a.key.as_deref()),
         Command::Verify(a) => artifact_cmd::verify_cmd(g, a),
         Command::Install(a) => artifact_cmd::install_cmd(g, a),
@@ -540,15 +489,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Fetch(a) => sources::fetch(g, a),
         Command::Lock(a) => lock_cmd::lock(g, a),
         Command::Dev(a) => sources::dev(g, a),
-        Command::Patch(PatchCommand::Export { component, dir }) => {
-            sources::patch_export(g, component, dir.as_deref())
-        }
+        Command::Patch(PatchCommand::Export(a)) => sources::patch_export(g, a),
         Command::Gc(a) => sources::gc(g, a.dry_run),
         Command::Build(a) => build_cmd::build(g, a),
-        Command::Image(ImageCommand::Build {
-            runtime,
-            containerfile,
-        }) => image_cmd::build(g, *runtime, containerfile.clone()),
+        Command::Image(ImageCommand::Build(a)) => image_cmd::build(g, a),
         Command::Image(ImageCommand::Create(a)) => image_cmd::create(g, a),
         Command::Doctor(a) => doctor_cmd::doctor(g, a),
         Command::Store(StoreCommand::List) => store_cmd::store_list(g),
@@ -560,10 +504,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Test(a) => test_cmd::test(g, a),
         Command::Report(a) => test_cmd::report(g, a),
         Command::Inspect(a) => inspect_cmd::inspect_cmd(g, a),
-        Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
-        Command::Ci(CiCommand::Runners { repo, org, dir }) => {
-            ci_cmd::runners(g, dir, repo.as_deref(), org.as_deref())
-        }
+        Command::Ci(CiCommand::Github(a)) => ci_cmd::github(g, &a.dir, a.check),
+        Command::Ci(CiCommand::Runners(a)) => ci_cmd::runners(g, a),
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {

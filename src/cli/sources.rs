@@ -1,11 +1,19 @@
 //! `fetch`, `lock`, `dev`, `patch export` and `gc`: the source commands.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{CliError, Format, Global, Result, only_text_or_json};
 use rocforge::app::{dev, source_gc};
 use rocforge::source::prepare::{self, SourceError};
+
+#[derive(clap::Args, Debug)]
+pub struct PatchExportArgs {
+    pub component: String,
+    /// The checkout [default: ./rocforge-dev/<component>]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct GcArgs {
@@ -99,7 +107,8 @@ pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn patch_export(g: &Global, component: &str, dir: Option<&Path>) -> Result<ExitCode> {
+pub fn patch_export(g: &Global, a: &PatchExportArgs) -> Result<ExitCode> {
+    let (component, dir) = (&a.component, a.dir.as_deref());
     only_text_or_json(g, "patch export")?;
     let session = super::session(g)?;
     let exported = dev::export(&session, component, &dev::dev_dir(component, dir))?;
