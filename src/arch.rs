@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::diag::reader::{self, Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
-use crate::recipe::reader::{self, Sp, TableReader};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -482,6 +482,15 @@ impl fmt::Display for TargetId {
         }
         Ok(())
     }
+}
+
+/// Target IDs as `--arch` takes them: a comma list.
+pub fn comma_list(targets: &[TargetId]) -> String {
+    targets
+        .iter()
+        .map(TargetId::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl Serialize for TargetId {

@@ -72,7 +72,7 @@ pub fn reap_temp(dir: &Path, start: &str) -> Vec<PathBuf> {
         else {
             continue;
         };
-        if pid == std::process::id() || crate::runtime::pid_alive(pid) {
+        if pid == std::process::id() || crate::process::pid_alive(pid) {
             continue;
         }
         let gone = match e.file_type() {

@@ -464,7 +464,7 @@ fn prepend(first: &str, old: Option<&str>) -> String {
 /// The config (base config, layer added, environment and labels set) and the manifest.
 pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
     let prefix = format!("/{}", spec.prefix.trim_matches('/'));
-    let created = crate::package::index::rfc3339(spec.created);
+    let created = crate::units::rfc3339(spec.created);
     let mut c = base.config.clone();
     c["created"] = created.clone().into();
     if !c["architecture"].is_string() {

@@ -1,14 +1,17 @@
 //! rocforge: declarative, reproducible builds of ROCm components for the GPUs AMD leaves out.
 //!
-//! Data flows one way: recipe → catalog → plan → (sources → build → store → …). The binary owns
-//! printing; everything here returns values and typed errors.
+//! Data flows one way: recipe → catalog → plan → sources → build → store → inspect/package →
+//! publish/install → test → report, and no module imports another in a circle. [`app`] holds
+//! the use cases the binary calls. The binary owns printing; everything here returns values
+//! and typed errors.
 
+pub mod app;
 pub mod arch;
 pub mod build;
 pub mod cache;
 pub mod catalog;
 pub mod ci;
-pub mod config;
+
 pub mod diag;
 pub mod fault;
 pub mod fsutil;

@@ -222,6 +222,11 @@ fn anonymous_token(client: &Client, challenge: &str) -> Option<String> {
 
 pub const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// The layer type of a detached minisign signature (build cache entries, published files,
+/// shared test results).
+pub const SIGNATURE_TYPE: &str = "application/vnd.rocforge.signature.v1+minisign";
+/// The annotation naming a layer's file.
+pub const TITLE: &str = "org.opencontainers.image.title";
 /// Credentials for registries that want them (a token with push rights to publish).
 pub const USER_ENV: &str = "ROCFORGE_REGISTRY_USER";
 pub const PASSWORD_ENV: &str = "ROCFORGE_REGISTRY_PASSWORD";

@@ -143,3 +143,8 @@ pub fn on_path(tool: &str) -> bool {
         })
     })
 }
+/// Is a process with this pid alive? Used to find containers and locks of killed rocforge
+/// runs.
+pub fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}

@@ -58,7 +58,7 @@ pub fn server_text(text: &str) -> String {
         }
         out.push_str(tail);
     }
-    crate::install::extract::shown(&out)
+    crate::package::extract::shown(&out)
         .chars()
         .take(MAX_SERVER_TEXT)
         .collect()

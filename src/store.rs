@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::{LocalImage, StoreView};
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EntryMeta {
     pub component: String,
@@ -49,40 +51,6 @@ pub struct EntryMeta {
 
 fn yes() -> bool {
     true
-}
-
-/// What the planner asks of a store. A trait so plans can be computed against a fake in
-/// unit tests and against a directory everywhere else.
-pub trait StoreView {
-    fn contains(&self, key: &str) -> bool;
-    /// Hash input of the newest entry for `component`, if any.
-    fn previous(&self, component: &str) -> Option<serde_json::Value>;
-    /// Recorded build durations, to schedule the longest path first.
-    fn duration(&self, _component: &str) -> Option<f64> {
-        None
-    }
-    /// A builder image built locally by `rocforge image build` for this release line.
-    fn local_image(&self, _release: &str) -> Option<LocalImage> {
-        None
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct LocalImage {
-    pub reference: String,
-    pub id: String,
-}
-
-/// A store that has nothing: every component is new.
-pub struct EmptyStore;
-
-impl StoreView for EmptyStore {
-    fn contains(&self, _: &str) -> bool {
-        false
-    }
-    fn previous(&self, _: &str) -> Option<serde_json::Value> {
-        None
-    }
 }
 
 pub struct Store {
@@ -346,4 +314,23 @@ impl StoreView for Store {
 
 fn is_key(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+/// Where license files go, relative to the install tree.
+pub fn doc_dir(component: &str) -> String {
+    format!("share/doc/{component}")
+}
+
+const LICENSE_WORDS: [&str; 5] = ["LICENSE", "LICENCE", "COPYING", "NOTICE", "COPYRIGHT"];
+
+/// Whether a file name looks like a license file.
+pub fn is_license_name(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    LICENSE_WORDS.iter().any(|p| up.starts_with(p))
+}
+
+/// Whether a file name in `share/doc/<component>/` names a license file: as
+/// [`is_license_name`], or with one of those words anywhere (`hip-LICENSE.txt`).
+pub fn mentions_license(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    LICENSE_WORDS.iter().any(|p| up.contains(p))
 }

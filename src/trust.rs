@@ -744,7 +744,7 @@ pub fn rotate(
     let list = KeyList {
         schema: KEY_LIST_SCHEMA.into(),
         sequence: previous.as_ref().map_or(1, |p| p.sequence + 1),
-        issued: crate::package::index::rfc3339(crate::package::index::now_unix()),
+        issued: crate::units::rfc3339(crate::units::now_unix()),
         keys,
         revoke: revoked,
         previous,

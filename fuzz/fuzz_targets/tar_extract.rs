@@ -181,7 +181,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = std::fs::remove_dir_all(root);
         std::fs::create_dir_all(&stage).unwrap();
     }
-    let result = rocforge::install::extract::extract(data, &stage, "fuzz.tar", LIMIT);
+    let result = rocforge::package::extract::extract(data, &stage, "fuzz.tar", LIMIT);
     if let Err(e) = &result {
         let _ = e.to_string();
     }

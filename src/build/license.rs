@@ -10,28 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::recipe::{Recipe, Source};
-
-/// Where license files go, relative to the install tree.
-pub fn doc_dir(component: &str) -> String {
-    format!("share/doc/{component}")
-}
-
-/// Whether a file name looks like a license file.
-pub fn is_license_name(name: &str) -> bool {
-    let up = name.to_ascii_uppercase();
-    ["LICENSE", "LICENCE", "COPYING", "NOTICE", "COPYRIGHT"]
-        .iter()
-        .any(|p| up.starts_with(p))
-}
-
-/// Whether a file name in `share/doc/<component>/` names a license file: as
-/// [`is_license_name`], or with one of those words anywhere (`hip-LICENSE.txt`).
-pub fn mentions_license(name: &str) -> bool {
-    let up = name.to_ascii_uppercase();
-    ["LICENSE", "LICENCE", "COPYING", "NOTICE", "COPYRIGHT"]
-        .iter()
-        .any(|p| up.contains(p))
-}
+use crate::store::{doc_dir, is_license_name};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LicenseError {

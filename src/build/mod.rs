@@ -15,12 +15,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::plan::StoreView;
 use crate::plan::{Plan, Step};
 use crate::progress::{BuildEnd, Reporter, Task};
 use crate::recipe::BuildSystem;
 use crate::runtime::{ContainerRuntime, Kind, Mount, RunSpec};
 use crate::source::prepare::{self, Sources};
-use crate::store::{EntryMeta, Store, StoreView};
+use crate::store::{EntryMeta, Store};
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -604,7 +605,7 @@ impl Builder<'_> {
         // Which Tensile logic each target's kernels were generated from travels with the
         // artifact, where `inspect` finds it: derived, upstream, or a user's overlay.
         let arches: Vec<&str> = self.plan.targets.iter().map(|t| t.arch.as_str()).collect();
-        let overlays: Vec<&crate::source::derive::Overlay> = self.sources.overlays.iter().collect();
+        let overlays: Vec<&crate::catalog::Overlay> = self.sources.overlays.iter().collect();
         let logic =
             crate::source::logic::sources(recipe, &arches, &self.sources.catalog.arches, &overlays);
         if !logic.is_empty() {

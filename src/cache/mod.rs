@@ -24,7 +24,7 @@ pub enum CacheError {
     #[error("cache entry {key}: {source}")]
     Extract {
         key: String,
-        source: crate::install::extract::ExtractError,
+        source: crate::package::extract::ExtractError,
     },
     #[error(transparent)]
     Package(#[from] crate::package::PackageError),

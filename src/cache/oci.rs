@@ -15,13 +15,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{BuildCache, CacheError, CacheHit, Fetched};
-use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository};
+use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository, SIGNATURE_TYPE};
 use crate::sign::{PublicKey, SecretKey};
 use crate::store::{EntryMeta, Store};
 
 pub const CONFIG_TYPE: &str = "application/vnd.rocforge.cache.config.v1+json";
 pub const TREE_TYPE: &str = "application/vnd.rocforge.component.v1.tar+zstd";
-pub const SIGNATURE_TYPE: &str = "application/vnd.rocforge.signature.v1+minisign";
 pub const CACHE_SCHEMA: &str = "rocforge.cache/1";
 
 /// The signed statement: everything a pull commits to the store, or the digest of it.
@@ -58,7 +57,7 @@ impl OciCache {
             remote: Remote::new(client, repo),
             trusted,
             key,
-            max_bytes: crate::install::DEFAULT_MAX_BYTES,
+            max_bytes: crate::package::extract::DEFAULT_MAX_BYTES,
         }
     }
 
@@ -169,7 +168,7 @@ impl BuildCache for OciCache {
         blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
         let extracted = {
             let mut dec = zstd::stream::read::Decoder::new(blob).map_err(io)?;
-            crate::install::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
+            crate::package::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
                 |source| CacheError::Extract {
                     key: key.into(),
                     source,
@@ -268,7 +267,7 @@ fn annotations(meta: &EntryMeta, secret: &SecretKey) -> BTreeMap<String, String>
         ("org.opencontainers.image.version", meta.version.clone()),
         (
             "org.opencontainers.image.created",
-            crate::package::index::rfc3339(meta.committed),
+            crate::units::rfc3339(meta.committed),
         ),
         ("rocforge.key", meta.key.clone()),
         ("rocforge.targets", meta.targets.join(",")),

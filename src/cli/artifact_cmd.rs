@@ -9,16 +9,137 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::json;
 
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, root};
-use rocforge::catalog::Catalog;
-use rocforge::config::Config;
+use super::{CliError, Format, Global, Result};
+use rocforge::app::{self, install::Installed};
 use rocforge::diag::Diagnostic;
-use rocforge::install::{self, InstallError, receipt};
-use rocforge::package::{self, PackageError, index, tarball::Compression};
-use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::install::{self, receipt};
+use rocforge::package::{self, PackageError, index};
+use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
+
+#[derive(clap::Args, Debug)]
+pub struct KeyRotateArgs {
+    /// The secret key that signs the list (trusted today)
+    #[arg(long, value_name = "SECRET")]
+    pub old: PathBuf,
+    /// A public key to trust from now on (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB", required = true)]
+    pub new: Vec<String>,
+    /// Revoke the old key: installers stop trusting it once they have seen this list
+    #[arg(long)]
+    pub revoke_old: bool,
+    /// Another public key to revoke; repeatable
+    #[arg(long, value_name = "PUB")]
+    pub revoke: Vec<String>,
+    /// The key list to write (its directory gets the numbered copies)
+    #[arg(long, value_name = "FILE", default_value = "keys.json")]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct UninstallArgs {
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SignArgs {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct IndexArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub expires_days: u64,
+    /// Keep the artifacts of DIR/index.json and only issue it anew (no tarballs needed)
+    #[arg(long)]
+    pub renew: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    pub file: PathBuf,
+    /// A public key (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
+    /// The signature file [default: FILE.minisig]
+    #[arg(long, value_name = "FILE")]
+    pub sig: Option<PathBuf>,
+    /// A key list to apply [default: keys.json beside FILE, if there is one]
+    #[arg(long, value_name = "FILE")]
+    pub key_list: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PackageArgs {
+    #[arg(required = true)]
+    pub components: Vec<String>,
+    /// Output directory
+    #[arg(long, value_name = "DIR", default_value = "dist")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
+    pub compression: rocforge::package::tarball::Compression,
+    /// Which builds to package: container builds or --runtime host builds
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+    pub runtime: RuntimeKind,
+    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Days until the index expires
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub expires_days: u64,
+    /// Package even when files mention the store or cache paths (they will not relocate)
+    #[arg(long)]
+    pub allow_build_paths: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InstallArgs {
+    #[arg(required = true)]
+    pub components: Vec<String>,
+    /// Index location: a directory, a path or URL of index.json, or a URL of its directory [default: $ROCFORGE_INDEX, else [install] index of the config, else the project's releases]
+    #[arg(long, value_name = "URL_OR_DIR")]
+    pub from: Option<String>,
+    /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Install even if the index is unsigned or its signature does not verify (loud)
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Accept artifacts hosted on HOST (or HOST:PORT) besides the index's host; repeatable
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Also trust this public key (RW… or a .pub file); repeatable
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
+    /// Refuse to unpack more than this [default: 256GiB]
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
+    #[arg(long, conflicts_with = "no_runtime_check")]
+    pub with_runtime: bool,
+    /// Do not check that the HIP runtime the artifacts need is present (nor add it)
+    #[arg(long)]
+    pub no_runtime_check: bool,
+    /// Replace an installed component by an older version the index offers
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
+    #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
+    pub timeout: Option<String>,
+}
 
 fn sign_err(e: SignError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
@@ -29,10 +150,6 @@ fn pkg_err(e: PackageError) -> CliError {
 }
 
 fn trust_err(e: rocforge::trust::TrustError) -> CliError {
-    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-}
-
-fn install_err(e: InstallError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
@@ -61,45 +178,16 @@ fn load_signing_key(key: Option<&Path>) -> Result<Option<sign::SecretKey>> {
     }
 }
 
-fn config(g: &Global) -> Result<Config> {
-    Config::load(root(g).base_dir().as_deref()).map_err(CliError::Diagnostics)
-}
-
 /// Built-in keys, config `[trust] keys`, then `--key` arguments (base64 or .pub files).
 pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKey>> {
-    let mut keys = sign::trusted_keys(&config(g)?.trust_keys).map_err(sign_err)?;
-    for k in extra {
-        keys.push(sign::public_from_arg(k).map_err(sign_err)?);
-    }
-    Ok(keys)
+    app::install::trusted_keys(&super::options(g), extra)
 }
 
-pub struct PackageArgs<'a> {
-    pub components: &'a [String],
-    pub out: &'a Path,
-    pub compression: Compression,
-    pub runtime: RuntimeKind,
-    pub key: Option<&'a Path>,
-    pub valid_days: u64,
-    pub allow_build_paths: bool,
-}
-
-pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let lock = super::sources::lockfile(&catalog)?;
-    let store = super::build_cmd::store(g);
-    let req = plan::Request {
-        components: a.components.to_vec(),
-        targets: targets.clone(),
-        runtime: a.runtime,
-        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, a.runtime),
-        lock,
-        overlays: Vec::new(),
-    };
-    let plan = plan::plan(&catalog, &req, &store)?;
-    super::build_cmd::require_built(&plan, &store, a.components)?;
-    let key = load_signing_key(a.key)?;
+pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
+    let session = super::session(g)?;
+    let (catalog, store) = (&session.catalog, &session.store);
+    let plan = session.built_plan(&a.components, a.runtime)?;
+    let key = load_signing_key(a.key.as_deref())?;
     let reporter = TermReporter::new(g.quiet);
     if key.is_none() {
         reporter.note(
@@ -124,13 +212,13 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         let task = reporter.task(&format!("packaging {}", step.component), None, false);
         let opts = package::Options {
             compression: a.compression,
-            out_dir: a.out,
+            out_dir: &a.out,
             build_paths: build_paths.clone(),
             allow_build_paths: a.allow_build_paths,
             license: catalog.get(&step.component).map(|r| r.license.clone()),
             key: key.as_ref(),
         };
-        let p = package::package_entry(&store, &step.key.0, &opts).map_err(pkg_err)?;
+        let p = package::package_entry(store, &step.key.0, &opts).map_err(pkg_err)?;
         task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
         if p.licenses.is_empty() {
             reporter.note(&format!(
@@ -148,8 +236,8 @@ pub fn package(g: &Global, a: PackageArgs<'_>) -> Result<ExitCode> {
         }
         packaged.push(p);
     }
-    let (files, idx) =
-        package::finish_release(a.out, &packaged, key.as_ref(), a.valid_days).map_err(pkg_err)?;
+    let (files, idx) = package::finish_release(&a.out, &packaged, key.as_ref(), a.expires_days)
+        .map_err(pkg_err)?;
     if g.format == Format::Json {
         let items: Vec<_> = packaged
             .iter()
@@ -202,7 +290,15 @@ pub fn index_cmd(
     let key = load_signing_key(key)?;
     if renew {
         // Whatever --renew reads gets signed: only an index a trusted key signed is renewed.
-        verify_cmd(g, &dir.join(index::INDEX_NAME), &[], None, None)?;
+        verify_cmd(
+            g,
+            &VerifyArgs {
+                file: dir.join(index::INDEX_NAME),
+                key: Vec::new(),
+                sig: None,
+                key_list: None,
+            },
+        )?;
     }
     let idx = if renew {
         index::renew(dir, valid_days)
@@ -247,14 +343,8 @@ pub fn key_generate(_g: &Global, out: Option<&Path>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn key_rotate(
-    _g: &Global,
-    old: &Path,
-    new: &[String],
-    revoke_old: bool,
-    revoke: &[String],
-    out: &Path,
-) -> Result<ExitCode> {
+pub fn key_rotate(_g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
+    let (old, new, revoke_old, revoke, out) = (&a.old, &a.new, a.revoke_old, &a.revoke, &a.out);
     let sk = sign::load_secret(old, password()).map_err(sign_err)?;
     let new: Vec<sign::PublicKey> = new
         .iter()
@@ -311,13 +401,8 @@ pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn verify_cmd(
-    g: &Global,
-    file: &Path,
-    keys: &[String],
-    sig: Option<&Path>,
-    key_list: Option<&Path>,
-) -> Result<ExitCode> {
+pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
+    let (file, keys, sig, key_list) = (&a.file, &a.key, a.sig.as_deref(), a.key_list.as_deref());
     let keys = trusted(g, keys)?;
     let sig = sig
         .map(Path::to_path_buf)
@@ -328,7 +413,7 @@ pub fn verify_cmd(
             .parent()
             .unwrap_or(Path::new("."))
             .join(rocforge::trust::KEY_LIST_NAME);
-        (p.is_file() && p != file).then_some(p)
+        (p.is_file() && p != *file).then_some(p)
     });
     let resolved = match &list {
         Some(l) => {
@@ -384,126 +469,39 @@ pub fn verify_cmd(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `$ROCFORGE_PREFIX`, else ~/.local/rocforge.
-pub fn default_prefix() -> PathBuf {
-    if let Some(p) = std::env::var_os("ROCFORGE_PREFIX") {
-        return PathBuf::from(p);
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".local/rocforge"))
-        .unwrap_or_else(|| PathBuf::from("rocforge"))
-}
-
-/// `600`, `600s`, `90m`, `3h`; at least one second.
-fn parse_duration(s: &str) -> Option<std::time::Duration> {
-    let s = s.trim();
-    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
+pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
+    let req = app::install::Request {
+        components: &a.components,
+        from: a.from.as_deref(),
+        prefix: a.prefix.as_deref(),
+        allow_unsigned: a.allow_unsigned,
+        allow_downgrade: a.allow_downgrade,
+        timeout: a.timeout.as_deref(),
+        allow_host: &a.allow_host,
+        keys: &a.key,
+        max_size: a.max_size.as_deref(),
+        runtime: if a.no_runtime_check {
+            install::RuntimeCheck::Skip
+        } else if a.with_runtime {
+            install::RuntimeCheck::With
+        } else {
+            install::RuntimeCheck::Auto
+        },
     };
-    let n: u64 = n.parse().ok()?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60)?,
-        "h" => n.checked_mul(3600)?,
-        _ => return None,
-    };
-    (secs > 0).then(|| std::time::Duration::from_secs(secs))
-}
-
-pub struct InstallArgs<'a> {
-    pub components: &'a [String],
-    pub from: Option<&'a str>,
-    pub prefix: Option<&'a Path>,
-    pub allow_unsigned: bool,
-    pub allow_downgrade: bool,
-    pub timeout: Option<&'a str>,
-    pub allow_host: &'a [String],
-    pub keys: &'a [String],
-    pub max_size: Option<&'a str>,
-    pub runtime: install::RuntimeCheck,
-}
-
-pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
-    let cfg = config(g)?;
-    let env = std::env::var(install::origin::INDEX_ENV).ok();
-    let choice = install::origin::choose(
-        a.from,
-        env.as_deref(),
-        cfg.install_index
-            .as_ref()
-            .map(|(i, f)| (i.as_str(), f.as_str())),
-    );
-    let from = choice.location.clone();
-    let mut allowed_hosts = a.allow_host.to_vec();
-    allowed_hosts.extend(choice.implied_hosts());
-    let prefix = a
-        .prefix
-        .map(Path::to_path_buf)
-        .unwrap_or_else(default_prefix);
-    let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
-    let keys = trusted(g, a.keys)?;
-    let mut targets: Vec<String> = g
-        .arch
-        .as_deref()
-        .map(|l| {
-            l.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    targets.sort();
-    targets.dedup();
-    let max_bytes = match a.max_size {
-        Some(s) => rocforge::units::parse_size(s).ok_or_else(|| {
-            CliError::One(Diagnostic::new(format!("--max-size {s}: not a size")).hint("e.g. 64GiB"))
-        })?,
-        None => install::DEFAULT_MAX_BYTES,
-    };
-    let mut download = rocforge::source::download::DownloadOptions::default();
-    if let Some(t) = a.timeout {
-        download.deadline = parse_duration(t).ok_or_else(|| {
-            CliError::One(
-                Diagnostic::new(format!("--timeout {t}: not a duration"))
-                    .hint("seconds, or a number with s, m or h: 600, 90m, 3h"),
-            )
-        })?;
-    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let reporter = TermReporter::new(g.quiet);
-    if a.allow_unsigned {
-        reporter.note("WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install");
-    }
-    let req = install::Request {
-        components: a.components,
-        targets: &targets,
-        from: &from,
-        prefix: &prefix,
-        allow_unsigned: a.allow_unsigned,
-        allow_downgrade: a.allow_downgrade,
-        allowed_hosts: &allowed_hosts,
-        keys: &keys,
-        cache_dir: Cache::default_root(),
-        max_bytes,
-        download,
-        runtime: a.runtime,
-        stop: &stop,
-    };
-    let report = match install::install(&req, &reporter) {
-        Err(InstallError::Stopped) => {
+    let outcome = match app::install::install(&super::options(g), &req, &reporter, &stop)? {
+        Installed::Stopped { prefix } => {
             eprintln!("stopped; {} is unchanged", prefix.display());
             return Ok(ExitCode::from(130));
         }
-        Err(e @ InstallError::Index { .. }) => {
-            return Err(Diagnostic::new(e.to_string()).hint(choice.hint()).into());
-        }
-        r => r.map_err(install_err)?,
+        Installed::Done(outcome) => outcome,
     };
+    let report = &outcome.report;
     for n in &report.already {
         eprintln!("  {n:<20} already installed");
     }
@@ -520,27 +518,11 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         Some(k) => eprintln!("index signature: good, key {k}"),
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
-    let p = prefix.display();
+    let p = outcome.prefix.display();
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
-    // The advice follows what each artifact carries, as its build's coverage gate recorded it.
-    let table = super::arch_cmd::arch_table(g).ok();
-    let mut not_native = Vec::new();
-    for r in &report.installed {
-        for (target, nearest) in &r.not_native {
-            let advice = match table.as_ref().and_then(|t| t.get(nearest)) {
-                Some(n) if !nearest.is_empty() => format!(
-                    "carries {nearest} code only for {target}: it runs there only with HSA_OVERRIDE_GFX_VERSION={}",
-                    n.hsa_override()
-                ),
-                _ if !nearest.is_empty() => format!("carries {nearest} code only for {target}"),
-                _ => format!("carries no code for {target}: its GPU functions fail there"),
-            };
-            not_native.push(format!("  {:<20} {advice}", r.name));
-        }
-    }
-    if not_native.is_empty() {
+    if outcome.not_native.is_empty() {
         eprintln!(
             "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
         );
@@ -548,8 +530,8 @@ pub fn install_cmd(g: &Global, a: InstallArgs<'_>) -> Result<ExitCode> {
         eprintln!(
             "WARNING: not every library carries native code for its targets (its build accepted the gap):"
         );
-        for l in not_native {
-            eprintln!("{l}");
+        for n in &outcome.not_native {
+            eprintln!("  {:<20} {}", n.component, n.advice);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -585,7 +567,9 @@ fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
 }
 
 pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
-    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let prefix = prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, true)?;
     let removed = receipt::uninstall(&prefix, names)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
@@ -605,7 +589,9 @@ pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Re
 }
 
 pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
-    let prefix = prefix.map(Path::to_path_buf).unwrap_or_else(default_prefix);
+    let prefix = prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, false)?;
     let all = receipt::read_all(&prefix);
     if g.format == Format::Json {

@@ -1,35 +1,28 @@
 //! `list`, `check` and `catalog export`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
 
 use super::{CliError, Format, Global, Result, only_text_or_json, root};
-use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
+use rocforge::catalog::{Catalog, CatalogError};
 use rocforge::diag::Diagnostics;
 
-/// The release lines a command covers: `--release`, else every line of the catalog (at least one).
-pub(super) fn release_names(g: &Global, root: &CatalogRoot) -> Result<Vec<String>> {
-    let releases = match &g.release {
-        Some(r) => vec![r.clone()],
-        None => root.releases().map_err(|source| CatalogError::Io {
-            path: root.describe(),
-            source,
-        })?,
-    };
-    if releases.is_empty() {
-        return Err(CatalogError::NoReleases {
-            root: root.describe(),
-        }
-        .into());
-    }
-    Ok(releases)
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// List the components installed in --prefix instead
+    #[arg(long)]
+    pub installed: bool,
+    /// With --installed [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    #[arg(long, value_name = "DIR", requires = "installed")]
+    pub prefix: Option<PathBuf>,
 }
 
 pub fn list(g: &Global) -> Result<ExitCode> {
     only_text_or_json(g, "list")?;
     let root = root(g);
-    let releases = release_names(g, &root)?;
+    let releases = rocforge::app::release_names(&root, g.release.as_deref())?;
     let mut rows = Vec::new();
     let mut previews = Vec::new();
     for r in &releases {

@@ -10,6 +10,29 @@ use rocforge::ci::runners::{RUNNERS_FILE, Runners};
 use rocforge::ci::{nix, unified_diff};
 use rocforge::diag::Diagnostic;
 
+#[derive(clap::Args, Debug)]
+pub struct CiRunnersArgs {
+    /// OWNER/REPO whose runners to list
+    #[arg(long, value_name = "OWNER/REPO", conflicts_with = "org")]
+    pub repo: Option<String>,
+    /// An organization whose runners to list
+    #[arg(long, value_name = "ORG")]
+    pub org: Option<String>,
+    /// The repository root holding runners.toml
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CiGithubArgs {
+    /// Compare with the committed files instead of writing; exit 1 with a unified diff
+    #[arg(long)]
+    pub check: bool,
+    /// The repository root: runners.toml is read and .github/ written there
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
 /// Every release line of the catalog, oldest first, except previews (`preview = true` in
 /// release.toml): a line still being brought up is built on request, not released.
 fn lines(g: &Global) -> Result<Vec<Line>> {
@@ -93,9 +116,9 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
 
 pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
     only_text_or_json(g, "nix export")?;
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let ex = nix::export(&catalog, &targets, out)
+    let session = super::session(g)?;
+    let (catalog, targets) = (&session.catalog, session.targets()?);
+    let ex = nix::export(catalog, targets, out)
         .map_err(|e| Diagnostic::new(e.to_string()).hint("choose a writable --out directory"))?;
     match g.format {
         super::Format::Json => println!(
@@ -118,11 +141,7 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
             println!(
                 "rocmPackages overridden: {} (gpuTargets {})",
                 ex.mapped.join(", "),
-                targets
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
+                rocforge::arch::comma_list(targets)
             );
             if !ex.unmapped.is_empty() {
                 println!("not in nixpkgs' rocmPackages: {}", ex.unmapped.join(", "));
@@ -149,7 +168,8 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
 }
 
 /// `ci runners`: runners.toml's labels, with the API's online counts when a token is set.
-pub fn runners(g: &Global, dir: &Path, repo: Option<&str>, org: Option<&str>) -> Result<ExitCode> {
+pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
+    let (dir, repo, org) = (&a.dir, a.repo.as_deref(), a.org.as_deref());
     use rocforge::ci::discover::{self, Scope};
     only_text_or_json(g, "ci runners")?;
     let path = dir.join(RUNNERS_FILE);

@@ -1,25 +1,50 @@
-//! `image create`: the base image plus one layer with built components installed, pushed to a
+//! `image build`: the builder image from its Containerfile. `image create`: the base image plus one layer with built components installed, pushed to a
 //! registry or loaded into podman or docker.
 
 use std::process::ExitCode;
 
 use serde_json::json;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, only_text_or_json, root};
-use rocforge::catalog::Catalog;
+use super::{CliError, Format, Global, Result, only_text_or_json};
+use rocforge::app::runtime::RuntimeChoice;
 use rocforge::diag::Diagnostic;
-use rocforge::image::{self, ImageError, Loader};
-use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::image::{self, ImageError};
+use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::source::cache::Cache;
 
-pub struct CreateArgs<'a> {
-    pub components: &'a [String],
-    pub base: &'a str,
-    pub tag: &'a str,
+#[derive(clap::Args, Debug)]
+pub struct ImageBuildArgs {
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeChoice>,
+    /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
+    #[arg(long, value_name = "FILE")]
+    pub containerfile: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CreateArgs {
+    /// Components to install (with their dependencies); bundles like rocm-math work too
+    #[arg(required = true)]
+    pub components: Vec<String>,
+    /// The base image in a registry: REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:…
+    #[arg(long, value_name = "REF")]
+    pub base: String,
+    /// The new image's name: REGISTRY/NAME:TAG
+    #[arg(long, value_name = "REF")]
+    pub tag: String,
+    /// Push the image to --tag's registry
+    #[arg(long)]
     pub push: bool,
-    pub load: Option<Loader>,
+    /// Load the image into podman (an oci-archive) or docker (a docker-archive)
+    #[arg(long, value_enum, value_name = "TOOL")]
+    pub load: Option<rocforge::image::Loader>,
+    /// Which builds to install: container builds or --runtime host builds
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
     pub runtime: RuntimeKind,
 }
 
@@ -58,14 +83,14 @@ fn created(store: &rocforge::store::Store, keys: &[String]) -> Result<u64> {
         .unwrap_or(0))
 }
 
-pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
+pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     only_text_or_json(g, "image create")?;
     if !a.push && a.load.is_none() {
         return Err(Diagnostic::new("nothing to do: neither --push nor --load")
             .hint("add --push (to --tag's registry) or --load podman|docker")
             .into());
     }
-    let target = image::Reference::parse(a.tag)
+    let target = image::Reference::parse(&a.tag)
         .map_err(|e| err(e.into()))
         .and_then(|r| {
             if r.reference.starts_with("sha256:") {
@@ -76,20 +101,11 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
                 Ok(r)
             }
         })?;
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = super::plan_cmd::targets(g, &catalog)?;
-    let lock = super::sources::lockfile(&catalog)?;
-    let store = super::build_cmd::store(g);
-    let req = plan::Request {
-        components: a.components.to_vec(),
-        targets: targets.clone(),
-        runtime: a.runtime,
-        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, a.runtime),
-        lock,
-        overlays: Vec::new(),
-    };
-    let plan = plan::plan(&catalog, &req, &store)?;
-    super::build_cmd::require_built(&plan, &store, a.components)?;
+    let reporter = Arc::new(TermReporter::new(g.quiet));
+    let session = super::session_with(g, reporter.clone())?;
+    let (catalog, store) = (&session.catalog, &session.store);
+    let plan = session.built_plan(&a.components, a.runtime)?;
+    let targets = &plan.targets;
     let components: Vec<image::Component> = plan
         .steps
         .iter()
@@ -101,12 +117,11 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
         })
         .collect();
     let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
-    let created = created(&store, &keys)?;
-    let reporter = TermReporter::new(g.quiet);
+    let created = created(store, &keys)?;
     let client = client()?;
 
     let task = reporter.task(&format!("reading the base image {}", a.base), None, false);
-    let base = image::pull_base(client.clone(), a.base).map_err(err)?;
+    let base = image::pull_base(client.clone(), &a.base).map_err(err)?;
     task.finish(&format!("base image {} ({})", a.base, base.digest));
 
     let work = Cache::default_root().join("image-work");
@@ -133,10 +148,11 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
 
     let mut pushed = None;
     if a.push {
-        let d = image::push(client, &target, &base, &layer, &img, &reporter).map_err(err)?;
+        let d =
+            image::push(client, &target, &base, &layer, &img, reporter.as_ref()).map_err(err)?;
         pushed = Some(format!(
             "{}@{d}",
-            a.tag.rsplit_once(':').map_or(a.tag, |(n, _)| n)
+            a.tag.rsplit_once(':').map_or(a.tag.as_str(), |(n, _)| n)
         ));
     }
     let mut loaded = None;
@@ -153,7 +169,7 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
             })?
             .into_temp_path();
         let task = reporter.task(&format!("loading into {}", loader.tool()), None, false);
-        image::write_archive(&tmp, loader, a.tag, &base, &layer, &img).map_err(err)?;
+        image::write_archive(&tmp, loader, &a.tag, &base, &layer, &img).map_err(err)?;
         let said = image::load(loader, &tmp).map_err(err)?;
         task.finish(&format!("loaded into {}: {}", loader.tool(), a.tag));
         loaded = Some(said);
@@ -194,5 +210,16 @@ pub fn create(g: &Global, a: CreateArgs<'_>) -> Result<ExitCode> {
             a.tag, catalog.release.prefix
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
+    only_text_or_json(g, "image build")?;
+    let session = super::session(g)?;
+    let local = rocforge::app::image::build_image(&session, a.runtime, a.containerfile.clone())?;
+    println!("{} {}", local.reference, local.id);
+    eprintln!(
+        "recorded as a local image: builds key it by this ID and never push it to a shared cache"
+    );
     Ok(ExitCode::SUCCESS)
 }

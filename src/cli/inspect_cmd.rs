@@ -12,6 +12,20 @@ use rocforge::diag::Diagnostic;
 use rocforge::inspect::codeobject::Feature;
 use rocforge::inspect::{self, CodeObject, CoverageReport, Image, Inventory, Status};
 
+#[derive(clap::Args, Debug)]
+pub struct InspectArgs {
+    /// Files or directories to read
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
+    #[arg(long, value_name = "LIST")]
+    pub against: Option<String>,
+    /// With --against: accept the nearest target's code for these targets (it runs only
+    /// under HSA_OVERRIDE_GFX_VERSION)
+    #[arg(long, value_name = "LIST", requires = "against")]
+    pub allow_spoof: Option<String>,
+}
+
 fn fail(e: inspect::InspectError) -> super::CliError {
     Diagnostic::new(e.to_string())
         .hint(
@@ -20,12 +34,8 @@ fn fail(e: inspect::InspectError) -> super::CliError {
         .into()
 }
 
-pub fn inspect_cmd(
-    g: &Global,
-    paths: &[PathBuf],
-    against: Option<&str>,
-    allow_spoof: Option<&str>,
-) -> Result<ExitCode> {
+pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
+    let (paths, against, allow_spoof) = (&a.paths, a.against.as_deref(), a.allow_spoof.as_deref());
     only_text_or_json(g, "inspect")?;
     if let Some(list) = against {
         let table = arch_table(g)?;

@@ -1,26 +1,35 @@
-//! Command definitions and their output. Only this module (and main) prints.
+//! The command line: clap definitions, and one file per command that parses its flags, calls
+//! the library ([`rocforge::app`] for the use cases) and renders the result as text or JSON.
+//! Only this module (and main) prints.
 
 mod arch_cmd;
 mod artifact_cmd;
 mod build_cmd;
 mod catalog_cmds;
+mod check_cmd;
 mod ci_cmd;
+mod doctor_cmd;
 mod image_cmd;
 mod inspect_cmd;
+mod lock_cmd;
 mod plan_cmd;
 pub mod progress;
 mod publish_cmd;
 mod sources;
+mod store_cmd;
 mod test_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use rocforge::catalog::{CatalogError, CatalogRoot, export_embedded};
-use rocforge::diag::{Diagnostic, Diagnostics};
-use rocforge::plan::key::RuntimeKind;
+pub use rocforge::app::Error as CliError;
+use rocforge::app::{Options, Session};
+use rocforge::catalog::{CatalogRoot, export_embedded};
+use rocforge::diag::Diagnostic;
+use rocforge::progress::Reporter;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -83,14 +92,7 @@ pub enum Format {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the catalog's components: name, version, release line, summary (--installed: a prefix's)
-    List {
-        /// List the components installed in --prefix instead
-        #[arg(long)]
-        installed: bool,
-        /// With --installed [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR", requires = "installed")]
-        prefix: Option<PathBuf>,
-    },
+    List(catalog_cmds::ListArgs),
     /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
     #[command(after_help = "\
 Without --sources nothing is fetched: the recipes, the target table and the patches' shape are
@@ -104,17 +106,7 @@ fails, or source unreachable; exit 1 when any does not apply.
   rocforge check --sources                        every component of every release line
   rocforge check --sources --release rocm-6.4.4 rocblas tensile
   rocforge check --sources --only-patched --format json")]
-    Check {
-        /// Fetch every source and apply its patches and derivations for every target
-        #[arg(long)]
-        sources: bool,
-        /// With --sources: skip components that carry no patches and no derivations
-        #[arg(long, requires = "sources")]
-        only_patched: bool,
-        /// With --sources: only these components (or bundles) [default: all]
-        #[arg(requires = "sources")]
-        components: Vec<String>,
-    },
+    Check(check_cmd::CheckArgs),
     /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
     #[command(after_help = "\
 Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs
@@ -124,19 +116,7 @@ Examples:
   rocforge plan rocsparse --arch gfx90c
   rocforge plan --format github-matrix --arch gfx90c,gfx902   one include list per dependency level
   rocforge plan rocblas --explain tensile                     the hash input behind tensile's key")]
-    Plan {
-        /// Components to build (with their dependencies) [default: the whole release line]
-        components: Vec<String>,
-        /// Print the hash input of one component instead of the plan
-        #[arg(long, value_name = "COMPONENT")]
-        explain: Option<String>,
-        /// Where builds run: a container (podman or docker) or the host. Keys differ between the two.
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-    },
+    Plan(plan_cmd::PlanArgs),
     /// Fetch a component's source at its pinned commit, patched for the targets, into the source cache
     #[command(after_help = "\
 The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and
@@ -148,32 +128,14 @@ Examples:
   rocforge fetch rocblas --arch gfx90c
   rocforge fetch rocblas --arch gfx90c --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic
   rocforge fetch rocsparse --locked --format json")]
-    Fetch {
-        /// The component
-        component: String,
-        /// Replace a directory of the source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-    },
+    Fetch(sources::FetchArgs),
     /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
-    Lock {
-        /// Do not write: exit 1 if rocforge.lock does not match the recipes (for CI; no network)
-        #[arg(long)]
-        check: bool,
-        /// Pin sources only; keep the image digests already in the lock
-        #[arg(long)]
-        skip_images: bool,
-    },
+    Lock(lock_cmd::LockArgs),
     /// A working git checkout with the patch series applied as one commit per patch, for patch authors
     #[command(after_help = "\
 Edit, then commit (amend, rebase, add commits) as usual, and write the series back with
 `rocforge patch export COMPONENT`. The pristine source is the commit tagged rocforge-base.")]
-    Dev {
-        component: String,
-        /// Where to create the checkout [default: ./rocforge-dev/<component>]
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Dev(sources::DevArgs),
     /// Build components and every dependency the store lacks, in reproducible containers
     #[command(after_help = "\
 Each component is built in the release line's builder image with the network off, sources
@@ -186,52 +148,12 @@ Examples:
   rocforge build rocsolver --arch gfx90c,gfx902 --jobs 8 --keep-going
   rocforge build rocprim --arch gfx902 --runtime host      # no containers (not reproducible)
   rocforge build rocblas --dry-run                         # the plan, nothing built")]
-    Build {
-        /// Components to build [default: the whole release line]
-        components: Vec<String>,
-        /// Total compile jobs [default: one per 2.5 GiB of available memory, at most one per core]
-        #[arg(long, short)]
-        jobs: Option<usize>,
-        /// podman, docker or host [default: podman if it works, else docker]
-        #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
-        /// Keep building what does not depend on a failed component
-        #[arg(long)]
-        keep_going: bool,
-        /// Start each build over instead of continuing the build directory a stopped or failed
-        /// build of the same content key left
-        #[arg(long)]
-        fresh: bool,
-        /// Print the plan; build nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
-        #[arg(long, value_name = "SPEC")]
-        overlay: Vec<String>,
-        /// Accept built libraries that lack these targets (the gap is recorded in the store entry)
-        #[arg(long, value_name = "LIST")]
-        allow_missing: Option<String>,
-        /// Accept built libraries that carry only the nearest target's code for these targets
-        /// (they run only under HSA_OVERRIDE_GFX_VERSION; recorded in the store entry)
-        #[arg(long, value_name = "LIST")]
-        allow_spoof: Option<String>,
-        /// A shared build cache, oci://REGISTRY/REPO: hits are pulled (signed by a trusted key), new entries pushed
-        #[arg(long, value_name = "URL", env = "ROCFORGE_CACHE_URL")]
-        cache: Option<String>,
-        /// The secret key that signs the entries pushed to --cache (without it nothing is pushed)
-        #[arg(long, value_name = "FILE", env = "ROCFORGE_CACHE_KEY")]
-        cache_key: Option<PathBuf>,
-    },
+    Build(build_cmd::BuildArgs),
     /// Images: the builder image (`image build`), images with a built stack installed (`image create`)
     #[command(subcommand)]
     Image(ImageCommand),
     /// Check this machine before hours of work: runtime, builder image, disk and memory against the plan
-    Doctor {
-        /// Components whose plan to check against [default: the whole release line]
-        components: Vec<String>,
-        #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
-    },
+    Doctor(doctor_cmd::DoctorArgs),
     /// The store of built install trees
     #[command(subcommand)]
     Store(StoreCommand),
@@ -239,11 +161,7 @@ Examples:
     #[command(subcommand)]
     Patch(PatchCommand),
     /// Remove source cache entries that the catalog no longer produces
-    Gc {
-        /// Only list what would be removed
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Gc(sources::GcArgs),
     /// The GPU target table
     #[command(subcommand)]
     Arch(ArchCommand),
@@ -272,13 +190,7 @@ Wheels (*.whl) in DIR get a PEP 503 index per target: DIR/<target>/<project>/ind
 Examples:
   rocforge publish dist --to github://me/rocm-gfx90c@rocm-6.4.4-1
   rocforge publish dist --to oci://ghcr.io/me/rocforge")]
-    Publish {
-        /// The release directory (`rocforge package --out DIR`)
-        dir: PathBuf,
-        /// github://OWNER/REPO@TAG or oci://REGISTRY/REPO [default: only write the wheel index]
-        #[arg(long, value_name = "URL")]
-        to: Option<String>,
-    },
+    Publish(publish_cmd::PublishArgs),
     /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
     #[command(after_help = "\
 One deterministic tarball per component of the plan (the components and their dependencies):
@@ -290,72 +202,26 @@ index.json (signed) for `rocforge install --from DIR_OR_URL`.
 Examples:
   rocforge package rocsparse --arch gfx90c --out dist
   rocforge package rocblas --arch gfx90c,gfx902 --compression gz")]
-    Package {
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// Output directory
-        #[arg(long, value_name = "DIR", default_value = "dist")]
-        out: PathBuf,
-        #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
-        compression: rocforge::package::tarball::Compression,
-        /// Which builds to package: container builds or --runtime host builds
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-        /// Days until the index expires
-        #[arg(long, value_name = "DAYS", default_value_t = 30)]
-        expires_days: u64,
-        /// Package even when files mention the store or cache paths (they will not relocate)
-        #[arg(long)]
-        allow_build_paths: bool,
-    },
+    Package(artifact_cmd::PackageArgs),
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
     #[command(after_help = "\
 With --renew, DIR needs only index.json and its signature: once that signature verifies as
 `rocforge verify` checks it (trusted keys, keys.json beside it), the same artifacts are issued
 again with a new expiry and signed, so a published release stays installable (the release
 workflow's scheduled resign job).")]
-    Index {
-        dir: PathBuf,
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-        #[arg(long, value_name = "DAYS", default_value_t = 30)]
-        expires_days: u64,
-        /// Keep the artifacts of DIR/index.json and only issue it anew (no tarballs needed)
-        #[arg(long)]
-        renew: bool,
-    },
+    Index(artifact_cmd::IndexArgs),
     /// Signing keys (minisign format)
     #[command(subcommand)]
     Key(KeyCommand),
     /// Sign files: writes FILE.minisig beside each (minisign format)
-    Sign {
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-        #[arg(long, value_name = "FILE")]
-        key: Option<PathBuf>,
-    },
+    Sign(artifact_cmd::SignArgs),
     /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key, key lists)
     #[command(after_help = "\
 A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one
 --key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted
 key, and removes the keys it revokes. The newest list seen and every revocation are remembered in
 $ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.")]
-    Verify {
-        file: PathBuf,
-        /// A public key (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// The signature file [default: FILE.minisig]
-        #[arg(long, value_name = "FILE")]
-        sig: Option<PathBuf>,
-        /// A key list to apply [default: keys.json beside FILE, if there is one]
-        #[arg(long, value_name = "FILE")]
-        key_list: Option<PathBuf>,
-    },
+    Verify(artifact_cmd::VerifyArgs),
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
 Checks the index signature against the trusted keys (built-in, config, --key, and those of the
@@ -374,48 +240,9 @@ https://github.com/rocforge/rocforge/releases/latest/download/index.json
 Examples:
   rocforge install rocsparse --arch gfx90c --prefix ~/rocm
   rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
-    Install {
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// Index location: a directory, a path or URL of index.json, or a URL of its directory [default: $ROCFORGE_INDEX, else [install] index of the config, else the project's releases]
-        #[arg(long, value_name = "URL_OR_DIR")]
-        from: Option<String>,
-        /// Where to install [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
-        /// Install even if the index is unsigned or its signature does not verify (loud)
-        #[arg(long)]
-        allow_unsigned: bool,
-        /// Accept artifacts hosted on HOST (or HOST:PORT) besides the index's host; repeatable
-        #[arg(long, value_name = "HOST")]
-        allow_host: Vec<String>,
-        /// Also trust this public key (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// Refuse to unpack more than this [default: 256GiB]
-        #[arg(long, value_name = "SIZE")]
-        max_size: Option<String>,
-        /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
-        #[arg(long, conflicts_with = "no_runtime_check")]
-        with_runtime: bool,
-        /// Do not check that the HIP runtime the artifacts need is present (nor add it)
-        #[arg(long)]
-        no_runtime_check: bool,
-        /// Replace an installed component by an older version the index offers
-        #[arg(long)]
-        allow_downgrade: bool,
-        /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
-        #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
-        timeout: Option<String>,
-    },
+    Install(artifact_cmd::InstallArgs),
     /// Remove installed components: exactly the files their receipts list
-    Uninstall {
-        #[arg(required = true)]
-        names: Vec<String>,
-        /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
-    },
+    Uninstall(artifact_cmd::UninstallArgs),
     /// The local GPUs from the KFD topology: target, compute units, memory, xnack, nearest target
     #[command(after_help = "\
 Reads /sys/class/kfd/kfd/topology (or DIR/sys/... with --sysfs-root DIR, a recorded tree), the
@@ -425,11 +252,7 @@ Examples:
   rocforge detect
   rocforge detect --format json
   rocforge detect --sysfs-root ./recorded-machine")]
-    Detect {
-        /// A directory standing for / (a recorded machine)
-        #[arg(long, value_name = "DIR")]
-        sysfs_root: Option<PathBuf>,
-    },
+    Detect(test_cmd::DetectArgs),
     /// Run a built component's test client on the local GPU, sharded and hang-proof
     #[command(after_help = "\
 Installs the component and its dependencies from the store into a scratch prefix and runs the
@@ -441,33 +264,7 @@ Examples:
   rocforge test rocsparse --arch gfx90c
   rocforge test rocsparse --arch gfx900 --spoof      the gfx900 artifact under HSA_OVERRIDE_GFX_VERSION=9.0.0
   rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run")]
-    Test {
-        component: String,
-        /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
-        #[arg(long)]
-        spoof: bool,
-        /// Continue the run journaled in --out
-        #[arg(long)]
-        resume: bool,
-        /// A directory standing for / (a recorded machine)
-        #[arg(long, value_name = "DIR")]
-        sysfs_root: Option<PathBuf>,
-        /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed]]
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// This machine's name in reports [default: the hostname]
-        #[arg(long, value_name = "NAME")]
-        machine: Option<String>,
-        /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
-        #[arg(long, value_name = "DEST")]
-        submit: Option<String>,
-        /// Sign the submitted results.json and junit.xml with this secret key
-        #[arg(long, value_name = "FILE", requires = "submit")]
-        key: Option<PathBuf>,
-        /// Install from this artifact index (URL or directory) when the store lacks the component
-        #[arg(long, value_name = "INDEX")]
-        from: Option<String>,
-    },
+    Test(test_cmd::TestArgs),
     /// One HTML page and a markdown summary from results bundles of any number of machines
     #[command(after_help = "\
 Results pulled from oci://REGISTRY/REPO come from anyone who can push there, so each must carry a
@@ -479,20 +276,7 @@ results.json files are your own and are read as they are.
 Examples:
   rocforge report rocforge-results/*/results.json --out report/
   rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… --out report/")]
-    Report {
-        /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
-        #[arg(required = true)]
-        results: Vec<PathBuf>,
-        /// Where report.html and report.md go
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
-        /// Also trust this public key (RW… or a .pub file) for pulled results; repeatable
-        #[arg(long, value_name = "PUB")]
-        key: Vec<String>,
-        /// Include pulled results that carry no signature (they are marked as such on stderr)
-        #[arg(long)]
-        allow_unsigned: bool,
-    },
+    Report(test_cmd::ReportArgs),
     /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
     #[command(after_help = "\
 PATH is a shared library, executable, object, static archive, code object or bundle, or a
@@ -504,18 +288,7 @@ Examples:
   rocforge inspect /opt/rocforge/lib/librocsparse.so
   rocforge inspect --against gfx90c,gfx902 /opt/rocforge
   rocforge inspect --format json build/libfoo.so")]
-    Inspect {
-        /// Files or directories to read
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Target IDs every library must carry code for, e.g. gfx90c or gfx90c:xnack-,gfx902
-        #[arg(long, value_name = "LIST")]
-        against: Option<String>,
-        /// With --against: accept the nearest target's code for these targets (it runs only
-        /// under HSA_OVERRIDE_GFX_VERSION)
-        #[arg(long, value_name = "LIST", requires = "against")]
-        allow_spoof: Option<String>,
-    },
+    Inspect(inspect_cmd::InspectArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -537,23 +310,7 @@ docs/security.md. The old key's password comes from ROCFORGE_KEY_PASSWORD.
 Examples:
   rocforge key generate --out new-keys
   rocforge key rotate --old ~/.config/rocforge/keys/rocforge.key --new new-keys/rocforge.pub --revoke-old --out dist/keys.json")]
-    Rotate {
-        /// The secret key that signs the list (trusted today)
-        #[arg(long, value_name = "SECRET")]
-        old: PathBuf,
-        /// A public key to trust from now on (RW… or a .pub file); repeatable
-        #[arg(long, value_name = "PUB", required = true)]
-        new: Vec<String>,
-        /// Revoke the old key: installers stop trusting it once they have seen this list
-        #[arg(long)]
-        revoke_old: bool,
-        /// Another public key to revoke; repeatable
-        #[arg(long, value_name = "PUB")]
-        revoke: Vec<String>,
-        /// The key list to write (its directory gets the numbered copies)
-        #[arg(long, value_name = "FILE", default_value = "keys.json")]
-        out: PathBuf,
-    },
+    Rotate(artifact_cmd::KeyRotateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -570,13 +327,7 @@ pub enum ArchCommand {
 #[derive(Subcommand, Debug)]
 pub enum ImageCommand {
     /// Build the release line's builder image locally from containers/Containerfile.<release>
-    Build {
-        #[arg(long, value_enum)]
-        runtime: Option<build_cmd::RuntimeChoice>,
-        /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
-        #[arg(long, value_name = "FILE")]
-        containerfile: Option<PathBuf>,
-    },
+    Build(image_cmd::ImageBuildArgs),
     /// An image to run the stack in: a base image plus one layer with the built components installed
     #[command(after_help = "\
 `image build` makes the builder image rocforge builds in; `image create` makes an image for
@@ -590,26 +341,7 @@ Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for
 Examples:
   rocforge image create rocm-math --arch gfx90c --base docker.io/library/ubuntu:24.04 --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
   rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 --tag localhost/rocsparse:gfx90c --load podman")]
-    Create {
-        /// Components to install (with their dependencies); bundles like rocm-math work too
-        #[arg(required = true)]
-        components: Vec<String>,
-        /// The base image in a registry: REGISTRY/NAME:TAG or REGISTRY/NAME@sha256:…
-        #[arg(long, value_name = "REF")]
-        base: String,
-        /// The new image's name: REGISTRY/NAME:TAG
-        #[arg(long, value_name = "REF")]
-        tag: String,
-        /// Push the image to --tag's registry
-        #[arg(long)]
-        push: bool,
-        /// Load the image into podman (an oci-archive) or docker (a docker-archive)
-        #[arg(long, value_enum, value_name = "TOOL")]
-        load: Option<rocforge::image::Loader>,
-        /// Which builds to install: container builds or --runtime host builds
-        #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-        runtime: RuntimeKind,
-    },
+    Create(image_cmd::CreateArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -628,12 +360,7 @@ pub enum StoreCommand {
 #[derive(Subcommand, Debug)]
 pub enum PatchCommand {
     /// Write the commits of a `rocforge dev` checkout back into patches/<release>/<component>/
-    Export {
-        component: String,
-        /// The checkout [default: ./rocforge-dev/<component>]
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Export(sources::PatchExportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -648,14 +375,7 @@ report and a publish job. See docs/ci.md.
 Examples:
   rocforge ci github            regenerate after changing recipes or runners.toml
   rocforge ci github --check    exit 1 with a diff when the committed files differ (CI)")]
-    Github {
-        /// Compare with the committed files instead of writing; exit 1 with a unified diff
-        #[arg(long)]
-        check: bool,
-        /// The repository root: runners.toml is read and .github/ written there
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-    },
+    Github(ci_cmd::CiGithubArgs),
     /// Which self-hosted runner labels of runners.toml have a runner: from the GitHub API when a token is set
     #[command(after_help = "\
 Without a token, runners.toml's `registered` decides. With ROCFORGE_RUNNERS_TOKEN (or
@@ -669,17 +389,7 @@ Examples:
   rocforge ci runners                                  runners.toml only
   ROCFORGE_RUNNERS_TOKEN=… rocforge ci runners --repo me/rocforge
   rocforge ci runners --repo me/rocforge --format json | jq -r '.gpu_ready | join(\",\")'")]
-    Runners {
-        /// OWNER/REPO whose runners to list
-        #[arg(long, value_name = "OWNER/REPO", conflicts_with = "org")]
-        repo: Option<String>,
-        /// An organization whose runners to list
-        #[arg(long, value_name = "ORG")]
-        org: Option<String>,
-        /// The repository root holding runners.toml
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        dir: PathBuf,
-    },
+    Runners(ci_cmd::CiRunnersArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -708,51 +418,53 @@ pub enum CatalogCommand {
     },
 }
 
-/// What a command failed with, rendered by main.
-pub enum CliError {
-    Diagnostics(Diagnostics),
-    One(Diagnostic),
-}
-
-impl CliError {
-    pub fn render(&self, color: bool) -> String {
-        match self {
-            CliError::Diagnostics(d) => {
-                let mut out = String::new();
-                for diag in d.iter() {
-                    out += &diag.render(color);
-                    out += "\n\n";
-                }
-                out += &format!("error: {} problem(s) found\n", d.len());
-                out
-            }
-            CliError::One(d) => d.render(color) + "\n",
-        }
-    }
-}
-
-impl From<Diagnostic> for CliError {
-    fn from(d: Diagnostic) -> Self {
-        CliError::One(d)
-    }
-}
-
-impl From<CatalogError> for CliError {
-    fn from(e: CatalogError) -> Self {
-        let hint = e.hint();
-        match e {
-            CatalogError::Invalid(d) => CliError::Diagnostics(d),
-            other => CliError::One(Diagnostic::new(other.to_string()).maybe_hint(hint)),
-        }
-    }
-}
-
 pub(crate) type Result<T> = std::result::Result<T, CliError>;
 
 pub(crate) fn root(g: &Global) -> CatalogRoot {
     match &g.recipes {
         Some(dir) => CatalogRoot::Dir(dir.clone()),
         None => CatalogRoot::Embedded,
+    }
+}
+
+/// The library's view of the global flags.
+pub(crate) fn options(g: &Global) -> Options {
+    Options {
+        root: root(g),
+        release: g.release.clone(),
+        store: g.store.clone(),
+        arch: g.arch.clone(),
+        locked: g.locked,
+    }
+}
+
+/// Progress on stderr, unless --quiet.
+pub(crate) fn reporter(g: &Global) -> Arc<dyn Reporter> {
+    Arc::new(progress::TermReporter::new(g.quiet))
+}
+
+pub(crate) fn session(g: &Global) -> Result<Session> {
+    session_with(g, reporter(g))
+}
+
+pub(crate) fn session_with(g: &Global, reporter: Arc<dyn Reporter>) -> Result<Session> {
+    Session::open(options(g), reporter)
+}
+
+/// A `--format json` report: pretty, with every object's keys sorted.
+pub(crate) fn print_json(report: &impl serde::Serialize) {
+    let value = serde_json::to_value(report).unwrap_or_default();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    );
+}
+
+pub(crate) fn exit_code(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
@@ -770,207 +482,41 @@ pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let g = &args.global;
     match &args.command {
-        Command::List {
-            installed: true,
-            prefix,
-        } => artifact_cmd::list_installed(g, prefix.as_deref()),
-        Command::List { .. } => catalog_cmds::list(g),
-        Command::Package {
-            components,
-            out,
-            compression,
-            runtime,
-            key,
-            expires_days,
-            allow_build_paths,
-        } => artifact_cmd::package(
-            g,
-            artifact_cmd::PackageArgs {
-                components,
-                out,
-                compression: *compression,
-                runtime: *runtime,
-                key: key.as_deref(),
-                valid_days: *expires_days,
-                allow_build_paths: *allow_build_paths,
-            },
-        ),
-        Command::Index {
-            dir,
-            key,
-            expires_days,
-            renew,
-        } => artifact_cmd::index_cmd(g, dir, key.as_deref(), *expires_days, *renew),
-        Command::Publish { dir, to } => publish_cmd::publish_cmd(g, dir, to.as_deref()),
+        Command::List(a) if a.installed => artifact_cmd::list_installed(g, a.prefix.as_deref()),
+        Command::List(_) => catalog_cmds::list(g),
+        Command::Package(a) => artifact_cmd::package(g, a),
+        Command::Index(a) => {
+            artifact_cmd::index_cmd(g, &a.dir, a.key.as_deref(), a.expires_days, a.renew)
+        }
+        Command::Publish(a) => publish_cmd::publish_cmd(g, a),
         Command::Key(KeyCommand::Generate { out }) => artifact_cmd::key_generate(g, out.as_deref()),
-        Command::Key(KeyCommand::Rotate {
-            old,
-            new,
-            revoke_old,
-            revoke,
-            out,
-        }) => artifact_cmd::key_rotate(g, old, new, *revoke_old, revoke, out),
-        Command::Sign { files, key } => artifact_cmd::sign_cmd(g, files, key.as_deref()),
-        Command::Verify {
-            file,
-            key,
-            sig,
-            key_list,
-        } => artifact_cmd::verify_cmd(g, file, key, sig.as_deref(), key_list.as_deref()),
-        Command::Install {
-            components,
-            from,
-            prefix,
-            allow_unsigned,
-            allow_host,
-            key,
-            max_size,
-            with_runtime,
-            no_runtime_check,
-            allow_downgrade,
-            timeout,
-        } => artifact_cmd::install_cmd(
-            g,
-            artifact_cmd::InstallArgs {
-                components,
-                from: from.as_deref(),
-                prefix: prefix.as_deref(),
-                allow_unsigned: *allow_unsigned,
-                allow_downgrade: *allow_downgrade,
-                timeout: timeout.as_deref(),
-                allow_host,
-                keys: key,
-                max_size: max_size.as_deref(),
-                runtime: if *no_runtime_check {
-                    rocforge::install::RuntimeCheck::Skip
-                } else if *with_runtime {
-                    rocforge::install::RuntimeCheck::With
-                } else {
-                    rocforge::install::RuntimeCheck::Auto
-                },
-            },
-        ),
-        Command::Uninstall { names, prefix } => {
-            artifact_cmd::uninstall_cmd(g, names, prefix.as_deref())
-        }
-        Command::Check { sources: false, .. } => catalog_cmds::check(g),
-        Command::Check {
-            sources: true,
-            only_patched,
-            components,
-        } => sources::check_sources(g, components, *only_patched),
-        Command::Plan {
-            components,
-            explain,
-            runtime,
-            overlay,
-        } => plan_cmd::plan_cmd(g, components, explain.as_deref(), *runtime, overlay),
-        Command::Fetch { component, overlay } => sources::fetch(g, component, overlay),
-        Command::Lock { check, skip_images } => sources::lock(g, *check, *skip_images),
-        Command::Dev { component, dir } => sources::dev(g, component, dir.as_deref()),
-        Command::Patch(PatchCommand::Export { component, dir }) => {
-            sources::patch_export(g, component, dir.as_deref())
-        }
-        Command::Gc { dry_run } => sources::gc(g, *dry_run),
-        Command::Build {
-            components,
-            jobs,
-            runtime,
-            keep_going,
-            fresh,
-            dry_run,
-            overlay,
-            allow_missing,
-            allow_spoof,
-            cache,
-            cache_key,
-        } => build_cmd::build(
-            g,
-            build_cmd::BuildArgs {
-                components,
-                jobs: *jobs,
-                runtime: *runtime,
-                keep_going: *keep_going,
-                fresh: *fresh,
-                dry_run: *dry_run,
-                overlays: overlay,
-                allow_missing: allow_missing.as_deref(),
-                allow_spoof: allow_spoof.as_deref(),
-                cache: cache.as_deref(),
-                cache_key: cache_key.as_deref(),
-            },
-        ),
-        Command::Image(ImageCommand::Build {
-            runtime,
-            containerfile,
-        }) => build_cmd::image_build(g, *runtime, containerfile.clone()),
-        Command::Image(ImageCommand::Create {
-            components,
-            base,
-            tag,
-            push,
-            load,
-            runtime,
-        }) => image_cmd::create(
-            g,
-            image_cmd::CreateArgs {
-                components,
-                base,
-                tag,
-                push: *push,
-                load: *load,
-                runtime: *runtime,
-            },
-        ),
-        Command::Doctor {
-            components,
-            runtime,
-        } => build_cmd::doctor(g, components, *runtime),
-        Command::Store(StoreCommand::List) => build_cmd::store_list(g),
-        Command::Store(StoreCommand::Show { key }) => build_cmd::store_show(g, key),
-        Command::Store(StoreCommand::Gc { dry_run }) => build_cmd::store_gc(g, *dry_run),
+        Command::Key(KeyCommand::Rotate(a)) => artifact_cmd::key_rotate(g, a),
+        Command::Sign(a) => artifact_cmd::sign_cmd(g, &a.files, a.key.as_deref()),
+        Command::Verify(a) => artifact_cmd::verify_cmd(g, a),
+        Command::Install(a) => artifact_cmd::install_cmd(g, a),
+        Command::Uninstall(a) => artifact_cmd::uninstall_cmd(g, &a.names, a.prefix.as_deref()),
+        Command::Check(a) => check_cmd::check(g, a),
+        Command::Plan(a) => plan_cmd::plan_cmd(g, a),
+        Command::Fetch(a) => sources::fetch(g, a),
+        Command::Lock(a) => lock_cmd::lock(g, a),
+        Command::Dev(a) => sources::dev(g, a),
+        Command::Patch(PatchCommand::Export(a)) => sources::patch_export(g, a),
+        Command::Gc(a) => sources::gc(g, a.dry_run),
+        Command::Build(a) => build_cmd::build(g, a),
+        Command::Image(ImageCommand::Build(a)) => image_cmd::build(g, a),
+        Command::Image(ImageCommand::Create(a)) => image_cmd::create(g, a),
+        Command::Doctor(a) => doctor_cmd::doctor(g, a),
+        Command::Store(StoreCommand::List) => store_cmd::store_list(g),
+        Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
+        Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
-        Command::Detect { sysfs_root } => test_cmd::detect(g, sysfs_root.as_deref()),
-        Command::Test {
-            component,
-            spoof,
-            resume,
-            sysfs_root,
-            out,
-            machine,
-            submit,
-            key,
-            from,
-        } => test_cmd::test(
-            g,
-            test_cmd::TestArgs {
-                component,
-                spoof: *spoof,
-                resume: *resume,
-                sysfs_root: sysfs_root.as_deref(),
-                out: out.as_deref(),
-                machine: machine.as_deref(),
-                submit: submit.as_deref(),
-                key: key.as_deref(),
-                from: from.as_deref(),
-            },
-        ),
-        Command::Report {
-            results,
-            out,
-            key,
-            allow_unsigned,
-        } => test_cmd::report(g, results, out, key, *allow_unsigned),
-        Command::Inspect {
-            paths,
-            against,
-            allow_spoof,
-        } => inspect_cmd::inspect_cmd(g, paths, against.as_deref(), allow_spoof.as_deref()),
-        Command::Ci(CiCommand::Github { check, dir }) => ci_cmd::github(g, dir, *check),
-        Command::Ci(CiCommand::Runners { repo, org, dir }) => {
-            ci_cmd::runners(g, dir, repo.as_deref(), org.as_deref())
-        }
+        Command::Detect(a) => test_cmd::detect(g, a.sysfs_root.as_deref()),
+        Command::Test(a) => test_cmd::test(g, a),
+        Command::Report(a) => test_cmd::report(g, a),
+        Command::Inspect(a) => inspect_cmd::inspect_cmd(g, a),
+        Command::Ci(CiCommand::Github(a)) => ci_cmd::github(g, &a.dir, a.check),
+        Command::Ci(CiCommand::Runners(a)) => ci_cmd::runners(g, a),
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {

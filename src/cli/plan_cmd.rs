@@ -1,55 +1,34 @@
-//! `plan`.
+//! `plan`: the plan as text, JSON or a GitHub Actions matrix, or one step's hash input.
 
 use std::process::ExitCode;
 
-use super::{CliError, Format, Global, Result, root};
-use rocforge::arch::TargetId;
-use rocforge::catalog::Catalog;
+use super::{Format, Global, Result};
 use rocforge::diag::Diagnostic;
-use rocforge::plan::{self, key::RuntimeKind, render};
-use rocforge::store::Store;
+use rocforge::plan::{key::RuntimeKind, render};
 
-pub fn targets(g: &Global, catalog: &Catalog) -> Result<Vec<TargetId>> {
-    match &g.arch {
-        None => {
-            if catalog.release.arches.is_empty() {
-                return Err(Diagnostic::new(format!(
-                    "no --arch given and release {} names no default targets",
-                    catalog.release.name
-                ))
-                .hint("pass --arch gfx90c (or a comma list)")
-                .into());
-            }
-            Ok(catalog.release.arches.clone())
-        }
-        Some(list) => catalog.arches.resolve_list(list).map_err(|e| {
-            CliError::One(Diagnostic::new(format!("--arch {list}: {e}")).hint(e.hint()))
-        }),
-    }
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    /// Components to build (with their dependencies) [default: the whole release line]
+    components: Vec<String>,
+    /// Print the hash input of one component instead of the plan
+    #[arg(long, value_name = "COMPONENT")]
+    explain: Option<String>,
+    /// Where builds run: a container (podman or docker) or the host. Keys differ between the two.
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
+    runtime: RuntimeKind,
+    /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
+    #[arg(long, value_name = "SPEC")]
+    overlay: Vec<String>,
 }
 
-pub fn plan_cmd(
-    g: &Global,
-    components: &[String],
-    explain: Option<&str>,
-    runtime: RuntimeKind,
-    overlays: &[String],
-) -> Result<ExitCode> {
-    let catalog = Catalog::load(root(g), g.release.as_deref())?;
-    let targets = targets(g, &catalog)?;
-    let lock = super::sources::lockfile(&catalog)?;
-    let overlays = super::sources::overlays(&catalog, overlays)?;
-    let store = Store::open(g.store.clone().unwrap_or_else(Store::default_root));
-    let req = plan::Request {
-        components: components.to_vec(),
-        targets,
-        runtime,
-        runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, runtime),
-        lock,
-        overlays,
-    };
-    let plan = plan::plan(&catalog, &req, &store)?;
-    if let Some(c) = explain {
+pub fn plan_cmd(g: &Global, a: &PlanArgs) -> Result<ExitCode> {
+    let session = super::session(g)?;
+    session.plan_inputs()?;
+    let overlays = session.overlays(&a.overlay)?;
+    let image = session.default_runtime_image(a.runtime)?;
+    let plan = session.plan(&a.components, a.runtime, image, overlays)?;
+    if let Some(c) = &a.explain {
+        let catalog = &session.catalog;
         let step = plan.step(c).ok_or_else(|| {
             if catalog.get(c).is_some() {
                 Diagnostic::new(format!("{c} is not part of this plan"))

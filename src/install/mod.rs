@@ -3,7 +3,6 @@
 //! receipt per component. Until the final rename nothing in the prefix changes, so a failed or
 //! interrupted install leaves it exactly as it was.
 
-pub mod extract;
 pub mod merge;
 pub mod origin;
 pub mod receipt;
@@ -15,18 +14,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::Url;
 
-use crate::package::index::{
-    Artifact, INDEX_NAME, Index, MAX_INDEX_BYTES, now_unix, parse_rfc3339, rfc3339,
-};
+use crate::package::extract;
+use crate::package::index::{Artifact, INDEX_NAME, Index, MAX_INDEX_BYTES};
 use crate::package::manifest::{HIP_RUNTIME, Kind, version_tuple};
 use crate::package::tarball::Compression;
 use crate::progress::Reporter;
 use crate::sign::{PublicKey, SignError};
 use crate::source::download::{DownloadError, DownloadOptions, download};
+use crate::units::{now_unix, parse_rfc3339, rfc3339};
 use receipt::Receipt;
 
-/// The default cap on what one install unpacks.
-pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
+pub use crate::package::extract::DEFAULT_MAX_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -237,7 +235,7 @@ fn is_hex(s: &str, min: usize, max: usize) -> bool {
 /// What a signed index still must not say: names that are not component names (they become
 /// receipt file names), digests and content keys that are not hex (they are cut and shown).
 fn check_index(index: &Index, from: &str) -> Result<(), InstallError> {
-    use crate::install::extract::shown;
+    use crate::package::extract::shown;
     use crate::recipe::is_component_name;
     const NAME: &str = "is not a component name (lowercase letters, digits, - _ ., at most 64)";
     const KEY: &str = "is not a content key (hexadecimal digits)";

@@ -79,7 +79,7 @@ pub struct Receipt {
 
 /// A path a receipt or journal may name: normalized, relative, no `..`, no `.rocforge` name.
 pub fn check_path(p: &str) -> Result<(), String> {
-    use crate::install::extract::shown;
+    use crate::package::extract::shown;
     if normalize(p).as_deref() != Some(p) {
         return Err(format!(
             "path \"{}\" is absolute, climbs with .., or is not normalized",
@@ -102,7 +102,7 @@ impl Receipt {
         if !crate::recipe::is_component_name(&self.name) {
             return Err(format!(
                 "name \"{}\" is not a component name",
-                crate::install::extract::shown(&self.name)
+                crate::package::extract::shown(&self.name)
             ));
         }
         if self.key.is_empty()
@@ -111,7 +111,7 @@ impl Receipt {
         {
             return Err(format!(
                 "content key \"{}\" is not hexadecimal",
-                crate::install::extract::shown(&self.key)
+                crate::package::extract::shown(&self.key)
             ));
         }
         for p in self.files.iter().chain(&self.dirs) {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::PackageError;
 use super::manifest::Dependency;
 use super::tarball::{Compression, read_manifest};
+use crate::units::{now_unix, rfc3339};
 
 pub const INDEX_SCHEMA: &str = "rocforge.index/1";
 pub const INDEX_NAME: &str = "index.json";
@@ -215,108 +216,4 @@ pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
         .collect();
     out.sort();
     Ok(out)
-}
-
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// `secs` since the epoch as RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SSZ`).
-pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Parses what [`rfc3339`] writes (also accepting `+00:00` for `Z` and fractional seconds).
-pub fn parse_rfc3339(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (date, time) = s.split_once(['T', 't', ' '])?;
-    let time = time
-        .strip_suffix('Z')
-        .or_else(|| time.strip_suffix('z'))
-        .or_else(|| time.strip_suffix("+00:00"))?;
-    let mut d = date.split('-');
-    let y: i64 = d.next()?.parse().ok()?;
-    let m: u32 = d.next()?.parse().ok()?;
-    let dd: u32 = d.next()?.parse().ok()?;
-    let mut t = time.split(':');
-    let hh: u64 = t.next()?.parse().ok()?;
-    let mm: u64 = t.next()?.parse().ok()?;
-    let ss: f64 = t.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&dd) || hh > 23 || mm > 59 {
-        return None;
-    }
-    let days = days_from_civil(y, m, dd);
-    if days < 0 {
-        return None;
-    }
-    Some(days as u64 * 86_400 + hh * 3600 + mm * 60 + ss as u64)
-}
-
-// Howard Hinnant's civil-date algorithms.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_round_trip() {
-        for t in [0u64, 951_782_400, 1_700_000_000, 4_102_444_800] {
-            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t), "{}", rfc3339(t));
-        }
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(parse_rfc3339("2024-13-01T00:00:00Z"), None);
-    }
-
-    #[test]
-    fn renew_keeps_the_artifacts_and_moves_the_dates() {
-        let dir = tempfile::tempdir().unwrap();
-        let old = Index {
-            schema: INDEX_SCHEMA.into(),
-            issued: rfc3339(1_000),
-            expires: rfc3339(2_000),
-            artifacts: Vec::new(),
-        };
-        write(dir.path(), &old, None).unwrap();
-        let new = renew(dir.path(), 30).unwrap();
-        assert_eq!(new.artifacts, old.artifacts);
-        let issued = parse_rfc3339(&new.issued).unwrap();
-        assert!(issued + 5 >= now_unix());
-        assert_eq!(parse_rfc3339(&new.expires).unwrap(), issued + 30 * 86_400);
-        std::fs::write(dir.path().join(INDEX_NAME), "{\"schema\": \"x\"}").unwrap();
-        assert!(renew(dir.path(), 30).is_err());
-    }
 }

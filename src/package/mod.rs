@@ -1,6 +1,8 @@
 //! Artifacts from the store: deterministic tarballs with a manifest (tarball.rs, manifest.rs),
-//! `SHA256SUMS`, detached minisign signatures, and the signed release index (index.rs).
+//! `SHA256SUMS`, detached minisign signatures, and the signed release index (index.rs); and
+//! the reverse, safe extraction (extract.rs) for installs and build cache pulls.
 
+pub mod extract;
 pub mod index;
 pub mod manifest;
 pub mod tarball;
@@ -240,7 +242,7 @@ fn export_wheels(
 /// The license files of a tree: those the build recorded, and any regular file directly in
 /// `share/doc/<component>/` whose name mentions a license (a build that installs its own).
 fn licenses(meta: &EntryMeta, files: &[manifest::FileEntry]) -> Vec<String> {
-    let dir = format!("{}/", crate::build::license::doc_dir(&meta.component));
+    let dir = format!("{}/", crate::store::doc_dir(&meta.component));
     let mut out: Vec<String> = files
         .iter()
         .filter(|f| f.kind == manifest::Kind::File)
@@ -248,7 +250,7 @@ fn licenses(meta: &EntryMeta, files: &[manifest::FileEntry]) -> Vec<String> {
             meta.licenses.contains(&f.path)
                 || f.path
                     .strip_prefix(&dir)
-                    .is_some_and(|n| !n.contains('/') && crate::build::license::mentions_license(n))
+                    .is_some_and(|n| !n.contains('/') && crate::store::mentions_license(n))
         })
         .map(|f| f.path.clone())
         .collect();

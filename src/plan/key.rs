@@ -75,7 +75,7 @@ pub struct ComponentInput {
     /// Post-patch derivations that run for the targeted processors.
     pub derivations: Vec<crate::recipe::Derive>,
     /// User overlays (`--overlay`), by destination and content digest.
-    pub overlays: Vec<crate::source::derive::Overlay>,
+    pub overlays: Vec<crate::catalog::Overlay>,
     /// Extra inputs, pinned by sha256.
     pub inputs: Vec<crate::recipe::ExtraInput>,
     /// For inputs the recipe pins by md5 only: input name → the sha256 rocforge.lock records

@@ -1,8 +1,10 @@
 //! The plan: which components to build for which targets, in what order, under which content
-//! keys, and what it will cost. Computed whole before anything runs.
+//! keys, and what it will cost. Computed whole before anything runs, against a [`StoreView`]
+//! that the store implements.
 
 pub mod key;
 pub mod render;
+mod store_view;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,11 +12,12 @@ use serde::Serialize;
 
 use crate::arch::TargetId;
 use crate::catalog::Catalog;
+use crate::catalog::Overlay;
+use crate::catalog::lock::{Lockfile, Pin};
 use crate::diag::Diagnostic;
 use crate::recipe::{BuildSystem, Recipe, Resources};
-use crate::source::derive::Overlay;
-use crate::source::lock::{Lockfile, Pin};
-use crate::store::StoreView;
+pub use store_view::{EmptyStore, LocalImage, StoreView};
+
 use key::{
     BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput,
     HASH_INPUT_SCHEMA, HashInput, ImageRef, PatchInput, ReleaseInput, RuntimeKind, changed_inputs,
@@ -342,7 +345,7 @@ fn component_input(
             .filter(|i| i.md5.is_some())
             .filter_map(
                 |i| match req.lock.input_pin(&catalog.release.name, &r.name, i) {
-                    crate::source::lock::InputPin::Sha256(sha) => Some((i.name.clone(), sha)),
+                    crate::catalog::lock::InputPin::Sha256(sha) => Some((i.name.clone(), sha)),
                     _ => None,
                 },
             )

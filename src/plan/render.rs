@@ -179,12 +179,7 @@ struct MatrixDoc<'a> {
 /// order its entries, so each level is its own job. Empty levels are left out and a level
 /// with more than [`MATRIX_MAX`] entries is split into parts.
 pub fn github_matrix(plan: &Plan) -> String {
-    let targets = plan
-        .targets
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let targets = crate::arch::comma_list(&plan.targets);
     let max_level = plan.steps.iter().map(|s| s.level).max().unwrap_or(0);
     let mut levels = Vec::new();
     for level in 0..=max_level {

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Outcome, PublishError};
-use crate::oci::{Descriptor, IMAGE_MANIFEST, ImageManifest, Remote, sanitize_tag};
+use crate::oci::{
+    Descriptor, IMAGE_MANIFEST, ImageManifest, Remote, SIGNATURE_TYPE, TITLE, sanitize_tag,
+};
 use crate::package::index::{INDEX_NAME, Index};
 
 pub const ARTIFACT_CONFIG: &str = "application/vnd.rocforge.artifact.config.v1+json";
@@ -17,8 +19,6 @@ pub const COMPONENT_TAR_GZIP: &str = "application/vnd.rocforge.component.v1.tar+
 pub const INDEX_TYPE: &str = "application/vnd.rocforge.index.v1+json";
 /// A signing-key list written by `rocforge key rotate` (schema rocforge.keys/1).
 pub const KEY_LIST_TYPE: &str = "application/vnd.rocforge.keys.v1+json";
-pub const SIGNATURE_TYPE: &str = crate::cache::oci::SIGNATURE_TYPE;
-pub const TITLE: &str = "org.opencontainers.image.title";
 
 /// The tag of a tarball's artifact: its file name without the extension.
 pub fn artifact_tag(file_name: &str) -> String {

@@ -4,7 +4,6 @@
 //! checks across files (duplicates, unknown dependencies, cycles, patch files) live in the
 //! catalog.
 
-pub mod reader;
 pub mod release;
 
 use std::collections::BTreeMap;
@@ -13,9 +12,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::arch::{ArchTable, check_target_in_file, is_arch_name};
+use crate::diag::reader::{self, Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 use crate::units::{parse_duration, parse_size};
-use reader::{Sp, TableReader};
 
 #[derive(Debug, Clone)]
 pub struct Recipe {

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::arch::{ArchTable, TargetId, check_target_in_file, normalize};
+use crate::diag::reader::{self, Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
-use crate::recipe::reader::{self, Sp, TableReader};
 
 pub const RELEASE_FILE: &str = "release.toml";
 

@@ -38,7 +38,7 @@ pub fn of<'r, 'a>(rows: &'r [Row<'a>]) -> Grid<'r, 'a> {
 /// short content key of the tested artifact (as in its tarball's name), and how it ran.
 pub fn run_label(r: &Row<'_>) -> (String, String, String, String) {
     let b = r.bundle;
-    let day = crate::package::index::rfc3339(b.finished)[..10].to_string();
+    let day = crate::units::rfc3339(b.finished)[..10].to_string();
     let key: String = b.component.key.chars().take(8).collect();
     let how = if b.spoofed {
         format!(

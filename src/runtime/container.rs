@@ -3,10 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{
-    ContainerRuntime, Exit, Kind, LABEL, LABEL_PID, RunSpec, RuntimeArgs, RuntimeError, pid_alive,
-};
-use crate::process::{Cmd, shell_quote};
+use super::{ContainerRuntime, Exit, Kind, LABEL, LABEL_PID, RunSpec, RuntimeArgs, RuntimeError};
+use crate::process::{Cmd, pid_alive, shell_quote};
 
 pub struct Container {
     kind: Kind,

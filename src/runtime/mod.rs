@@ -189,8 +189,3 @@ fn on_path(program: &str) -> bool {
         })
     })
 }
-
-/// Is a process with this pid alive? Used to find containers of killed rocforge runs.
-pub fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}

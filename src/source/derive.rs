@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::arch::ArchTable;
+use crate::catalog::Overlay;
 use crate::recipe::{Derive, is_inner_path};
 
 #[derive(Debug, thiserror::Error)]
@@ -184,17 +184,7 @@ fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `--overlay COMPONENT:PATH=DIR`: replace PATH of COMPONENT's source with DIR's contents.
-#[derive(Debug, Clone, Serialize)]
-pub struct Overlay {
-    pub component: String,
-    pub dest: String,
-    #[serde(skip)]
-    pub dir: PathBuf,
-    /// Content digest of DIR: part of the source and content keys.
-    pub sha256: String,
-}
-
+/// Reading and applying an overlay are source work; the plan sees only what it names.
 impl Overlay {
     pub fn parse(spec: &str) -> Result<Overlay, DeriveError> {
         let err = |why: &str| DeriveError::Overlay {

@@ -15,8 +15,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::derive::{Overlay, substitute, vars_for};
+use super::derive::{substitute, vars_for};
 use crate::arch::ArchTable;
+use crate::catalog::Overlay;
 use crate::recipe::Recipe;
 
 /// Where a build records, inside the install tree, each target's logic source:

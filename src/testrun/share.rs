@@ -14,14 +14,14 @@ use std::path::Path;
 use reqwest::blocking::Client;
 
 use super::bundle::Bundle;
-use crate::oci::{Descriptor, IMAGE_MANIFEST, ImageManifest, OciError, Remote, Repository};
+use crate::oci::{
+    Descriptor, IMAGE_MANIFEST, ImageManifest, OciError, Remote, Repository, SIGNATURE_TYPE, TITLE,
+};
 use crate::sign::{SecretKey, SignError};
 
 pub const RESULTS_CONFIG: &str = "application/vnd.rocforge.results.config.v1+json";
 pub const RESULTS_JSON: &str = "application/vnd.rocforge.results.v1+json";
 pub const JUNIT_XML: &str = "application/vnd.rocforge.junit.v1+xml";
-pub const SIGNATURE_TYPE: &str = crate::publish::oci::SIGNATURE_TYPE;
-const TITLE: &str = crate::publish::oci::TITLE;
 /// Results artifacts' tags start so; `rocforge report` pulls only these.
 pub const TAG_PREFIX: &str = "results-";
 /// The bearer token an HTTP submission sends, when set.

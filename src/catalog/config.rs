@@ -19,8 +19,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::diag::reader::{self, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
-use crate::recipe::reader::{self, TableReader};
 
 pub const CATALOG_CONFIG: &str = "rocforge.toml";
 
@@ -77,7 +77,7 @@ impl Config {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            let file = SourceFile::new(crate::catalog::display_path(&path), text);
+            let file = SourceFile::new(super::display_path(&path), text);
             config.merge(&file, &mut d);
             config.files.push(path);
         }

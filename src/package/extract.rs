@@ -27,6 +27,9 @@ use crate::package::manifest::{
     symlink_refusal,
 };
 
+/// The default cap on what one install (or cache pull) unpacks.
+pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
+
 /// The most a GNU long name or link (`L`, `K`) or a PAX header (`x`, `g`) may hold: paths in a
 /// ROCm tree are a few hundred bytes, and anything beyond this is a memory bomb.
 pub const MAX_EXTENSION_BYTES: u64 = 64 << 10;

@@ -2,6 +2,9 @@
 //!
 //! A diagnostic carries its own copy of the source text so it can be rendered long after the
 //! loader that produced it is gone, and so the binary alone decides how it is printed.
+//! [`reader`] reads TOML keeping every value's span, so each problem points at its text.
+
+pub mod reader;
 
 use std::fmt;
 use std::ops::Range;

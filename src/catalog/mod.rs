@@ -1,7 +1,13 @@
 //! A catalog: the target table plus release lines of recipes, and the patches they name.
 //!
 //! The shipped catalog is embedded in the binary so an installed `rocforge` works anywhere;
-//! `--recipes DIR` points at a directory tree of the same shape instead.
+//! `--recipes DIR` points at a directory tree of the same shape instead. The other inputs of a
+//! plan sit beside the recipes: rocforge.lock ([`lock`]), rocforge.toml ([`config`]) and the
+//! `--overlay` directories ([`Overlay`]).
+
+pub mod config;
+pub mod lock;
+mod overlay;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -16,10 +22,12 @@ use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 use crate::recipe::release::{self, RELEASE_FILE, Release};
 use crate::recipe::{self, Recipe};
 
+pub use overlay::Overlay;
+
 static EMBEDDED_RECIPES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/recipes");
 static EMBEDDED_PATCHES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/patches");
 /// The shipped catalog's lockfile, embedded with it.
-pub static EMBEDDED_LOCK: &str = include_str!("../rocforge.lock");
+pub static EMBEDDED_LOCK: &str = include_str!("../../rocforge.lock");
 
 /// Where recipe and patch files come from.
 #[derive(Debug, Clone)]
@@ -58,10 +66,8 @@ impl CatalogRoot {
     }
 
     /// The catalog's lockfile: rocforge.lock beside recipes/, or the embedded one.
-    pub fn lockfile(
-        &self,
-    ) -> Result<crate::source::lock::Lockfile, crate::source::lock::LockError> {
-        use crate::source::lock::{LOCK_FILE, Lockfile};
+    pub fn lockfile(&self) -> Result<lock::Lockfile, lock::LockError> {
+        use lock::{LOCK_FILE, Lockfile};
         match self.base_dir() {
             None => Lockfile::parse("<built-in>/rocforge.lock", EMBEDDED_LOCK),
             Some(base) => Lockfile::read(&base.join(LOCK_FILE)),
@@ -451,8 +457,8 @@ fn load_line(
 
 /// A bundle member inherited from a base line: its span points into the base's release.toml,
 /// which messages about this line never show.
-fn reader_sp(value: String) -> recipe::reader::Sp<String> {
-    recipe::reader::Sp::new(value, 0..0)
+fn reader_sp(value: String) -> crate::diag::reader::Sp<String> {
+    crate::diag::reader::Sp::new(value, 0..0)
 }
 
 type Failed = Vec<(Arc<SourceFile>, recipe::Outline)>;
@@ -516,7 +522,7 @@ fn load_base(
     root: &CatalogRoot,
     arches: &ArchTable,
     release_file: &Arc<SourceFile>,
-    base: &recipe::reader::Sp<String>,
+    base: &crate::diag::reader::Sp<String>,
     d: &mut Diagnostics,
 ) -> Result<Option<Catalog>, CatalogError> {
     let known = root.releases().map_err(|source| CatalogError::Io {

@@ -1,0 +1,228 @@
+//! `build`: plan the components, then build what the store lacks in the chosen runtime.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::runtime::{RuntimeChoice, open_runtime, runtime_image};
+use super::{Error, Result, Session};
+use crate::arch::TargetId;
+use crate::build::{BuildOptions, BuildReport, Builder, StepResult, jobs};
+use crate::cache::oci::OciCache;
+use crate::catalog::Overlay;
+use crate::catalog::config::Config;
+use crate::plan::Plan;
+use crate::runtime::ContainerRuntime;
+
+/// What `rocforge build` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    /// Components to build; empty means the whole release line.
+    pub components: &'a [String],
+    /// Total compile jobs [default: from memory and cores].
+    pub jobs: Option<usize>,
+    pub runtime: Option<RuntimeChoice>,
+    pub keep_going: bool,
+    /// Start each build over instead of continuing the build directory a stopped one left.
+    pub fresh: bool,
+    /// `--overlay` specs.
+    pub overlays: &'a [String],
+    /// Targets whose code may be missing from built libraries (a comma list).
+    pub allow_missing: Option<&'a str>,
+    /// Targets whose code may be the nearest target's (a comma list).
+    pub allow_spoof: Option<&'a str>,
+    /// `oci://REGISTRY/REPO`: a shared build cache.
+    pub cache: Option<&'a str>,
+    /// The secret key that signs pushed cache entries.
+    pub cache_key: Option<&'a Path>,
+}
+
+/// The plan of a build, before anything runs: what `--dry-run` shows.
+pub struct Planned {
+    pub plan: Plan,
+    overlays: Vec<Overlay>,
+}
+
+pub fn plan(session: &Session, req: &Request<'_>) -> Result<Planned> {
+    let (_, lock) = session.plan_inputs()?;
+    let overlays = session.overlays(req.overlays)?;
+    let config = session.config()?;
+    let kind = RuntimeChoice::kind(req.runtime);
+    let image = runtime_image(&session.catalog, lock, config, req.runtime, kind);
+    let plan = session.plan(req.components, kind, image, overlays.clone())?;
+    Ok(Planned { plan, overlays })
+}
+
+/// A planned build with its runtime and cache open, ready to run.
+pub struct Build {
+    pub plan: Plan,
+    overlays: Vec<Overlay>,
+    /// None when every step is in the store already.
+    runtime: Option<Arc<dyn ContainerRuntime>>,
+    cache: Option<OciCache>,
+    options: BuildOptions,
+    stop: Arc<AtomicBool>,
+    running: Arc<Mutex<Vec<String>>>,
+}
+
+/// Stops a running build from a signal handler.
+pub struct Interrupt {
+    stop: Arc<AtomicBool>,
+    running: Arc<Mutex<Vec<String>>>,
+    runtime: Arc<dyn ContainerRuntime>,
+}
+
+impl Interrupt {
+    /// Starts nothing new and stops the containers the build started; staging entries are
+    /// removed as their builds unwind, so the store keeps only complete entries.
+    pub fn interrupt(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for name in self.running.lock().map(|r| r.clone()).unwrap_or_default() {
+            self.runtime.stop(&name);
+        }
+    }
+}
+
+/// How a build ended.
+pub struct Outcome {
+    pub report: BuildReport,
+    /// Interrupted: finished components are in the store, the next run continues from there.
+    pub stopped: bool,
+    /// The store trees of the requested components.
+    pub trees: Vec<PathBuf>,
+}
+
+pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result<Build> {
+    let config = session.config()?;
+    let Planned { plan, overlays } = planned;
+    let runtime = if plan.steps.iter().all(|s| !s.needs_build()) {
+        None
+    } else {
+        Some(open_runtime(req.runtime, config)?)
+    };
+    let cache = req
+        .cache
+        .map(|url| open_cache(url, req.cache_key, config))
+        .transpose()?;
+    let jobs = req.jobs.unwrap_or_else(jobs::default_budget);
+    let targets_of = |flag: &str, list: Option<&str>| -> Result<Vec<TargetId>> {
+        match list {
+            Some(list) => session
+                .catalog
+                .arches
+                .resolve_list(list)
+                .map_err(|e| Error::hinted(format!("{flag} {list}: {e}"), e.hint())),
+            None => Ok(Vec::new()),
+        }
+    };
+    let options = BuildOptions {
+        jobs,
+        parallel: jobs.clamp(1, 4),
+        keep_going: req.keep_going,
+        allow_missing: targets_of("--allow-missing", req.allow_missing)?,
+        allow_spoof: targets_of("--allow-spoof", req.allow_spoof)?,
+        fresh: req.fresh,
+    };
+    Ok(Build {
+        plan,
+        overlays,
+        runtime,
+        cache,
+        options,
+        stop: Arc::default(),
+        running: Arc::default(),
+    })
+}
+
+impl Build {
+    /// What a Ctrl-C handler calls; None when nothing will run.
+    pub fn interrupt(&self) -> Option<Interrupt> {
+        self.runtime.as_ref().map(|rt| Interrupt {
+            stop: self.stop.clone(),
+            running: self.running.clone(),
+            runtime: rt.clone(),
+        })
+    }
+
+    pub fn run(&self, session: &Session) -> Result<Outcome> {
+        let plan = &self.plan;
+        let store = &session.store;
+        let to_build = plan.steps.iter().filter(|s| s.needs_build()).count();
+        if to_build > 0 {
+            session.reporter.note(&format!(
+                "building {to_build} component(s) for {} with {} ({} compile jobs)",
+                crate::arch::comma_list(&plan.targets),
+                self.runtime
+                    .as_ref()
+                    .map_or("no runtime".into(), |r| r.kind().to_string()),
+                self.options.jobs
+            ));
+        }
+        let report = match &self.runtime {
+            None => BuildReport {
+                steps: plan
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.component.clone(),
+                            StepResult::Cached {
+                                tree: store.tree(&s.key.0),
+                            },
+                        )
+                    })
+                    .collect(),
+            },
+            Some(rt) => Builder {
+                plan,
+                sources: session.sources(&self.overlays, false)?,
+                store,
+                runtime: rt.as_ref(),
+                reporter: session.reporter.as_ref(),
+                options: self.options.clone(),
+                stop: &self.stop,
+                running: &self.running,
+                cache: self
+                    .cache
+                    .as_ref()
+                    .map(|c| c as &dyn crate::cache::BuildCache),
+            }
+            .run(),
+        };
+        let trees = plan
+            .requested
+            .iter()
+            .filter_map(|c| plan.step(c))
+            .map(|s| store.tree(&s.key.0))
+            .collect();
+        Ok(Outcome {
+            report,
+            stopped: self.stop.load(Ordering::SeqCst),
+            trees,
+        })
+    }
+}
+
+/// The `--cache` registry, trusting the config's keys; pushing when a signing key is given.
+fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache> {
+    let repo = crate::oci::Repository::parse(url).map_err(|e| {
+        Error::hinted(
+            format!("--cache {url}: {e}"),
+            "write oci://REGISTRY/REPO, e.g. oci://ghcr.io/me/rocforge-cache",
+        )
+    })?;
+    let sign_err = |e: crate::sign::SignError| Error::hinted(&e, e.hint());
+    let trusted = crate::sign::trusted_keys(&config.trust_keys).map_err(sign_err)?;
+    let password = std::env::var(crate::sign::PASSWORD_ENV)
+        .ok()
+        .filter(|p| !p.is_empty());
+    let secret = key
+        .map(|k| crate::sign::load_secret(k, password))
+        .transpose()
+        .map_err(sign_err)?;
+    let client = reqwest::blocking::Client::builder()
+        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::hinted(e, "check the TLS setup"))?;
+    Ok(OciCache::new(client, repo, trusted, secret))
+}

@@ -1,0 +1,59 @@
+//! What a use case fails with: one diagnostic, or every problem found (an invalid catalog).
+
+use std::fmt::Display;
+
+use crate::catalog::CatalogError;
+use crate::diag::{Diagnostic, Diagnostics};
+
+#[derive(Debug, Clone)]
+pub enum Error {
+    Diagnostics(Diagnostics),
+    One(Diagnostic),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A lower layer's error with the hint that tells the user what to do about it.
+    pub fn hinted(e: impl Display, hint: impl Into<String>) -> Self {
+        Error::One(Diagnostic::new(e.to_string()).hint(hint))
+    }
+
+    /// The text the binary prints for this error.
+    pub fn render(&self, color: bool) -> String {
+        match self {
+            Error::Diagnostics(d) => {
+                let mut out = String::new();
+                for diag in d.iter() {
+                    out += &diag.render(color);
+                    out += "\n\n";
+                }
+                out += &format!("error: {} problem(s) found\n", d.len());
+                out
+            }
+            Error::One(d) => d.render(color) + "\n",
+        }
+    }
+}
+
+impl From<Diagnostic> for Error {
+    fn from(d: Diagnostic) -> Self {
+        Error::One(d)
+    }
+}
+
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Self {
+        Error::Diagnostics(d)
+    }
+}
+
+impl From<CatalogError> for Error {
+    fn from(e: CatalogError) -> Self {
+        let hint = e.hint();
+        match e {
+            CatalogError::Invalid(d) => Error::Diagnostics(d),
+            other => Error::One(Diagnostic::new(other.to_string()).maybe_hint(hint)),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! `install`: components and their dependencies from a signed release index into a prefix,
+//! and what each installed library carries for its targets.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use super::{Error, Options, Result};
+use crate::catalog::config::Config;
+use crate::diag::Diagnostics;
+use crate::install::{self, InstallError, RuntimeCheck};
+use crate::progress::Reporter;
+use crate::source::cache::Cache;
+use crate::source::download::DownloadOptions;
+
+/// What `rocforge install` was asked, as written on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    pub components: &'a [String],
+    /// The index location [default: $ROCFORGE_INDEX, then the config's [install] index, then
+    /// the project's newest release].
+    pub from: Option<&'a str>,
+    /// [default: [`default_prefix`]]
+    pub prefix: Option<&'a Path>,
+    pub allow_unsigned: bool,
+    pub allow_downgrade: bool,
+    /// The longest one artifact's download may take: `600`, `90m`, `3h`.
+    pub timeout: Option<&'a str>,
+    /// Hosts besides the index's that may serve artifacts.
+    pub allow_host: &'a [String],
+    /// Public keys trusted besides the built-in and configured ones.
+    pub keys: &'a [String],
+    /// The most to unpack, e.g. `64GiB`.
+    pub max_size: Option<&'a str>,
+    pub runtime: RuntimeCheck,
+}
+
+/// How an install ended.
+pub enum Installed {
+    Done(Outcome),
+    /// Interrupted before anything in the prefix changed.
+    Stopped {
+        prefix: PathBuf,
+    },
+}
+
+pub struct Outcome {
+    pub prefix: PathBuf,
+    pub report: install::Report,
+    /// Installed libraries without native code for one of their targets, with what that means.
+    pub not_native: Vec<NotNative>,
+}
+
+pub struct NotNative {
+    pub component: String,
+    pub advice: String,
+}
+
+/// `$ROCFORGE_PREFIX`, else ~/.local/rocforge.
+pub fn default_prefix() -> PathBuf {
+    if let Some(p) = std::env::var_os("ROCFORGE_PREFIX") {
+        return PathBuf::from(p);
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".local/rocforge"))
+        .unwrap_or_else(|| PathBuf::from("rocforge"))
+}
+
+/// The built-in keys, rocforge.toml's `[trust] keys`, then `extra` (base64 or .pub files).
+pub fn trusted_keys(options: &Options, extra: &[String]) -> Result<Vec<crate::sign::PublicKey>> {
+    let config = Config::load(options.root.base_dir().as_deref()).map_err(Error::Diagnostics)?;
+    keys_of(&config, extra)
+}
+
+/// [`trusted_keys`] with the configuration at hand.
+pub fn keys_of(config: &Config, extra: &[String]) -> Result<Vec<crate::sign::PublicKey>> {
+    let sign_err = |e: crate::sign::SignError| Error::hinted(&e, e.hint());
+    let mut keys = crate::sign::trusted_keys(&config.trust_keys).map_err(sign_err)?;
+    for k in extra {
+        keys.push(crate::sign::public_from_arg(k).map_err(sign_err)?);
+    }
+    Ok(keys)
+}
+
+/// `600`, `600s`, `90m`, `3h`; at least one second.
+fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: u64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| std::time::Duration::from_secs(secs))
+}
+
+pub fn install(
+    options: &Options,
+    req: &Request<'_>,
+    reporter: &dyn Reporter,
+    stop: &AtomicBool,
+) -> Result<Installed> {
+    let config = Config::load(options.root.base_dir().as_deref()).map_err(Error::Diagnostics)?;
+    let env = std::env::var(install::origin::INDEX_ENV).ok();
+    let choice = install::origin::choose(
+        req.from,
+        env.as_deref(),
+        config
+            .install_index
+            .as_ref()
+            .map(|(i, f)| (i.as_str(), f.as_str())),
+    );
+    let from = choice.location.clone();
+    let mut allowed_hosts = req.allow_host.to_vec();
+    allowed_hosts.extend(choice.implied_hosts());
+    let prefix = req
+        .prefix
+        .map(Path::to_path_buf)
+        .unwrap_or_else(default_prefix);
+    let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
+    let keys = keys_of(&config, req.keys)?;
+    let mut targets: Vec<String> = options
+        .arch
+        .as_deref()
+        .map(|l| {
+            l.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    targets.sort();
+    targets.dedup();
+    let max_bytes = match req.max_size {
+        Some(s) => crate::units::parse_size(s)
+            .ok_or_else(|| Error::hinted(format!("--max-size {s}: not a size"), "e.g. 64GiB"))?,
+        None => install::DEFAULT_MAX_BYTES,
+    };
+    let mut download = DownloadOptions::default();
+    if let Some(t) = req.timeout {
+        download.deadline = parse_duration(t).ok_or_else(|| {
+            Error::hinted(
+                format!("--timeout {t}: not a duration"),
+                "seconds, or a number with s, m or h: 600, 90m, 3h",
+            )
+        })?;
+    }
+    if req.allow_unsigned {
+        reporter.note(
+            "WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install",
+        );
+    }
+    let install_req = install::Request {
+        components: req.components,
+        targets: &targets,
+        from: &from,
+        prefix: &prefix,
+        allow_unsigned: req.allow_unsigned,
+        allow_downgrade: req.allow_downgrade,
+        allowed_hosts: &allowed_hosts,
+        keys: &keys,
+        cache_dir: Cache::default_root(),
+        max_bytes,
+        download,
+        runtime: req.runtime,
+        stop,
+    };
+    let report = match install::install(&install_req, reporter) {
+        Err(InstallError::Stopped) => return Ok(Installed::Stopped { prefix }),
+        Err(e @ InstallError::Index { .. }) => return Err(Error::hinted(&e, choice.hint())),
+        r => r.map_err(|e| Error::hinted(&e, e.hint()))?,
+    };
+    let not_native = not_native(options, &report);
+    Ok(Installed::Done(Outcome {
+        prefix,
+        report,
+        not_native,
+    }))
+}
+
+/// The advice follows what each artifact carries, as its build's coverage gate recorded it.
+fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
+    let mut d = Diagnostics::default();
+    let table = crate::catalog::load_arches(&options.root, &mut d)
+        .ok()
+        .filter(|_| d.is_empty());
+    let mut out = Vec::new();
+    for r in &report.installed {
+        for (target, nearest) in &r.not_native {
+            let advice = match table.as_ref().and_then(|t| t.get(nearest)) {
+                Some(n) if !nearest.is_empty() => format!(
+                    "carries {nearest} code only for {target}: it runs there only with HSA_OVERRIDE_GFX_VERSION={}",
+                    n.hsa_override()
+                ),
+                _ if !nearest.is_empty() => format!("carries {nearest} code only for {target}"),
+                _ => format!("carries no code for {target}: its GPU functions fail there"),
+            };
+            out.push(NotNative {
+                component: r.name.clone(),
+                advice,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,23 @@
+//! The use cases behind the command line, without flags or printing.
+//!
+//! A [`Session`] loads the catalog, target list, lock, configuration, store and source cache
+//! once; each use case takes it and returns a typed outcome (or an [`Error`] of diagnostics)
+//! that the binary renders as text or JSON. Progress goes through the session's
+//! [`Reporter`](crate::progress::Reporter).
+
+pub mod build;
+pub mod check_sources;
+pub mod dev;
+pub mod doctor;
+mod error;
+pub mod image;
+pub mod install;
+pub mod lock;
+pub mod publish;
+pub mod runtime;
+mod session;
+pub mod source_gc;
+pub mod test;
+
+pub use error::{Error, Result};
+pub use session::{Options, Session, release_names};

@@ -1,0 +1,255 @@
+//! What every use case starts from: the catalog of one release line and what goes with it,
+//! loaded once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Error, Result};
+use crate::arch::TargetId;
+use crate::catalog::Overlay;
+use crate::catalog::config::Config;
+use crate::catalog::lock::Lockfile;
+use crate::catalog::{Catalog, CatalogError, CatalogRoot};
+use crate::diag::Diagnostic;
+use crate::plan::StoreView;
+use crate::plan::{self, Plan, key::RuntimeKind};
+use crate::progress::Reporter;
+use crate::recipe::Recipe;
+use crate::source::cache::Cache;
+use crate::source::download::DownloadOptions;
+use crate::source::prepare::Sources;
+use crate::store::Store;
+
+/// Where the inputs come from: the global flags of the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub root: CatalogRoot,
+    /// The release line [default: the newest that is not a preview].
+    pub release: Option<String>,
+    /// The store [default: [`Store::default_root`]].
+    pub store: Option<PathBuf>,
+    /// GPU targets as a comma list [default: the release's].
+    pub arch: Option<String>,
+    /// Refuse any input that rocforge.lock does not pin.
+    pub locked: bool,
+}
+
+impl Options {
+    pub fn store(&self) -> Store {
+        Store::open(self.store.clone().unwrap_or_else(Store::default_root))
+    }
+}
+
+/// One release line's catalog with its targets, lock and configuration. Those three are loaded
+/// when the session opens but their errors surface only when a use case asks for them, in the
+/// order it asks: `plan` needs no rocforge.toml, `image build` no targets.
+pub struct Session {
+    pub options: Options,
+    pub catalog: Catalog,
+    targets: Result<Vec<TargetId>>,
+    lock: Result<Lockfile>,
+    config: Result<Config>,
+    pub store: Store,
+    /// The source cache.
+    pub cache: Cache,
+    pub reporter: Arc<dyn Reporter>,
+}
+
+impl Session {
+    pub fn open(options: Options, reporter: Arc<dyn Reporter>) -> Result<Session> {
+        let catalog = Catalog::load(options.root.clone(), options.release.as_deref())?;
+        let targets = targets(&catalog, options.arch.as_deref());
+        let lock = catalog
+            .root
+            .lockfile()
+            .map_err(|e| Error::hinted(&e, e.hint()));
+        let config = Config::load(catalog.root.base_dir().as_deref()).map_err(Error::Diagnostics);
+        Ok(Session {
+            store: options.store(),
+            cache: Cache::new(Cache::default_root()),
+            options,
+            catalog,
+            targets,
+            lock,
+            config,
+            reporter,
+        })
+    }
+
+    /// The same inputs for another release line.
+    pub fn for_release(&self, release: &str) -> Result<Session> {
+        let options = Options {
+            release: Some(release.to_string()),
+            ..self.options.clone()
+        };
+        Session::open(options, self.reporter.clone())
+    }
+
+    /// `--arch`, else the release's default targets.
+    pub fn targets(&self) -> Result<&[TargetId]> {
+        self.targets.as_deref().map_err(Clone::clone)
+    }
+
+    pub fn lock(&self) -> Result<&Lockfile> {
+        self.lock.as_ref().map_err(Clone::clone)
+    }
+
+    /// rocforge.toml beside the catalog.
+    pub fn config(&self) -> Result<&Config> {
+        self.config.as_ref().map_err(Clone::clone)
+    }
+
+    /// rocforge.toml, or the defaults when it does not load (for commands that only ask the
+    /// runtime about an image; a build reports the error).
+    pub fn config_or_default(&self) -> Config {
+        self.config.clone().unwrap_or_default()
+    }
+
+    /// The built-in keys, rocforge.toml's `[trust] keys`, then `extra` (`--key` arguments).
+    pub fn trusted_keys(&self, extra: &[String]) -> Result<Vec<crate::sign::PublicKey>> {
+        super::install::keys_of(self.config()?, extra)
+    }
+
+    pub fn recipe(&self, name: &str) -> Result<&Recipe> {
+        self.catalog
+            .get(name)
+            .ok_or_else(|| self.catalog.unknown_component(name).into())
+    }
+
+    /// `--overlay COMPONENT:PATH=DIR` specs, each naming a component of the catalog.
+    pub fn overlays(&self, specs: &[String]) -> Result<Vec<Overlay>> {
+        specs
+            .iter()
+            .map(|spec| {
+                let o = Overlay::parse(spec).map_err(|e| Error::hinted(&e, e.hint()))?;
+                if self.catalog.get(&o.component).is_none() {
+                    return Err(self.catalog.unknown_component(&o.component).into());
+                }
+                Ok(o)
+            })
+            .collect()
+    }
+
+    /// What fetching and preparing sources needs, with the session's lock and configuration.
+    pub fn sources<'a>(&'a self, overlays: &'a [Overlay], offline: bool) -> Result<Sources<'a>> {
+        Ok(Sources {
+            catalog: &self.catalog,
+            lock: self.lock()?,
+            config: self.config()?,
+            cache: &self.cache,
+            overlays,
+            locked: self.options.locked,
+            reporter: self.reporter.as_ref(),
+            download: DownloadOptions::default(),
+            offline,
+        })
+    }
+
+    /// The plan for `components` (the whole line when empty) against the session's store.
+    pub fn plan(
+        &self,
+        components: &[String],
+        runtime: RuntimeKind,
+        runtime_image: plan::RuntimeImage,
+        overlays: Vec<Overlay>,
+    ) -> Result<Plan> {
+        let (targets, lock) = self.plan_inputs()?;
+        let req = plan::Request {
+            components: components.to_vec(),
+            targets: targets.to_vec(),
+            runtime,
+            runtime_image,
+            lock: lock.clone(),
+            overlays,
+        };
+        Ok(plan::plan(&self.catalog, &req, &self.store)?)
+    }
+
+    /// What the runtime says of the builder image for a plan's keys, with rocforge.toml's
+    /// arguments when it loads (for commands that read the store and build nothing).
+    pub fn default_runtime_image(&self, kind: RuntimeKind) -> Result<plan::RuntimeImage> {
+        let (_, lock) = self.plan_inputs()?;
+        Ok(super::runtime::runtime_image(
+            &self.catalog,
+            lock,
+            &self.config_or_default(),
+            None,
+            kind,
+        ))
+    }
+
+    /// The targets and the lock, whose errors come in that order.
+    pub fn plan_inputs(&self) -> Result<(&[TargetId], &Lockfile)> {
+        Ok((self.targets()?, self.lock()?))
+    }
+
+    /// The plan of `components` as built before: refuses to go on when any step is not in the
+    /// store, naming the build command that would produce it (`package` and `image create` read
+    /// store entries, never build).
+    pub fn built_plan(&self, components: &[String], runtime: RuntimeKind) -> Result<Plan> {
+        let image = self.default_runtime_image(runtime)?;
+        let plan = self.plan(components, runtime, image, Vec::new())?;
+        let missing: Vec<&str> = plan
+            .steps
+            .iter()
+            .filter(|s| !self.store.contains(&s.key.0))
+            .map(|s| s.component.as_str())
+            .collect();
+        if missing.is_empty() {
+            return Ok(plan);
+        }
+        let arch = crate::arch::comma_list(&plan.targets);
+        let runtime = if plan.runtime == RuntimeKind::Host {
+            " --runtime host"
+        } else {
+            ""
+        };
+        Err(Diagnostic::new(format!(
+            "not in the store for {arch}: {}",
+            missing.join(", ")
+        ))
+        .hint(format!(
+            "build first: rocforge build {} --arch {arch}{runtime}",
+            components.join(" ")
+        ))
+        .into())
+    }
+}
+
+fn targets(catalog: &Catalog, arch: Option<&str>) -> Result<Vec<TargetId>> {
+    match arch {
+        None => {
+            if catalog.release.arches.is_empty() {
+                return Err(Diagnostic::new(format!(
+                    "no --arch given and release {} names no default targets",
+                    catalog.release.name
+                ))
+                .hint("pass --arch gfx90c (or a comma list)")
+                .into());
+            }
+            Ok(catalog.release.arches.clone())
+        }
+        Some(list) => catalog
+            .arches
+            .resolve_list(list)
+            .map_err(|e| Error::hinted(format!("--arch {list}: {e}"), e.hint())),
+    }
+}
+
+/// The release lines a command covers: `release`, else every line of the catalog (at least one).
+pub fn release_names(root: &CatalogRoot, release: Option<&str>) -> Result<Vec<String>> {
+    let releases = match release {
+        Some(r) => vec![r.to_string()],
+        None => root.releases().map_err(|source| CatalogError::Io {
+            path: root.describe(),
+            source,
+        })?,
+    };
+    if releases.is_empty() {
+        return Err(CatalogError::NoReleases {
+            root: root.describe(),
+        }
+        .into());
+    }
+    Ok(releases)
+}

@@ -1,0 +1,713 @@
+//! `test`: a built component's test client run on this machine's GPU. [`prepare`] finds the
+//! artifact (the store, else an index), lays out the scratch prefix and checks the test corpus;
+//! [`Prepared::run`] runs it sharded and hang-proof and writes the results bundle.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Error, Result, Session};
+use crate::arch::{ArchTable, TargetId};
+use crate::catalog::Catalog;
+use crate::install;
+use crate::plan::{self, StoreView, key::RuntimeKind};
+use crate::progress::Reporter;
+use crate::recipe::{Test, TestKind};
+use crate::sign::SecretKey;
+use crate::testrun::bundle::{self, Artifact, Bundle, ClientSpec, DeviceSummary, Summary};
+use crate::testrun::detect::{self, Device, Profile};
+use crate::testrun::journal::{Journal, Record};
+use crate::testrun::run::{self, Corpus, RunSpec};
+use crate::testrun::{ctest, share};
+
+/// What `rocforge test` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct Request<'a> {
+    pub component: &'a str,
+    /// Run the nearest target's artifact under HSA_OVERRIDE_GFX_VERSION.
+    pub spoof: bool,
+    /// Continue the run journaled in `out`.
+    pub resume: bool,
+    /// A directory standing for / (a recorded machine).
+    pub sysfs_root: Option<&'a Path>,
+    /// The results directory [default: ./rocforge-results/<component>-<target>[-spoofed]].
+    pub out: Option<&'a Path>,
+    /// This machine's name in reports [default: the hostname].
+    pub machine: Option<&'a str>,
+    /// Where to share the results: `oci://…` or an http(s) URL.
+    pub submit: Option<&'a str>,
+    /// The secret key that signs submitted results.
+    pub key: Option<&'a Path>,
+    /// An artifact index to install from when the store lacks the component.
+    pub from: Option<&'a str>,
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// This machine's GPUs as the KFD topology under `sysfs_root` (default /) describes them.
+pub fn profile(table: &ArchTable, sysfs_root: Option<&Path>) -> Profile {
+    let root = sysfs_root.unwrap_or(Path::new("/"));
+    detect::detect(root, table, std::env::var("HSA_XNACK").ok())
+}
+
+/// A test run ready to start: the artifact is in the scratch prefix and its corpus checked.
+pub struct Prepared {
+    component: String,
+    spec: Test,
+    tested: Artifact,
+    dependencies: Vec<Artifact>,
+    target: TargetId,
+    spoof: bool,
+    hsa_override: Option<String>,
+    device: Option<DeviceSummary>,
+    profile: Profile,
+    machine: Option<String>,
+    submit: Option<share::Destination>,
+    key: Option<SecretKey>,
+    out: PathBuf,
+    started: u64,
+    journal: Journal,
+    previous: Vec<Record>,
+    run_spec: RunSpec,
+}
+
+/// A finished run: the bundle and where it was written (and shared).
+pub struct Outcome {
+    pub bundle: Bundle,
+    pub results: PathBuf,
+    pub junit: PathBuf,
+    /// Where `--submit` put the results.
+    pub submitted: Option<String>,
+}
+
+impl Outcome {
+    /// No test failed, hung or crashed.
+    pub fn ok(&self) -> bool {
+        self.bundle.summary.failures() == 0
+    }
+}
+
+pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
+    let catalog = &session.catalog;
+    let recipe = session.recipe(req.component)?;
+    let Some(spec) = recipe.test.clone() else {
+        return Err(Error::hinted(
+            format!("{} has no test client", req.component),
+            format!(
+                "add a [test] table (client = \"bin/<name>-test\") to {}",
+                recipe.file.display
+            ),
+        ));
+    };
+    // Where results go and the key that signs them: checked before a long run, not after.
+    let submit = req
+        .submit
+        .map(share::Destination::parse)
+        .transpose()
+        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let key = req
+        .key
+        .map(|k| {
+            let password = std::env::var(crate::sign::PASSWORD_ENV)
+                .ok()
+                .filter(|p| !p.is_empty());
+            crate::sign::load_secret(k, password).map_err(|e| Error::hinted(&e, e.hint()))
+        })
+        .transpose()?;
+    let targets = session.targets()?;
+    if targets.len() != 1 || session.options.arch.is_none() {
+        return Err(Error::hinted(
+            "`rocforge test` runs one target's artifact",
+            "pass --arch with one target, e.g. --arch gfx90c (or --arch gfx900 --spoof)",
+        ));
+    }
+    let target = targets[0].clone();
+    let arch = target.arch.clone();
+    let table = &catalog.arches;
+    let prof = profile(table, req.sysfs_root);
+    let device = pick_device(&prof, table, &arch, req.spoof, req.component)?;
+    let hsa_override = if req.spoof {
+        table.get(&arch).map(|x| x.hsa_override())
+    } else {
+        None
+    };
+    let chosen = choose(session, req, &target)?;
+
+    let out = req.out.map(Path::to_path_buf).unwrap_or_else(|| {
+        PathBuf::from("rocforge-results").join(format!(
+            "{}-{arch}{}",
+            req.component,
+            if req.spoof { "-spoofed" } else { "" }
+        ))
+    });
+    let start = Record::Start {
+        schema: crate::testrun::journal::JOURNAL_SCHEMA.into(),
+        component: req.component.into(),
+        key: chosen.tested.key.clone(),
+        arch: target.to_string(),
+        spoofed: req.spoof,
+        shards: spec.shards,
+        started: now(),
+    };
+    let (journal, previous, started) = open_journal(&out, &start, req.resume)?;
+    let prefix = std::path::absolute(out.join("prefix")).unwrap_or_else(|_| out.join("prefix"));
+    lay_out(session, req, &chosen, &target, &prefix)?;
+    let corpus = corpus(catalog, req.component, &spec, &prefix)?;
+    let run_spec = run_spec(req, &spec, corpus, &prefix, &out, hsa_override.as_deref());
+    Ok(Prepared {
+        component: req.component.to_string(),
+        device: device.map(summary),
+        profile: prof,
+        spec,
+        tested: chosen.tested,
+        dependencies: chosen.dependencies,
+        target,
+        spoof: req.spoof,
+        hsa_override,
+        machine: req.machine.map(str::to_string),
+        submit,
+        key,
+        out,
+        started,
+        journal,
+        previous,
+        run_spec,
+    })
+}
+
+fn summary(d: &Device) -> DeviceSummary {
+    DeviceSummary {
+        target: d.target.clone(),
+        target_id: d.target_id.clone(),
+        name: d.name.clone(),
+        gfx_target_version: d.gfx_target_version,
+        compute_units: d.compute_units,
+        memory: d.memory.clone(),
+    }
+}
+
+/// OUT/journal.jsonl, new or (with `resume`) continued, and when the run started: a resumed
+/// run keeps its first start.
+fn open_journal(out: &Path, start: &Record, resume: bool) -> Result<(Journal, Vec<Record>, u64)> {
+    let (journal, previous) = Journal::open(&out.join("journal.jsonl"), start, resume)
+        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let started = match (previous.first(), start) {
+        (Some(Record::Start { started, .. }), _) | (_, Record::Start { started, .. }) => *started,
+        _ => now(),
+    };
+    Ok((journal, previous, started))
+}
+
+/// The artifact under test and its dependencies: store entries (a container build first, else
+/// a host build), or an index's artifacts when the store lacks them, chosen before anything
+/// is installed so the journal knows the key.
+struct Chosen {
+    plan: Option<plan::Plan>,
+    tested: Artifact,
+    dependencies: Vec<Artifact>,
+}
+
+fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Chosen> {
+    let store = &session.store;
+    let component = req.component;
+    let mut found = None;
+    for runtime in [RuntimeKind::Container, RuntimeKind::Host] {
+        let image = session.default_runtime_image(runtime)?;
+        let p = session.plan(&[component.to_string()], runtime, image, Vec::new())?;
+        if p.steps.iter().all(|s| store.contains(&s.key.0)) {
+            found = Some(p);
+            break;
+        }
+    }
+    let entry = |s: &plan::Step| -> Artifact {
+        let meta = store.find(&s.key.0).ok();
+        Artifact {
+            name: s.component.clone(),
+            version: s.version.clone(),
+            key: s.key.0.clone(),
+            targets: meta.as_ref().map(|m| m.targets.clone()).unwrap_or_default(),
+            runtime: meta.map(|m| m.runtime).unwrap_or_default(),
+        }
+    };
+    match (found, req.from) {
+        (Some(plan), _) => {
+            let step = plan
+                .step(component)
+                .expect("requested component is planned");
+            let tested = entry(step);
+            let dependencies = plan
+                .steps
+                .iter()
+                .filter(|s| s.component != component)
+                .map(entry)
+                .collect();
+            Ok(Chosen {
+                plan: Some(plan),
+                tested,
+                dependencies,
+            })
+        }
+        (None, Some(from)) => {
+            let keys = session.trusted_keys(&[])?;
+            let hinted = |e: install::InstallError| Error::hinted(&e, e.hint());
+            let client = crate::source::download::client_confined(
+                &Default::default(),
+                &install::index_url(from).map_err(hinted)?,
+                &[],
+            );
+            let loaded = install::load_index(&client, from, &keys, false).map_err(hinted)?;
+            let chosen = install::resolve(
+                &loaded.index,
+                &[component.to_string()],
+                &[target.to_string()],
+            )
+            .map_err(hinted)?;
+            let as_entry = |x: &crate::package::index::Artifact| Artifact {
+                name: x.name.clone(),
+                version: x.version.clone(),
+                key: x.key.clone(),
+                targets: x.targets.clone(),
+                runtime: "index".into(),
+            };
+            let tested = chosen
+                .iter()
+                .find(|x| x.name == component)
+                .map(|x| as_entry(x))
+                .expect("resolve returns the requested component");
+            let dependencies = chosen
+                .iter()
+                .filter(|x| x.name != component)
+                .map(|x| as_entry(x))
+                .collect();
+            Ok(Chosen {
+                plan: None,
+                tested,
+                dependencies,
+            })
+        }
+        (None, None) => Err(Error::hinted(
+            format!("{component} for {target} is not in the store"),
+            format!(
+                "build it first: `rocforge build {component} --arch {target}` (add --runtime host to build without containers), or install it from an artifact index with --from URL_OR_DIR"
+            ),
+        )),
+    }
+}
+
+/// The scratch prefix: the store trees hard-linked, or the index's artifacts installed.
+fn lay_out(
+    session: &Session,
+    req: &Request<'_>,
+    chosen: &Chosen,
+    target: &TargetId,
+    prefix: &Path,
+) -> Result<()> {
+    let io_err = |e: std::io::Error| {
+        Error::hinted(
+            format!("{}: {e}", prefix.display()),
+            "check free disk space and permissions of --out",
+        )
+    };
+    crate::fsutil::remove_tree(prefix).map_err(io_err)?;
+    if let Some(plan) = &chosen.plan {
+        for s in &plan.steps {
+            crate::fsutil::link_tree(&session.store.tree(&s.key.0), prefix).map_err(io_err)?;
+        }
+        return Ok(());
+    }
+    let from = req.from.expect("an index was chosen");
+    let keys = session.trusted_keys(&[])?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let install_req = install::Request {
+        allow_downgrade: false,
+        components: &[req.component.to_string()],
+        targets: &[target.to_string()],
+        from,
+        prefix,
+        allow_unsigned: false,
+        allowed_hosts: &[],
+        keys: &keys,
+        cache_dir: crate::source::cache::Cache::default_root(),
+        max_bytes: install::DEFAULT_MAX_BYTES,
+        download: Default::default(),
+        runtime: install::RuntimeCheck::Auto,
+        stop: &stop,
+    };
+    let report = install::install(&install_req, session.reporter.as_ref())
+        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    // The index may have changed since it was read: the journal names what was chosen.
+    if let Some(r) = report.installed.iter().find(|r| r.name == req.component)
+        && r.key != chosen.tested.key
+    {
+        return Err(Error::hinted(
+            format!(
+                "{} changed while it was installed from {from}",
+                req.component
+            ),
+            "run the test again",
+        ));
+    }
+    Ok(())
+}
+
+/// What the recipe's `[test]` runs, checked to be in the prefix.
+fn corpus(catalog: &Catalog, component: &str, spec: &Test, prefix: &Path) -> Result<Corpus> {
+    let client = prefix.join(&spec.client);
+    Ok(match spec.kind {
+        TestKind::Gtest => {
+            if !client.is_file() {
+                return Err(Error::hinted(
+                    format!(
+                        "the test client {} is not in {component}'s install tree",
+                        spec.client
+                    ),
+                    "the recipe's [test] client is relative to the install prefix; check that the build installs it",
+                ));
+            }
+            Corpus::Gtest
+        }
+        TestKind::EachBinary => {
+            let hint = "the recipe's [test] dir is relative to the install prefix; check that the build installs the binaries there";
+            let binaries = run::find_binaries(prefix, &spec.client).map_err(|e| {
+                Error::hinted(
+                    format!("the test dir {} of {component}: {e}", spec.client),
+                    hint,
+                )
+            })?;
+            if binaries.is_empty() {
+                return Err(Error::hinted(
+                    format!(
+                        "no executables match the test dir {} in {component}'s install tree",
+                        spec.client
+                    ),
+                    hint,
+                ));
+            }
+            Corpus::EachBinary {
+                binaries,
+                skip_exit_code: spec.skip_exit_code,
+            }
+        }
+        TestKind::Ctest => Corpus::Ctest {
+            tests: ctest_tree(catalog, component, &spec.client, prefix)?,
+        },
+    })
+}
+
+fn pick_device<'p>(
+    prof: &'p Profile,
+    table: &ArchTable,
+    arch: &str,
+    spoof: bool,
+    component: &str,
+) -> Result<Option<&'p Device>> {
+    let reasons = || prof.why_none.join("; ");
+    if prof.devices.is_empty() {
+        return Err(Error::hinted(
+            format!("no GPU found under {}", prof.root),
+            format!("it may be that: {}", reasons()),
+        ));
+    }
+    let names = prof
+        .devices
+        .iter()
+        .map(|d| {
+            d.target
+                .clone()
+                .unwrap_or_else(|| format!("gfx_target_version {}", d.gfx_target_version))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if spoof {
+        if prof
+            .devices
+            .iter()
+            .any(|d| d.target.as_deref() == Some(arch))
+        {
+            return Err(Error::hinted(
+                format!(
+                    "--spoof runs another target's artifact, but {arch} is this GPU's own target"
+                ),
+                format!("drop --spoof: `rocforge test {component} --arch {arch}`"),
+            ));
+        }
+        return match prof
+            .devices
+            .iter()
+            .find(|d| d.nearest.as_deref() == Some(arch))
+        {
+            Some(d) => Ok(Some(d)),
+            None => Err(Error::hinted(
+                format!("{arch} is not the nearest target of this machine's GPU ({names})"),
+                match prof.devices.iter().find_map(|d| d.nearest.clone()) {
+                    Some(n) => format!(
+                        "spoof the nearest target: `rocforge test {component} --arch {n} --spoof` (HSA_OVERRIDE_GFX_VERSION={})",
+                        table.get(&n).map(|a| a.hsa_override()).unwrap_or_default()
+                    ),
+                    None => "this GPU has no nearest target to spoof".into(),
+                },
+            )),
+        };
+    }
+    if let Some(d) = prof
+        .devices
+        .iter()
+        .find(|d| d.target.as_deref() == Some(arch))
+    {
+        return Ok(Some(d));
+    }
+    let alias = prof
+        .devices
+        .iter()
+        .find(|d| d.may_be.iter().any(|m| m == arch))
+        .map(|d| {
+            format!(
+                "; a {arch} reports as {} on some kernels (a newer kernel reports it as {arch})",
+                d.target.as_deref().unwrap_or("?")
+            )
+        })
+        .unwrap_or_default();
+    let first = &prof.devices[0];
+    let suggestion = match (&first.target, &first.nearest) {
+        (Some(t), Some(n)) => format!(
+            "test this GPU's own build (`rocforge build {component} --arch {t}`, then `rocforge test {component} --arch {t}`), or its nearest target's artifact with `--arch {n} --spoof`"
+        ),
+        (Some(t), None) => {
+            format!("test this GPU's own build: `rocforge test {component} --arch {t}`")
+        }
+        _ => "`rocforge detect` shows what this machine has".into(),
+    };
+    Err(Error::hinted(
+        format!("this machine's GPU is {names}, not {arch}{alias}"),
+        suggestion,
+    ))
+}
+
+/// The tests of a component's installed CTest tree, every program checked to be in the tree
+/// before anything runs (a path into the build directory would fail each test alike).
+fn ctest_tree(
+    catalog: &Catalog,
+    component: &str,
+    dir: &str,
+    prefix: &Path,
+) -> Result<Vec<ctest::CtestTest>> {
+    let root = prefix.join(dir);
+    if !root.join(ctest::TESTFILE).is_file() {
+        return Err(Error::hinted(
+            format!(
+                "{component}'s install tree has no {dir}/{}",
+                ctest::TESTFILE
+            ),
+            "the recipe's [test] dir is the directory the build installs CTestTestfile.cmake to, relative to the install prefix (e.g. bin/rocRAND)",
+        ));
+    }
+    let map = ctest::PrefixMap {
+        built: catalog.release.prefix.clone(),
+        installed: prefix.to_path_buf(),
+    };
+    let tests = ctest::read_tree(&root, &map).map_err(Error::One)?;
+    if tests.is_empty() {
+        return Err(Error::hinted(
+            format!("{dir}/{} of {component} declares no tests", ctest::TESTFILE),
+            "check that the build enables its tests (e.g. -DBUILD_TEST=ON)",
+        ));
+    }
+    for t in &tests {
+        if !t.disabled && !t.program.is_file() {
+            let shown = t.program.strip_prefix(prefix).map_or_else(
+                |_| t.program.display().to_string(),
+                |p| p.display().to_string(),
+            );
+            return Err(Error::hinted(
+                format!(
+                    "test \"{}\" ({}) runs {shown}, which is not in {component}'s install tree",
+                    t.name, t.origin
+                ),
+                format!(
+                    "an installed CTestTestfile must name programs under the prefix ({}) or relative to itself; a path into the build directory means the tests were not installed with it",
+                    catalog.release.prefix
+                ),
+            ));
+        }
+    }
+    Ok(tests)
+}
+
+fn run_spec(
+    req: &Request<'_>,
+    spec: &Test,
+    corpus: Corpus,
+    prefix: &Path,
+    out: &Path,
+    hsa_override: Option<&str>,
+) -> RunSpec {
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "LD_LIBRARY_PATH".into(),
+            format!("{0}/lib:{0}/lib64", prefix.display()),
+        ),
+        ("ROCM_PATH".into(), prefix.display().to_string()),
+        (
+            "PATH".into(),
+            format!(
+                "{}/bin:{}",
+                prefix.display(),
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+            ),
+        ),
+    ];
+    if let Some(v) = hsa_override {
+        env.push(("HSA_OVERRIDE_GFX_VERSION".into(), v.to_string()));
+    }
+    for (k, v) in &spec.env {
+        env.push((k.clone(), v.clone()));
+    }
+    let kmsg = req.sysfs_root.unwrap_or(Path::new("/")).join("dev/kmsg");
+    RunSpec {
+        client: prefix.join(&spec.client),
+        corpus,
+        args: spec.args.clone(),
+        env,
+        env_remove: if req.spoof {
+            Vec::new()
+        } else {
+            vec!["HSA_OVERRIDE_GFX_VERSION".into()]
+        },
+        shards: spec.shards,
+        timeout: Duration::from_secs(spec.timeout_secs),
+        dir: out.to_path_buf(),
+        kernel_log: kmsg.exists().then_some(kmsg),
+    }
+}
+
+impl Prepared {
+    /// One line saying what will run, where, and how hangs are caught.
+    pub fn describe(&self) -> String {
+        let spec = &self.spec;
+        format!(
+            "testing {} {} for {}{} on {}: {} shard(s), {}s {} kills a test",
+            self.component,
+            self.tested.version,
+            self.target,
+            if self.spoof {
+                format!(
+                    " (spoofed: HSA_OVERRIDE_GFX_VERSION={})",
+                    self.hsa_override.as_deref().unwrap_or("?")
+                )
+            } else {
+                String::new()
+            },
+            self.device
+                .as_ref()
+                .and_then(|d| d.target_id.clone())
+                .unwrap_or_else(|| "no GPU".into()),
+            spec.shards,
+            spec.timeout_secs,
+            match spec.kind {
+                TestKind::EachBinary => "per binary",
+                TestKind::Ctest => "per test",
+                TestKind::Gtest => "without progress",
+            }
+        )
+    }
+
+    /// Runs the tests, writes OUT/results.json and OUT/junit.xml, and submits them if asked.
+    pub fn run(mut self, reporter: &dyn Reporter) -> Result<Outcome> {
+        let result = run::run(&self.run_spec, &mut self.journal, &self.previous, reporter)
+            .map_err(|e| Error::hinted(&e, e.hint()))?;
+        let tests = bundle::results(&result.tests);
+        let mut xml_cases = Vec::new();
+        for x in &result.xml {
+            if let Ok(bytes) = std::fs::read(x)
+                && let Ok(cases) = crate::testrun::gtest::parse_xml(&bytes)
+            {
+                xml_cases.extend(cases);
+            }
+        }
+        let xml_check = (!result.xml.is_empty())
+            .then(|| bundle::check_xml(&tests, &xml_cases, result.xml.len()));
+        let spec = &self.spec;
+        let mut environment: BTreeMap<String, String> = self.run_spec.env.iter().cloned().collect();
+        if let Ok(x) = std::env::var("HSA_XNACK") {
+            environment.insert("HSA_XNACK".into(), x);
+        }
+        if spec.kind == TestKind::Gtest {
+            environment.insert("GTEST_TOTAL_SHARDS".into(), spec.shards.to_string());
+        }
+        let b = Bundle {
+            schema: bundle::RESULTS_SCHEMA.into(),
+            rocforge_version: env!("CARGO_PKG_VERSION").into(),
+            machine: self.machine.clone().unwrap_or_else(hostname),
+            started: self.started,
+            finished: now(),
+            component: self.tested,
+            dependencies: self.dependencies,
+            arch: self.target.to_string(),
+            spoofed: self.spoof,
+            hsa_override: self.hsa_override,
+            device: self.device,
+            profile: self.profile,
+            environment,
+            client: ClientSpec {
+                path: spec.client.clone(),
+                args: spec.args.clone(),
+                shards: spec.shards,
+                timeout_secs: spec.timeout_secs,
+            },
+            shards: result.shards.clone(),
+            classes: bundle::classes(&tests),
+            summary: Summary::of(tests.iter().map(|t| t.outcome)),
+            tests,
+            xml_check,
+            kernel_log: match &result.kernel_log {
+                None => "not available".into(),
+                Some(Ok(())) => "read".into(),
+                Some(Err(e)) => format!("unreadable: {e}"),
+            },
+        };
+        let out = &self.out;
+        let write = |name: &str, bytes: &[u8]| {
+            let path = out.join(name);
+            crate::fsutil::write_atomic(&path, bytes)
+                .map_err(|e| Error::hinted(format!("{}: {e}", path.display()), "check --out"))
+                .map(|()| path)
+        };
+        let results = write(
+            "results.json",
+            &serde_json::to_vec_pretty(&b).expect("plain data"),
+        )?;
+        let junit = write("junit.xml", bundle::junit(&b).as_bytes())?;
+        let submitted = match &self.submit {
+            Some(dest) => {
+                let client = crate::publish::client().map_err(|e| Error::hinted(&e, e.hint()))?;
+                Some(
+                    share::submit(&client, dest, out, &b, self.key.as_ref()).map_err(|e| {
+                        Error::hinted(
+                            format!("the results are in {}, but {e}", results.display()),
+                            e.hint(),
+                        )
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(Outcome {
+            bundle: b,
+            results,
+            junit,
+            submitted,
+        })
+    }
+}

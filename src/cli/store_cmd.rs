@@ -1,0 +1,138 @@
+//! `store list`, `store show` and `store gc`.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::{CliError, Format, Global, Result, only_text_or_json};
+use rocforge::diag::Diagnostic;
+
+fn store(g: &Global) -> rocforge::store::Store {
+    super::options(g).store()
+}
+
+pub fn store_list(g: &Global) -> Result<ExitCode> {
+    only_text_or_json(g, "store list")?;
+    let store = store(g);
+    let entries = store.entries();
+    if g.format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"schema": "rocforge.store/1", "root": store.root(), "entries": entries})
+            )
+            .unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if entries.is_empty() {
+        eprintln!("{} is empty", store.root().display());
+    }
+    for e in &entries {
+        println!(
+            "{}  {:<16} {:<10} {:<14} {}",
+            &e.key[..12],
+            e.component,
+            e.version,
+            e.targets.join(","),
+            e.runtime
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
+    only_text_or_json(g, "store show")?;
+    let store = store(g);
+    let e = store
+        .find(key)
+        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+    if g.format == Format::Json {
+        println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} {} ({})", e.component, e.version, e.release);
+    println!("  key        {}", e.key);
+    println!("  targets    {}", e.targets.join(","));
+    println!(
+        "  runtime    {}{}",
+        e.runtime,
+        if e.reproducible {
+            ""
+        } else {
+            " (not reproducible)"
+        }
+    );
+    if let Some(i) = &e.image {
+        println!(
+            "  image      {}{}",
+            i.reference,
+            i.digest
+                .as_ref()
+                .map(|d| format!(" @ {d}{}", if i.local { " (local)" } else { "" }))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(c) = &e.source_commit {
+        println!("  source     {c}");
+    }
+    println!(
+        "  built in   {}",
+        rocforge::units::format_duration(e.duration_secs as u64)
+    );
+    println!("  tree       {}", store.tree(&e.key).display());
+    println!(
+        "  log        {}",
+        store.entry_dir(&e.key).join("build.log").display()
+    );
+    println!(
+        "  hash input {}",
+        store.entry_dir(&e.key).join("hash-input.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
+    only_text_or_json(g, "store gc")?;
+    let store = store(g);
+    // Keep the newest entry of each component for each target set; older ones are superseded.
+    let mut newest: std::collections::BTreeMap<(String, String, Vec<String>), String> =
+        Default::default();
+    let entries = store.entries();
+    for e in &entries {
+        newest.insert(
+            (e.release.clone(), e.component.clone(), e.targets.clone()),
+            e.key.clone(),
+        );
+    }
+    let mut removed = 0;
+    for e in &entries {
+        if newest.get(&(e.release.clone(), e.component.clone(), e.targets.clone())) == Some(&e.key)
+        {
+            continue;
+        }
+        println!(
+            "{} {} {}",
+            if dry_run { "would remove" } else { "removed" },
+            &e.key[..12],
+            e.component
+        );
+        if !dry_run {
+            store
+                .remove(&e.key)
+                .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+        }
+        removed += 1;
+    }
+    if !dry_run {
+        for d in store.clean_staging() {
+            println!("removed unfinished entry {}", d.display());
+        }
+    }
+    eprintln!(
+        "{removed} superseded entr{} {}",
+        if removed == 1 { "y" } else { "ies" },
+        if dry_run { "to remove" } else { "removed" }
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,37 @@
+//! What the planner asks of a store: the plan owns the question, the store answers it, so
+//! plans can be computed against a fake in unit tests and against a directory everywhere else.
+
+use serde::{Deserialize, Serialize};
+
+/// The store as the planner sees it.
+pub trait StoreView {
+    fn contains(&self, key: &str) -> bool;
+    /// Hash input of the newest entry for `component`, if any.
+    fn previous(&self, component: &str) -> Option<serde_json::Value>;
+    /// Recorded build durations, to schedule the longest path first.
+    fn duration(&self, _component: &str) -> Option<f64> {
+        None
+    }
+    /// A builder image built locally by `rocforge image build` for this release line.
+    fn local_image(&self, _release: &str) -> Option<LocalImage> {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LocalImage {
+    pub reference: String,
+    pub id: String,
+}
+
+/// A store that has nothing: every component is new.
+pub struct EmptyStore;
+
+impl StoreView for EmptyStore {
+    fn contains(&self, _: &str) -> bool {
+        false
+    }
+    fn previous(&self, _: &str) -> Option<serde_json::Value> {
+        None
+    }
+}
