@@ -197,14 +197,27 @@ fn code_files(present: &BTreeSet<&str>, name: &str, fallback_arch: Option<&str>)
             let rest = rest
                 .strip_suffix(".co")
                 .or_else(|| rest.strip_suffix(".hsaco"));
-            rest.is_some_and(|r| {
-                r.split(['-', ':'])
-                    .filter(|s| !s.is_empty())
-                    .all(|s| ["xnack+", "xnack-", "sramecc+", "sramecc-"].contains(&s))
-            })
+            rest.is_some_and(features_only)
         })
         .map(|f| f.to_string())
         .collect()
+}
+
+/// True for `""`, `-xnack+`, `-xnack-:sramecc+` and the like: nothing but feature settings.
+fn features_only(mut rest: &str) -> bool {
+    while !rest.is_empty() {
+        let Some(r) = rest.strip_prefix(['-', ':']) else {
+            return false;
+        };
+        let Some(r) = ["xnack+", "xnack-", "sramecc+", "sramecc-"]
+            .iter()
+            .find_map(|f| r.strip_prefix(f))
+        else {
+            return false;
+        };
+        rest = r;
+    }
+    true
 }
 
 fn part(
