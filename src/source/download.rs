@@ -19,6 +19,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_RANGE, RANGE, RETRY_AFTER};
 use sha2::{Digest, Sha256};
 
+use super::net::{Cause, mirror_hint};
 use crate::progress::{Reporter, Task};
 
 /// The longest wait between two attempts, whatever the backoff or a `Retry-After` says.
@@ -135,9 +136,10 @@ pub enum DownloadError {
         status: u16,
         attempts: u32,
     },
-    #[error("cannot download {url}: {message}{}", attempts_suffix(*.attempts))]
+    #[error("cannot download {url}: {} ({message}){}", cause.explain(url), attempts_suffix(*.attempts))]
     Transport {
         url: String,
+        cause: Cause,
         message: String,
         attempts: u32,
     },
@@ -220,6 +222,10 @@ impl DownloadError {
                 ),
                 _ => format!("check the recipe's url, or {}", mirror_hint(url)),
             },
+            DownloadError::Transport { url, cause, .. } if cause.permanent() => format!(
+                "check the network and the URL (not retried: a {cause} does not clear in seconds); offline, {}",
+                mirror_hint(url)
+            ),
             DownloadError::Transport { url, .. } => {
                 format!("check the network, or {}", mirror_hint(url))
             }
@@ -265,20 +271,6 @@ impl DownloadError {
 
 fn is_part(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "part")
-}
-
-fn mirror_hint(url: &str) -> String {
-    let prefix = match reqwest::Url::parse(url) {
-        Ok(u) if u.host_str().is_some() => {
-            let host = u.host_str().unwrap_or("host");
-            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!("{}://{host}{port}/", u.scheme())
-        }
-        _ => "https://host/prefix/".into(),
-    };
-    format!(
-        "map this URL to a mirror in rocforge.toml: [mirrors] \"{prefix}\" = \"file:///srv/mirror/\""
-    )
 }
 
 /// A client with rocforge's user agent and the default timeouts.
@@ -912,7 +904,9 @@ fn http_download(
             }
             Err(Failure::Late) => return Err(late()),
             Err(Failure::Fatal(mut e)) => {
-                if let DownloadError::Http { attempts, .. } = &mut e {
+                if let DownloadError::Http { attempts, .. }
+                | DownloadError::Transport { attempts, .. } = &mut e
+                {
                     *attempts = requests;
                 }
                 return Err(e);
@@ -933,6 +927,7 @@ fn http_download(
                 },
                 None => DownloadError::Transport {
                     url: redact_url(url),
+                    cause: Cause::of_text(&reason),
                     message: reason,
                     attempts: requests,
                 },
@@ -964,10 +959,13 @@ fn attempt(
         request = request.header(RANGE, format!("bytes={offset}-"));
     }
     let mut response = request.send().map_err(|e| {
-        if e.is_redirect() {
-            // A refused redirect fails the same way every time.
+        let cause = Cause::of(&e);
+        if e.is_redirect() || cause.permanent() {
+            // A refused redirect, a name that does not resolve, a closed port or a bad
+            // certificate fail the same way every time: retrying only delays the error.
             Failure::Fatal(DownloadError::Transport {
                 url: redact_url(url),
+                cause,
                 message: describe(&e.without_url()),
                 attempts: 1,
             })
@@ -1220,7 +1218,8 @@ mod tests {
     fn hints_name_a_mirror_prefix() {
         let e = DownloadError::Transport {
             url: "https://github.com/ROCm/x.tar.gz".into(),
-            message: "refused".into(),
+            cause: Cause::Timeout,
+            message: "timed out".into(),
             attempts: 6,
         };
         assert!(
