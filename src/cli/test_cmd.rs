@@ -10,10 +10,9 @@ use super::{CliError, Format, Global, Result, only_text_or_json, root};
 use rocforge::catalog::Catalog;
 use rocforge::diag::Diagnostic;
 use rocforge::install;
-use rocforge::plan::{self, key::RuntimeKind};
+use rocforge::plan;
 use rocforge::recipe::TestKind;
 use rocforge::report;
-use rocforge::store::StoreView;
 use rocforge::testrun::bundle::{self, Artifact, Bundle, ClientSpec, DeviceSummary, Summary};
 use rocforge::testrun::detect::{self, Device, Profile};
 use rocforge::testrun::journal::{Journal, Record};
@@ -269,22 +268,27 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
     // The artifact and its dependencies, from the store (container build first, else host).
     let store = super::build_cmd::store(g);
     let lock = super::sources::lockfile(&catalog)?;
-    let mut found = None;
-    for runtime in [RuntimeKind::Container, RuntimeKind::Host] {
+    let candidates = rocforge::testrun::select::candidates(
+        &store.entries(),
+        &catalog.release.name,
+        a.component,
+        &target,
+    );
+    let found = rocforge::testrun::select::choose(candidates, &store, &target, |c| {
         let req = plan::Request {
             components: vec![a.component.to_string()],
-            targets: vec![target.clone()],
-            runtime,
-            runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, runtime),
+            targets: c.targets.clone(),
+            runtime: c.runtime,
+            runtime_image: super::build_cmd::runtime_image_default(&catalog, &lock, c.runtime),
             lock: lock.clone(),
             overlays: Vec::new(),
         };
-        let p = plan::plan(&catalog, &req, &store)?;
-        if p.steps.iter().all(|s| store.contains(&s.key.0)) {
-            found = Some(p);
-            break;
-        }
+        plan::plan(&catalog, &req, &store)
+    })?;
+    if let Some(c) = found.as_ref().filter(|_| !g.quiet) {
+        eprintln!("{}", c.describe(a.component));
     }
+    let found = found.map(|c| c.plan);
     let entry = |s: &plan::Step| -> Artifact {
         let meta = store.find(&s.key.0).ok();
         Artifact {
@@ -530,6 +534,19 @@ pub fn test(g: &Global, a: TestArgs<'_>) -> Result<ExitCode> {
             }
         );
     }
+    // Ctrl-C: every finished test is already in the journal (written and synced one by one),
+    // and the running client dies with this process (PR_SET_PDEATHSIG), so exiting at once
+    // loses nothing and records no test as crashed.
+    let resume = rocforge::testrun::journal::resume_command(
+        a.component,
+        &target.to_string(),
+        a.spoof,
+        a.out,
+    );
+    let _ = ctrlc::set_handler(move || {
+        eprintln!("\ninterrupted: the tests that finished are kept; `{resume}` continues");
+        std::process::exit(130);
+    });
     let result =
         run::run(&run_spec, &mut journal, &previous, &reporter).map_err(|e| one(&e, e.hint()))?;
 
