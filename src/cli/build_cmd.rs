@@ -19,7 +19,7 @@ use rocforge::runtime::{self, ContainerRuntime, Kind, RuntimeArgs};
 use rocforge::source::cache::Cache;
 use rocforge::source::download::DownloadOptions;
 use rocforge::source::prepare::Sources;
-use rocforge::store::{LocalImage, Store, StoreView};
+use rocforge::store::{Store, StoreView};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RuntimeChoice {
@@ -170,7 +170,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         lock: lock.clone(),
         overlays: overlays.clone(),
     };
-    let plan = plan::plan(&catalog, &req, &store)?;
+    let mut plan = plan::plan(&catalog, &req, &store)?;
     if a.dry_run {
         match g.format {
             Format::Json => print!("{}", render::json(&plan)),
@@ -188,6 +188,19 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
     } else {
         TermReporter::new(g.quiet)
     };
+    // The builder image before any source is fetched; one built now keys the builds by its ID.
+    if let Some(rt) = &runtime {
+        let ready =
+            rocforge::build::image::ensure(rt.as_ref(), &catalog, &plan.image, &store, &reporter)
+                .map_err(image_err)?;
+        if let rocforge::build::image::Ready::Built(_) = ready {
+            let req = plan::Request {
+                runtime_image: runtime_image(&catalog, &lock, &config, a.runtime, runtime_kind),
+                ..req
+            };
+            plan = plan::plan(&catalog, &req, &store)?;
+        }
+    }
     let cache = Cache::new(Cache::default_root());
     let stop = Arc::new(AtomicBool::new(false));
     let running: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
@@ -197,6 +210,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         // removed as their builds unwind, so the store keeps only complete entries.
         let _ = ctrlc::set_handler(move || {
             stop.store(true, Ordering::SeqCst);
+            rocforge::interrupt::request();
             for name in running.lock().map(|r| r.clone()).unwrap_or_default() {
                 rt.stop(&name);
             }
@@ -288,6 +302,8 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         );
         return Ok(if report.ok() {
             ExitCode::SUCCESS
+        } else if stop.load(Ordering::SeqCst) {
+            ExitCode::from(130)
         } else {
             ExitCode::from(1)
         });
@@ -303,12 +319,19 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
                 "  {component:<20} built in {}",
                 rocforge::units::format_duration(*seconds as u64)
             ),
+            StepResult::Interrupted { resumes } => eprintln!(
+                "  {component:<20} interrupted{}",
+                resumes
+                    .as_ref()
+                    .map(|d| format!(": continues from {}", d.display()))
+                    .unwrap_or_default()
+            ),
             StepResult::Skipped { because } => eprintln!(
                 "  {component:<20} not built{}",
                 because
                     .as_ref()
                     .map(|b| format!(": depends on {b}, which failed"))
-                    .unwrap_or_else(|| ": stopped".into())
+                    .unwrap_or_else(|| ": interrupted before it started".into())
             ),
             StepResult::Failed {
                 error,
@@ -334,9 +357,7 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
         }
     }
     if stop.load(Ordering::SeqCst) {
-        eprintln!(
-            "stopped; finished components are in the store and the next run continues from there"
-        );
+        eprintln!("interrupted: {}", rocforge::build::CONTINUE_HINT);
         return Ok(ExitCode::from(130));
     }
     if failed || !report.ok() {
@@ -350,125 +371,60 @@ pub fn build(g: &Global, a: BuildArgs<'_>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn image_err(e: rocforge::build::image::ImageError) -> CliError {
+    // A failed image build is read from its log's end, as a failed component build is.
+    if let Some(log) = e.log() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        for l in &lines[lines.len().saturating_sub(40)..] {
+            eprintln!("{l}");
+        }
+    }
+    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
+}
+
 pub fn image_build(
     g: &Global,
     runtime_choice: Option<RuntimeChoice>,
     containerfile: Option<PathBuf>,
 ) -> Result<ExitCode> {
+    use rocforge::build::image;
     only_text_or_json(g, "image build")?;
     let catalog = Catalog::load(root(g), g.release.as_deref())?;
     let config = Config::load(catalog.root.base_dir().as_deref()).map_err(CliError::Diagnostics)?;
     let release = &catalog.release.name;
     let file = match containerfile {
-        Some(f) => f,
-        None => {
-            let base = catalog
-                .root
-                .base_dir()
-                .unwrap_or_else(|| PathBuf::from("."));
-            base.join("containers")
-                .join(format!("Containerfile.{release}"))
-        }
+        Some(path) => image::Containerfile {
+            shown: path.display().to_string(),
+            text: std::fs::read_to_string(&path).map_err(|e| {
+                CliError::One(
+                    Diagnostic::new(format!("--containerfile {}: {e}", path.display()))
+                        .hint("name an existing Containerfile"),
+                )
+            })?,
+            path: Some(path),
+        },
+        None => image::containerfile(&catalog).ok_or_else(|| {
+            CliError::One(
+                Diagnostic::new(format!(
+                    "no Containerfile for {release}: neither {} nor a built-in one",
+                    catalog
+                        .root
+                        .base_dir()
+                        .unwrap_or_default()
+                        .join(image::relative_path(release))
+                        .display()
+                ))
+                .hint("pass --containerfile FILE"),
+            )
+        })?,
     };
-    if !file.is_file() {
-        return Err(Diagnostic::new(format!("no Containerfile for {release}: {} does not exist", file.display()))
-            .hint("builder images live in containers/Containerfile.<release>; pass --containerfile FILE, or run from a checkout of rocforge")
-            .into());
-    }
     let rt = open_runtime(runtime_choice, &config)?;
-    if rt.kind() == Kind::Host {
-        return Err(Diagnostic::new("the host runtime cannot build images")
-            .hint("use --runtime podman or docker")
-            .into());
-    }
     let store = store(g);
-    std::fs::create_dir_all(store.root().join(".logs"))
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint("check --store")))?;
-    let log = store
-        .root()
-        .join(".logs")
-        .join(format!("image-{release}.log"));
-    let _ = std::fs::write(&log, "");
-    eprintln!(
-        "building {} from {} (log: {})",
-        catalog.release.image,
-        file.display(),
-        log.display()
-    );
-    if let Some(base) = &catalog.release.image_base {
-        use rocforge::runtime::debootstrap::{self, Made};
-        let base_err = |e: debootstrap::BaseError| {
-            CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-        };
-        debootstrap::check_from(&file, base).map_err(base_err)?;
-        if rt.image_id(&base.name).is_none() {
-            eprintln!(
-                "making the base image {} with debootstrap --variant={} {} (log: {})",
-                base.name,
-                base.variant,
-                base.suite,
-                log.display()
-            );
-        }
-        match debootstrap::ensure(rt.as_ref(), base, &store.root().join(".tmp"), &log)
-            .map_err(base_err)?
-        {
-            Made::Present(_) => {}
-            Made::Imported(id) => eprintln!("base image {} {id}", base.name),
-        }
-    }
-    let context = file.parent().unwrap_or(std::path::Path::new("."));
-    let exit = rt
-        .build_image(&file, context, &catalog.release.image, &log)
-        .map_err(runtime_error)?;
-    if !exit.success() {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        for l in &lines[lines.len().saturating_sub(40)..] {
-            eprintln!("{l}");
-        }
-        let gone = rocforge::image::apt_versions_gone(&text);
-        if !gone.is_empty() {
-            let list = gone
-                .iter()
-                .map(|(p, v)| format!("{p} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Diagnostic::new(format!(
-                "building {} failed: {} pins {list}, which the mirror no longer has",
-                catalog.release.image,
-                file.display()
-            ))
-            .hint(format!(
-                "pin the versions the mirror has now (`apt-cache policy PACKAGE` in the base image) and build again; the full log is {}",
-                log.display()
-            ))
-            .into());
-        }
-        return Err(
-            Diagnostic::new(format!("building {} failed", catalog.release.image))
-                .hint(format!("the full log is {}", log.display()))
-                .into(),
-        );
-    }
-    let id = rt.image_id(&catalog.release.image).ok_or_else(|| {
-        CliError::One(
-            Diagnostic::new(format!(
-                "{} was built but cannot be found",
-                catalog.release.image
-            ))
-            .hint("run `rocforge doctor`"),
-        )
-    })?;
-    store
-        .record_local_image(
-            release,
-            &LocalImage {
-                reference: catalog.release.image.clone(),
-                id: id.clone(),
-            },
-        )
-        .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+    let reporter = TermReporter::new(g.quiet);
+    let log = image::log_path(&store, release).map_err(image_err)?;
+    let id =
+        image::build(rt.as_ref(), &catalog, &file, &store, &log, &reporter).map_err(image_err)?;
     println!("{} {id}", catalog.release.image);
     eprintln!(
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"
@@ -524,8 +480,9 @@ pub fn doctor(
                         &id[..19.min(id.len())]
                     ),
                     None => format!(
-                        "{} is not present: pull it, or `rocforge image build`",
-                        catalog.release.image
+                        "{} is not present: `rocforge build` makes it first; {}",
+                        catalog.release.image,
+                        rocforge::build::image::advice(&catalog)
                     ),
                 },
             ));
