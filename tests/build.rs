@@ -1560,9 +1560,10 @@ fn fake_podman(dir: &Path) -> String {
     let state = dir.join("fake-podman");
     std::fs::create_dir_all(&state).unwrap();
     let script = format!(
-        "#!/bin/sh\nS='{}'\necho \"$*\" >> \"$S/calls\"\ncase \"$1\" in\n  image) if [ -f \"$S/id\" ]; then cat \"$S/id\"; else echo 'Error: image not known' >&2; exit 125; fi ;;\n  build) while [ $# -gt 0 ]; do [ \"$1\" = --file ] && cp \"$2\" \"$S/Containerfile\"; shift; done\n    echo 'STEP 1/2: FROM somewhere'\n    echo sha256:{} > \"$S/id\" ;;\n  version) echo 5.0.0 ;;\nesac\n",
+        "#!/bin/sh\nS='{}'\necho \"$*\" >> \"$S/calls\"\ncase \"$1\" in\n  image) if [ -f \"$S/id\" ]; then cat \"$S/id\"; else echo 'Error: image not known' >&2; exit 125; fi ;;\n  build) while [ $# -gt 0 ]; do [ \"$1\" = --file ] && cp \"$2\" \"$S/Containerfile\"; shift; done\n    echo 'STEP 1/2: FROM somewhere'\n    echo sha256:{} > \"$S/id\" ;;\n  pull) touch \"$S/pulled\"; echo sha256:{} > \"$S/id\" ;;\n  version) echo 5.0.0 ;;\nesac\n",
         state.display(),
-        "7".repeat(64)
+        "7".repeat(64),
+        "8".repeat(64)
     );
     let podman = bin.join("podman");
     std::fs::write(&podman, script).unwrap();
@@ -1666,14 +1667,10 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
     assert!(!o.stderr.contains("  log: "), "{}", o.stderr);
 }
 
-/// A release line whose image is neither present, pinned nor buildable stops before anything
-/// is fetched, naming the image and what provides it.
-#[test]
-fn a_builder_image_that_cannot_be_had_is_named_before_any_fetch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let path = fake_podman(dir);
-    let rel = test_release(dir, "localhost/rocforge-test-none:1");
+/// A catalog of one component whose source is on a name that does not resolve, building in
+/// `image`.
+fn offline_catalog(dir: &Path, image: &str) {
+    let rel = test_release(dir, image);
     std::fs::write(
         rel.join("pkg.toml"),
         format!(
@@ -1682,6 +1679,64 @@ fn a_builder_image_that_cannot_be_had_is_named_before_any_fetch() {
         ),
     )
     .unwrap();
+}
+
+/// A registry image rocforge.lock pins is pulled by its digest before anything is fetched.
+#[test]
+fn a_pinned_builder_image_is_pulled_by_digest_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = fake_podman(dir);
+    offline_catalog(dir, "registry.invalid/rocforge/builder:1");
+    let digest = format!("sha256:{}", "9".repeat(64));
+    std::fs::write(
+        dir.join("rocforge.lock"),
+        format!(
+            "version = 1\n\n[[image]]\nrelease = \"test-1.0\"\nreference = \"registry.invalid/rocforge/builder:1\"\ndigest = \"{digest}\"\n"
+        ),
+    )
+    .unwrap();
+    let o = rocforge_env(
+        dir,
+        &[("PATH", Path::new(&path))],
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let calls = std::fs::read_to_string(dir.join("fake-podman/calls")).unwrap();
+    assert!(
+        calls.contains(&format!("pull registry.invalid/rocforge/builder@{digest}")),
+        "{calls}"
+    );
+    let pulling = o
+        .stderr
+        .find(&format!(
+            "pulling the builder image registry.invalid/rocforge/builder@{digest} (pinned by rocforge.lock; log: "
+        ))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    let fetch_error = o
+        .stderr
+        .find("cannot download http://rocforge-test.invalid/pkg.tar.gz")
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(pulling < fetch_error, "{}", o.stderr);
+}
+
+/// A release line whose image is neither present, pinned nor buildable stops before anything
+/// is fetched, naming the image and what provides it.
+#[test]
+fn a_builder_image_that_cannot_be_had_is_named_before_any_fetch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = fake_podman(dir);
+    offline_catalog(dir, "localhost/rocforge-test-none:1");
     let o = rocforge_env(
         dir,
         &[("PATH", Path::new(&path))],
