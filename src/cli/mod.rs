@@ -574,7 +574,7 @@ pub enum ImageCommand {
     Build {
         #[arg(long, value_enum)]
         runtime: Option<build_cmd::RuntimeChoice>,
-        /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
+        /// The Containerfile [default: containers/Containerfile.<release> beside the catalog, else the built-in one]
         #[arg(long, value_name = "FILE")]
         containerfile: Option<PathBuf>,
     },

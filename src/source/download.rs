@@ -959,6 +959,8 @@ fn attempt(
         request = request.header(RANGE, format!("bytes={offset}-"));
     }
     let mut response = request.send().map_err(|e| {
+        // Without the URL, whose host name could read as a cause ("ssl.example.org").
+        let e = e.without_url();
         let cause = Cause::of(&e);
         if e.is_redirect() || cause.permanent() {
             // A refused redirect, a name that does not resolve, a closed port or a bad
@@ -966,12 +968,12 @@ fn attempt(
             Failure::Fatal(DownloadError::Transport {
                 url: redact_url(url),
                 cause,
-                message: describe(&e.without_url()),
+                message: describe(&e),
                 attempts: 1,
             })
         } else {
             Failure::Transient {
-                reason: describe(&e.without_url()),
+                reason: describe(&e),
                 status: None,
                 retry_after: None,
             }

@@ -88,7 +88,7 @@ fn classify(url: &str, message: String) -> GitError {
         "could not find repository",
         "unsupported url protocol",
     ];
-    let cause = Cause::of_text(&message);
+    let cause = Cause::of_text(&message.replace(url, ""));
     if cause != Cause::Other || unreachable.iter().any(|p| m.contains(p)) {
         GitError::Unreachable {
             url: url.to_string(),

@@ -43,7 +43,8 @@ impl Cause {
         Cause::of_text(&text)
     }
 
-    /// The cause a message tells (git's and libgit2's are text only).
+    /// The cause a message tells (git's and libgit2's are text only). The message must not
+    /// carry the URL: a host named `ssl.example.org` says nothing of TLS.
     pub fn of_text(message: &str) -> Cause {
         let m = message.to_ascii_lowercase();
         let any = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
@@ -62,8 +63,13 @@ impl Cause {
             Cause::Refused
         } else if any(&[
             "certificate",
-            "tls",
-            "ssl",
+            "tls handshake",
+            "tls error",
+            "tls connect",
+            "ssl routines",
+            "ssl error",
+            "ssl connect",
+            "ssl_",
             "handshake failure",
             "handshake failed",
         ]) {
@@ -155,6 +161,11 @@ mod tests {
                 Cause::Refused,
             ),
             ("the SSL certificate is invalid", Cause::Tls),
+            (
+                "error:0A000086:SSL routines::certificate verify failed",
+                Cause::Tls,
+            ),
+            ("connection reset by peer (ssl.example.org)", Cause::Other),
             ("operation timed out", Cause::Timeout),
             ("connection reset by peer", Cause::Other),
         ] {
