@@ -22,6 +22,9 @@ use sha2::{Digest, Sha256};
 use super::net::{Cause, mirror_hint};
 use crate::progress::{Reporter, Task};
 
+/// How often a wait before a retry looks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(100);
+
 /// The longest wait between two attempts, whatever the backoff or a `Retry-After` says.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -171,6 +174,9 @@ pub enum DownloadError {
     TooLarge { url: String, limit: u64 },
     #[error("cannot download {url}: not done after {}, the limit for one download", format_delay(*limit))]
     Deadline { url: String, limit: Duration },
+    /// Ctrl-C ([`crate::interrupt`]) during the transfer or a wait before a retry.
+    #[error("download of {url} interrupted")]
+    Interrupted { url: String },
 }
 
 fn attempts_suffix(attempts: u32) -> String {
@@ -196,7 +202,8 @@ impl DownloadError {
             | DownloadError::Io { url, .. }
             | DownloadError::Busy { url, .. }
             | DownloadError::TooLarge { url, .. }
-            | DownloadError::Deadline { url, .. } => url,
+            | DownloadError::Deadline { url, .. }
+            | DownloadError::Interrupted { url } => url,
         }
     }
 
@@ -264,6 +271,9 @@ impl DownloadError {
             DownloadError::Deadline { .. } => {
                 "the server is too slow; try again later, use another mirror, or raise the limit (install --timeout)"
                     .into()
+            }
+            DownloadError::Interrupted { .. } => {
+                "run the same command again: the download resumes from the bytes kept".into()
             }
         }
     }
@@ -941,7 +951,15 @@ fn http_download(
             format_delay(delay),
             failures + 1,
         ));
-        thread::sleep(delay);
+        let until = Instant::now() + delay;
+        while Instant::now() < until {
+            if crate::interrupt::requested() {
+                return Err(DownloadError::Interrupted {
+                    url: redact_url(url),
+                });
+            }
+            thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
+        }
     }
 }
 
@@ -1046,6 +1064,9 @@ fn attempt(
     task.set_position(part.len);
     stream_body(&mut response, part, task, remaining, deadline).map_err(|e| match e {
         BodyError::Late => Failure::Late,
+        BodyError::Interrupted => Failure::Fatal(DownloadError::Interrupted {
+            url: redact_url(url),
+        }),
         BodyError::Read(e, received) => Failure::Transient {
             reason: format!(
                 "connection lost after {received} bytes: {}",
@@ -1066,6 +1087,7 @@ fn attempt(
 
 enum BodyError {
     Late,
+    Interrupted,
     Read(io::Error, u64),
     Short(u64, u64),
     Write(io::Error),
@@ -1083,6 +1105,10 @@ fn stream_body(
     loop {
         if Instant::now() >= deadline {
             return Err(BodyError::Late);
+        }
+        // A source tarball can take minutes: Ctrl-C must not wait for its end.
+        if crate::interrupt::requested() {
+            return Err(BodyError::Interrupted);
         }
         let n = match response.read(&mut buf) {
             Ok(0) => break,
