@@ -1475,6 +1475,24 @@ fn ctrl_c_reports_interrupted_and_the_same_command_continues() {
     for never in ["FAILED", "which failed", "--- last", "error:"] {
         assert!(!text.contains(never), "{never:?} in:\n{text}");
     }
+    // The report as the user reads it, paths and the content key made stable.
+    let report: Vec<String> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("  steps ") || l.starts_with("  after ") || l.starts_with("interrupted:")
+        })
+        .map(|l| {
+            let l = l.replace(&root.display().to_string(), "[ROOT]");
+            match l.split_once("/builds/") {
+                Some((head, tail)) => format!(
+                    "{head}/builds/[KEY]/{}",
+                    tail.split_once('/').map_or("", |(_, rest)| rest)
+                ),
+                None => l,
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("ctrl_c_build_report", report.join("\n"));
 
     // The same command continues the stopped build and finishes.
     std::fs::write(&flag, "").unwrap();
