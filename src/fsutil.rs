@@ -148,12 +148,25 @@ impl Drop for Lock {
 }
 
 /// Takes the lock, waiting for another process to release it (`on_wait` is called once if it
-/// is busy, so the user learns why nothing happens). A zero timeout means "try once".
+/// is busy, so the user learns why nothing happens). A zero timeout means "try once". Ctrl-C
+/// ([`crate::interrupt`]) ends the wait with [`io::ErrorKind::Interrupted`].
 pub fn lock(
     dir: &Path,
     name: &str,
     timeout: std::time::Duration,
     on_wait: &dyn Fn(),
+) -> io::Result<Lock> {
+    lock_unless(dir, name, timeout, on_wait, &crate::interrupt::requested)
+}
+
+/// [`lock`], giving up with [`io::ErrorKind::Interrupted`] as soon as `cancelled` says so: a
+/// wait for another process can last hours, and Ctrl-C must end it at once.
+pub fn lock_unless(
+    dir: &Path,
+    name: &str,
+    timeout: std::time::Duration,
+    on_wait: &dyn Fn(),
+    cancelled: &dyn Fn() -> bool,
 ) -> io::Result<Lock> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("{name}.lock"));
@@ -174,6 +187,12 @@ pub fn lock(
             on_wait();
             told = true;
         }
+        if cancelled() {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                format!("interrupted while waiting for {}", path.display()),
+            ));
+        }
         if start.elapsed() >= timeout {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -191,6 +210,24 @@ pub fn lock(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancelled_wait_ends_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let _held = lock(tmp.path(), "k", std::time::Duration::ZERO, &|| {}).unwrap();
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let e = lock_unless(
+            tmp.path(),
+            "k",
+            std::time::Duration::from_secs(3600),
+            &|| {},
+            &|| asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2,
+        )
+        .err()
+        .expect("cancelled");
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted);
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
 
     #[test]
     fn reap_temp_removes_only_what_dead_processes_left() {

@@ -18,6 +18,7 @@ pub mod fsutil;
 pub mod image;
 pub mod inspect;
 pub mod install;
+pub mod interrupt;
 pub mod oci;
 pub mod package;
 pub mod plan;

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,9 @@ pub enum StoreError {
     },
     #[error("no store entry {0}")]
     NotFound(String),
+    /// Ctrl-C while another process held the entry's lock.
+    #[error("interrupted while another rocforge process was building {key}")]
+    Interrupted { key: String },
 }
 
 impl StoreError {
@@ -74,6 +78,7 @@ impl StoreError {
         match self {
             StoreError::Io { .. } => "check free disk space and permissions of the store (--store, ROCFORGE_STORE)".into(),
             StoreError::NotFound(_) => "`rocforge store list` shows the entries; a key prefix of 8 or more characters is enough".into(),
+            StoreError::Interrupted { .. } => "run the same command again to continue".into(),
         }
     }
 }
@@ -182,10 +187,30 @@ impl Store {
     /// Reserves `key` for building. Returns None when another process committed it meanwhile
     /// (the caller then uses that entry). Waits while another process builds the same key.
     pub fn reserve(&self, key: &str, on_wait: &dyn Fn()) -> Result<Option<Staging>, StoreError> {
+        self.reserve_unless(key, on_wait, &AtomicBool::new(false))
+    }
+
+    /// [`Store::reserve`], ending the wait for another process as soon as `stop` is set.
+    pub fn reserve_unless(
+        &self,
+        key: &str,
+        on_wait: &dyn Fn(),
+        stop: &AtomicBool,
+    ) -> Result<Option<Staging>, StoreError> {
         std::fs::create_dir_all(&self.root).map_err(io(&self.root))?;
-        let lock = self
-            .lock(key, Duration::from_secs(48 * 3600), on_wait)
-            .map_err(io(&self.root))?;
+        let lock = crate::fsutil::lock_unless(
+            &self.root.join(".locks"),
+            key,
+            Duration::from_secs(48 * 3600),
+            on_wait,
+            &|| stop.load(Ordering::SeqCst) || crate::interrupt::requested(),
+        )
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::Interrupted => StoreError::Interrupted {
+                key: key.to_string(),
+            },
+            _ => io(&self.root)(e),
+        })?;
         if self.contains(key) {
             return Ok(None);
         }

@@ -717,7 +717,14 @@ fn ctrl_c_stops_the_build_and_its_container() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("stopped"), "{stderr}");
+    assert!(
+        stderr.contains("hipcore              interrupted"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("FAILED") && !stderr.contains("which failed"),
+        "{stderr}"
+    );
     // No container of that run is left, and the store holds only complete entries.
     assert_eq!(containers_of(pid), "", "containers left running");
     let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
@@ -1386,6 +1393,387 @@ fn a_failed_build_resumes_from_its_build_directory_and_fresh_starts_over() {
             .map(|d| d.count() == 0)
             .unwrap_or(true),
         "a finished build leaves no build directory"
+    );
+}
+
+/// Starts `rocforge build steps after` (host runtime) on [`steps_catalog`]'s catalog plus
+/// `after`, which depends on `steps`; once stderr shows `held`, sends SIGINT to rocforge alone
+/// (as a terminal's Ctrl-C reaches it; the build's own processes are its to stop) and returns
+/// what it said and its exit code.
+fn interrupt_build(root: &Path, held: &str) -> Out {
+    use std::io::BufRead;
+    let mut child = rocforge_command(
+        root,
+        &[],
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "after",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = Vec::new();
+    let mut reader = std::io::BufReader::new(stderr).lines();
+    for line in reader.by_ref() {
+        let line = line.unwrap();
+        let seen = line.contains(held);
+        lines.push(line);
+        if seen {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            break;
+        }
+    }
+    lines.extend(reader.map_while(Result::ok));
+    let out = Out::from(child.wait_with_output().unwrap());
+    Out {
+        stderr: lines.join("\n"),
+        ..out
+    }
+}
+
+fn after_recipe(root: &Path) {
+    std::fs::write(
+        root.join("recipes/test-1.0/after.toml"),
+        "name = \"after\"\nversion = \"1.0\"\nsummary = \"after steps\"\nlicense = \"MIT\"\ndepends = [\"steps\"]\n\n[source]\npath = \"src/steps\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/after\"\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn ctrl_c_reports_interrupted_and_the_same_command_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let flag = root.join("go-on");
+    steps_catalog(root, &flag);
+    after_recipe(root);
+    let out = interrupt_build(root, "[1/2]");
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    let text = out.stderr;
+    assert!(
+        text.contains("  steps                interrupted: continues from "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  after                not built: interrupted before it started"),
+        "{text}"
+    );
+    assert!(
+        text.contains("interrupted: run the same command again to continue"),
+        "{text}"
+    );
+    assert!(text.contains("--fresh starts over"), "{text}");
+    for never in ["FAILED", "which failed", "--- last", "error:"] {
+        assert!(!text.contains(never), "{never:?} in:\n{text}");
+    }
+    // The report as the user reads it, paths and the content key made stable.
+    let report: Vec<String> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("  steps ") || l.starts_with("  after ") || l.starts_with("interrupted:")
+        })
+        .map(|l| {
+            let l = l.replace(&root.display().to_string(), "[ROOT]");
+            match l.split_once("/builds/") {
+                Some((head, tail)) => format!(
+                    "{head}/builds/[KEY]/{}",
+                    tail.split_once('/').map_or("", |(_, rest)| rest)
+                ),
+                None => l,
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("ctrl_c_build_report", report.join("\n"));
+
+    // The same command continues the stopped build and finishes.
+    std::fs::write(&flag, "").unwrap();
+    let again = rocforge_env(
+        root,
+        &[],
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "after",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("steps: continuing the build that stopped in "),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn ctrl_c_ends_the_wait_for_another_process_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let flag = root.join("go-on");
+    steps_catalog(root, &flag);
+    after_recipe(root);
+    let plan: serde_json::Value = serde_json::from_str(&ok(
+        root,
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "after",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    let key = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component"] == "steps")
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Another process building the same key: it holds the entry's lock for as long as this
+    // test runs, so only Ctrl-C can end the wait.
+    let locks = root.join("store/.locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::File::create(locks.join(format!("{key}.lock"))).unwrap();
+    held.lock().unwrap();
+    let out = interrupt_build(root, "waiting for another rocforge process");
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("  steps                interrupted"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("FAILED"), "{}", out.stderr);
+    drop(held);
+}
+
+/// A `podman` that builds nothing: it records its arguments, keeps the Containerfile it is given
+/// and from then on reports an image ID. Enough to see what rocforge asks of the runtime, on
+/// any machine and without network.
+fn fake_podman(dir: &Path) -> String {
+    let bin = dir.join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let state = dir.join("fake-podman");
+    std::fs::create_dir_all(&state).unwrap();
+    let script = format!(
+        "#!/bin/sh\nS='{}'\necho \"$*\" >> \"$S/calls\"\ncase \"$1\" in\n  image) if [ -f \"$S/id\" ]; then cat \"$S/id\"; else echo 'Error: image not known' >&2; exit 125; fi ;;\n  build) while [ $# -gt 0 ]; do [ \"$1\" = --file ] && cp \"$2\" \"$S/Containerfile\"; shift; done\n    echo 'STEP 1/2: FROM somewhere'\n    echo sha256:{} > \"$S/id\" ;;\n  pull) touch \"$S/pulled\"; echo sha256:{} > \"$S/id\" ;;\n  version) echo 5.0.0 ;;\nesac\n",
+        state.display(),
+        "7".repeat(64),
+        "8".repeat(64)
+    );
+    let podman = bin.join("podman");
+    std::fs::write(&podman, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&podman, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// From an empty directory with a fresh HOME, the builder image is built from the Containerfile
+/// built into the binary: by `image build`, and by `build` before it fetches anything (offline,
+/// the fetch then fails; the image was made first). `doctor`'s advice is a command that works
+/// there.
+#[test]
+fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = fake_podman(dir);
+    let env: Vec<(&str, &Path)> = vec![("PATH", Path::new(&path))];
+    let state = dir.join("fake-podman");
+    let shipped =
+        std::fs::read_to_string(manifest().join("containers/Containerfile.rocm-6.4.4")).unwrap();
+
+    let doctor = rocforge_env(
+        dir,
+        &env,
+        &[
+            "doctor",
+            "rocprim",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "podman",
+        ],
+    );
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains("builder image"))
+        .unwrap_or_else(|| panic!("{}", doctor.stdout))
+        .to_string();
+    insta::assert_snapshot!("doctor_missing_builder_image", line);
+
+    let built = rocforge_env(dir, &env, &["image", "build", "--runtime", "podman"]);
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    assert_eq!(
+        std::fs::read_to_string(state.join("Containerfile")).unwrap(),
+        shipped
+    );
+    assert!(
+        built.stderr.contains(
+            "building the builder image ghcr.io/rocforge/builder:rocm-6.4.4 from <built-in>/containers/Containerfile.rocm-6.4.4 (log: "
+        ),
+        "{}",
+        built.stderr
+    );
+
+    // `build` with the image absent: built first, then the (offline) fetch.
+    std::fs::remove_file(state.join("id")).unwrap();
+    std::fs::write(
+        dir.join("offline.toml"),
+        "[mirrors]\n\"https://github.com/\" = \"http://rocforge-test.invalid/\"\n",
+    )
+    .unwrap();
+    std::fs::remove_file(state.join("Containerfile")).unwrap();
+    let o = rocforge_env(
+        dir,
+        &[
+            ("PATH", Path::new(&path)),
+            // Offline: every source URL goes to a name that does not resolve.
+            ("ROCFORGE_CONFIG", &dir.join("offline.toml")),
+        ],
+        &[
+            "build",
+            "rocprim",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let building = o
+        .stderr
+        .find("building the builder image ghcr.io/rocforge/builder:rocm-6.4.4 from <built-in>/containers/Containerfile.rocm-6.4.4 (log: ")
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    let fetch_error = o
+        .stderr
+        .find("rocforge-test.invalid")
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(building < fetch_error, "{}", o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(state.join("Containerfile")).unwrap(),
+        shipped
+    );
+    assert!(!o.stderr.contains("exit 125"), "{}", o.stderr);
+    // The fetch failed before the build wrote a line: no pointer to an empty log.
+    assert!(!o.stderr.contains("  log: "), "{}", o.stderr);
+}
+
+/// A catalog of one component whose source is on a name that does not resolve, building in
+/// `image`.
+fn offline_catalog(dir: &Path, image: &str) {
+    let rel = test_release(dir, image);
+    std::fs::write(
+        rel.join("pkg.toml"),
+        format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"http://rocforge-test.invalid/pkg.tar.gz\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+}
+
+/// A registry image rocforge.lock pins is pulled by its digest before anything is fetched.
+#[test]
+fn a_pinned_builder_image_is_pulled_by_digest_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = fake_podman(dir);
+    offline_catalog(dir, "registry.invalid/rocforge/builder:1");
+    let digest = format!("sha256:{}", "9".repeat(64));
+    std::fs::write(
+        dir.join("rocforge.lock"),
+        format!(
+            "version = 1\n\n[[image]]\nrelease = \"test-1.0\"\nreference = \"registry.invalid/rocforge/builder:1\"\ndigest = \"{digest}\"\n"
+        ),
+    )
+    .unwrap();
+    let o = rocforge_env(
+        dir,
+        &[("PATH", Path::new(&path))],
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let calls = std::fs::read_to_string(dir.join("fake-podman/calls")).unwrap();
+    assert!(
+        calls.contains(&format!("pull registry.invalid/rocforge/builder@{digest}")),
+        "{calls}"
+    );
+    let pulling = o
+        .stderr
+        .find(&format!(
+            "pulling the builder image registry.invalid/rocforge/builder@{digest} (pinned by rocforge.lock; log: "
+        ))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    let fetch_error = o
+        .stderr
+        .find("cannot download http://rocforge-test.invalid/pkg.tar.gz")
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert!(pulling < fetch_error, "{}", o.stderr);
+}
+
+/// A release line whose image is neither present, pinned nor buildable stops before anything
+/// is fetched, naming the image and what provides it.
+#[test]
+fn a_builder_image_that_cannot_be_had_is_named_before_any_fetch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = fake_podman(dir);
+    offline_catalog(dir, "localhost/rocforge-test-none:1");
+    let o = rocforge_env(
+        dir,
+        &[("PATH", Path::new(&path))],
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("rocforge-test.invalid"), "{}", o.stderr);
+    insta::assert_snapshot!(
+        "builder_image_cannot_be_had",
+        o.stderr.replace(&dir.display().to_string(), "[ROOT]")
     );
 }
 

@@ -914,8 +914,7 @@ esac
         let up = d.join("uploaded").join(tag);
         let index: serde_json::Value =
             serde_json::from_slice(&std::fs::read(up.join("index.json")).unwrap()).unwrap();
-        let expires =
-            rocforge::units::parse_rfc3339(index["expires"].as_str().unwrap()).unwrap();
+        let expires = rocforge::units::parse_rfc3339(index["expires"].as_str().unwrap()).unwrap();
         let now = rocforge::units::now_unix();
         assert!(expires > now + 29 * 86_400, "{tag}: {index}");
         assert!(summary.contains(&format!("- {tag}: index.json re-signed, expires ")));

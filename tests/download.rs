@@ -652,8 +652,33 @@ fn present_dest_with_wrong_bytes_is_downloaded_again() {
     assert_eq!(server.requests(), 1);
 }
 
+/// The first error offline: one request, no retry notes, the URL, the cause and the mirror.
+fn fails_at_once(url: &str) -> (DownloadError, String) {
+    let c = case();
+    let rec = Recorder::default();
+    let err = download(&client(), url, &sha(data()), &c.dest, &fast(), &rec).expect_err("fails");
+    match &err {
+        DownloadError::Transport {
+            url: u, attempts, ..
+        } => {
+            assert_eq!(u, url);
+            assert_eq!(*attempts, 1, "{err}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(rec.notes().is_empty(), "retried: {:?}", rec.notes());
+    assert!(!c.part.exists());
+    let hint = err.hint();
+    assert!(hint.contains("not retried"), "{hint}");
+    assert!(
+        hint.contains("rocforge.toml") && hint.contains("~/.config/rocforge/config.toml"),
+        "{hint}"
+    );
+    (err, hint)
+}
+
 #[test]
-fn unreachable_host_fails_with_a_mirror_hint() {
+fn a_refused_connection_fails_at_once_with_a_mirror_hint() {
     // A port that was just free: connections are refused.
     let port = TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -661,31 +686,35 @@ fn unreachable_host_fails_with_a_mirror_hint() {
         .expect("addr")
         .port();
     let url = format!("http://127.0.0.1:{port}/rocm/x.tar.gz");
-    let c = case();
-    let rec = Recorder::default();
-    let opts = DownloadOptions {
-        retries: 2,
-        ..fast()
-    };
-    let err = download(&client(), &url, &sha(data()), &c.dest, &opts, &rec).expect_err("refused");
-    match &err {
-        DownloadError::Transport {
-            url: u,
-            attempts: 3,
-            ..
-        } => assert_eq!(u, &url),
-        other => panic!("unexpected {other:?}"),
-    }
-    assert!(rec.notes().len() == 2 && rec.notes()[1].contains("in 20ms (attempt 3/3)"));
-    let hint = err.hint();
-    assert!(hint.starts_with("check the network"), "{hint}");
+    let (err, hint) = fails_at_once(&url);
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot download {url}: 127.0.0.1:{port} refused the connection ("
+        )),
+        "{err}"
+    );
     assert!(
         hint.contains(&format!(
             "[mirrors] \"http://127.0.0.1:{port}/\" = \"file:///srv/mirror/\""
         )),
         "{hint}"
     );
-    assert!(!c.part.exists());
+}
+
+#[test]
+fn a_name_that_does_not_resolve_fails_at_once_with_a_mirror_hint() {
+    let url = "http://rocforge-test.invalid/x.tar.gz";
+    let (err, hint) = fails_at_once(url);
+    assert!(
+        err.to_string().starts_with(
+            "cannot download http://rocforge-test.invalid/x.tar.gz: the host name rocforge-test.invalid does not resolve (DNS failure) ("
+        ),
+        "{err}"
+    );
+    assert!(
+        hint.contains("[mirrors] \"http://rocforge-test.invalid/\" = \"file:///srv/mirror/\""),
+        "{hint}"
+    );
 }
 
 #[test]

@@ -926,6 +926,57 @@ fn unreachable_sources_name_the_url_and_the_mirror_hint() {
     assert!(err.contains("mirror"), "{err}");
 }
 
+/// Offline, the first error names the URL, why it cannot be reached and the mirror setting
+/// that would serve it, and comes from one attempt (no "retrying" lines).
+#[test]
+fn offline_fetch_names_the_cause_and_the_mirror_without_retrying() {
+    let w = world();
+    std::fs::write(w.path().join("rocforge.toml"), "").unwrap();
+    let recipe = |url: &str| {
+        format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"{url}\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+            "0".repeat(64)
+        )
+    };
+    w.recipe("pkg", &recipe("http://rocforge-test.invalid/x.tar.gz"));
+    let err = w.fetch_fails("pkg");
+    assert!(
+        !err.contains("retrying") && !err.contains("attempts"),
+        "{err}"
+    );
+    // The resolver's own words differ between machines ("Name or service not known",
+    // "Temporary failure in name resolution"): the rest is what every user reads.
+    let (head, rest) = err
+        .split_once("(DNS failure) (")
+        .unwrap_or_else(|| panic!("{err}"));
+    let (_, tail) = rest.split_once(")\n").unwrap_or_else(|| panic!("{err}"));
+    // From the error on: the progress lines above it carry times.
+    let head = &head[head.find("error:").unwrap_or_else(|| panic!("{err}"))..];
+    insta::assert_snapshot!(
+        "offline_fetch_dns",
+        format!("{head}(DNS failure) ([RESOLVER])\n{tail}")
+    );
+
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/x.tar.gz");
+    w.recipe("pkg", &recipe(&url));
+    let err = w.fetch_fails("pkg");
+    assert!(
+        !err.contains("retrying") && !err.contains("attempts"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "cannot download {url}: 127.0.0.1:{port} refused the connection"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("[mirrors] \"http://127.0.0.1:{port}/\"")),
+        "{err}"
+    );
+}
+
 #[test]
 fn missing_tag_is_named() {
     let w = world();

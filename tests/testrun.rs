@@ -638,6 +638,65 @@ fn report_counts_match_what_test_printed() {
     assert!(md.contains("<br>1 crashed |"), "{md}");
 }
 
+/// Ctrl-C stops at once, records nothing as crashed, and says the command that continues.
+#[test]
+fn ctrl_c_says_how_to_resume() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-slow-interrupted");
+    let root = f.root("m-gfx90c");
+    let args = [
+        "--recipes",
+        "recipes",
+        "--quiet",
+        "test",
+        "slow",
+        "--arch",
+        "gfx90c",
+        "--sysfs-root",
+        &root,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let child = base_cmd(&f.dir, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.jsonl");
+    let start = Instant::now();
+    while std::fs::read_to_string(&journal).map_or(0, |j| j.matches("\"type\":\"test\"").count())
+        < 3
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no progress in the journal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signals our own child, as a terminal's Ctrl-C would.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    let resume = format!(
+        "rocforge test slow --arch gfx90c --out {} --resume",
+        out.display()
+    );
+    assert!(
+        stderr.contains(&format!(
+            "interrupted: the tests that finished are kept; `{resume}` continues"
+        )),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(!text.contains("\"crashed\""), "{text}");
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let o = rf(&f.dir, &resumed);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(results(&out)["summary"]["passed"], 20);
+}
+
 #[test]
 fn resume_after_the_runner_is_killed() {
     let Some(f) = fixture() else { return };
@@ -708,6 +767,76 @@ fn resume_after_the_runner_is_killed() {
     // The resumed run did not run the journaled tests again.
     let log = std::fs::read_to_string(out.join("logs/shard-0.attempt-2.log")).unwrap();
     assert!(!log.contains("[ RUN      ] Slow.t00"), "{log}");
+}
+
+/// A release built for gfx90c,gfx902 (a line's default) is what `test --arch gfx90c` tests,
+/// saying so; once a build for gfx90c alone exists, that one is taken.
+#[test]
+fn a_build_for_several_targets_is_tested_for_one_of_them() {
+    let Some(f) = fixture() else { return };
+    // A catalog of its own, so its store holds only what this test builds.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    rocforge::fsutil::copy_tree(&f.dir.join("recipes"), &dir.join("recipes")).unwrap();
+    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+    let build = |arch: &str| {
+        let o = rf(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "build",
+                "passing",
+                "--arch",
+                arch,
+                "--runtime",
+                "host",
+            ],
+        );
+        assert_eq!(o.code, 0, "build for {arch}:\n{}", o.stderr);
+    };
+    let root = f.root("m-gfx90c");
+    let test = |out: &str| {
+        let o = rf(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "test",
+                "passing",
+                "--arch",
+                "gfx90c",
+                "--sysfs-root",
+                &root,
+                "--out",
+                out,
+            ],
+        );
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        let line = o
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("using passing "))
+            .unwrap_or_else(|| panic!("which build is not said:\n{}", o.stderr))
+            .to_string();
+        let key = line.split(' ').nth(2).unwrap().to_string();
+        let v = results(&dir.join(out));
+        assert!(
+            v.to_string().contains(&format!("\"key\":\"{key}")),
+            "{line}: {v:#}"
+        );
+        line.replace(&key, "[KEY]")
+    };
+    build("gfx90c,gfx902");
+    assert_eq!(
+        test("wide"),
+        "using passing [KEY] from the store, built for gfx902,gfx90c (host build)"
+    );
+    build("gfx90c");
+    assert_eq!(
+        test("exact"),
+        "using passing [KEY] from the store, built for gfx90c (host build)"
+    );
 }
 
 #[test]

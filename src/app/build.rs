@@ -77,6 +77,7 @@ impl Interrupt {
     /// removed as their builds unwind, so the store keeps only complete entries.
     pub fn interrupt(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        crate::interrupt::request();
         for name in self.running.lock().map(|r| r.clone()).unwrap_or_default() {
             self.runtime.stop(&name);
         }
@@ -99,6 +100,26 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         None
     } else {
         Some(open_runtime(req.runtime, config)?)
+    };
+    // The builder image before any source is fetched; one built now keys the builds by its
+    // new ID, so the plan is made again.
+    let (plan, overlays) = match &runtime {
+        Some(rt) => match crate::build::image::ensure(
+            rt.as_ref(),
+            &session.catalog,
+            &plan.image,
+            &session.store,
+            session.reporter.as_ref(),
+        )
+        .map_err(|e| super::image::image_error(session, e))?
+        {
+            crate::build::image::Ready::Built(_) => {
+                let again = self::plan(session, req)?;
+                (again.plan, again.overlays)
+            }
+            _ => (plan, overlays),
+        },
+        None => (plan, overlays),
     };
     let cache = req
         .cache

@@ -72,8 +72,9 @@ pub fn doctor(
                     &id[..19.min(id.len())]
                 ),
                 None => format!(
-                    "{} is not present: pull it, or `rocforge image build`",
-                    catalog.release.image
+                    "{} is not present: `rocforge build` makes it first; {}",
+                    catalog.release.image,
+                    crate::build::image::advice(catalog)
                 ),
             };
             let ok = present.is_some() || rt.kind() == Kind::Host;

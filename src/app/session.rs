@@ -165,6 +165,26 @@ impl Session {
         Ok(plan::plan(&self.catalog, &req, &self.store)?)
     }
 
+    /// The plan of `components` for `targets` rather than the session's own.
+    pub fn plan_for_targets(
+        &self,
+        components: &[String],
+        targets: &[TargetId],
+        runtime: RuntimeKind,
+        runtime_image: plan::RuntimeImage,
+    ) -> Result<Plan> {
+        let (_, lock) = self.plan_inputs()?;
+        let req = plan::Request {
+            components: components.to_vec(),
+            targets: targets.to_vec(),
+            runtime,
+            runtime_image,
+            lock: lock.clone(),
+            overlays: Vec::new(),
+        };
+        Ok(plan::plan(&self.catalog, &req, &self.store)?)
+    }
+
     /// What the runtime says of the builder image for a plan's keys, with rocforge.toml's
     /// arguments when it loads (for commands that read the store and build nothing).
     pub fn default_runtime_image(&self, kind: RuntimeKind) -> Result<plan::RuntimeImage> {

@@ -10,7 +10,7 @@ use super::{Error, Result, Session};
 use crate::arch::{ArchTable, TargetId};
 use crate::catalog::Catalog;
 use crate::install;
-use crate::plan::{self, StoreView, key::RuntimeKind};
+use crate::plan;
 use crate::progress::Reporter;
 use crate::recipe::{Test, TestKind};
 use crate::sign::SecretKey;
@@ -222,15 +222,22 @@ struct Chosen {
 fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Chosen> {
     let store = &session.store;
     let component = req.component;
-    let mut found = None;
-    for runtime in [RuntimeKind::Container, RuntimeKind::Host] {
-        let image = session.default_runtime_image(runtime)?;
-        let p = session.plan(&[component.to_string()], runtime, image, Vec::new())?;
-        if p.steps.iter().all(|s| store.contains(&s.key.0)) {
-            found = Some(p);
-            break;
-        }
+    // The build for the target alone, else the newest that carries it (what a release
+    // publishes: gfx90c,gfx902 for a test of gfx90c), planned as a build would plan it.
+    let candidates = crate::testrun::select::candidates(
+        &store.entries(),
+        &session.catalog.release.name,
+        component,
+        target,
+    );
+    let found = crate::testrun::select::choose(candidates, store, target, |c| {
+        let image = session.default_runtime_image(c.runtime)?;
+        session.plan_for_targets(&[component.to_string()], &c.targets, c.runtime, image)
+    })?;
+    if let Some(c) = &found {
+        session.reporter.note(&c.describe(component));
     }
+    let found = found.map(|c| c.plan);
     let entry = |s: &plan::Step| -> Artifact {
         let meta = store.find(&s.key.0).ok();
         Artifact {
@@ -620,6 +627,16 @@ impl Prepared {
                 TestKind::Ctest => "per test",
                 TestKind::Gtest => "without progress",
             }
+        )
+    }
+
+    /// The command that continues this run after an interruption.
+    pub fn resume_command(&self, out: Option<&Path>) -> String {
+        crate::testrun::journal::resume_command(
+            &self.component,
+            &self.target.to_string(),
+            self.spoof,
+            out,
         )
     }
 

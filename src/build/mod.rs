@@ -3,6 +3,7 @@
 
 pub mod driver;
 pub mod follow;
+pub mod image;
 pub mod jobs;
 pub mod license;
 pub mod resume;
@@ -61,7 +62,12 @@ pub enum StepResult {
         log: Option<PathBuf>,
         tail: Vec<String>,
     },
-    /// Not built: a dependency failed, or the run was stopped.
+    /// Started, then stopped by Ctrl-C: what it did so far is kept for the next run.
+    Interrupted {
+        /// The build directory the next run continues from, when the build got that far.
+        resumes: Option<PathBuf>,
+    },
+    /// Not built: a dependency failed (named), or the run was stopped before it started.
     Skipped {
         because: Option<String>,
     },
@@ -76,7 +82,17 @@ impl BuildReport {
     pub fn ok(&self) -> bool {
         self.steps.iter().all(|(_, r)| r.is_ok())
     }
+
+    /// Whether Ctrl-C stopped the run before every step was done.
+    pub fn interrupted(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|(_, r)| matches!(r, StepResult::Interrupted { .. }))
+    }
 }
+
+/// What to tell the user after Ctrl-C: how to continue.
+pub const CONTINUE_HINT: &str = "run the same command again to continue: finished components are in the store, and a stopped build resumes from its build directory (--fresh starts over)";
 
 impl StepResult {
     /// The step's tree is in the store.
@@ -131,7 +147,7 @@ impl StepError {
             StepError::Failed { .. } => "read the log; `rocforge fetch COMPONENT` gives the exact source tree to reproduce it. The build directory is kept: the same command continues from it, --fresh starts over".into(),
             StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
             StepError::Io { .. } => "check free disk space".into(),
-            StepError::Stopped { .. } => "run the same command again to continue: finished components are kept, and a stopped build resumes from its build directory (--fresh starts over)".into(),
+            StepError::Stopped { .. } => CONTINUE_HINT.into(),
             StepError::License(e) => e.hint(),
             StepError::TestCorpus { recipe, .. } => format!("make [test] in {recipe} name what the build installs (client for kind = \"gtest\", dir for \"each-binary\" and \"ctest\"), or install the tests where it points"),
             StepError::DependencyVersion { hint, .. } => hint.clone(),
@@ -237,7 +253,10 @@ impl Builder<'_> {
                         .expect("not poisoned")
                         .unwrap_or_else(|| StepResult::Skipped {
                             because: match o {
-                                schedule::Outcome::Skipped(Some(j)) => {
+                                // A dependency stopped by Ctrl-C did not fail: nothing to name.
+                                schedule::Outcome::Skipped(Some(j))
+                                    if !self.stop.load(Ordering::SeqCst) =>
+                                {
                                     Some(steps[j].component.clone())
                                 }
                                 _ => None,
@@ -266,7 +285,14 @@ impl Builder<'_> {
             &format!("{component} {}", step.key.short()),
             &log,
         );
-        let result = self.build_step(step, running, &log, &*task);
+        let mut result = self.build_step(step, running, &log, &*task);
+        // After Ctrl-C a failing step fails because it was stopped (its container killed, its
+        // git fetch interrupted): say so, not FAILED with a log of the kill.
+        if result.is_err() && self.stop.load(Ordering::SeqCst) {
+            result = Err(StepError::Stopped {
+                component: component.into(),
+            });
+        }
         match &result {
             Ok(Some(seconds)) => task.finish_build(
                 BuildEnd::Built,
@@ -280,7 +306,7 @@ impl Builder<'_> {
                 &format!("{component}: built by another rocforge process"),
             ),
             Err(StepError::Stopped { .. }) => {
-                task.finish_build(BuildEnd::Stopped, &format!("{component}: stopped"))
+                task.finish_build(BuildEnd::Stopped, &format!("{component}: interrupted"))
             }
             Err(_) => task.finish_build(BuildEnd::Failed, &format!("{component}: FAILED")),
         }
@@ -305,12 +331,20 @@ impl Builder<'_> {
             Ok(None) => StepResult::Cached {
                 tree: self.store.tree(&step.key.0),
             },
+            Err(StepError::Stopped { .. }) => {
+                let scratch = resume::Scratch::new(self.scratch_dir(step));
+                StepResult::Interrupted {
+                    resumes: scratch.resumable().then(|| scratch.build()),
+                }
+            }
             Err(e) => {
                 let tail = follow::tail(&log, 40);
                 StepResult::Failed {
                     error: e.to_string(),
                     hint: e.hint(),
-                    log: log.exists().then_some(log),
+                    // A step that failed before its build started (fetching its sources) wrote
+                    // nothing there: the error says all, and an empty log would only mislead.
+                    log: log.metadata().is_ok_and(|m| m.len() > 0).then_some(log),
                     tail,
                 }
             }
@@ -371,11 +405,15 @@ impl Builder<'_> {
             .catalog
             .get(component)
             .expect("plan steps come from the catalog");
-        let Some(staging) = self.store.reserve(&step.key.0, &|| {
-            self.reporter.note(&format!(
-                "{component}: waiting for another rocforge process building the same key"
-            ))
-        })?
+        let Some(staging) = self.store.reserve_unless(
+            &step.key.0,
+            &|| {
+                self.reporter.note(&format!(
+                    "{component}: waiting for another rocforge process building the same key"
+                ))
+            },
+            self.stop,
+        )?
         else {
             return Ok(None);
         };
@@ -420,9 +458,7 @@ impl Builder<'_> {
                     .map_err(io("copy"))?;
             }
             _ => {
-                let work = resume::Scratch::new(
-                    self.sources.cache.root().join("builds").join(&step.key.0),
-                );
+                let work = resume::Scratch::new(self.scratch_dir(step));
                 let start = work
                     .prepare(self.options.fresh)
                     .map_err(io("build directory"))?;
@@ -691,6 +727,11 @@ impl Builder<'_> {
 }
 
 impl Builder<'_> {
+    /// Where a step builds, kept when it stops so the next run continues there.
+    fn scratch_dir(&self, step: &Step) -> PathBuf {
+        self.sources.cache.root().join("builds").join(&step.key.0)
+    }
+
     /// The coverage gate: every library with device code must carry each requested target.
     fn gate(&self, component: &str, tree: &Path) -> Result<serde_json::Value, StepError> {
         let report = crate::inspect::coverage(

@@ -42,11 +42,16 @@ impl Scratch {
         self.root.join("build")
     }
 
+    /// Whether the next run continues the build directory left here (unless --fresh).
+    pub fn resumable(&self) -> bool {
+        self.build().join(MARKER).is_file()
+    }
+
     /// Makes the directories for a run: resumes the build directory an earlier run of this key
     /// left, unless `fresh` asks to start over.
     pub fn prepare(&self, fresh: bool) -> io::Result<Start> {
         let build = self.build();
-        let resumable = !fresh && build.join(MARKER).is_file();
+        let resumable = !fresh && self.resumable();
         let start = if resumable {
             for part in ["out", "deps", "inputs"] {
                 crate::fsutil::remove_tree(&self.root.join(part))?;

@@ -87,6 +87,9 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         print_json(
             &serde_json::json!({"schema": "rocforge.build/1", "ok": ok, "steps": outcome.report.steps}),
         );
+        if outcome.stopped {
+            return Ok(ExitCode::from(130));
+        }
         return Ok(exit_code(ok));
     }
     Ok(render_text(&outcome))
@@ -103,12 +106,19 @@ fn render_text(outcome: &Outcome) -> ExitCode {
                 "  {component:<20} built in {}",
                 rocforge::units::format_duration(*seconds as u64)
             ),
+            StepResult::Interrupted { resumes } => eprintln!(
+                "  {component:<20} interrupted{}",
+                resumes
+                    .as_ref()
+                    .map(|d| format!(": continues from {}", d.display()))
+                    .unwrap_or_default()
+            ),
             StepResult::Skipped { because } => eprintln!(
                 "  {component:<20} not built{}",
                 because
                     .as_ref()
                     .map(|b| format!(": depends on {b}, which failed"))
-                    .unwrap_or_else(|| ": stopped".into())
+                    .unwrap_or_else(|| ": interrupted before it started".into())
             ),
             StepResult::Failed {
                 error,
@@ -133,9 +143,7 @@ fn render_text(outcome: &Outcome) -> ExitCode {
         }
     }
     if outcome.stopped {
-        eprintln!(
-            "stopped; finished components are in the store and the next run continues from there"
-        );
+        eprintln!("interrupted: {}", rocforge::build::CONTINUE_HINT);
         return ExitCode::from(130);
     }
     if !outcome.report.ok() {

@@ -21,7 +21,7 @@ use rocforge::source::cache::Cache;
 pub struct ImageBuildArgs {
     #[arg(long, value_enum)]
     pub runtime: Option<RuntimeChoice>,
-    /// The Containerfile [default: containers/Containerfile.<release> beside the catalog]
+    /// The Containerfile [default: containers/Containerfile.<release> beside the catalog, else the built-in one]
     #[arg(long, value_name = "FILE")]
     pub containerfile: Option<PathBuf>,
 }

@@ -255,15 +255,16 @@ Examples:
     Detect(test_cmd::DetectArgs),
     /// Run a built component's test client on the local GPU, sharded and hang-proof
     #[command(after_help = "\
-Installs the component and its dependencies from the store into a scratch prefix and runs the
-recipe's [test] client with LD_LIBRARY_PATH and ROCM_PATH set, one shard after another. Every
+Installs the component and its dependencies from the store into a scratch prefix (a build for the
+target alone, else the newest build whose targets include it, e.g. the release's gfx90c,gfx902
+build for --arch gfx90c) and runs the recipe's [test] client with LD_LIBRARY_PATH and ROCM_PATH set, one shard after another. Every
 finished test is journaled at once; a test that makes no progress for the timeout is killed,
 recorded as hung, and the shard restarts without it. Writes OUT/results.json and OUT/junit.xml.
 
 Examples:
   rocforge test rocsparse --arch gfx90c
   rocforge test rocsparse --arch gfx900 --spoof      the gfx900 artifact under HSA_OVERRIDE_GFX_VERSION=9.0.0
-  rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run")]
+  rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run (Ctrl-C says so)")]
     Test(test_cmd::TestArgs),
     /// One HTML page and a markdown summary from results bundles of any number of machines
     #[command(after_help = "\

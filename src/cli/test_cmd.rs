@@ -192,6 +192,14 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
     if !g.quiet {
         eprintln!("{}", prepared.describe());
     }
+    // Ctrl-C: every finished test is already in the journal (written and synced one by one),
+    // and the running client dies with this process (PR_SET_PDEATHSIG), so exiting at once
+    // loses nothing and records no test as crashed.
+    let resume = prepared.resume_command(a.out.as_deref());
+    let _ = ctrlc::set_handler(move || {
+        eprintln!("\ninterrupted: the tests that finished are kept; `{resume}` continues");
+        std::process::exit(130);
+    });
     let outcome = prepared.run(session.reporter.as_ref())?;
     let (b, summary) = (&outcome.bundle, &outcome.bundle.summary);
     if g.format == Format::Json {

@@ -231,6 +231,12 @@ impl ContainerRuntime for Container {
         Ok(Exit(out.status.code()))
     }
 
+    fn pull(&self, image: &str, log: &Path) -> Result<Exit, RuntimeError> {
+        let mut args = self.base();
+        args.extend(["pull".to_string(), image.to_string()]);
+        run_logged(&args, log, &[])
+    }
+
     fn build_image(
         &self,
         containerfile: &Path,

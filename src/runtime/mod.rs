@@ -109,6 +109,13 @@ pub trait ContainerRuntime: Send + Sync {
     fn version(&self) -> Result<String, RuntimeError>;
     /// Imports a root file system directory as an image tagged `tag` (`podman import`).
     fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError>;
+    /// Pulls `image` (by digest, as rocforge.lock pins it) from its registry.
+    fn pull(&self, image: &str, _log: &Path) -> Result<Exit, RuntimeError> {
+        Err(RuntimeError::NoImage {
+            runtime: self.kind().to_string(),
+            image: image.to_string(),
+        })
+    }
     /// Builds an image from a Containerfile.
     fn build_image(
         &self,

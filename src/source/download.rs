@@ -19,7 +19,11 @@ use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_RANGE, RANGE, RETRY_AFTER};
 use sha2::{Digest, Sha256};
 
+use super::net::{Cause, mirror_hint};
 use crate::progress::{Reporter, Task};
+
+/// How often a wait before a retry looks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(100);
 
 /// The longest wait between two attempts, whatever the backoff or a `Retry-After` says.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -135,9 +139,10 @@ pub enum DownloadError {
         status: u16,
         attempts: u32,
     },
-    #[error("cannot download {url}: {message}{}", attempts_suffix(*.attempts))]
+    #[error("cannot download {url}: {} ({message}){}", cause.explain(url), attempts_suffix(*.attempts))]
     Transport {
         url: String,
+        cause: Cause,
         message: String,
         attempts: u32,
     },
@@ -169,6 +174,9 @@ pub enum DownloadError {
     TooLarge { url: String, limit: u64 },
     #[error("cannot download {url}: not done after {}, the limit for one download", format_delay(*limit))]
     Deadline { url: String, limit: Duration },
+    /// Ctrl-C ([`crate::interrupt`]) during the transfer or a wait before a retry.
+    #[error("download of {url} interrupted")]
+    Interrupted { url: String },
 }
 
 fn attempts_suffix(attempts: u32) -> String {
@@ -194,7 +202,8 @@ impl DownloadError {
             | DownloadError::Io { url, .. }
             | DownloadError::Busy { url, .. }
             | DownloadError::TooLarge { url, .. }
-            | DownloadError::Deadline { url, .. } => url,
+            | DownloadError::Deadline { url, .. }
+            | DownloadError::Interrupted { url } => url,
         }
     }
 
@@ -220,6 +229,10 @@ impl DownloadError {
                 ),
                 _ => format!("check the recipe's url, or {}", mirror_hint(url)),
             },
+            DownloadError::Transport { url, cause, .. } if cause.permanent() => format!(
+                "check the network and the URL (not retried: a {cause} does not clear in seconds); offline, {}",
+                mirror_hint(url)
+            ),
             DownloadError::Transport { url, .. } => {
                 format!("check the network, or {}", mirror_hint(url))
             }
@@ -259,26 +272,15 @@ impl DownloadError {
                 "the server is too slow; try again later, use another mirror, or raise the limit (install --timeout)"
                     .into()
             }
+            DownloadError::Interrupted { .. } => {
+                "run the same command again: the download resumes from the bytes kept".into()
+            }
         }
     }
 }
 
 fn is_part(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "part")
-}
-
-fn mirror_hint(url: &str) -> String {
-    let prefix = match reqwest::Url::parse(url) {
-        Ok(u) if u.host_str().is_some() => {
-            let host = u.host_str().unwrap_or("host");
-            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!("{}://{host}{port}/", u.scheme())
-        }
-        _ => "https://host/prefix/".into(),
-    };
-    format!(
-        "map this URL to a mirror in rocforge.toml: [mirrors] \"{prefix}\" = \"file:///srv/mirror/\""
-    )
 }
 
 /// A client with rocforge's user agent and the default timeouts.
@@ -912,7 +914,9 @@ fn http_download(
             }
             Err(Failure::Late) => return Err(late()),
             Err(Failure::Fatal(mut e)) => {
-                if let DownloadError::Http { attempts, .. } = &mut e {
+                if let DownloadError::Http { attempts, .. }
+                | DownloadError::Transport { attempts, .. } = &mut e
+                {
                     *attempts = requests;
                 }
                 return Err(e);
@@ -933,6 +937,7 @@ fn http_download(
                 },
                 None => DownloadError::Transport {
                     url: redact_url(url),
+                    cause: Cause::of_text(&reason),
                     message: reason,
                     attempts: requests,
                 },
@@ -946,7 +951,15 @@ fn http_download(
             format_delay(delay),
             failures + 1,
         ));
-        thread::sleep(delay);
+        let until = Instant::now() + delay;
+        while Instant::now() < until {
+            if crate::interrupt::requested() {
+                return Err(DownloadError::Interrupted {
+                    url: redact_url(url),
+                });
+            }
+            thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
+        }
     }
 }
 
@@ -964,16 +977,21 @@ fn attempt(
         request = request.header(RANGE, format!("bytes={offset}-"));
     }
     let mut response = request.send().map_err(|e| {
-        if e.is_redirect() {
-            // A refused redirect fails the same way every time.
+        // Without the URL, whose host name could read as a cause ("ssl.example.org").
+        let e = e.without_url();
+        let cause = Cause::of(&e);
+        if e.is_redirect() || cause.permanent() {
+            // A refused redirect, a name that does not resolve, a closed port or a bad
+            // certificate fail the same way every time: retrying only delays the error.
             Failure::Fatal(DownloadError::Transport {
                 url: redact_url(url),
-                message: describe(&e.without_url()),
+                cause,
+                message: describe(&e),
                 attempts: 1,
             })
         } else {
             Failure::Transient {
-                reason: describe(&e.without_url()),
+                reason: describe(&e),
                 status: None,
                 retry_after: None,
             }
@@ -1046,6 +1064,9 @@ fn attempt(
     task.set_position(part.len);
     stream_body(&mut response, part, task, remaining, deadline).map_err(|e| match e {
         BodyError::Late => Failure::Late,
+        BodyError::Interrupted => Failure::Fatal(DownloadError::Interrupted {
+            url: redact_url(url),
+        }),
         BodyError::Read(e, received) => Failure::Transient {
             reason: format!(
                 "connection lost after {received} bytes: {}",
@@ -1066,6 +1087,7 @@ fn attempt(
 
 enum BodyError {
     Late,
+    Interrupted,
     Read(io::Error, u64),
     Short(u64, u64),
     Write(io::Error),
@@ -1083,6 +1105,10 @@ fn stream_body(
     loop {
         if Instant::now() >= deadline {
             return Err(BodyError::Late);
+        }
+        // A source tarball can take minutes: Ctrl-C must not wait for its end.
+        if crate::interrupt::requested() {
+            return Err(BodyError::Interrupted);
         }
         let n = match response.read(&mut buf) {
             Ok(0) => break,
@@ -1220,7 +1246,8 @@ mod tests {
     fn hints_name_a_mirror_prefix() {
         let e = DownloadError::Transport {
             url: "https://github.com/ROCm/x.tar.gz".into(),
-            message: "refused".into(),
+            cause: Cause::Timeout,
+            message: "timed out".into(),
             attempts: 6,
         };
         assert!(

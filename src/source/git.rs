@@ -16,13 +16,18 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::net::Cause;
 use crate::process::{Cmd, ProcessError};
 use crate::recipe::GitRef;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("cannot reach {url}: {message}")]
-    Unreachable { url: String, message: String },
+    #[error("cannot reach {url}: {}", unreachable(url, *cause, message))]
+    Unreachable {
+        url: String,
+        cause: Cause,
+        message: String,
+    },
     #[error("{url} has no {what}")]
     MissingRef { url: String, what: String },
     #[error("tag {tag} of {url} now points at {found}, but the lock pins {locked}")]
@@ -44,12 +49,22 @@ pub enum GitError {
 impl GitError {
     pub fn hint(&self) -> String {
         match self {
-            GitError::Unreachable { .. } => "check the network and the URL; on an air-gapped machine map the URL to a mirror in rocforge.toml ([mirrors] \"https://github.com/ROCm/\" = \"file:///srv/mirror/ROCm/\")".into(),
+            GitError::Unreachable { url, .. } => format!(
+                "check the network and the URL; offline, {}",
+                super::net::mirror_hint(url)
+            ),
             GitError::MissingRef { .. } => "check the tag or rev in the recipe (`git ls-remote URL` lists what the repository has)".into(),
             GitError::Moved { .. } => "the tag was moved upstream; if the new commit is intended, run `rocforge lock` to re-pin it and review the change".into(),
             GitError::Other { .. } => "run with ROCFORGE_LOG=debug to see every git command".into(),
             GitError::Io { .. } => "check free disk space and permissions of the cache directory".into(),
         }
+    }
+}
+
+fn unreachable(url: &str, cause: Cause, message: &str) -> String {
+    match cause {
+        Cause::Other => message.to_string(),
+        _ => format!("{} ({message})", cause.explain(url)),
     }
 }
 
@@ -73,9 +88,11 @@ fn classify(url: &str, message: String) -> GitError {
         "could not find repository",
         "unsupported url protocol",
     ];
-    if unreachable.iter().any(|p| m.contains(p)) {
+    let cause = Cause::of_text(&message.replace(url, ""));
+    if cause != Cause::Other || unreachable.iter().any(|p| m.contains(p)) {
         GitError::Unreachable {
             url: url.to_string(),
+            cause,
             message: message.trim().to_string(),
         }
     } else {

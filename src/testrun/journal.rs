@@ -236,3 +236,24 @@ impl Journal {
         self.file.sync_data().map_err(err)
     }
 }
+
+/// What to run after Ctrl-C to continue a test run journaled in `out` (given as the user gave
+/// it, None for the default directory).
+pub fn resume_command(
+    component: &str,
+    target: &str,
+    spoof: bool,
+    out: Option<&std::path::Path>,
+) -> String {
+    let mut cmd = format!("rocforge test {component} --arch {target}");
+    if spoof {
+        cmd.push_str(" --spoof");
+    }
+    if let Some(out) = out {
+        cmd.push_str(&format!(
+            " --out {}",
+            crate::process::shell_quote(&out.display().to_string())
+        ));
+    }
+    cmd + " --resume"
+}

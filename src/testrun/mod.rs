@@ -1,6 +1,6 @@
 //! Tests on hardware: which GPU this machine has (`detect`), running a component's test client
 //! against it sharded and hang-proof (`run`, with an on-disk `journal`), what each failure was
-//! (`classify`), and the results bundle other machines' reports are compiled from (`bundle`).
+//! (`classify`), which build to test (`select`), and the results bundle other machines' reports are compiled from (`bundle`).
 
 pub mod bundle;
 pub mod classify;
@@ -10,4 +10,5 @@ pub mod gtest;
 pub mod installed;
 pub mod journal;
 pub mod run;
+pub mod select;
 pub mod share;

@@ -1,0 +1,196 @@
+//! Why a server could not be reached, and which mirror setting would avoid it.
+//!
+//! Offline, the first error is what a user reads: it must name the cause (a name that does not
+//! resolve, a refused connection, a TLS failure) rather than the HTTP client's chain of
+//! wrappers, and say where a mirror is configured. The cause also decides whether another
+//! attempt can help: none of a name that does not resolve, a port nobody listens on, or a
+//! certificate that does not verify changes within the seconds of a retry.
+
+use std::fmt;
+
+/// What went wrong on the way to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The host name does not resolve (no DNS, no network, or a typo).
+    Dns,
+    /// Nothing listens on the port (or a firewall rejects the connection).
+    Refused,
+    /// The TLS handshake or the certificate check failed.
+    Tls,
+    /// The server did not answer in time.
+    Timeout,
+    /// Anything else (a connection lost midway, a protocol error).
+    Other,
+}
+
+impl Cause {
+    /// The cause an error chain (reqwest's, or an `io::Error`) tells.
+    pub fn of(e: &(dyn std::error::Error + 'static)) -> Cause {
+        let mut text = String::new();
+        let mut cur = Some(e);
+        while let Some(err) = cur {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                match io.kind() {
+                    std::io::ErrorKind::ConnectionRefused => return Cause::Refused,
+                    std::io::ErrorKind::TimedOut => return Cause::Timeout,
+                    _ => {}
+                }
+            }
+            text.push_str(&err.to_string());
+            text.push('\n');
+            cur = err.source();
+        }
+        Cause::of_text(&text)
+    }
+
+    /// The cause a message tells (git's and libgit2's are text only). The message must not
+    /// carry the URL: a host named `ssl.example.org` says nothing of TLS.
+    pub fn of_text(message: &str) -> Cause {
+        let m = message.to_ascii_lowercase();
+        let any = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
+        if any(&[
+            "dns error",
+            "failed to lookup address",
+            "name or service not known",
+            "temporary failure in name resolution",
+            "could not resolve host",
+            "failed to resolve address",
+            "no address associated with hostname",
+            "nodename nor servname",
+        ]) {
+            Cause::Dns
+        } else if any(&["connection refused", "os error 111"]) {
+            Cause::Refused
+        } else if any(&[
+            "certificate",
+            "tls handshake",
+            "tls error",
+            "tls connect",
+            "ssl routines",
+            "ssl error",
+            "ssl connect",
+            "ssl_",
+            "handshake failure",
+            "handshake failed",
+        ]) {
+            Cause::Tls
+        } else if any(&["timed out", "timeout"]) {
+            Cause::Timeout
+        } else {
+            Cause::Other
+        }
+    }
+
+    /// Whether an immediate retry is pointless: the answer will be the same.
+    pub fn permanent(self) -> bool {
+        matches!(self, Cause::Dns | Cause::Refused | Cause::Tls)
+    }
+
+    /// The cause in words, about `url`'s host.
+    pub fn explain(self, url: &str) -> String {
+        let host = host_of(url);
+        match self {
+            Cause::Dns => format!("the host name {host} does not resolve (DNS failure)"),
+            Cause::Refused => format!("{host} refused the connection"),
+            Cause::Tls => format!("the TLS connection to {host} failed"),
+            Cause::Timeout => format!("{host} did not answer in time"),
+            Cause::Other => format!("the connection to {host} failed"),
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Cause::Dns => "DNS failure",
+            Cause::Refused => "connection refused",
+            Cause::Tls => "TLS failure",
+            Cause::Timeout => "timeout",
+            Cause::Other => "connection failure",
+        })
+    }
+}
+
+/// `host` or `host:port` of a URL (or the URL itself when it has no host).
+fn host_of(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.host_str().is_some() => {
+            let host = u.host_str().unwrap_or_default();
+            match u.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The `[mirrors]` entry that would send `url` elsewhere, and the two files it may go in.
+pub fn mirror_hint(url: &str) -> String {
+    let prefix = match reqwest::Url::parse(url) {
+        Ok(u) if u.host_str().is_some() => format!("{}://{}/", u.scheme(), host_of(url)),
+        _ => "https://host/prefix/".into(),
+    };
+    format!(
+        "map this URL to a mirror in rocforge.toml (beside the catalog) or ~/.config/rocforge/config.toml: [mirrors] \"{prefix}\" = \"file:///srv/mirror/\""
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_are_read_from_messages() {
+        for (text, cause) in [
+            (
+                "client error (Connect): dns error: failed to lookup address information: Name or service not known",
+                Cause::Dns,
+            ),
+            ("Temporary failure in name resolution", Cause::Dns),
+            (
+                "fatal: unable to access 'https://x.invalid/r.git/': Could not resolve host: x.invalid",
+                Cause::Dns,
+            ),
+            (
+                "failed to resolve address for x.invalid: Name or service not known; class=Net (12)",
+                Cause::Dns,
+            ),
+            (
+                "tcp connect error: Connection refused (os error 111)",
+                Cause::Refused,
+            ),
+            ("the SSL certificate is invalid", Cause::Tls),
+            (
+                "error:0A000086:SSL routines::certificate verify failed",
+                Cause::Tls,
+            ),
+            ("connection reset by peer (ssl.example.org)", Cause::Other),
+            ("operation timed out", Cause::Timeout),
+            ("connection reset by peer", Cause::Other),
+        ] {
+            assert_eq!(Cause::of_text(text), cause, "{text}");
+        }
+    }
+
+    #[test]
+    fn io_kinds_decide_before_text() {
+        let e = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "no");
+        assert_eq!(Cause::of(&e), Cause::Refused);
+        assert!(Cause::Refused.permanent() && !Cause::Timeout.permanent());
+    }
+
+    #[test]
+    fn the_hint_names_the_prefix_and_both_files() {
+        let h = mirror_hint("http://rocforge-test.invalid/x.tar.gz");
+        assert!(
+            h.contains("[mirrors] \"http://rocforge-test.invalid/\" = "),
+            "{h}"
+        );
+        assert!(h.contains("rocforge.toml") && h.contains("~/.config/rocforge/config.toml"));
+        assert_eq!(
+            Cause::Dns.explain("http://rocforge-test.invalid/x.tar.gz"),
+            "the host name rocforge-test.invalid does not resolve (DNS failure)"
+        );
+    }
+}
