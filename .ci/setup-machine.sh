@@ -17,7 +17,7 @@ total_start=$(date +%s.%N)
 packages=(
     # basics
     git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck curl gcc libc6-dev
-    # jq: the release workflow's steps use it, and tests/ci.rs runs them
+    # jq: the release workflow's steps use it, and tests/it/ci.rs runs them
     jq
     # ar (static-archive tests), mount/umount (tmpfs for the full-disk tests), runuser
     binutils mount util-linux
@@ -37,9 +37,9 @@ packages=(
     clang-19 clang-tools-19 lld-19
     # cargo-fuzz's libfuzzer-sys compiles libFuzzer's C++ (scripts/fuzz.sh)
     g++
-    # headless browser for the hardware-report test (tests/testrun.rs)
+    # headless browser for the hardware-report test (tests/it/testrun.rs)
     chromium
-    # Nix (nix-instantiate --parse / --eval without a daemon) for tests/nix.rs
+    # Nix (nix-instantiate --parse / --eval without a daemon) for tests/it/nix.rs
     nix-bin
 )
 

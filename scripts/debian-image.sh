@@ -2,7 +2,7 @@
 # Builds the debian-6.4 line's builder image (localhost/rocforge/builder:debian-6.4) with
 # rocforge itself: the sid base by debootstrap when podman lacks it, then
 # containers/Containerfile.debian-6.4 (podman's layer cache makes a second run take seconds).
-# tests/real_rocm.rs builds real ROCm code in it. Run as root, after `cargo build`.
+# tests/it/real_rocm.rs builds real ROCm code in it. Run as root, after `cargo build`.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,4 @@
-//! Crash points for the fault-injection tests (tests/faults.rs).
+//! Crash points for the fault-injection tests (tests/it/faults.rs).
 //!
 //! `ROCFORGE_FAULT_AT=PHASE:N` makes the process kill itself with SIGKILL, exactly as `kill -9`
 //! would (no destructor, no flush, no cleanup), the N-th time it reaches a crash point of PHASE

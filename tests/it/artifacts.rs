@@ -7,7 +7,7 @@
 //! whose DT_NEEDED names a stub libamdhip64.so.6, indexes with and without a rocm-runtime); key
 //! rotation (chains, tampered, untrusted and replayed key lists, revocation).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! registry), its config, labels and layer checked, then pulled and run with podman; and loaded
 //! into podman (oci-archive) and docker (docker-archive) and run there.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! (exit 127). Components reach the store through `rocforge build --runtime host` (copy builds).
 //! The report is opened in headless Chromium; its screenshot is kept under target/.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -17,7 +17,7 @@
 //! test mounts small tmpfs filesystems (root; required when CI=true) and gives one `package` a
 //! file-size limit. Needs git, tar, python3 (an HTTP server) and, for publish, docker-registry.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;

@@ -1,7 +1,7 @@
 //! `rocforge fetch`, `lock`, `dev`, `patch export` and `gc` against git repositories made by the
 //! test and served by `git daemon` on 127.0.0.1, through a mirror mapping in rocforge.toml.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -23,7 +23,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn malformed_catalogs_fail_check_with_their_messages() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/base");
     let mut cases = 0;
-    insta::glob!("malformed/*", |case| {
+    insta::glob!("..", "malformed/*", |case| {
         cases += 1;
         let dir = tempfile::tempdir().unwrap();
         copy_tree(&base, dir.path());

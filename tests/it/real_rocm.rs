@@ -4,7 +4,7 @@
 //! Debian mirror and the builder image that `.ci/run` builds (scripts/debian-image.sh); in CI a
 //! missing one fails the test.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

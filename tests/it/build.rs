@@ -3,7 +3,7 @@
 //! rootless) and docker. The machine set-up (.ci/setup-machine.sh) builds the images; when
 //! CI=true a missing tool fails these tests, locally they skip and say why.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

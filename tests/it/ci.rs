@@ -1,7 +1,7 @@
 //! The generated release workflow: snapshot for the shipped catalog, the drift check, and the
 //! level jobs of a catalog whose widest level needs more than one 256-entry matrix.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -12,7 +12,7 @@
 //!
 //! Needs git, cmake and sh on the host; in CI a missing cmake fails the test.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

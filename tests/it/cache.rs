@@ -3,7 +3,7 @@
 //! step instead of building it, with identical trees; an entry signed by an untrusted key is
 //! refused and built locally; host builds are never pushed.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

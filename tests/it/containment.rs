@@ -4,7 +4,7 @@
 //! nothing outside the prefix changes, nothing panics, and the error names the artifact, the
 //! entry and the rule.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

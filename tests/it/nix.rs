@@ -1,7 +1,7 @@
 //! The Nix path: every .nix file parses, and the exported overlay evaluates against a small
 //! `rocmPackages` the test provides (Debian's nix-bin evaluates without a daemon).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! asserted; idempotent re-runs; a changed asset replaced; the token never shown), and the
 //! PEP 503 wheel index used by a real `pip install` from 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,25 @@
+//! The integration tests, one test binary: a module per area (tests/it/<area>.rs), sharing
+//! tests/it/common. Fixtures stay under tests/ (tests/fixtures, tests/malformed); the tests find
+//! them through CARGO_MANIFEST_DIR. Run one area with `cargo test --test it <area>::`.
+
+mod common;
+
+mod artifacts;
+mod build;
+mod cache;
+mod catalog;
+mod ci;
+mod cli;
+mod containment;
+mod download;
+mod faults;
+mod hostile;
+mod image;
+mod inspect;
+mod malformed;
+mod nix;
+mod patch;
+mod publish;
+mod real_rocm;
+mod sources;
+mod testrun;
