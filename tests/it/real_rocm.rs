@@ -25,33 +25,42 @@ fn mirror_answers() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn debians_own_rocrand_is_not_coverage_for_gfx90c() {
+/// Debian's binary package at `url`, downloaded, checked against `sha256` and unpacked into
+/// `<dir>/root`; None (the test skipped, or failed in CI) without the mirror or dpkg-deb.
+fn debian_package(url: &str, sha256: &str) -> Option<tempfile::TempDir> {
     if !require("the Debian mirror (deb.debian.org)", mirror_answers())
         || !require("dpkg-deb", which("dpkg-deb"))
     {
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let deb = dir.path().join("librocrand1.deb");
+    let deb = dir.path().join("package.deb");
     let ok = Command::new("curl")
-        .args(["-fsS", "--max-time", "600", "-o"])
+        .args(["-fsS", "--max-time", "900", "-o"])
         .arg(&deb)
-        .arg(LIBROCRAND_DEB)
+        .arg(url)
         .status()
         .unwrap();
-    assert!(ok.success());
-    assert_eq!(sha256_file(&deb), LIBROCRAND_SHA256);
-    let root = dir.path().join("root");
+    assert!(ok.success(), "{url}");
+    assert_eq!(sha256_file(&deb), sha256, "{url}");
     assert!(
         Command::new("dpkg-deb")
             .arg("-x")
             .arg(&deb)
-            .arg(&root)
+            .arg(dir.path().join("root"))
             .status()
             .unwrap()
             .success()
     );
+    std::fs::remove_file(&deb).unwrap();
+    Some(dir)
+}
+
+#[test]
+fn debians_own_rocrand_is_not_coverage_for_gfx90c() {
+    let Some(dir) = debian_package(LIBROCRAND_DEB, LIBROCRAND_SHA256) else {
+        return;
+    };
     let lib = "root/usr/lib/x86_64-linux-gnu/librocrand.so.1";
     // Debian builds gfx900 code, which a Vega iGPU runs only when it pretends to be one.
     let o = rocforge(dir.path(), &["inspect", "--against", "gfx90c,gfx902", lib]);
@@ -80,32 +89,9 @@ const LIBROCBLAS_SHA256: &str = "05613a07d3fba2feaa8b81a86a22bc142dd4fb6630c44c4
 /// would not show.
 #[test]
 fn debians_rocblas_tensile_catalogs_say_what_each_target_gets() {
-    if !require("the Debian mirror (deb.debian.org)", mirror_answers())
-        || !require("dpkg-deb", which("dpkg-deb"))
-    {
+    let Some(dir) = debian_package(LIBROCBLAS_DEB, LIBROCBLAS_SHA256) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let deb = dir.path().join("librocblas4.deb");
-    let ok = Command::new("curl")
-        .args(["-fsS", "--max-time", "900", "-o"])
-        .arg(&deb)
-        .arg(LIBROCBLAS_DEB)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    assert_eq!(sha256_file(&deb), LIBROCBLAS_SHA256);
-    let root = dir.path().join("root");
-    assert!(
-        Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&deb)
-            .arg(&root)
-            .status()
-            .unwrap()
-            .success()
-    );
-    std::fs::remove_file(&deb).unwrap();
+    };
     let library = "root/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library";
     let o = rocforge(
         dir.path(),
