@@ -8,6 +8,7 @@ mod build_cmd;
 mod catalog_cmds;
 mod check_cmd;
 mod ci_cmd;
+mod docs_cmd;
 mod doctor_cmd;
 mod image_cmd;
 mod inspect_cmd;
@@ -174,6 +175,19 @@ Examples:
     /// The Nix path: an overlay for nixpkgs' rocmPackages
     #[command(subcommand)]
     Nix(NixCommand),
+    /// Shell completions, from the same definitions as the commands
+    #[command(after_help = "\
+Examples:
+  rocforge completions bash > ~/.local/share/bash-completion/completions/rocforge
+  rocforge completions zsh > \"${fpath[1]}/_rocforge\"
+  rocforge completions fish > ~/.config/fish/completions/rocforge.fish")]
+    Completions(docs_cmd::CompletionsArgs),
+    /// Man pages: rocforge(1) on standard output, or every command's page into --out DIR
+    #[command(after_help = "\
+Examples:
+  rocforge man | man -l -
+  rocforge man --out ~/.local/share/man/man1")]
+    Man(docs_cmd::ManArgs),
     /// Upload a release directory to a GitHub release or an OCI registry; write its wheel index
     #[command(after_help = "\
 github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures,
@@ -480,6 +494,19 @@ pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
     Ok(())
 }
 
+/// Commands whose output is a file for another program (a completion script, a man page):
+/// `--format` has no meaning there, and is refused rather than ignored.
+pub(crate) fn only_text(g: &Global, command: &str) -> Result<()> {
+    if g.format != Format::Text {
+        return Err(Diagnostic::new(format!(
+            "`{command}` writes one format only; --format is not available for it"
+        ))
+        .hint("drop --format")
+        .into());
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let g = &args.global;
     match &args.command {
@@ -519,6 +546,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Ci(CiCommand::Github(a)) => ci_cmd::github(g, &a.dir, a.check),
         Command::Ci(CiCommand::Runners(a)) => ci_cmd::runners(g, a),
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
+        Command::Completions(a) => docs_cmd::completions(g, a),
+        Command::Man(a) => docs_cmd::man(g, a),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {
                 Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")

@@ -601,3 +601,61 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(141), "{err}");
 }
+
+/// Completions and man pages come from the same definitions as the parser: bash accepts the
+/// completion script, it offers the commands and their flags, and every command has a page that
+/// documents its flags. Neither takes --format.
+#[test]
+fn completions_and_man_pages_follow_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bash = ok(d, &["completions", "bash"]);
+    std::fs::write(d.join("rocforge.bash"), &bash).unwrap();
+    let parsed = Command::new("bash")
+        .arg("-n")
+        .arg(d.join("rocforge.bash"))
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    for word in [
+        "build",
+        "inspect",
+        "install",
+        "--allow-spoof",
+        "--fresh",
+        "completions",
+    ] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
+    // zsh spells a flag --allow-spoof, fish as -l allow-spoof.
+    for shell in ["zsh", "fish"] {
+        let script = ok(d, &["completions", shell]);
+        assert!(script.contains("allow-spoof"), "{shell}");
+    }
+    let page = ok(d, &["man"]);
+    assert!(
+        page.starts_with(".ie") && page.contains(".TH rocforge 1"),
+        "{page}"
+    );
+    let out = d.join("man1");
+    ok(d, &["man", "--out", out.to_str().unwrap()]);
+    let build = std::fs::read_to_string(out.join("rocforge-build.1")).unwrap();
+    assert!(
+        build.contains("fresh") && build.contains("keep\\-going"),
+        "{build}"
+    );
+    assert!(out.join("rocforge-inspect.1").is_file());
+    let refused = rocforge(d, &["--format", "json", "completions", "bash"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("`completions` writes one format only; --format is not available for it"),
+        "{}",
+        refused.stderr
+    );
+}
