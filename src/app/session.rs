@@ -153,16 +153,8 @@ impl Session {
         runtime_image: plan::RuntimeImage,
         overlays: Vec<Overlay>,
     ) -> Result<Plan> {
-        let (targets, lock) = self.plan_inputs()?;
-        let req = plan::Request {
-            components: components.to_vec(),
-            targets: targets.to_vec(),
-            runtime,
-            runtime_image,
-            lock: lock.clone(),
-            overlays,
-        };
-        Ok(plan::plan(&self.catalog, &req, &self.store)?)
+        let targets = self.targets()?;
+        self.plan_for_targets(components, targets, runtime, runtime_image, overlays)
     }
 
     /// The plan of `components` for `targets` rather than the session's own.
@@ -172,15 +164,16 @@ impl Session {
         targets: &[TargetId],
         runtime: RuntimeKind,
         runtime_image: plan::RuntimeImage,
+        overlays: Vec<Overlay>,
     ) -> Result<Plan> {
-        let (_, lock) = self.plan_inputs()?;
+        let lock = self.lock()?;
         let req = plan::Request {
             components: components.to_vec(),
             targets: targets.to_vec(),
             runtime,
             runtime_image,
             lock: lock.clone(),
-            overlays: Vec::new(),
+            overlays,
         };
         Ok(plan::plan(&self.catalog, &req, &self.store)?)
     }

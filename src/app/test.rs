@@ -232,7 +232,13 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
     );
     let found = crate::testrun::select::choose(candidates, store, target, |c| {
         let image = session.default_runtime_image(c.runtime)?;
-        session.plan_for_targets(&[component.to_string()], &c.targets, c.runtime, image)
+        session.plan_for_targets(
+            &[component.to_string()],
+            &c.targets,
+            c.runtime,
+            image,
+            Vec::new(),
+        )
     })?;
     if let Some(c) = &found {
         session.reporter.note(&c.describe(component));
