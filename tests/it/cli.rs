@@ -659,3 +659,64 @@ fn completions_and_man_pages_follow_the_commands() {
         refused.stderr
     );
 }
+
+/// README's examples are accepted as written: every command they name exists (its `--help`
+/// works), and every registry or release URL in them parses as the flag it is given to would
+/// parse it (an OCI repository with capitals did not).
+#[test]
+fn the_readmes_examples_are_accepted_as_written() {
+    let readme = std::fs::read_to_string(manifest().join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut in_sh = false;
+    let mut commands = 0;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_sh = line == "```sh";
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        let code = line.split("  #").next().unwrap_or(line).trim();
+        let Some(rest) = code.strip_prefix("rocforge ") else {
+            continue;
+        };
+        commands += 1;
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        // Global flags with a value come before the command in some examples.
+        let mut i = 0;
+        while i < words.len() && words[i].starts_with("--") {
+            i += 2;
+        }
+        let mut path = vec![words[i]];
+        if matches!(
+            words[i],
+            "arch" | "catalog" | "ci" | "image" | "key" | "nix" | "patch" | "store"
+        ) {
+            path.push(words[i + 1]);
+        }
+        let mut args = path.clone();
+        args.push("--help");
+        let o = rocforge(dir.path(), &args);
+        assert_eq!(
+            o.code,
+            0,
+            "README: `{code}`: `rocforge {}` is no command",
+            path.join(" ")
+        );
+        for w in &words {
+            if let Some(url) = w.strip_prefix("oci://").map(|_| *w) {
+                rocforge::oci::Repository::parse(url)
+                    .unwrap_or_else(|e| panic!("README: `{code}`: {url}: {e}"));
+            }
+            if w.starts_with("github://") {
+                rocforge::publish::Destination::parse(w)
+                    .unwrap_or_else(|e| panic!("README: `{code}`: {w}: {e}"));
+            }
+        }
+    }
+    assert!(
+        commands > 20,
+        "README's examples were not found ({commands})"
+    );
+}
