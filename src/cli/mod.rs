@@ -43,7 +43,11 @@ Examples:
   rocforge dev rocblas --arch gfx90c             a git checkout with one commit per patch
 
 The shipped catalog is built in; `rocforge catalog export DIR` writes it out for editing and
-`--recipes DIR/recipes` (or ROCFORGE_RECIPES) uses the edited copy.";
+`--recipes DIR/recipes` (or ROCFORGE_RECIPES) uses the edited copy.
+
+Exit codes: 0 done; 1 what was asked failed or found a problem (a build, the coverage gate, a
+check, a failing test, a bad signature), said on stderr with a hint; 2 the command line itself
+is wrong (unknown flag or value); 130 interrupted (Ctrl-C): the same command continues.";
 
 #[derive(Parser, Debug)]
 #[command(name = "rocforge", version, about = "Build ROCm for the GPUs AMD leaves out (gfx90c, gfx902, ...), reproducibly",

@@ -720,3 +720,19 @@ fn the_readmes_examples_are_accepted_as_written() {
         "README's examples were not found ({commands})"
     );
 }
+
+/// The exit codes `--help` documents: 2 for a command line clap refuses, 1 for a problem found.
+#[test]
+fn exit_codes_are_the_documented_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(dir.path(), &["--help"]);
+    assert!(
+        help.contains("Exit codes: 0 done; 1 what was asked failed"),
+        "{help}"
+    );
+    assert_eq!(rocforge(dir.path(), &["build", "--no-such-flag"]).code, 2);
+    assert_eq!(rocforge(dir.path(), &["--format", "yaml", "list"]).code, 2);
+    let missing = dir.path().join("absent.so");
+    let o = rocforge(dir.path(), &["inspect", missing.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+}
