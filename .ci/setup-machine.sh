@@ -19,6 +19,8 @@ packages=(
     git python3 ca-certificates pkg-config libssl-dev zstd minisign shellcheck curl gcc libc6-dev
     # jq: the release workflow's steps use it, and tests/it/ci.rs runs them
     jq
+    # skopeo: tests/it/publish.rs reads a pushed manifest with it too
+    skopeo
     # ar (static-archive tests), mount/umount (tmpfs for the full-disk tests), runuser
     binutils mount util-linux
     cmake ninja-build

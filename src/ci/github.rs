@@ -95,6 +95,19 @@ impl Line {
 }
 
 /// Same rule as the plan: one more than the deepest dependency (the catalog has no cycles).
+/// The start of every step that signs: the key from the release environment's secret into a
+/// file only the job reads, removed when the step ends, or a clear error when it is not set.
+const SIGNING_KEY_FILE: &str = "\
+set -euo pipefail
+if [ -z \"$SIGNING_KEY\" ]; then
+  echo \"::error::the ROCFORGE_SIGNING_KEY secret is not set in the release environment (docs/ci.md)\"
+  exit 1
+fi
+key=\"$RUNNER_TEMP/rocforge.key\"
+trap 'rm -f \"$key\"' EXIT
+(umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
+";
+
 fn level_of(c: &Catalog, name: &str, memo: &mut BTreeMap<String, usize>) -> usize {
     if let Some(&l) = memo.get(name) {
         return l;
@@ -968,21 +981,14 @@ fn publish_jobs(y: &mut Y, runners: &Runners, builds: &[String]) {
             ),
         ],
     );
-    let s = "\
-set -euo pipefail
-if [ -z \"$SIGNING_KEY\" ]; then
-  echo \"::error::the ROCFORGE_SIGNING_KEY secret is not set in the release environment (docs/ci.md)\"
-  exit 1
-fi
-key=\"$RUNNER_TEMP/rocforge.key\"
-trap 'rm -f \"$key\"' EXIT
-(umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
+    let s = SIGNING_KEY_FILE.to_string()
+        + "\
 mapfile -t components < <(rocforge --release \"$RELEASE\" --format json list | jq -r '.components[].name')
 rocforge --release \"$RELEASE\" --arch \"$TARGETS\" --locked package \"${components[@]}\" --out dist --key \"$key\"
 cp report/report.md dist/report.md
 if [ -f report/report.html ]; then cp report/report.html dist/report.html; fi
 ";
-    y.run(8, s);
+    y.run(8, &s);
     y.line(6, "- name: GitHub release, artifacts on GHCR, wheel index");
     y.env(
         8,
@@ -1092,15 +1098,8 @@ fn resign_job(y: &mut Y) {
             ),
         ],
     );
-    let s = "\
-set -euo pipefail
-if [ -z \"$SIGNING_KEY\" ]; then
-  echo \"::error::the ROCFORGE_SIGNING_KEY secret is not set in the release environment (docs/ci.md)\"
-  exit 1
-fi
-key=\"$RUNNER_TEMP/rocforge.key\"
-trap 'rm -f \"$key\"' EXIT
-(umask 077 && printf '%s\\n' \"$SIGNING_KEY\" > \"$key\")
+    let s = SIGNING_KEY_FILE.to_string()
+        + "\
 export PATH=\"$PWD/target/release:$PATH\"
 # A failed listing stops the job rather than re-signing nothing.
 list=$(gh release list --repo \"$REPO\" --exclude-drafts --limit 1000 --json tagName --jq '.[].tagName')
@@ -1121,7 +1120,7 @@ for tag in \"${tags[@]}\"; do
   echo \"- $tag: index.json re-signed, expires $(jq -r .expires \"$dir/index.json\")\" >> \"$GITHUB_STEP_SUMMARY\"
 done
 ";
-    y.run(8, s);
+    y.run(8, &s);
 }
 
 #[cfg(test)]

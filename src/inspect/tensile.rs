@@ -140,7 +140,7 @@ fn read_catalog(
         }
         let mut leaves = Vec::new();
         if let Some(l) = get(row, "library") {
-            placeholders(l, &mut leaves, 0);
+            named_catalogs(l, &mut leaves, 0);
         }
         if processors.is_empty() {
             fallback.extend(leaves);
@@ -319,8 +319,9 @@ fn processors_in(v: &Value, out: &mut Vec<String>, depth: usize) {
     }
 }
 
-/// The catalogs a library tree's `Placeholder` leaves name.
-fn placeholders(v: &Value, out: &mut Vec<String>, depth: usize) {
+/// The catalogs a library tree names: Tensile marks each leaf that stands for a catalog file
+/// loaded on first use with `type: Placeholder`.
+fn named_catalogs(v: &Value, out: &mut Vec<String>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -334,8 +335,10 @@ fn placeholders(v: &Value, out: &mut Vec<String>, depth: usize) {
         return;
     }
     match v {
-        Value::Map(m) => m.iter().for_each(|(_, x)| placeholders(x, out, depth + 1)),
-        Value::Array(a) => a.iter().for_each(|x| placeholders(x, out, depth + 1)),
+        Value::Map(m) => m
+            .iter()
+            .for_each(|(_, x)| named_catalogs(x, out, depth + 1)),
+        Value::Array(a) => a.iter().for_each(|x| named_catalogs(x, out, depth + 1)),
         _ => {}
     }
 }

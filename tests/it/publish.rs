@@ -241,8 +241,8 @@ fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
     // A re-run is accepted and changes nothing.
     fx.ok(&[], &["publish", "dist", "--to", &to]);
     assert_eq!(manifest_of("test-1.0").1, digest);
-    // skopeo, where installed, reads the same manifest.
-    if which("skopeo") {
+    // skopeo reads the same manifest (a missing skopeo fails in CI, which installs it).
+    if require("skopeo", which("skopeo")) {
         let o = Command::new("skopeo")
             .args(["inspect", "--raw", "--tls-verify=false"])
             .arg(format!(
