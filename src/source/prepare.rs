@@ -550,21 +550,18 @@ pub fn prepare(
     }
 }
 
-/// Fetches the pristine (unpatched) source of `recipe` into `tree` and returns the patch series
-/// `targets` would apply, for `rocforge check --sources`, which applies the series itself per
-/// target set without touching the source cache.
+/// Fetches the pristine (unpatched) source of `recipe` into `tree`, for `rocforge check
+/// --sources`, which applies [`patch_series`] itself per target set without touching the source
+/// cache.
 pub fn fetch_pristine(
     s: &Sources<'_>,
     recipe: &Recipe,
     targets: &[TargetId],
     tree: &Path,
-) -> Result<Vec<PatchFile>, SourceError> {
+) -> Result<(), SourceError> {
     let plan = source_plan(s, recipe, targets)?;
     let staging = tree.parent().unwrap_or(tree);
-    fetch_origin(s, recipe, &plan.origin, tree, staging)?;
-    let mut patches = series_patches(s, recipe)?;
-    patches.extend(plan.patch_files);
-    Ok(patches)
+    fetch_origin(s, recipe, &plan.origin, tree, staging).map(drop)
 }
 
 /// The patches of the recipe's `[[series]]`, downloaded (pinned by sha256) and read in order:
@@ -585,13 +582,17 @@ pub fn series_patches(s: &Sources<'_>, recipe: &Recipe) -> Result<Vec<PatchFile>
     Ok(out)
 }
 
-/// The patch series `targets` would apply, read from the catalog.
+/// The patch series `targets` would apply: the recipe's `[[series]]` (downloaded, pinned),
+/// then the catalog's own patches, in the order a fetch applies them.
 pub fn patch_series(
     s: &Sources<'_>,
     recipe: &Recipe,
     targets: &[TargetId],
 ) -> Result<Vec<PatchFile>, SourceError> {
-    source_plan(s, recipe, targets).map(|p| p.patch_files)
+    let plan = source_plan(s, recipe, targets)?;
+    let mut patches = series_patches(s, recipe)?;
+    patches.extend(plan.patch_files);
+    Ok(patches)
 }
 
 /// Fails when a CMake component's recipe names another version than its (patched) source

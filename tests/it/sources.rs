@@ -1655,6 +1655,12 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         "{plan}"
     );
     assert!(plan.contains("pkg_1.1-1.debian.tar.xz"), "{plan}");
+    // `check --sources` applies what a fetch applies: the series' patch, then the base's.
+    let checked = ok(
+        w.path(),
+        &["--recipes", "recipes", "--release", "line-2.0", "check", "--sources", "pkg"],
+    );
+    assert!(checked.contains("applies (2 patch(es)"), "{checked}");
     let base_plan = ok(
         w.path(),
         &[
@@ -1688,6 +1694,16 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     assert!(
         err.contains("pkg_1.1-1.debian.tar.xz:debian/patches/docs.patch"),
         "{err}"
+    );
+    let out = rocforge(
+        w.path(),
+        &["--recipes", "recipes", "--release", "line-2.0", "check", "--sources", "pkg"],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("conflict") && out.stdout.contains("docs.patch"),
+        "{}",
+        out.stdout
     );
     let staging: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
         .unwrap()
