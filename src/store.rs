@@ -13,12 +13,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::TargetId;
+use crate::ids::{ArtifactId, ComponentName, ContentKey};
 use crate::plan::{LocalImage, StoreView};
 
+/// An entry's `meta.json`. Its layout predates [`ArtifactId`] (`component`, not `name`, and
+/// the build's facts between the identity's fields) and stays, so every store on disk reads;
+/// [`EntryMeta::artifact_id`] gives the identity the formats made from it carry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EntryMeta {
-    pub component: String,
-    pub key: String,
+    pub component: ComponentName,
+    pub key: ContentKey,
     /// Seconds since the epoch when the entry was committed.
     pub committed: u64,
     #[serde(default)]
@@ -26,7 +31,7 @@ pub struct EntryMeta {
     #[serde(default)]
     pub release: String,
     #[serde(default)]
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetId>,
     /// podman, docker or host.
     #[serde(default)]
     pub runtime: String,
@@ -48,6 +53,18 @@ pub struct EntryMeta {
     /// (`share/doc/<component>/…`).
     #[serde(default)]
     pub licenses: Vec<String>,
+}
+
+impl EntryMeta {
+    pub fn artifact_id(&self) -> ArtifactId {
+        ArtifactId {
+            name: self.component.clone(),
+            version: self.version.clone(),
+            release: self.release.clone(),
+            targets: self.targets.clone(),
+            key: self.key.clone(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -302,10 +319,10 @@ impl Store {
             let mut map: BTreeMap<String, EntryMeta> = BTreeMap::new();
             for meta in self.entries() {
                 let newer = map
-                    .get(&meta.component)
+                    .get(meta.component.as_str())
                     .is_none_or(|m| (m.committed, &m.key) < (meta.committed, &meta.key));
                 if newer {
-                    map.insert(meta.component.clone(), meta);
+                    map.insert(meta.component.to_string(), meta);
                 }
             }
             map

@@ -188,7 +188,7 @@ impl Build {
                         (
                             s.component.clone(),
                             StepResult::Cached {
-                                tree: store.tree(&s.key.0),
+                                tree: store.tree(&s.key),
                             },
                         )
                     })
@@ -214,7 +214,7 @@ impl Build {
             .requested
             .iter()
             .filter_map(|c| plan.step(c))
-            .map(|s| store.tree(&s.key.0))
+            .map(|s| store.tree(&s.key))
             .collect();
         Ok(Outcome {
             report,

@@ -200,7 +200,7 @@ fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
                 _ => format!("carries no code for {target}: its GPU functions fail there"),
             };
             out.push(NotNative {
-                component: r.name.clone(),
+                component: r.name.to_string(),
                 advice,
             });
         }

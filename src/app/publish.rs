@@ -34,7 +34,11 @@ pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<
         .ok()
         .and_then(|b| serde_json::from_slice::<Index>(&b).ok())
         .map(|i| {
-            let mut t: Vec<String> = i.artifacts.into_iter().flat_map(|a| a.targets).collect();
+            let mut t: Vec<String> = i
+                .artifacts
+                .iter()
+                .flat_map(|a| a.targets.iter().map(|t| t.to_string()))
+                .collect();
             t.sort();
             t.dedup();
             t

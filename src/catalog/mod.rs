@@ -3,10 +3,11 @@
 //! The shipped catalog is embedded in the binary so an installed `rocforge` works anywhere;
 //! `--recipes DIR` points at a directory tree of the same shape instead. The other inputs of a
 //! plan sit beside the recipes: rocforge.lock ([`lock`]), rocforge.toml ([`config`]) and the
-//! `--overlay` directories ([`Overlay`]).
+//! `--overlay` directories ([`Overlay`]), with what each targeted processor's Tensile logic is ([`logic`]).
 
 pub mod config;
 pub mod lock;
+pub mod logic;
 mod overlay;
 
 use std::collections::{BTreeMap, BTreeSet};

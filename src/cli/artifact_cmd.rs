@@ -218,7 +218,7 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
             license: catalog.get(&step.component).map(|r| r.license.clone()),
             key: key.as_ref(),
         };
-        let p = package::package_entry(store, &step.key.0, &opts).map_err(pkg_err)?;
+        let p = package::package_entry(store, &step.key, &opts).map_err(pkg_err)?;
         task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
         if p.licenses.is_empty() {
             reporter.note(&format!(
@@ -510,7 +510,7 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
             "  {:<20} {} for {} installed ({} files)",
             r.name,
             r.version,
-            r.targets.join(","),
+            r.target_list(),
             r.files.len()
         );
     }
@@ -621,7 +621,7 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
             "{:<20} {:<10} {:<20} {}  {} files",
             r.name,
             r.version,
-            r.targets.join(","),
+            r.target_list(),
             r.key.get(..12).unwrap_or(&r.key),
             r.files.len()
         );

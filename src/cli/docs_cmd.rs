@@ -1,13 +1,14 @@
-//! `completions` and `man`: shell completions and man pages generated from the same clap
-//! definitions the parser uses, so they never drift from the commands.
+//! `completions`, `man` and `schema`: shell completions, man pages and JSON Schemas generated from
+//! the same definitions the parser and the writers use, so they never drift.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::{Args, Global, Result, only_text};
+use super::{Args, Global, Result, only_text, only_text_or_json};
 use rocforge::diag::Diagnostic;
+use rocforge::schema::SavedFormat;
 
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
@@ -21,6 +22,16 @@ pub struct ManArgs {
     /// Write rocforge.1 and one page per command (rocforge-build.1, …) into DIR instead of
     /// printing rocforge.1
     #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    /// The format whose schema to print
+    #[arg(value_enum, required_unless_present = "out")]
+    pub name: Option<SavedFormat>,
+    /// Write every format's schema into DIR as NAME.schema.json instead
+    #[arg(long, value_name = "DIR", conflicts_with = "name")]
     pub out: Option<PathBuf>,
 }
 
@@ -45,6 +56,37 @@ pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
     let mut script = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "rocforge", &mut script);
     print(&script)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
+    only_text_or_json(g, "schema")?;
+    if let Some(name) = a.name {
+        print(name.text().as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(dir) = &a.out else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let failed = |what: &Path, e: std::io::Error| {
+        Diagnostic::new(format!("cannot write {}: {e}", what.display()))
+            .hint("choose a writable directory")
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    for f in SavedFormat::ALL {
+        let path = dir.join(f.file_name());
+        rocforge::fsutil::write_atomic(&path, f.text().as_bytes())
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            })
+            .map_err(|e| failed(&path, e))?;
+    }
+    eprintln!(
+        "{} schemas written to {}",
+        SavedFormat::ALL.len(),
+        dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

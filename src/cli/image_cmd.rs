@@ -112,8 +112,8 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
         .map(|s| image::Component {
             name: s.component.clone(),
             version: s.version.clone(),
-            key: s.key.0.clone(),
-            tree: store.tree(&s.key.0),
+            key: s.key.to_string(),
+            tree: store.tree(&s.key),
         })
         .collect();
     let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();

@@ -216,7 +216,7 @@ fn print_inventory(inv: &Inventory) {
         }
     }
     for (component, logic) in &inv.logic {
-        use rocforge::source::logic::LogicSource;
+        use rocforge::catalog::logic::LogicSource;
         let parts: Vec<String> = logic
             .iter()
             .map(|(arch, source)| match source {

@@ -192,6 +192,15 @@ Examples:
   rocforge man | man -l -
   rocforge man --out ~/.local/share/man/man1")]
     Man(docs_cmd::ManArgs),
+    /// JSON Schemas of the formats other programs read: index, manifest, receipt, results, plan
+    #[command(after_help = "\
+Each schema is generated from the types rocforge writes the format with; docs/schemas/ holds
+the same files, and docs/*-schema.md describe each field.
+
+Examples:
+  rocforge schema index                     the release index's schema on standard output
+  rocforge schema --out docs/schemas        every schema, as NAME.schema.json")]
+    Schema(docs_cmd::SchemaArgs),
     /// Upload a release directory to a GitHub release or an OCI registry; write its wheel index
     #[command(after_help = "\
 github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures,
@@ -552,6 +561,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
         Command::Completions(a) => docs_cmd::completions(g, a),
         Command::Man(a) => docs_cmd::man(g, a),
+        Command::Schema(a) => docs_cmd::schema(g, a),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {
                 Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")

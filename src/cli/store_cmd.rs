@@ -1,5 +1,7 @@
 //! `store list`, `store show` and `store gc`.
 
+use rocforge::arch::{TargetId, comma_list};
+use rocforge::ids::{ComponentName, ContentKey};
 use std::process::ExitCode;
 
 use serde_json::json;
@@ -34,7 +36,7 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
             &e.key[..12],
             e.component,
             e.version,
-            e.targets.join(","),
+            comma_list(&e.targets),
             e.runtime
         );
     }
@@ -53,7 +55,7 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
     }
     println!("{} {} ({})", e.component, e.version, e.release);
     println!("  key        {}", e.key);
-    println!("  targets    {}", e.targets.join(","));
+    println!("  targets    {}", comma_list(&e.targets));
     println!(
         "  runtime    {}{}",
         e.runtime,
@@ -96,8 +98,8 @@ pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
     only_text_or_json(g, "store gc")?;
     let store = store(g);
     // Keep the newest entry of each component for each target set; older ones are superseded.
-    let mut newest: std::collections::BTreeMap<(String, String, Vec<String>), String> =
-        Default::default();
+    type Slot = (String, ComponentName, Vec<TargetId>);
+    let mut newest: std::collections::BTreeMap<Slot, ContentKey> = Default::default();
     let entries = store.entries();
     for e in &entries {
         newest.insert(

@@ -228,52 +228,21 @@ pub fn index_url(from: &str) -> Result<Url, InstallError> {
     Ok(u)
 }
 
-fn is_hex(s: &str, min: usize, max: usize) -> bool {
-    (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// What a signed index still must not say: names that are not component names (they become
-/// receipt file names), digests and content keys that are not hex (they are cut and shown).
+/// What a signed index still must not say that its types do not already refuse when it is
+/// read (names, targets, keys and digests are checked by [`crate::ids`]): a version that is
+/// not a plain word (it becomes part of messages and paths).
 fn check_index(index: &Index, from: &str) -> Result<(), InstallError> {
     use crate::package::extract::shown;
-    use crate::recipe::is_component_name;
-    const NAME: &str = "is not a component name (lowercase letters, digits, - _ ., at most 64)";
-    const KEY: &str = "is not a content key (hexadecimal digits)";
     const WORD: &str = "is not a plain word (at most 128 printable characters, no spaces)";
     for a in &index.artifacts {
-        let bad = |field, value: &str, rule| InstallError::BadField {
-            from: from.into(),
-            artifact: shown(&a.name),
-            field,
-            value: shown(value),
-            rule,
-        };
-        if !is_component_name(&a.name) {
-            return Err(bad("name", &a.name, NAME));
-        }
         if !crate::package::manifest::is_plain_word(&a.version) {
-            return Err(bad("version", &a.version, WORD));
-        }
-        if let Some(t) = a
-            .targets
-            .iter()
-            .find(|t| !crate::package::manifest::is_plain_word(t))
-        {
-            return Err(bad("target", t, WORD));
-        }
-        if !is_hex(&a.sha256, 64, 64) {
-            return Err(bad("sha256", &a.sha256, "is not 64 hexadecimal digits"));
-        }
-        if !is_hex(&a.key, 1, 128) {
-            return Err(bad("key", &a.key, KEY));
-        }
-        for d in &a.depends {
-            if !is_component_name(&d.name) {
-                return Err(bad("dependency", &d.name, NAME));
-            }
-            if !is_hex(&d.key, 1, 128) {
-                return Err(bad("dependency key", &d.key, KEY));
-            }
+            return Err(InstallError::BadField {
+                from: from.into(),
+                artifact: shown(&a.name),
+                field: "version",
+                value: shown(&a.version),
+                rule: WORD,
+            });
         }
     }
     Ok(())
@@ -421,8 +390,14 @@ pub fn load_index(
             }
         }
     };
+    // The path names the field a typed value refused (`artifacts[3].key: "…" is not a content
+    // key`), which serde's own message leaves out.
     let index: Index =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&bytes))
+            .map_err(|e| match e.path().to_string() {
+                p if p == "." => bad(format!("invalid JSON: {}", e.inner())),
+                p => bad(format!("{p}: {}", e.inner())),
+            })?;
     check_index(&index, &shown)?;
     let expires = parse_rfc3339(&index.expires).ok_or_else(|| InstallError::BadDate {
         from: shown.clone(),
@@ -473,8 +448,8 @@ pub fn resolve<'a>(
                 .find(|x| x.key == d.key)
                 .ok_or_else(|| InstallError::MissingDependency {
                     artifact: extract::shown(&a.url),
-                    dependency: d.name.clone(),
-                    key: d.key.clone(),
+                    dependency: d.name.to_string(),
+                    key: d.key.to_string(),
                 })?;
             visit(index, dep, order, seen)?;
         }
@@ -484,7 +459,7 @@ pub fn resolve<'a>(
     for c in components {
         let candidates: Vec<&Artifact> = index.artifacts.iter().filter(|a| &a.name == c).collect();
         let sorted = |a: &Artifact| {
-            let mut t = a.targets.clone();
+            let mut t: Vec<String> = a.targets.iter().map(|t| t.to_string()).collect();
             t.sort();
             t
         };
@@ -497,7 +472,11 @@ pub fn resolve<'a>(
             candidates
                 .iter()
                 .copied()
-                .filter(|a| targets.iter().all(|t| a.targets.contains(t)))
+                .filter(|a| {
+                    targets
+                        .iter()
+                        .all(|t| a.targets.iter().any(|x| x.to_string() == *t))
+                })
                 .collect()
         } else {
             exact
@@ -515,7 +494,7 @@ pub fn resolve<'a>(
                 },
                 available: candidates
                     .iter()
-                    .map(|a| format!("{} {} for {}", a.name, a.version, a.targets.join(",")))
+                    .map(|a| format!("{} {} for {}", a.name, a.version, a.target_list()))
                     .collect(),
             });
         };
@@ -708,7 +687,7 @@ fn add_runtime<'a>(
     let needy: Vec<String> = chosen
         .iter()
         .filter(|a| a.needs.iter().any(|n| n == HIP_RUNTIME))
-        .map(|a| a.name.clone())
+        .map(|a| a.name.to_string())
         .collect();
     let in_set = chosen
         .iter()
@@ -817,7 +796,7 @@ fn providers<'a>(index: &'a Index, targets: &[String]) -> Vec<Vec<&'a Artifact>>
         .artifacts
         .iter()
         .filter(|a| a.provides.iter().any(|p| p == HIP_RUNTIME))
-        .map(|a| a.name.clone())
+        .map(|a| a.name.to_string())
         .collect();
     names.sort();
     names.dedup();
@@ -892,7 +871,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
                 && version_tuple(&a.version) < version_tuple(&r.version)
             {
                 return Err(InstallError::Downgrade {
-                    name: a.name.clone(),
+                    name: a.name.to_string(),
                     installed: r.version.clone(),
                     offered: a.version.clone(),
                 });
@@ -943,7 +922,7 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
     let mut todo = Vec::new();
     for (a, u) in chosen.iter().zip(urls) {
         if existing.iter().any(|r| r.key == a.key) {
-            report.already.push(a.name.clone());
+            report.already.push(a.name.to_string());
         } else {
             todo.push((*a, u));
         }
@@ -1031,12 +1010,8 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
         extract::gather(&own.dir, &staging.dir, &x.entries, &base, &mut staged)?;
         let mut r = Receipt {
             schema: receipt::RECEIPT_SCHEMA.into(),
-            name: m.name.clone(),
-            version: m.version.clone(),
-            release: m.release.clone(),
-            targets: m.targets.clone(),
-            key: m.key.clone(),
-            sha256: a.sha256.clone(),
+            id: m.id.clone(),
+            sha256: a.sha256.to_string(),
             url: crate::source::download::redact_url(u.as_str()),
             installed: now.clone(),
             depends: m.depends.clone(),
@@ -1119,11 +1094,7 @@ pub fn unpack_into(
     let m = &x.manifest;
     let mut r = Receipt {
         schema: receipt::RECEIPT_SCHEMA.into(),
-        name: m.name.clone(),
-        version: m.version.clone(),
-        release: m.release.clone(),
-        targets: m.targets.clone(),
-        key: m.key.clone(),
+        id: m.id.clone(),
         sha256: String::new(),
         url: String::new(),
         installed: rfc3339(now_unix()),

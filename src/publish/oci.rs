@@ -108,9 +108,9 @@ pub fn publish(
             (TITLE, a.url.clone()),
             ("org.opencontainers.image.version", a.version.clone()),
             ("org.opencontainers.image.created", index.issued.clone()),
-            ("rocforge.key", a.key.clone()),
-            ("rocforge.targets", a.targets.join(",")),
-            ("rocforge.component", a.name.clone()),
+            ("rocforge.key", a.key.to_string()),
+            ("rocforge.targets", a.target_list()),
+            ("rocforge.component", a.name.to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

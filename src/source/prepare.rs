@@ -44,7 +44,7 @@ pub enum SourceError {
     #[error("{component}: {source}")]
     Logic {
         component: String,
-        source: Box<super::logic::LogicError>,
+        source: Box<crate::catalog::logic::LogicError>,
     },
     #[error(
         "{component}: tag {tag} of {url} is not pinned in rocforge.lock, and --locked refuses unpinned inputs"
@@ -386,7 +386,7 @@ pub fn source_plan(
         .collect();
     // Planning is the last moment before hours of building: a processor's logic overlay that
     // Tensile would not use as that processor's is refused here.
-    super::logic::check_overlays(recipe, &arches, &s.catalog.arches, &overlays).map_err(
+    crate::catalog::logic::check_overlays(recipe, &arches, &s.catalog.arches, &overlays).map_err(
         |source| SourceError::Logic {
             component: component.to_string(),
             source: Box::new(source),

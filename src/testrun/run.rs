@@ -162,7 +162,7 @@ fn wildcard(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ShardSummary {
     pub shard: u32,
     pub attempts: u32,

@@ -248,7 +248,7 @@ fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
     );
     let m = rocforge::package::tarball::read_manifest(&ta[0]).unwrap();
     assert_eq!(m.name, "greet");
-    assert_eq!(m.targets, ["gfx90c"]);
+    assert_eq!(m.target_list(), "gfx90c");
     assert_eq!(m.depends.len(), 1);
     assert_eq!(m.depends[0].name, "greetdoc");
     assert!(
@@ -585,11 +585,13 @@ fn evil_tarball(
 ) {
     let m = Manifest {
         schema: MANIFEST_SCHEMA.into(),
-        name: name.into(),
-        version: "1.0".into(),
-        release: "test-1.0".into(),
-        targets: vec!["gfx90c".into()],
-        key: format!("{:0>64}", hex::encode(name)),
+        id: rocforge::ids::ArtifactId {
+            name: name.parse().unwrap(),
+            version: "1.0".into(),
+            release: "test-1.0".into(),
+            targets: vec!["gfx90c".parse().unwrap()],
+            key: format!("{:0>64}", hex::encode(name)).parse().unwrap(),
+        },
         depends: vec![],
         license: None,
         licenses: vec![],

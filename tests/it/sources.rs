@@ -1658,7 +1658,15 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     // `check --sources` applies what a fetch applies: the series' patch, then the base's.
     let checked = ok(
         w.path(),
-        &["--recipes", "recipes", "--release", "line-2.0", "check", "--sources", "pkg"],
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "check",
+            "--sources",
+            "pkg",
+        ],
     );
     assert!(checked.contains("applies (2 patch(es)"), "{checked}");
     let base_plan = ok(
@@ -1697,7 +1705,15 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     );
     let out = rocforge(
         w.path(),
-        &["--recipes", "recipes", "--release", "line-2.0", "check", "--sources", "pkg"],
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "check",
+            "--sources",
+            "pkg",
+        ],
     );
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
