@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::{Args, Global, Result, only_text};
+use super::{Args, Result};
 use rocforge::diag::Diagnostic;
 
 #[derive(clap::Args, Debug)]
@@ -38,8 +38,7 @@ fn print(bytes: &[u8]) -> Result<()> {
     }
 }
 
-pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
-    only_text(g, "completions")?;
+pub fn completions(a: &CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = Args::command();
     // Generated in memory: clap_complete panics on a write error, and a closed pipe is not one.
     let mut script = Vec::new();
@@ -48,8 +47,7 @@ pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(g: &Global, a: &ManArgs) -> Result<ExitCode> {
-    only_text(g, "man")?;
+pub fn man(a: &ManArgs) -> Result<ExitCode> {
     let cmd = Args::command();
     let failed = |what: &Path, e: std::io::Error| {
         Diagnostic::new(format!("cannot write {}: {e}", what.display()))

@@ -331,7 +331,6 @@ fn bad_flags_get_clear_errors() {
         &["plan", "rocsparce", "--arch", "gfx90c"],
         &["plan", "--release", "rocm-6.4.3"],
         &["arch", "show", "gfx9000"],
-        &["list", "--format", "github-matrix"],
         &["--recipes", "/nonexistent/recipes", "list"],
     ];
     let mut all = String::new();
@@ -650,11 +649,11 @@ fn completions_and_man_pages_follow_the_commands() {
     );
     assert!(out.join("rocforge-inspect.1").is_file());
     let refused = rocforge(d, &["--format", "json", "completions", "bash"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
-        refused
-            .stderr
-            .contains("`completions` writes one format only; --format is not available for it"),
+        refused.stderr.contains(
+            "--format json is not available for `rocforge completions` (its formats: text)"
+        ),
         "{}",
         refused.stderr
     );
