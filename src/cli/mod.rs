@@ -85,7 +85,7 @@ pub struct Global {
     /// GPU targets as a comma list of target IDs, e.g. gfx90c or gfx90c,gfx902:xnack- [default: the release's]
     #[arg(long, global = true, value_name = "LIST")]
     pub arch: Option<String>,
-    /// Output format; github-matrix is for `plan` only
+    /// Output format; a command refuses one it does not write (github-matrix is plan's alone)
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Refuse any input that rocforge.lock does not pin (unlocked tags, stale entries)
@@ -114,7 +114,7 @@ pub enum Runtime {
     Podman,
     /// docker, with rocforge.toml's docker arguments
     Docker,
-    /// No container: on this machine itself (not reproducible; keyed apart from container builds)
+    /// no container: on this machine itself (not reproducible; keyed apart from container builds)
     Host,
 }
 

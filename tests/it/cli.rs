@@ -735,3 +735,31 @@ fn exit_codes_are_the_documented_ones() {
     let o = rocforge(dir.path(), &["inspect", missing.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
 }
+
+/// What a user reads first: the top-level help and a command's, at 100 columns. Global flags
+/// come under their own heading after the command's own.
+#[test]
+fn help_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+            .current_dir(dir.path())
+            .args(args)
+            .env("COLUMNS", "100")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let top = help(&["--help"]);
+    let build = help(&["build", "--help"]);
+    let own = build.find("--keep-going").unwrap();
+    let global = build.find("Global options:").unwrap();
+    assert!(
+        own < global && global < build.find("--recipes").unwrap(),
+        "{build}"
+    );
+    insta::assert_snapshot!("rocforge_help", top);
+    insta::assert_snapshot!("rocforge_build_help", build);
+}
