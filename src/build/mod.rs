@@ -813,7 +813,10 @@ fn with_progress<T>(
                 );
                 let now = Instant::now();
                 let mut t = tracker.lock().expect("not poisoned");
-                let mut on_line = |l: &str| t.line(l, now);
+                let mut on_line = |l: &str| {
+                    t.line(l, now);
+                    task.log_line(l);
+                };
                 if ended {
                     follower.finish(&mut on_line);
                 } else {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{Global, Result, only_text_or_json, root};
+use super::{Global, Result, root};
 use rocforge::catalog::Catalog;
 use rocforge::ci::github::{self, ACTIONLINT_CONFIG_PATH, Line, WORKFLOW_PATH};
 use rocforge::ci::runners::{RUNNERS_FILE, Runners};
@@ -69,7 +69,6 @@ pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
 }
 
 pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "ci github")?;
     let files = generated(g, dir)?;
     if check {
         let mut drift = false;
@@ -115,7 +114,6 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
 }
 
 pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
-    only_text_or_json(g, "nix export")?;
     let session = super::session(g)?;
     let (catalog, targets) = (&session.catalog, session.targets()?);
     let ex = nix::export(catalog, targets, out)
@@ -171,7 +169,6 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
 pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
     let (dir, repo, org) = (&a.dir, a.repo.as_deref(), a.org.as_deref());
     use rocforge::ci::discover::{self, Scope};
-    only_text_or_json(g, "ci runners")?;
     let path = dir.join(RUNNERS_FILE);
     let runners = Runners::read(&path).map_err(|e| {
         Diagnostic::new(e.to_string()).hint(

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::{Args, Global, Result, only_text, only_text_or_json};
+use super::{Args, Format, Global, Result};
 use rocforge::diag::Diagnostic;
 use rocforge::schema::SavedFormat;
 
@@ -27,8 +27,8 @@ pub struct ManArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct SchemaArgs {
-    /// The format whose schema to print
-    #[arg(value_enum, required_unless_present = "out")]
+    /// The format whose schema to print [default: list the formats]
+    #[arg(value_enum)]
     pub name: Option<SavedFormat>,
     /// Write every format's schema into DIR as NAME.schema.json instead
     #[arg(long, value_name = "DIR", conflicts_with = "name")]
@@ -49,8 +49,7 @@ fn print(bytes: &[u8]) -> Result<()> {
     }
 }
 
-pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
-    only_text(g, "completions")?;
+pub fn completions(a: &CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = Args::command();
     // Generated in memory: clap_complete panics on a write error, and a closed pipe is not one.
     let mut script = Vec::new();
@@ -60,12 +59,28 @@ pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
 }
 
 pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "schema")?;
     if let Some(name) = a.name {
         print(name.text().as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     let Some(dir) = &a.out else {
+        let formats = SavedFormat::ALL.iter().map(|f| {
+            let ids = f.identifiers();
+            (f.name(), ids[ids.len() - 1], f.file_name())
+        });
+        if g.format == Format::Json {
+            let items: Vec<_> = formats
+                .map(|(name, id, file)| serde_json::json!({"name": name, "schema": id, "file": file}))
+                .collect();
+            let doc = serde_json::json!({"schema": "rocforge.schemas/1", "formats": items});
+            print(format!("{doc:#}\n").as_bytes())?;
+        } else {
+            let mut out = String::new();
+            for (name, id, _) in formats {
+                out += &format!("{name:<9} {id}\n");
+            }
+            print(out.as_bytes())?;
+        }
         return Ok(ExitCode::SUCCESS);
     };
     let failed = |what: &Path, e: std::io::Error| {
@@ -90,8 +105,7 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(g: &Global, a: &ManArgs) -> Result<ExitCode> {
-    only_text(g, "man")?;
+pub fn man(a: &ManArgs) -> Result<ExitCode> {
     let cmd = Args::command();
     let failed = |what: &Path, e: std::io::Error| {
         Diagnostic::new(format!("cannot write {}: {e}", what.display()))

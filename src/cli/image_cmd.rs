@@ -9,18 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, only_text_or_json};
-use rocforge::app::runtime::RuntimeChoice;
+use super::{CliError, Format, Global, Result};
 use rocforge::diag::Diagnostic;
 use rocforge::image::{self, ImageError};
-use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
 pub struct ImageBuildArgs {
-    #[arg(long, value_enum)]
-    pub runtime: Option<RuntimeChoice>,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArg,
     /// The Containerfile [default: containers/Containerfile.<release> beside the catalog, else the built-in one]
     #[arg(long, value_name = "FILE")]
     pub containerfile: Option<PathBuf>,
@@ -43,9 +41,8 @@ pub struct CreateArgs {
     /// Load the image into podman (an oci-archive) or docker (a docker-archive)
     #[arg(long, value_enum, value_name = "TOOL")]
     pub load: Option<rocforge::image::Loader>,
-    /// Which builds to install: container builds or --runtime host builds
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-    pub runtime: RuntimeKind,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArg,
 }
 
 fn err(e: ImageError) -> CliError {
@@ -84,7 +81,6 @@ fn created(store: &rocforge::store::Store, keys: &[String]) -> Result<u64> {
 }
 
 pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "image create")?;
     if !a.push && a.load.is_none() {
         return Err(Diagnostic::new("nothing to do: neither --push nor --load")
             .hint("add --push (to --tag's registry) or --load podman|docker")
@@ -101,10 +97,10 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
                 Ok(r)
             }
         })?;
-    let reporter = Arc::new(TermReporter::new(g.quiet));
+    let reporter = Arc::new(TermReporter::new(g));
     let session = super::session_with(g, reporter.clone())?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime)?;
+    let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
     let targets = &plan.targets;
     let components: Vec<image::Component> = plan
         .steps
@@ -214,9 +210,12 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
 }
 
 pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "image build")?;
     let session = super::session(g)?;
-    let local = rocforge::app::image::build_image(&session, a.runtime, a.containerfile.clone())?;
+    let local = rocforge::app::image::build_image(
+        &session,
+        a.runtime.runtime.choice(),
+        a.containerfile.clone(),
+    )?;
     println!("{} {}", local.reference, local.id);
     eprintln!(
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"

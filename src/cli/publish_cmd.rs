@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::progress::TermReporter;
-use super::{Format, Global, Result, only_text_or_json, print_json};
+use super::{Format, Global, Result, print_json};
 use rocforge::app::publish;
 
 #[derive(clap::Args, Debug)]
@@ -17,8 +17,7 @@ pub struct PublishArgs {
 }
 
 pub fn publish_cmd(g: &Global, a: &PublishArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "publish")?;
-    let reporter = TermReporter::new(g.quiet);
+    let reporter = TermReporter::new(g);
     let published = publish::publish(&a.dir, a.to.as_deref(), &reporter)?;
     if g.format == Format::Json {
         print_json(&serde_json::json!({

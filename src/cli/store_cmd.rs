@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{CliError, Format, Global, Result, only_text_or_json};
+use super::{CliError, Format, Global, Result};
 use rocforge::diag::Diagnostic;
 
 fn store(g: &Global) -> rocforge::store::Store {
@@ -14,7 +14,6 @@ fn store(g: &Global) -> rocforge::store::Store {
 }
 
 pub fn store_list(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "store list")?;
     let store = store(g);
     let entries = store.entries();
     if g.format == Format::Json {
@@ -44,7 +43,6 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
 }
 
 pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
-    only_text_or_json(g, "store show")?;
     let store = store(g);
     let e = store
         .find(key)
@@ -95,7 +93,6 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
 }
 
 pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "store gc")?;
     let store = store(g);
     // Keep the newest entry of each component for each target set; older ones are superseded.
     type Slot = (String, ComponentName, Vec<TargetId>);

@@ -393,6 +393,8 @@ pub fn download(
     if opts.max_bytes.is_some_and(|m| part.len > m) {
         part.reset().map_err(|e| part.io_err(url, e))?;
     }
+    // `-v` names every file fetched (redacted: a URL may carry a token).
+    tracing::info!("download {} -> {}", redact_url(url), dest.display());
     let task = reporter.task(&label, None, true);
     task.set_position(part.len);
     let result = transfer(
@@ -505,6 +507,7 @@ pub fn download_md5(
     // belong to this file: always start from zero.
     let mut part = Part::open(url, &part_path, false)?;
     part.md5 = Some(Md5::new());
+    tracing::info!("download {}", redact_url(url));
     let task = reporter.task(url, None, true);
     let want = Want::Md5(&md5);
     let result = transfer(
