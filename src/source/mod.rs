@@ -5,7 +5,6 @@ pub mod derive;
 pub mod download;
 pub mod git;
 pub mod logic;
-pub mod net;
 pub mod pairing;
 pub mod patch;
 pub mod prepare;
