@@ -542,6 +542,8 @@ fn hash_reader(r: &mut impl Read, hasher: &mut Sha256) -> io::Result<u64> {
 }
 
 /// `<dest>.part`, locked for this process, with a hasher that has seen exactly its bytes.
+/// Not an [`crate::fsutil::Staged`]: a `.part` outlives a failed or interrupted run on
+/// purpose, so that the next one resumes it instead of starting over.
 struct Part {
     file: File,
     path: PathBuf,
