@@ -208,9 +208,12 @@ impl Store {
             return Ok(None);
         }
         // Named for the key, not the process: clean_staging finds it by its lock.
-        let staged =
-            crate::fsutil::Staged::dir_in(&self.root, &format!(".tmp-{key}-"), &self.entry_dir(key))
-                .map_err(io(&self.root))?;
+        let staged = crate::fsutil::Staged::dir_in(
+            &self.root,
+            &format!(".tmp-{key}-"),
+            &self.entry_dir(key),
+        )
+        .map_err(io(&self.root))?;
         std::fs::create_dir_all(staged.path().join("tree")).map_err(io(staged.path()))?;
         Ok(Some(Staging {
             staged,

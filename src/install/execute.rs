@@ -47,7 +47,13 @@ pub(super) fn execute(
     for step in &todo {
         stopped(req)?;
         let x = unpack(step, req, reporter)?;
-        extract::gather(x.own.path(), staging.path(), &x.entries, &step.file, &mut staged)?;
+        extract::gather(
+            x.own.path(),
+            staging.path(),
+            &x.entries,
+            &step.file,
+            &mut staged,
+        )?;
         let mut r = receipt_of(&x.manifest, &x.entries);
         r.sha256 = step.sha256.clone();
         r.url = step.url.clone();
@@ -111,7 +117,11 @@ struct Unpacked {
 /// artifact gets a directory of its own, so nothing an earlier one left (a symlink above all)
 /// is even there while it is extracted; its entries then move into the shared staging, where a
 /// path two artifacts both have is a conflict.
-fn unpack(step: &Step, req: &Request<'_>, reporter: &dyn Reporter) -> Result<Unpacked, InstallError> {
+fn unpack(
+    step: &Step,
+    req: &Request<'_>,
+    reporter: &dyn Reporter,
+) -> Result<Unpacked, InstallError> {
     let task = reporter.task(&format!("unpacking {}", step.file), Some(step.size), true);
     let file = &step.download;
     let f = std::fs::File::open(file).map_err(ioe(file))?;

@@ -442,31 +442,38 @@ fn load_index_as(
             }
         }
     };
-    let index: Index =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
-    check_index(&index, &shown)?;
-    let expires = parse_rfc3339(&index.expires).ok_or_else(|| InstallError::BadDate {
-        from: shown.clone(),
-        value: index.expires.clone(),
-    })?;
-    parse_rfc3339(&index.issued).ok_or_else(|| InstallError::BadDate {
-        from: shown.clone(),
-        value: index.issued.clone(),
-    })?;
-    if now_unix() > expires {
-        return Err(InstallError::Expired {
-            from: shown,
-            expires: index.expires.clone(),
-        });
-    }
     Ok(LoadedIndex {
-        index,
+        index: parse_index(&bytes, &shown)?,
         url,
         signer,
         unsigned_reason,
         key_list,
         trust_notes,
     })
+}
+
+/// The index's JSON, its fields checked ([`check_index`]), its dates valid and not expired.
+fn parse_index(bytes: &[u8], shown: &str) -> Result<Index, InstallError> {
+    let index: Index = serde_json::from_slice(bytes).map_err(|e| InstallError::Index {
+        from: shown.to_string(),
+        message: format!("invalid JSON: {e}"),
+    })?;
+    check_index(&index, shown)?;
+    let date = |value: &String| {
+        parse_rfc3339(value).ok_or_else(|| InstallError::BadDate {
+            from: shown.to_string(),
+            value: value.clone(),
+        })
+    };
+    let expires = date(&index.expires)?;
+    date(&index.issued)?;
+    if now_unix() > expires {
+        return Err(InstallError::Expired {
+            from: shown.to_string(),
+            expires: index.expires.clone(),
+        });
+    }
+    Ok(index)
 }
 
 pub struct Request<'a> {

@@ -126,7 +126,10 @@ pub(super) fn make(
     let unpack_bytes: u64 = todo().map(|s| s.installed_size).sum();
     if unpack_bytes > req.max_bytes {
         return Err(extract::ExtractError::TooBig {
-            artifact: todo().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+            artifact: todo()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             size: unpack_bytes,
             limit: req.max_bytes,
         }
@@ -283,10 +286,9 @@ impl InstallPlan {
         for st in &self.steps {
             let action = match st.action {
                 Action::Install => "install".to_string(),
-                Action::Replace => format!(
-                    "replace {}",
-                    st.replaces.as_deref().unwrap_or_default()
-                ),
+                Action::Replace => {
+                    format!("replace {}", st.replaces.as_deref().unwrap_or_default())
+                }
                 Action::Keep => "keep (installed)".to_string(),
             };
             s += &format!(

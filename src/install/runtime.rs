@@ -153,7 +153,10 @@ pub(super) fn add_runtime<'a>(
         RuntimeCheck::Auto if needy.is_empty() || in_set => return Ok(()),
         RuntimeCheck::Auto => {
             if let Some(r) = in_prefix {
-                notes.push(format!("HIP runtime: {} {} in the prefix", r.name, r.version));
+                notes.push(format!(
+                    "HIP runtime: {} {} in the prefix",
+                    r.name, r.version
+                ));
                 return Ok(());
             }
             match on_host(chosen, &needy) {

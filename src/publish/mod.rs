@@ -132,10 +132,12 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64), PublishError> {
 }
 
 pub fn client() -> Result<reqwest::blocking::Client, PublishError> {
-    crate::net::try_client(&crate::net::HttpOptions::default()).map_err(|e| PublishError::Unreachable {
+    crate::net::try_client(&crate::net::HttpOptions::default()).map_err(|e| {
+        PublishError::Unreachable {
             what: "client".into(),
             message: e.to_string(),
-        })
+        }
+    })
 }
 
 /// `$GITHUB_TOKEN`, when set and not empty.

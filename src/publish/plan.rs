@@ -179,14 +179,21 @@ fn upload(path: &Path, index: Option<&Index>, to: String) -> Result<Upload, Publ
     })
 }
 
-fn github_uploads(dir: &Path, index: Option<&Index>, to: &str) -> Result<Vec<Upload>, PublishError> {
+fn github_uploads(
+    dir: &Path,
+    index: Option<&Index>,
+    to: &str,
+) -> Result<Vec<Upload>, PublishError> {
     files(dir)?
         .iter()
         .map(|p| upload(p, index, to.to_string()))
         .collect()
 }
 
-fn oci_uploads(p: &oci::OciPlan, repo: &crate::oci::Repository) -> Result<Vec<Upload>, PublishError> {
+fn oci_uploads(
+    p: &oci::OciPlan,
+    repo: &crate::oci::Repository,
+) -> Result<Vec<Upload>, PublishError> {
     let mut out = Vec::new();
     for t in &p.tarballs {
         for l in &t.layers {
@@ -194,7 +201,11 @@ fn oci_uploads(p: &oci::OciPlan, repo: &crate::oci::Repository) -> Result<Vec<Up
         }
     }
     for l in &p.index_layers {
-        out.push(upload(&l.path, Some(&p.index), repo.reference(&p.release_tag))?);
+        out.push(upload(
+            &l.path,
+            Some(&p.index),
+            repo.reference(&p.release_tag),
+        )?);
     }
     Ok(out)
 }
@@ -205,7 +216,9 @@ impl PublishPlan {
         let mut s = format!("release {}\n", self.dir.display());
         s += &format!(
             "to      {}\n",
-            self.to.as_deref().unwrap_or("nowhere (only the wheel index)")
+            self.to
+                .as_deref()
+                .unwrap_or("nowhere (only the wheel index)")
         );
         if let Some(i) = &self.index {
             s += &format!(

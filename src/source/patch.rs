@@ -1380,14 +1380,14 @@ fn put(path: &Path, data: &[u8], mode: u32, perm: Option<u32>) -> Result<(), Pat
     let tmp = staged.path();
     let result = (|| -> io::Result<()> {
         if mode == MODE_LINK {
-            symlink(std::ffi::OsStr::from_bytes(data), &tmp)?;
+            symlink(std::ffi::OsStr::from_bytes(data), tmp)?;
         } else {
             let create_mode = if mode == MODE_EXEC { 0o777 } else { 0o666 };
             let mut f = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(create_mode)
-                .open(&tmp)?;
+                .open(tmp)?;
             f.write_all(data)?;
             f.sync_data()?;
             drop(f);

@@ -494,7 +494,7 @@ pub fn prepare(
         let tree = staging.join("tree");
         std::fs::create_dir_all(&tree).map_err(io(&tree))?;
         let task = s.reporter.task(&format!("fetch {component}"), None, false);
-        let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
+        let epoch = fetch_origin(s, recipe, &origin, &tree, staging)?;
         crate::fault::point("fetch");
         task.finish(&format!("fetched {component}"));
         let mut patch_files = patch_files.clone();
@@ -780,13 +780,12 @@ fn fetch_inputs(
         if !dir.is_dir() {
             // Unpacking left half-done by a killed run.
             crate::fsutil::reap_temp(&s.cache.root().join("inputs"), &format!(".{}.tmp-", sha256));
-            let staged = crate::fsutil::Staged::dir_beside(&dir).map_err(|source| {
-                SourceError::Io {
+            let staged =
+                crate::fsutil::Staged::dir_beside(&dir).map_err(|source| SourceError::Io {
                     component: component.to_string(),
                     path: dir.display().to_string(),
                     source,
-                }
-            })?;
+                })?;
             unpack_tar(component, &file, staged.path(), false)?;
             // Another process may have won the race (the commit fails, ours is removed); its
             // copy is identical.

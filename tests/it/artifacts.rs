@@ -1645,7 +1645,15 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     let p = prefix.display().to_string();
     let before = listing(&fx.root);
     let args = [
-        "install", "greet", "--arch", "gfx90c", "--from", &url, "--prefix", &p, "--dry-run",
+        "install",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &url,
+        "--prefix",
+        &p,
+        "--dry-run",
     ];
     let text = fx.ok(&args).stdout;
     assert_eq!(listing(&fx.root), before, "a dry run writes nothing");
@@ -1710,8 +1718,19 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     assert_eq!(listing(&fx.root), installed);
     // A refusal is the install's own: a component the index lacks.
     let o = fx.run(&[
-        "install", "nosuch", "--from", &url, "--prefix", &p, "--dry-run",
+        "install",
+        "nosuch",
+        "--from",
+        &url,
+        "--prefix",
+        &p,
+        "--dry-run",
     ]);
     assert_eq!(o.code, 1);
-    assert!(o.stderr.contains("nosuch for any target is not in the index"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("nosuch for any target is not in the index"),
+        "{}",
+        o.stderr
+    );
 }

@@ -757,7 +757,16 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
     let before = tree_contents(&fx.root);
     let unset = [("GITHUB_TOKEN", "")];
     let text = fx
-        .ok(&unset, &["publish", "dist", "--to", "github://me/rocm@v1", "--dry-run"])
+        .ok(
+            &unset,
+            &[
+                "publish",
+                "dist",
+                "--to",
+                "github://me/rocm@v1",
+                "--dry-run",
+            ],
+        )
         .stdout;
     assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
     let mut shown = String::new();
@@ -784,26 +793,54 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
     // The registry's plan, as JSON: every layer, each with the digest of the file sent.
     let to = format!("oci://127.0.0.1:{}/rocforge/releases", free_port());
     let out = fx
-        .ok(&[], &["--format", "json", "publish", "dist", "--to", &to, "--dry-run"])
+        .ok(
+            &[],
+            &[
+                "--format",
+                "json",
+                "publish",
+                "dist",
+                "--to",
+                &to,
+                "--dry-run",
+            ],
+        )
         .stdout;
     assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
     let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plan["schema"], "rocforge.publish-plan/1");
     let uploads = plan["uploads"].as_array().unwrap();
-    let kinds: Vec<&str> = uploads.iter().map(|u| u["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = uploads
+        .iter()
+        .map(|u| u["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(
         kinds,
-        ["tarball", "signature", "tarball", "signature", "index", "signature"],
+        [
+            "tarball",
+            "signature",
+            "tarball",
+            "signature",
+            "index",
+            "signature"
+        ],
         "{out}"
     );
     for u in uploads {
         let file = fx.dist().join(u["file"].as_str().unwrap());
         assert_eq!(u["sha256"], sha256_file(&file), "{u}");
-        assert!(u["to"].as_str().unwrap().contains("/rocforge/releases:"), "{u}");
+        assert!(
+            u["to"].as_str().unwrap().contains("/rocforge/releases:"),
+            "{u}"
+        );
     }
     assert_eq!(plan["index"]["artifacts"].as_array().unwrap().len(), 2);
     assert_eq!(plan["index"]["signed"], true);
     let pages = plan["wheel_index"].as_array().unwrap();
     assert!(!pages.is_empty());
-    assert!(pages.iter().all(|p| !Path::new(p.as_str().unwrap()).exists()));
+    assert!(
+        pages
+            .iter()
+            .all(|p| !Path::new(p.as_str().unwrap()).exists())
+    );
 }
