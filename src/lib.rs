@@ -20,6 +20,7 @@ pub mod image;
 pub mod inspect;
 pub mod install;
 pub mod interrupt;
+pub mod net;
 pub mod oci;
 pub mod package;
 pub mod plan;

@@ -241,9 +241,7 @@ fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache
         .map(|k| crate::sign::load_secret(k, password))
         .transpose()
         .map_err(sign_err)?;
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        .build()
+    let client = crate::net::try_client(&crate::net::HttpOptions::default())
         .map_err(|e| Error::hinted(e, "check the TLS setup"))?;
     Ok(OciCache::new(client, repo, trusted, secret))
 }

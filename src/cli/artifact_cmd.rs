@@ -146,6 +146,9 @@ pub struct InstallArgs {
     /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
     #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
     pub timeout: Option<String>,
+    /// Print the plan (artifacts, URLs, sha256, sizes, what is replaced or kept) and stop: nothing is downloaded or written
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn sign_err(e: SignError) -> CliError {
@@ -495,12 +498,21 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
             install::RuntimeCheck::Auto
         },
     };
+    let reporter = TermReporter::new(g);
+    if a.dry_run {
+        let plan = app::install::plan(&super::options(g), &req, &reporter)?;
+        if g.format == Format::Json {
+            super::print_json(&plan);
+        } else {
+            print!("{}", plan.render_text());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
-    let reporter = TermReporter::new(g);
     let outcome = match app::install::install(&super::options(g), &req, &reporter, &stop)? {
         Installed::Stopped { prefix } => {
             eprintln!("stopped; {} is unchanged", prefix.display());

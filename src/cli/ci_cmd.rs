@@ -192,9 +192,7 @@ pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| "https://api.github.com".into());
     let (source, listed) = match (&scope, &token) {
         (Some(scope), Some(token)) => {
-            let client = reqwest::blocking::Client::builder()
-                .timeout(std::time::Duration::from_secs(30))
-                .build()
+            let client = rocforge::net::try_client(&rocforge::net::HttpOptions::default())
                 .map_err(|e| Diagnostic::new(format!("HTTP client: {e}")))?;
             let list = discover::list(&client, &api, token, scope)
                 .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?;

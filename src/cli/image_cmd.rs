@@ -50,13 +50,13 @@ fn err(e: ImageError) -> CliError {
 }
 
 fn client() -> Result<reqwest::blocking::Client> {
-    reqwest::blocking::Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        // Layers can be gigabytes: no overall deadline, only for connecting.
-        .timeout(None)
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .build()
-        .map_err(|e| Diagnostic::new(format!("cannot make an HTTP client: {e}")).into())
+    // Layers can be gigabytes: no idle limit, only for connecting.
+    rocforge::net::try_client(&rocforge::net::HttpOptions {
+        connect: Some(std::time::Duration::from_secs(30)),
+        idle: None,
+        ..Default::default()
+    })
+    .map_err(|e| Diagnostic::new(format!("cannot make an HTTP client: {e}")).into())
 }
 
 /// SOURCE_DATE_EPOCH when set, else the newest the store entries record, else 0.

@@ -275,9 +275,15 @@ registries that want credentials).
 
 Wheels (*.whl) in DIR get a PEP 503 index per target: DIR/<target>/<project>/index.html.
 
+--dry-run prints the plan instead, read from DIR alone: each file with its sha256 and size and
+where it goes, the index's entries and which files are signed, the wheel index pages; --format
+json prints it as rocforge.publish-plan/1. Nothing is uploaded or written, and the destination
+is not asked what it already has.
+
 Examples:
   rocforge publish dist --to github://me/rocm-gfx90c@rocm-6.4.4-1
-  rocforge publish dist --to oci://ghcr.io/me/rocforge")]
+  rocforge publish dist --to oci://ghcr.io/me/rocforge
+  rocforge publish dist --to oci://ghcr.io/me/rocforge --dry-run")]
     Publish(publish_cmd::PublishArgs),
     /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
     #[command(after_help = "\
@@ -321,13 +327,16 @@ tests and unusual systems, names the only directories to look in), downloads eac
 (resumable, verified against the index's sha256), extracts it safely into a staging directory \
 beside the prefix, then moves it in and writes a receipt. A failed or interrupted install leaves the prefix as it was.
 
+--dry-run makes the same checks and prints the plan instead: each artifact (dependencies first) with its URL, sha256 and sizes, whether it is installed, replaces a version or is kept, and the components left as they are; --format json prints it as rocforge.install-plan/1. Nothing is downloaded, locked or written.
+
 Without --from, ROCFORGE_INDEX or [install] index in rocforge.toml or ~/.config/rocforge/config.toml, \
 the index is the project's newest published release: \
 https://github.com/rocforge/rocforge/releases/latest/download/index.json
 
 Examples:
   rocforge install rocsparse --arch gfx90c --prefix ~/rocm
-  rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
+  rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm
+  rocforge install rocsparse --arch gfx90c --prefix ~/rocm --dry-run")]
     Install(artifact_cmd::InstallArgs),
     /// Remove installed components: exactly the files their receipts list
     Uninstall(artifact_cmd::UninstallArgs),
@@ -654,6 +663,14 @@ fn check_format(
             .is_some_and(|p| p.get_one::<String>("explain").is_some());
     if explain {
         name += " --explain";
+        supported = TEXT_JSON;
+    }
+    // `install --dry-run` prints a plan, which has a JSON form; an install itself does not.
+    let dry_install = path == ["install"]
+        && m.subcommand_matches("install")
+            .is_some_and(|i| i.get_flag("dry_run"));
+    if dry_install {
+        name += " --dry-run";
         supported = TEXT_JSON;
     }
     if supported.contains(&format) {

@@ -8,6 +8,10 @@
 //! `list --installed`, applies the journal of every staging directory a killed run left beside
 //! the prefix and removes those directories; staging without a journal never touched the prefix
 //! and is simply removed.
+//!
+//! This is the one place where staging is not [`crate::fsutil::Staged`]'s single rename: a
+//! merge moves many entries into a prefix that stays, so it is made crash-safe by the journal
+//! and finished forward by the next command, never rolled back.
 
 use std::collections::BTreeSet;
 use std::io::Read;

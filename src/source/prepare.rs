@@ -486,14 +486,15 @@ pub fn prepare(
         crate::fsutil::reap_temp(parent, &format!(".{key}.tmp-"));
     }
 
-    let staging = crate::fsutil::staging_dir(&entry).map_err(io(&entry))?;
-    crate::fault::point("fetch");
     // Whatever happens below, a failure removes the staging directory: no half-made entry.
-    let result = (|| -> Result<i64, SourceError> {
+    let staged = crate::fsutil::Staged::dir_beside(&entry).map_err(io(&entry))?;
+    let staging = staged.path();
+    crate::fault::point("fetch");
+    let epoch = (|| -> Result<i64, SourceError> {
         let tree = staging.join("tree");
         std::fs::create_dir_all(&tree).map_err(io(&tree))?;
         let task = s.reporter.task(&format!("fetch {component}"), None, false);
-        let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
+        let epoch = fetch_origin(s, recipe, &origin, &tree, staging)?;
         crate::fault::point("fetch");
         task.finish(&format!("fetched {component}"));
         let mut patch_files = patch_files.clone();
@@ -534,20 +535,11 @@ pub fn prepare(
         )
         .map_err(io(&meta_path))?;
         Ok(epoch)
-    })();
-    match result {
-        Ok(epoch) => {
-            crate::fault::point("fetch");
-            std::fs::rename(&staging, &entry).map_err(io(&entry))?;
-            crate::fault::point("fetch");
-            crate::fsutil::sync_dir(entry.parent().unwrap_or(Path::new(".")));
-            Ok(done(false, epoch))
-        }
-        Err(e) => {
-            let _ = crate::fsutil::remove_tree(&staging);
-            Err(e)
-        }
-    }
+    })()?;
+    crate::fault::point("fetch");
+    staged.commit().map_err(io(&entry))?;
+    crate::fault::point("fetch");
+    Ok(done(false, epoch))
 }
 
 /// Fetches the pristine (unpatched) source of `recipe` into `tree`, for `rocforge check
@@ -789,19 +781,16 @@ fn fetch_inputs(
         if !dir.is_dir() {
             // Unpacking left half-done by a killed run.
             crate::fsutil::reap_temp(&s.cache.root().join("inputs"), &format!(".{}.tmp-", sha256));
-            let staging = crate::fsutil::staging_dir(&dir).map_err(|source| SourceError::Io {
-                component: component.to_string(),
-                path: dir.display().to_string(),
-                source,
-            })?;
-            if let Err(e) = unpack_tar(component, &file, &staging, false) {
-                let _ = crate::fsutil::remove_tree(&staging);
-                return Err(e);
-            }
-            // Another process may have won the race; its copy is identical.
-            if std::fs::rename(&staging, &dir).is_err() {
-                let _ = crate::fsutil::remove_tree(&staging);
-            }
+            let staged =
+                crate::fsutil::Staged::dir_beside(&dir).map_err(|source| SourceError::Io {
+                    component: component.to_string(),
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+            unpack_tar(component, &file, staged.path(), false)?;
+            // Another process may have won the race (the commit fails, ours is removed); its
+            // copy is identical.
+            let _ = staged.commit();
         }
         out.push((input.name.clone(), dir));
     }
