@@ -318,7 +318,10 @@ mod tests {
         let k: ContentKey = serde_json::from_str(&format!("\"{K}\"")).unwrap();
         assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{K}\""));
         assert_eq!(k.short(), "c0219fbf0091");
-        assert_eq!(format!("[{:<9}]", ComponentName::parse("rocblas").unwrap()), "[rocblas  ]");
+        assert_eq!(
+            format!("[{:<9}]", ComponentName::parse("rocblas").unwrap()),
+            "[rocblas  ]"
+        );
         for bad in [
             "ab",
             &K.to_uppercase(),
