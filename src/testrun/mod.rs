@@ -4,10 +4,10 @@
 
 pub mod bundle;
 pub mod classify;
-pub mod ctest;
+pub use crate::corpus::ctest;
 pub mod detect;
 pub mod gtest;
-pub mod installed;
+pub use crate::corpus::installed;
 pub mod journal;
 pub mod run;
 pub mod select;
