@@ -479,7 +479,7 @@ fn lay_out(session: &Session, plan: &TestPlan) -> Result<()> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let install_req = install::Request {
         allow_downgrade: false,
-        components: &[plan.component.clone()],
+        components: std::slice::from_ref(&plan.component),
         targets: &[plan.target.to_string()],
         from,
         prefix,

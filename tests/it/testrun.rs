@@ -1647,6 +1647,21 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
         stderr.contains("not in the store") && stderr.contains("--from"),
         "{stderr}"
     );
+    // The plan names the index's artifact and installs nothing: the corpus waits for the install.
+    let o = run(&["--from", &server.url(), "--dry-run", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["source"]["kind"], "index", "{plan:#}");
+    assert_eq!(plan["source"]["index"], server.url().as_str());
+    assert_eq!(plan["tested"]["key"], key.as_str());
+    assert_eq!(plan["tested"]["runtime"], "index");
+    assert!(plan["shards"][0].get("tests").is_none(), "{plan:#}");
+    assert!(!out.exists(), "a dry run writes nothing");
     let o = run(&["--from", &server.url()]);
     assert_eq!(
         o.status.code(),
