@@ -1689,18 +1689,16 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     );
     assert!(plan.contains("pkg_1.1-1.debian.tar.xz"), "{plan}");
     // `check --sources` applies what a fetch applies: the series' patch, then the base's.
-    let checked = ok(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--release",
-            "line-2.0",
-            "check",
-            "--sources",
-            "pkg",
-        ],
-    );
+    let check_sources = [
+        "--recipes",
+        "recipes",
+        "--release",
+        "line-2.0",
+        "check",
+        "--sources",
+        "pkg",
+    ];
+    let checked = ok(w.path(), &check_sources);
     assert!(checked.contains("applies (2 patch(es)"), "{checked}");
     let base_plan = ok(
         w.path(),
@@ -1736,18 +1734,7 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         err.contains("pkg_1.1-1.debian.tar.xz:debian/patches/docs.patch"),
         "{err}"
     );
-    let out = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--release",
-            "line-2.0",
-            "check",
-            "--sources",
-            "pkg",
-        ],
-    );
+    let out = rocforge(w.path(), &check_sources);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout.contains("conflict") && out.stdout.contains("docs.patch"),
