@@ -424,11 +424,11 @@ pub fn load_index(
     let index: Index =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("invalid JSON: {e}")))?;
     check_index(&index, &shown)?;
-    let expires = parse_rfc3339(&index.expires).ok_or_else(|| InstallError::BadDate {
+    let expires = parse_rfc3339(&index.expires).map_err(|_| InstallError::BadDate {
         from: shown.clone(),
         value: index.expires.clone(),
     })?;
-    parse_rfc3339(&index.issued).ok_or_else(|| InstallError::BadDate {
+    parse_rfc3339(&index.issued).map_err(|_| InstallError::BadDate {
         from: shown.clone(),
         value: index.issued.clone(),
     })?;
