@@ -14,7 +14,7 @@ use rocforge::ci::runners::Runners;
 #[test]
 fn release_workflow_for_the_shipped_catalog() {
     let c = Catalog::load(CatalogRoot::Embedded, None).unwrap();
-    let wf = workflow(&[Line::from_catalog(&c)], &Runners::embedded());
+    let wf = workflow(&[Line::from_catalog(&c)], &Runners::embedded()).unwrap();
     insta::assert_snapshot!(wf);
 }
 
