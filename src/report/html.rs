@@ -15,16 +15,19 @@ pub fn render(r: &Report<'_>) -> Result<String, RenderError> {
 mod tests {
     use super::super::fixtures::bundle;
 
-    /// Bundles are other machines' files: a component, version, machine or test name holding
-    /// markup shows as text, in every table and in the failing tests.
+    /// Bundles are other machines' files: a machine, version or test name holding markup
+    /// shows as text, in every table and in the failing tests. (Component names and content
+    /// keys are checked where a bundle is read; the machine is whatever `--machine` said.)
     #[test]
     fn names_from_bundles_are_escaped() {
-        // A content key is 64 hex digits, checked where a bundle is read: no markup there.
         let key = "a".repeat(64);
         let bundles = vec![bundle(
-            ("<script>alert(1)</script>", "1.0\"><script>", &key),
+            ("rocsparse", "1.0\"><script>", &key),
             "gfx90c",
-            ("<img src=x onerror=alert(1)>", "gfx90c"),
+            (
+                "<script>alert(1)</script><img src=x onerror=alert(1)>",
+                "gfx90c",
+            ),
             false,
             &[("T.<script>x</script>", "failed", Some("assertion"))],
         )];
@@ -33,14 +36,14 @@ mod tests {
         for bad in ["<script", "<img"] {
             assert!(!html.contains(bad), "{bad} unescaped:\n{html}");
         }
-        assert!(
-            html.contains("<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>"),
-            "{html}"
-        );
-        assert!(
-            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
-            "{html}"
-        );
+        let machine = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;";
+        for shown in [
+            format!("<td>{machine}</td>"),
+            format!("<th>gfx90c on {machine}</th>"),
+            format!("rocsparse gfx90c on {machine} ("),
+        ] {
+            assert!(html.contains(&shown), "{shown} not in:\n{html}");
+        }
         assert!(
             html.contains("<td>T.&lt;script&gt;x&lt;/script&gt;</td>"),
             "{html}"
