@@ -94,12 +94,12 @@ fn run() -> io::Result<()> {
     let tree = store.tree(&key);
     generate(&tree, total)?;
     let meta = EntryMeta {
-        component: "bench".into(),
-        key: key.clone(),
+        component: "bench".parse().expect("a name"),
+        key: key.parse().expect("a key"),
         committed: 0,
         version: "1.0".into(),
         release: "bench".into(),
-        targets: vec!["gfx90c".into()],
+        targets: vec!["gfx90c".parse().expect("a target")],
         runtime: "podman".into(),
         reproducible: true,
         image: None,

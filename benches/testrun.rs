@@ -118,10 +118,13 @@ fn parse_and_bundle(tmp: &Path) {
         started: 0,
         finished: 0,
         component: Artifact {
-            name: "rocsparse".into(),
-            version: "4.0".into(),
-            key: "0".repeat(64),
-            targets: vec!["gfx90c".into()],
+            id: rocforge::ids::ArtifactId {
+                name: "rocsparse".parse().unwrap(),
+                version: "4.0".into(),
+                release: "bench".into(),
+                targets: vec!["gfx90c".parse().unwrap()],
+                key: "0".repeat(64).parse().unwrap(),
+            },
             runtime: "podman".into(),
         },
         dependencies: Vec::new(),

@@ -19,7 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$rocforge" key generate --out "$work/keys" >/dev/null
 "$rocforge" --recipes recipes --release debian-6.4 package "$component" --arch "$arch" \
-  --runtime container --out "$work/dist" --key "$work/keys/rocforge.key"
+  --runtime auto --out "$work/dist" --key "$work/keys/rocforge.key"
 cp "$program" "$work/prog.cpp"
 podman run --rm --network=none -v "$rocforge:/usr/local/bin/rocforge:ro" -v "$work:/w:ro" "$image" \
   bash -c "set -e

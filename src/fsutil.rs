@@ -1,9 +1,16 @@
 //! Filesystem steps that must never leave half-written state behind.
 
+mod stage;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+pub use stage::Staged;
+
 /// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over `path`.
+/// This is [`Staged`]'s idea for a regular file, kept on tempfile's `NamedTempFile`: it creates
+/// the file 0600 (the mode every file written this way has had; `sign::readable` widens it
+/// where others must read) under the `.tmp-<pid>-` name [`reap_temp`] looks for.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path
         .parent()

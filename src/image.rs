@@ -801,24 +801,19 @@ pub fn write_archive(
 
 /// `podman load -i FILE` / `docker load -i FILE`; returns what it printed.
 pub fn load(loader: Loader, archive: &Path) -> Result<String, ImageError> {
+    use crate::process::{Cmd, ProcessError};
     let tool = loader.tool();
-    let out = std::process::Command::new(tool)
-        .arg("load")
-        .arg("-i")
-        .arg(archive)
-        .output()
-        .map_err(|e| ImageError::Load {
-            tool: tool.into(),
-            message: e.to_string(),
-        })?;
-    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() {
-        return Err(ImageError::Load {
-            tool: tool.into(),
-            message: format!("{}\n{stdout}", String::from_utf8_lossy(&out.stderr).trim()),
-        });
-    }
-    Ok(stdout)
+    let message = match Cmd::new(tool).arg("load").arg("-i").arg(archive).run() {
+        Ok(stdout) => return Ok(stdout.trim().to_string()),
+        Err(ProcessError::Spawn { source, .. }) => source.to_string(),
+        Err(ProcessError::Failed { stdout, stderr, .. }) => {
+            format!("{}\n{}", stderr.trim(), stdout.trim())
+        }
+    };
+    Err(ImageError::Load {
+        tool: tool.into(),
+        message,
+    })
 }
 
 #[cfg(test)]

@@ -319,11 +319,28 @@ pub fn sanitize_tag(s: &str) -> String {
     t
 }
 
-/// A client for one repository, holding the bearer token once the registry handed one out.
+/// A client for one repository, holding the credentials once the registry asked for them.
 pub struct Remote {
     client: Client,
     pub repo: Repository,
-    token: std::sync::Mutex<Option<String>>,
+    token: std::sync::Mutex<Option<Auth>>,
+}
+
+/// What a registry accepted: a bearer token it handed out, or user and password.
+#[derive(Clone)]
+enum Auth {
+    Bearer(String),
+    Basic(String, String),
+}
+
+impl Auth {
+    /// reqwest marks both headers sensitive: they stay out of any debug output.
+    fn apply(&self, rb: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        match self {
+            Auth::Bearer(t) => rb.bearer_auth(t),
+            Auth::Basic(u, p) => rb.basic_auth(u, Some(p)),
+        }
+    }
 }
 
 type Response = reqwest::blocking::Response;
@@ -372,9 +389,9 @@ impl Remote {
             .token
             .lock()
             .expect("not poisoned")
-            .as_deref()
+            .as_ref()
         {
-            Some(t) => rb.header(AUTHORIZATION, t),
+            Some(auth) => auth.apply(rb),
             None => rb,
         };
         let resp = with_auth(make(&self.client))
@@ -393,22 +410,16 @@ impl Remote {
             (Ok(u), Ok(p)) if !u.is_empty() => Some((u, p)),
             _ => None,
         };
-        let header = if challenge_params(&challenge).is_some() {
+        let auth = if challenge_params(&challenge).is_some() {
             let scope = format!("repository:{}:pull,push", self.repo.repository);
-            token_for(&self.client, &challenge, &scope, creds.as_ref())
-                .map(|t| format!("Bearer {t}"))
+            token_for(&self.client, &challenge, &scope, creds.as_ref()).map(Auth::Bearer)
         } else {
-            creds.map(|(u, p)| {
-                use std::io::Write;
-                let mut raw = Vec::new();
-                let _ = write!(raw, "{u}:{p}");
-                format!("Basic {}", base64_encode(&raw))
-            })
+            creds.map(|(u, p)| Auth::Basic(u, p))
         };
-        let Some(header) = header else {
+        let Some(auth) = auth else {
             return Ok(resp);
         };
-        *self.token.lock().expect("not poisoned") = Some(header);
+        *self.token.lock().expect("not poisoned") = Some(auth);
         with_auth(make(&self.client))
             .send()
             .map_err(|e| self.err_unreachable(what, e))
@@ -722,27 +733,6 @@ fn token_for(
         .map(str::to_string)
 }
 
-fn base64_encode(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -783,7 +773,7 @@ mod tests {
     }
 
     #[test]
-    fn repositories_tags_and_base64() {
+    fn repositories_tags_and_basic_auth() {
         let r = Repository::parse("oci://127.0.0.1:5000/rocforge/cache").unwrap();
         assert_eq!(r.registry, "127.0.0.1:5000");
         assert_eq!(r.repository, "rocforge/cache");
@@ -791,7 +781,13 @@ mod tests {
         assert!(Repository::parse("oci://ghcr.io").is_err());
         assert!(Repository::parse("oci://ghcr.io/X:1").is_err());
         assert_eq!(sanitize_tag("a+b:c"), "a_b_c");
-        assert_eq!(base64_encode(b"user:pw"), "dXNlcjpwdw==");
-        assert_eq!(base64_encode(b"ab"), "YWI=");
+        let client = crate::net::client(&Default::default());
+        let req = Auth::Basic("user".into(), "pw".into())
+            .apply(client.get("http://127.0.0.1:9/"))
+            .build()
+            .unwrap();
+        let auth = req.headers().get(AUTHORIZATION).unwrap();
+        assert_eq!(auth.to_str().unwrap(), "Basic dXNlcjpwdw==");
+        assert!(auth.is_sensitive());
     }
 }

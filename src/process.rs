@@ -1,5 +1,7 @@
 //! The one way rocforge runs another program: the full command line is logged, output is
-//! captured, and a failure says what ran, where, and what it printed.
+//! captured (or appended to a log file), and a failure says what ran, where, and what it
+//! printed. A child that must be watched while it runs (a test client that may hang) is a
+//! [`Pumped`]: its output arrives line by line, so silence can be timed and the child killed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -118,6 +120,133 @@ impl Cmd {
             });
         }
         Ok(stdout)
+    }
+}
+
+impl Cmd {
+    /// Runs to completion with stdout and stderr appended to `log` (after the command line,
+    /// `$ …`); returns the exit code, None when killed by a signal.
+    pub fn run_logged(&self, log: std::fs::File) -> Result<Option<i32>, ProcessError> {
+        use std::io::Write;
+        let command = self.display();
+        tracing::info!(target: "rocforge::process", "run: {command}");
+        let spawn = |source| ProcessError::Spawn {
+            command: command.clone(),
+            source,
+        };
+        let mut log = log;
+        writeln!(log, "$ {command}").map_err(spawn)?;
+        let err = log.try_clone().map_err(spawn)?;
+        let mut expr = duct::cmd(&self.program, &self.args)
+            .stdin_null()
+            .stdout_file(log)
+            .stderr_file(err)
+            .unchecked();
+        if let Some(dir) = &self.cwd {
+            expr = expr.dir(dir);
+        }
+        for (k, v) in &self.env {
+            expr = expr.env(k, v);
+        }
+        Ok(expr.run().map_err(spawn)?.status.code())
+    }
+}
+
+/// What a [`Pumped`] child's output said within the wait.
+#[derive(Debug)]
+pub enum Heard {
+    /// One line, with its end of line.
+    Line(Vec<u8>),
+    /// Nothing within the wait.
+    Silent,
+    /// The output is closed (the child exited, or closed it).
+    Closed,
+}
+
+/// A running child whose stdout and stderr arrive, joined in one pipe, line by line: a thread
+/// pumps them into a channel, so the caller can time the silence between lines.
+pub struct Pumped {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+    pump: std::thread::JoinHandle<()>,
+}
+
+impl Pumped {
+    /// Starts `cmd` (its process group, environment and the like already set) with stdout and
+    /// stderr into one pipe. `cmd` is consumed: its copies of the pipe's write end must go, or
+    /// the end of the output never comes.
+    pub fn spawn(mut cmd: std::process::Command) -> std::io::Result<Pumped> {
+        use std::io::BufRead;
+        let pipe =
+            |e: std::io::Error| std::io::Error::new(e.kind(), format!("creating a pipe: {e}"));
+        let (reader, writer) = std::io::pipe().map_err(pipe)?;
+        let writer2 = writer.try_clone().map_err(pipe)?;
+        cmd.stdout(writer).stderr(writer2);
+        let child = cmd.spawn()?;
+        drop(cmd);
+        let (tx, lines) = std::sync::mpsc::sync_channel::<Vec<u8>>(4096);
+        let pump = std::thread::spawn(move || {
+            let mut r = std::io::BufReader::with_capacity(1 << 16, reader);
+            loop {
+                let mut line = Vec::new();
+                match r.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if tx.send(line).is_err() => break,
+                    Ok(_) => {}
+                }
+            }
+        });
+        Ok(Pumped { child, lines, pump })
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next line, waiting at most `wait`.
+    pub fn next(&self, wait: std::time::Duration) -> Heard {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self.lines.recv_timeout(wait) {
+            Ok(line) => Heard::Line(line),
+            Err(RecvTimeoutError::Timeout) => Heard::Silent,
+            Err(RecvTimeoutError::Disconnected) => Heard::Closed,
+        }
+    }
+
+    /// Waits for the exit until `deadline` (a child may close its output and go on running);
+    /// past it `kill` gets the child's id, until it is gone. Returns the status and whether
+    /// `kill` was called.
+    pub fn wait_until(
+        &mut self,
+        deadline: std::time::Instant,
+        kill: &dyn Fn(u32),
+    ) -> std::io::Result<(std::process::ExitStatus, bool)> {
+        let mut killed = false;
+        loop {
+            match self.child.try_wait()? {
+                Some(s) => return Ok((s, killed)),
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2))
+                }
+                None => {
+                    killed = true;
+                    kill(self.child.id());
+                }
+            }
+        }
+    }
+
+    /// What the pipe still holds once the child is gone (a kill closes it), then the pump ends.
+    pub fn rest(self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(std::time::Duration::from_millis(200))
+        {
+            out.push(line);
+        }
+        let _ = self.pump.join();
+        out
     }
 }
 

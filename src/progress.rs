@@ -21,6 +21,9 @@ pub trait Task: Send + Sync {
     fn finish_build(&self, _end: BuildEnd, message: &str) {
         self.finish(message);
     }
+    /// One line of a component's build log, as the build writes it. Most displays show the
+    /// status instead; a verbose one prints the lines.
+    fn log_line(&self, _line: &str) {}
 }
 
 pub trait Reporter: Send + Sync {

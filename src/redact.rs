@@ -64,6 +64,51 @@ pub fn server_text(text: &str) -> String {
         .collect()
 }
 
+/// `url` with any user name, password and token-like query value replaced by `***`, for
+/// messages, logs and records.
+pub fn url(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        // Not a URL: cut anything that looks like `user:password@`.
+        return match (url.find("://"), url.rfind('@')) {
+            (Some(s), Some(a)) if a > s => format!("{}***{}", &url[..s + 3], &url[a..]),
+            _ => url.to_string(),
+        };
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    if u.query().is_some() {
+        let secret = |k: &str| {
+            let k = k.to_ascii_lowercase();
+            [
+                "token",
+                "key",
+                "sig",
+                "secret",
+                "password",
+                "auth",
+                "credential",
+            ]
+            .iter()
+            .any(|w| k.contains(w))
+        };
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if secret(&k) {
+                    "***".into()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,12 +13,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::TargetId;
+use crate::ids::{ArtifactId, ComponentName, ContentKey};
 use crate::plan::{LocalImage, StoreView};
 
+/// An entry's `meta.json`. Its layout predates [`ArtifactId`] (`component`, not `name`, and
+/// the build's facts between the identity's fields) and stays, so every store on disk reads;
+/// [`EntryMeta::artifact_id`] gives the identity the formats made from it carry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EntryMeta {
-    pub component: String,
-    pub key: String,
+    pub component: ComponentName,
+    pub key: ContentKey,
     /// Seconds since the epoch when the entry was committed.
     pub committed: u64,
     #[serde(default)]
@@ -26,7 +31,7 @@ pub struct EntryMeta {
     #[serde(default)]
     pub release: String,
     #[serde(default)]
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetId>,
     /// podman, docker or host.
     #[serde(default)]
     pub runtime: String,
@@ -48,6 +53,18 @@ pub struct EntryMeta {
     /// (`share/doc/<component>/…`).
     #[serde(default)]
     pub licenses: Vec<String>,
+}
+
+impl EntryMeta {
+    pub fn artifact_id(&self) -> ArtifactId {
+        ArtifactId {
+            name: self.component.clone(),
+            version: self.version.clone(),
+            release: self.release.clone(),
+            targets: self.targets.clone(),
+            key: self.key.clone(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -92,29 +109,31 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
 
 /// A reserved entry being assembled; dropped without `commit`, it is removed.
 pub struct Staging {
-    pub dir: PathBuf,
+    staged: crate::fsutil::Staged,
     pub key: String,
-    final_dir: PathBuf,
     _lock: crate::fsutil::Lock,
-    committed: bool,
 }
 
 impl Staging {
+    pub fn dir(&self) -> &Path {
+        self.staged.path()
+    }
+
     pub fn tree(&self) -> PathBuf {
-        self.dir.join("tree")
+        self.dir().join("tree")
     }
 
     pub fn log(&self) -> PathBuf {
-        self.dir.join("build.log")
+        self.dir().join("build.log")
     }
 
     /// Writes the metadata and renames the entry into place.
     pub fn commit(
-        mut self,
+        self,
         meta: &EntryMeta,
         hash_input: &serde_json::Value,
     ) -> Result<PathBuf, StoreError> {
-        let hi = self.dir.join("hash-input.json");
+        let hi = self.dir().join("hash-input.json");
         crate::fsutil::write_atomic(
             &hi,
             &serde_json::to_vec_pretty(hash_input).expect("plain data"),
@@ -122,23 +141,14 @@ impl Staging {
         .map_err(io(&hi))?;
         crate::fault::point("build");
         // meta.json last: its presence marks a complete entry.
-        let m = self.dir.join("meta.json");
+        let m = self.dir().join("meta.json");
         crate::fsutil::write_atomic(&m, &serde_json::to_vec_pretty(meta).expect("plain data"))
             .map_err(io(&m))?;
         crate::fault::point("build");
-        std::fs::rename(&self.dir, &self.final_dir).map_err(io(&self.final_dir))?;
+        let target = self.staged.target().to_path_buf();
+        let dir = self.staged.commit().map_err(io(&target))?;
         crate::fault::point("build");
-        crate::fsutil::sync_dir(self.final_dir.parent().unwrap_or(Path::new(".")));
-        self.committed = true;
-        Ok(self.final_dir.clone())
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = crate::fsutil::remove_tree(&self.dir);
-        }
+        Ok(dir)
     }
 }
 
@@ -214,18 +224,18 @@ impl Store {
         if self.contains(key) {
             return Ok(None);
         }
-        let dir = tempfile::Builder::new()
-            .prefix(&format!(".tmp-{key}-"))
-            .tempdir_in(&self.root)
-            .map_err(io(&self.root))?
-            .keep();
-        std::fs::create_dir_all(dir.join("tree")).map_err(io(&dir))?;
+        // Named for the key, not the process: clean_staging finds it by its lock.
+        let staged = crate::fsutil::Staged::dir_in(
+            &self.root,
+            &format!(".tmp-{key}-"),
+            &self.entry_dir(key),
+        )
+        .map_err(io(&self.root))?;
+        std::fs::create_dir_all(staged.path().join("tree")).map_err(io(staged.path()))?;
         Ok(Some(Staging {
-            dir,
+            staged,
             key: key.to_string(),
-            final_dir: self.entry_dir(key),
             _lock: lock,
-            committed: false,
         }))
     }
 
@@ -302,10 +312,10 @@ impl Store {
             let mut map: BTreeMap<String, EntryMeta> = BTreeMap::new();
             for meta in self.entries() {
                 let newer = map
-                    .get(&meta.component)
+                    .get(meta.component.as_str())
                     .is_none_or(|m| (m.committed, &m.key) < (meta.committed, &meta.key));
                 if newer {
-                    map.insert(meta.component.clone(), meta);
+                    map.insert(meta.component.to_string(), meta);
                 }
             }
             map

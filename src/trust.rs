@@ -200,6 +200,8 @@ pub fn default_state_dir() -> PathBuf {
 pub struct StateFile {
     pub path: PathBuf,
     pub state: State,
+    /// Whether [`StateFile::save`] writes (false for a dry run, which must change nothing).
+    persist: bool,
 }
 
 impl StateFile {
@@ -221,6 +223,7 @@ impl StateFile {
         Ok(StateFile {
             path: path.to_path_buf(),
             state,
+            persist: true,
         })
     }
 
@@ -229,7 +232,18 @@ impl StateFile {
         StateFile::load(&default_state_dir().join(STATE_FILE))
     }
 
+    /// The same state, never saved: what a dry run checks against.
+    pub fn read_only(self) -> StateFile {
+        StateFile {
+            persist: false,
+            ..self
+        }
+    }
+
     pub fn save(&self) -> Result<(), TrustError> {
+        if !self.persist {
+            return Ok(());
+        }
         let mut s = self.state.clone();
         s.schema = STATE_SCHEMA.into();
         let mut bytes = serde_json::to_vec_pretty(&s).expect("plain data");

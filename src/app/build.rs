@@ -188,7 +188,7 @@ impl Build {
                         (
                             s.component.clone(),
                             StepResult::Cached {
-                                tree: store.tree(&s.key.0),
+                                tree: store.tree(&s.key),
                             },
                         )
                     })
@@ -214,7 +214,7 @@ impl Build {
             .requested
             .iter()
             .filter_map(|c| plan.step(c))
-            .map(|s| store.tree(&s.key.0))
+            .map(|s| store.tree(&s.key))
             .collect();
         Ok(Outcome {
             report,
@@ -241,9 +241,7 @@ fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache
         .map(|k| crate::sign::load_secret(k, password))
         .transpose()
         .map_err(sign_err)?;
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        .build()
+    let client = crate::net::try_client(&crate::net::HttpOptions::default())
         .map_err(|e| Error::hinted(e, "check the TLS setup"))?;
     Ok(OciCache::new(client, repo, trusted, secret))
 }

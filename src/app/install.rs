@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use super::{Error, Options, Result};
 use crate::catalog::config::Config;
 use crate::diag::Diagnostics;
-use crate::install::{self, InstallError, RuntimeCheck};
+use crate::install::{self, InstallError, InstallPlan, RuntimeCheck};
 use crate::progress::Reporter;
 use crate::source::cache::Cache;
 use crate::source::download::DownloadOptions;
@@ -98,12 +98,14 @@ fn parse_duration(s: &str) -> Option<std::time::Duration> {
     (secs > 0).then(|| std::time::Duration::from_secs(secs))
 }
 
-pub fn install(
+/// The library's request for `req`: the index chosen (flag, environment, config, default),
+/// the prefix made absolute, the trusted keys, targets, limits; with the hint for an index
+/// that cannot be read.
+fn prepare<'a>(
     options: &Options,
-    req: &Request<'_>,
+    req: &Request<'a>,
     reporter: &dyn Reporter,
-    stop: &AtomicBool,
-) -> Result<Installed> {
+) -> Result<Prepared<'a>> {
     let config = Config::load(options.root.base_dir().as_deref()).map_err(Error::Diagnostics)?;
     let env = std::env::var(install::origin::INDEX_ENV).ok();
     let choice = install::origin::choose(
@@ -114,7 +116,6 @@ pub fn install(
             .as_ref()
             .map(|(i, f)| (i.as_str(), f.as_str())),
     );
-    let from = choice.location.clone();
     let mut allowed_hosts = req.allow_host.to_vec();
     allowed_hosts.extend(choice.implied_hosts());
     let prefix = req
@@ -122,7 +123,6 @@ pub fn install(
         .map(Path::to_path_buf)
         .unwrap_or_else(default_prefix);
     let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
-    let keys = keys_of(&config, req.keys)?;
     let mut targets: Vec<String> = options
         .arch
         .as_deref()
@@ -154,32 +154,93 @@ pub fn install(
             "WARNING: --allow-unsigned: a missing or bad index signature will NOT stop this install",
         );
     }
-    let install_req = install::Request {
+    Ok(Prepared {
         components: req.components,
-        targets: &targets,
-        from: &from,
-        prefix: &prefix,
-        allow_unsigned: req.allow_unsigned,
-        allow_downgrade: req.allow_downgrade,
-        allowed_hosts: &allowed_hosts,
-        keys: &keys,
-        cache_dir: Cache::default_root(),
+        from: choice.location.clone(),
+        index_hint: choice.hint(),
+        prefix,
+        keys: keys_of(&config, req.keys)?,
+        targets,
+        allowed_hosts,
         max_bytes,
         download,
+        allow_unsigned: req.allow_unsigned,
+        allow_downgrade: req.allow_downgrade,
         runtime: req.runtime,
-        stop,
-    };
-    let report = match install::install(&install_req, reporter) {
-        Err(InstallError::Stopped) => return Ok(Installed::Stopped { prefix }),
-        Err(e @ InstallError::Index { .. }) => return Err(Error::hinted(&e, choice.hint())),
-        r => r.map_err(|e| Error::hinted(&e, e.hint()))?,
+    })
+}
+
+/// What [`prepare`] worked out, owned, for the library's [`install::Request`].
+struct Prepared<'a> {
+    components: &'a [String],
+    from: String,
+    index_hint: String,
+    prefix: PathBuf,
+    keys: Vec<crate::sign::PublicKey>,
+    targets: Vec<String>,
+    allowed_hosts: Vec<String>,
+    max_bytes: u64,
+    download: DownloadOptions,
+    allow_unsigned: bool,
+    allow_downgrade: bool,
+    runtime: RuntimeCheck,
+}
+
+impl Prepared<'_> {
+    fn request<'r>(&'r self, stop: &'r AtomicBool) -> install::Request<'r> {
+        install::Request {
+            components: self.components,
+            targets: &self.targets,
+            from: &self.from,
+            prefix: &self.prefix,
+            allow_unsigned: self.allow_unsigned,
+            allow_downgrade: self.allow_downgrade,
+            allowed_hosts: &self.allowed_hosts,
+            keys: &self.keys,
+            cache_dir: Cache::default_root(),
+            max_bytes: self.max_bytes,
+            download: self.download.clone(),
+            runtime: self.runtime,
+            stop,
+        }
+    }
+
+    fn error(&self, e: InstallError) -> Error {
+        match e {
+            e @ InstallError::Index { .. } => Error::hinted(&e, &self.index_hint),
+            e => Error::hinted(&e, e.hint()),
+        }
+    }
+}
+
+pub fn install(
+    options: &Options,
+    req: &Request<'_>,
+    reporter: &dyn Reporter,
+    stop: &AtomicBool,
+) -> Result<Installed> {
+    let prepared = prepare(options, req, reporter)?;
+    let report = match install::install(&prepared.request(stop), reporter) {
+        Err(InstallError::Stopped) => {
+            return Ok(Installed::Stopped {
+                prefix: prepared.prefix,
+            });
+        }
+        r => r.map_err(|e| prepared.error(e))?,
     };
     let not_native = not_native(options, &report);
     Ok(Installed::Done(Outcome {
-        prefix,
+        prefix: prepared.prefix,
         report,
         not_native,
     }))
+}
+
+/// `install --dry-run`: what [`install`] would do, with nothing downloaded or written.
+pub fn plan(options: &Options, req: &Request<'_>, reporter: &dyn Reporter) -> Result<InstallPlan> {
+    let prepared = prepare(options, req, reporter)?;
+    let never = AtomicBool::new(false);
+    install::plan(&prepared.request(&never)).map_err(|e| prepared.error(e))
 }
 
 /// The advice follows what each artifact carries, as its build's coverage gate recorded it.
@@ -200,7 +261,7 @@ fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
                 _ => format!("carries no code for {target}: its GPU functions fail there"),
             };
             out.push(NotNative {
-                component: r.name.clone(),
+                component: r.name.to_string(),
                 advice,
             });
         }

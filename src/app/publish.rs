@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Error, Result};
 use crate::diag::Diagnostic;
-use crate::package::index::{INDEX_NAME, Index};
 use crate::progress::Reporter;
-use crate::publish::{self, Destination, PublishError, wheels};
+use crate::publish::{self, PublishError, PublishPlan};
 
 /// What a publish did.
 pub struct Published {
@@ -17,9 +16,10 @@ pub struct Published {
     pub wheel_index: Vec<PathBuf>,
 }
 
-/// Publishes `dir` (what `rocforge package --out DIR` wrote) to `to`, a `github://` or `oci://`
-/// URL; without one only the wheel index is written.
-pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<Published> {
+/// The publish of `dir` (what `rocforge package --out DIR` wrote) to `to`, a `github://` or
+/// `oci://` URL (without one only the wheel index is written), computed from the directory
+/// alone: nothing is sent or written.
+pub fn plan(dir: &Path, to: Option<&str>) -> Result<PublishPlan> {
     let err = |e: PublishError| Error::hinted(&e, e.hint());
     if !dir.is_dir() {
         return Err(
@@ -28,37 +28,21 @@ pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<
                 .into(),
         );
     }
-    let dest = to.map(Destination::parse).transpose().map_err(err)?;
-    // Every target of the release gets a page, not only those the wheels name.
-    let targets: Vec<String> = std::fs::read(dir.join(INDEX_NAME))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Index>(&b).ok())
-        .map(|i| {
-            let mut t: Vec<String> = i.artifacts.into_iter().flat_map(|a| a.targets).collect();
-            t.sort();
-            t.dedup();
-            t
-        })
-        .unwrap_or_default();
-    let pages = wheels::write_index(dir, &targets).map_err(err)?;
-    if !pages.is_empty() {
-        reporter.note(&format!(
-            "wrote the wheel index ({} pages): pip install --index-url <URL of {}>/<target>/ …",
-            pages.len(),
-            dir.display()
-        ));
+    let plan = publish::plan::plan(dir, to).map_err(err)?;
+    if plan.to.is_none() && plan.wheel_index.is_empty() {
+        return Err(Diagnostic::new("nothing to do: no --to and no wheels")
+            .hint("pass --to github://OWNER/REPO@TAG or --to oci://REGISTRY/REPO")
+            .into());
     }
-    let files = match &dest {
-        Some(d) => publish::publish(dir, d, reporter).map_err(err)?,
-        None if pages.is_empty() => {
-            return Err(Diagnostic::new("nothing to do: no --to and no wheels")
-                .hint("pass --to github://OWNER/REPO@TAG or --to oci://REGISTRY/REPO")
-                .into());
-        }
-        None => Vec::new(),
-    };
+    Ok(plan)
+}
+
+/// Publishes `dir` to `to`: [`plan`], then carried out.
+pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<Published> {
+    let plan = plan(dir, to)?;
+    let files = publish::execute(&plan, reporter).map_err(|e| Error::hinted(&e, e.hint()))?;
     Ok(Published {
         files,
-        wheel_index: pages,
+        wheel_index: plan.wheel_index,
     })
 }

@@ -205,7 +205,7 @@ impl Session {
         let missing: Vec<&str> = plan
             .steps
             .iter()
-            .filter(|s| !self.store.contains(&s.key.0))
+            .filter(|s| !self.store.contains(&s.key))
             .map(|s| s.component.as_str())
             .collect();
         if missing.is_empty() {

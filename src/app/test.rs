@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::{Error, Result, Session};
 use crate::arch::{ArchTable, TargetId};
 use crate::catalog::Catalog;
+use crate::ids::{ArtifactId, ComponentName};
 use crate::install;
 use crate::plan;
 use crate::progress::Reporter;
@@ -155,7 +156,7 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
     let start = Record::Start {
         schema: crate::testrun::journal::JOURNAL_SCHEMA.into(),
         component: req.component.into(),
-        key: chosen.tested.key.clone(),
+        key: chosen.tested.key.to_string(),
         arch: target.to_string(),
         spoofed: req.spoof,
         shards: spec.shards,
@@ -245,12 +246,19 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
     }
     let found = found.map(|c| c.plan);
     let entry = |s: &plan::Step| -> Artifact {
-        let meta = store.find(&s.key.0).ok();
+        let meta = store.find(&s.key).ok();
+        let id = meta
+            .as_ref()
+            .map(|m| m.artifact_id())
+            .unwrap_or_else(|| ArtifactId {
+                name: ComponentName::checked(&s.component),
+                version: s.version.clone(),
+                release: String::new(),
+                targets: Vec::new(),
+                key: s.key.clone(),
+            });
         Artifact {
-            name: s.component.clone(),
-            version: s.version.clone(),
-            key: s.key.0.clone(),
-            targets: meta.as_ref().map(|m| m.targets.clone()).unwrap_or_default(),
+            id,
             runtime: meta.map(|m| m.runtime).unwrap_or_default(),
         }
     };
@@ -288,10 +296,7 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
             )
             .map_err(hinted)?;
             let as_entry = |x: &crate::package::index::Artifact| Artifact {
-                name: x.name.clone(),
-                version: x.version.clone(),
-                key: x.key.clone(),
-                targets: x.targets.clone(),
+                id: x.id.clone(),
                 runtime: "index".into(),
             };
             let tested = chosen
@@ -336,7 +341,7 @@ fn lay_out(
     crate::fsutil::remove_tree(prefix).map_err(io_err)?;
     if let Some(plan) = &chosen.plan {
         for s in &plan.steps {
-            crate::fsutil::link_tree(&session.store.tree(&s.key.0), prefix).map_err(io_err)?;
+            crate::fsutil::link_tree(&session.store.tree(&s.key), prefix).map_err(io_err)?;
         }
         return Ok(());
     }

@@ -16,6 +16,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::ids::ComponentName;
 use crate::plan::StoreView;
 use crate::plan::{Plan, Step};
 use crate::progress::{BuildEnd, Reporter, Task};
@@ -269,9 +270,9 @@ impl Builder<'_> {
     }
 
     fn step(&self, step: &Step, running: usize) -> StepResult {
-        if self.store.contains(&step.key.0) {
+        if self.store.contains(&step.key) {
             return StepResult::Cached {
-                tree: self.store.tree(&step.key.0),
+                tree: self.store.tree(&step.key),
             };
         }
         if let Some(r) = self.cache.and_then(|c| self.pull(c, step)) {
@@ -313,7 +314,7 @@ impl Builder<'_> {
         match result {
             Ok(Some(seconds)) => {
                 if let Some(cache) = self.cache {
-                    let note = crate::cache::push_from_store(cache, self.store, &step.key.0)
+                    let note = crate::cache::push_from_store(cache, self.store, &step.key)
                         .unwrap_or_else(|e| {
                             format!(
                                 "{}: not pushed to {}: {e}",
@@ -324,12 +325,12 @@ impl Builder<'_> {
                     self.reporter.note(&note);
                 }
                 StepResult::Built {
-                    tree: self.store.tree(&step.key.0),
+                    tree: self.store.tree(&step.key),
                     seconds,
                 }
             }
             Ok(None) => StepResult::Cached {
-                tree: self.store.tree(&step.key.0),
+                tree: self.store.tree(&step.key),
             },
             Err(StepError::Stopped { .. }) => {
                 let scratch = resume::Scratch::new(self.scratch_dir(step));
@@ -361,7 +362,7 @@ impl Builder<'_> {
             ))
         };
         let hash_input = step.hash_input.to_value();
-        match crate::cache::pull_into_store(cache, self.store, &step.key.0, &hash_input, &on_wait) {
+        match crate::cache::pull_into_store(cache, self.store, &step.key, &hash_input, &on_wait) {
             Ok(crate::cache::Pulled::Miss) => None,
             Ok(crate::cache::Pulled::Pulled { tree, signer }) => {
                 self.reporter.note(&format!(
@@ -406,7 +407,7 @@ impl Builder<'_> {
             .get(component)
             .expect("plan steps come from the catalog");
         let Some(staging) = self.store.reserve_unless(
-            &step.key.0,
+            &step.key,
             &|| {
                 self.reporter.note(&format!(
                     "{component}: waiting for another rocforge process building the same key"
@@ -475,7 +476,7 @@ impl Builder<'_> {
                 let deps = scratch.join("deps");
                 for d in &step.depends {
                     let dep = self.plan.step(d).expect("dependencies are in the plan");
-                    crate::fsutil::link_tree(&self.store.tree(&dep.key.0), &deps)
+                    crate::fsutil::link_tree(&self.store.tree(&dep.key), &deps)
                         .map_err(io("dependency tree"))?;
                 }
                 // What find_package(X V EXACT) will refuse at configure time, said before it runs
@@ -580,7 +581,7 @@ impl Builder<'_> {
                     network: false,
                     labels: [
                         ("rocforge.component".to_string(), component.to_string()),
-                        ("rocforge.key".to_string(), step.key.0.clone()),
+                        ("rocforge.key".to_string(), step.key.to_string()),
                     ]
                     .into(),
                 };
@@ -642,14 +643,18 @@ impl Builder<'_> {
         // artifact, where `inspect` finds it: derived, upstream, or a user's overlay.
         let arches: Vec<&str> = self.plan.targets.iter().map(|t| t.arch.as_str()).collect();
         let overlays: Vec<&crate::catalog::Overlay> = self.sources.overlays.iter().collect();
-        let logic =
-            crate::source::logic::sources(recipe, &arches, &self.sources.catalog.arches, &overlays);
+        let logic = crate::catalog::logic::sources(
+            recipe,
+            &arches,
+            &self.sources.catalog.arches,
+            &overlays,
+        );
         if !logic.is_empty() {
             let file = staging
                 .tree()
-                .join(crate::source::logic::PROVENANCE_DIR)
+                .join(crate::catalog::logic::PROVENANCE_DIR)
                 .join(component)
-                .join(crate::source::logic::PROVENANCE_FILE);
+                .join(crate::catalog::logic::PROVENANCE_FILE);
             std::fs::create_dir_all(file.parent().expect("a file in a directory"))
                 .map_err(io("Tensile logic record"))?;
             let json = serde_json::to_vec_pretty(&logic).expect("plain data");
@@ -706,12 +711,12 @@ impl Builder<'_> {
         crate::fault::point("build");
         let seconds = clock.elapsed().as_secs_f64();
         let meta = EntryMeta {
-            component: component.into(),
-            key: step.key.0.clone(),
+            component: ComponentName::checked(component),
+            key: step.key.clone(),
             committed: now(),
             version: step.version.clone(),
             release: self.plan.release.clone(),
-            targets: self.plan.targets.iter().map(|t| t.to_string()).collect(),
+            targets: self.plan.targets.clone(),
             runtime: self.runtime.kind().to_string(),
             reproducible: self.runtime.kind() != Kind::Host,
             image: Some(self.plan.image.clone()),
@@ -729,7 +734,7 @@ impl Builder<'_> {
 impl Builder<'_> {
     /// Where a step builds, kept when it stops so the next run continues there.
     fn scratch_dir(&self, step: &Step) -> PathBuf {
-        self.sources.cache.root().join("builds").join(&step.key.0)
+        self.sources.cache.root().join("builds").join(&step.key)
     }
 
     /// The coverage gate: every library with device code must carry each requested target.
@@ -808,7 +813,10 @@ fn with_progress<T>(
                 );
                 let now = Instant::now();
                 let mut t = tracker.lock().expect("not poisoned");
-                let mut on_line = |l: &str| t.line(l, now);
+                let mut on_line = |l: &str| {
+                    t.line(l, now);
+                    task.log_line(l);
+                };
                 if ended {
                     follower.finish(&mut on_line);
                 } else {

@@ -263,14 +263,14 @@ impl BuildCache for OciCache {
 
 fn annotations(meta: &EntryMeta, secret: &SecretKey) -> BTreeMap<String, String> {
     [
-        ("org.opencontainers.image.title", meta.component.clone()),
+        ("org.opencontainers.image.title", meta.component.to_string()),
         ("org.opencontainers.image.version", meta.version.clone()),
         (
             "org.opencontainers.image.created",
             crate::units::rfc3339(meta.committed),
         ),
-        ("rocforge.key", meta.key.clone()),
-        ("rocforge.targets", meta.targets.join(",")),
+        ("rocforge.key", meta.key.to_string()),
+        ("rocforge.targets", crate::arch::comma_list(&meta.targets)),
         ("rocforge.signer", secret.key_id()),
     ]
     .into_iter()

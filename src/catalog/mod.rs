@@ -3,10 +3,11 @@
 //! The shipped catalog is embedded in the binary so an installed `rocforge` works anywhere;
 //! `--recipes DIR` points at a directory tree of the same shape instead. The other inputs of a
 //! plan sit beside the recipes: rocforge.lock ([`lock`]), rocforge.toml ([`config`]) and the
-//! `--overlay` directories ([`Overlay`]).
+//! `--overlay` directories ([`Overlay`]), with what each targeted processor's Tensile logic is ([`logic`]).
 
 pub mod config;
 pub mod lock;
+pub mod logic;
 mod overlay;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -893,12 +894,8 @@ pub fn export_embedded(dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
             path: display_path(dest),
         });
     }
-    let parent = dest
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-    let tmp = tempfile_dir(parent).map_err(io_err(parent))?;
+    let staged = crate::fsutil::Staged::dir_beside(dest).map_err(io_err(dest))?;
+    let tmp = staged.path().to_path_buf();
     let mut written = Vec::new();
     for (sub, dir) in [
         ("recipes", &EMBEDDED_RECIPES),
@@ -906,26 +903,11 @@ pub fn export_embedded(dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
     ] {
         write_dir(dir, &tmp.join(sub), &mut written).map_err(io_err(&tmp))?;
     }
-    if dest.exists() {
-        std::fs::remove_dir(dest).map_err(io_err(dest))?;
-    }
-    std::fs::rename(&tmp, dest).map_err(io_err(dest))?;
+    staged.commit_over_empty().map_err(io_err(dest))?;
     Ok(written
         .into_iter()
         .map(|p| dest.join(p.strip_prefix(&tmp).unwrap_or(&p)))
         .collect())
-}
-
-fn tempfile_dir(parent: &Path) -> io::Result<PathBuf> {
-    for i in 0..1000u32 {
-        let p = parent.join(format!(".rocforge-export-{}-{i}", std::process::id()));
-        match std::fs::create_dir(&p) {
-            Ok(()) => return Ok(p),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other("no free temporary directory name"))
 }
 
 fn write_dir(dir: &Dir<'_>, dest: &Path, written: &mut Vec<PathBuf>) -> io::Result<()> {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{CliError, Format, Global, Result, only_text_or_json, root};
+use super::{CliError, Format, Global, Result, root};
 use rocforge::arch::{Arch, ArchTable, MatrixCores, TargetId};
 use rocforge::catalog::load_arches;
 use rocforge::diag::{Diagnostic, Diagnostics};
@@ -31,7 +31,6 @@ fn yes_no(b: bool) -> &'static str {
 }
 
 pub fn arch_list(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "arch list")?;
     let table = arch_table(g)?;
     if g.format == Format::Json {
         let arches: Vec<&Arch> = table.iter().collect();
@@ -102,7 +101,6 @@ pub fn arch_list(g: &Global) -> Result<ExitCode> {
 }
 
 pub fn arch_show(g: &Global, target: &str) -> Result<ExitCode> {
-    only_text_or_json(g, "arch show")?;
     let table = arch_table(g)?;
     let by_kfd = target
         .parse::<u32>()

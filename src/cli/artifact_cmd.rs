@@ -14,7 +14,6 @@ use rocforge::app::{self, install::Installed};
 use rocforge::diag::Diagnostic;
 use rocforge::install::{self, receipt};
 use rocforge::package::{self, PackageError, index};
-use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
 use rocforge::source::cache::Cache;
@@ -40,15 +39,17 @@ pub struct KeyRotateArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct UninstallArgs {
+    /// Installed components to remove
     #[arg(required = true)]
     pub names: Vec<String>,
-    /// [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
+    /// Where they are installed [default: $ROCFORGE_PREFIX, else ~/.local/rocforge]
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct SignArgs {
+    /// Files to sign
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
@@ -58,9 +59,12 @@ pub struct SignArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct IndexArgs {
+    /// The release directory: tarballs (or, with --renew, index.json) in, index.json out
     pub dir: PathBuf,
+    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Days until the index expires
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub expires_days: u64,
     /// Keep the artifacts of DIR/index.json and only issue it anew (no tarballs needed)
@@ -70,6 +74,7 @@ pub struct IndexArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
+    /// The signed file
     pub file: PathBuf,
     /// A public key (RW… or a .pub file); repeatable
     #[arg(long, value_name = "PUB")]
@@ -84,16 +89,17 @@ pub struct VerifyArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct PackageArgs {
+    /// Components to package (with their dependencies); bundles like rocm-math work too
     #[arg(required = true)]
     pub components: Vec<String>,
     /// Output directory
     #[arg(long, value_name = "DIR", default_value = "dist")]
     pub out: PathBuf,
+    /// The tarballs' compression
     #[arg(long, value_enum, default_value_t = rocforge::package::tarball::Compression::Zst)]
     pub compression: rocforge::package::tarball::Compression,
-    /// Which builds to package: container builds or --runtime host builds
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-    pub runtime: RuntimeKind,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArg,
     /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
@@ -107,6 +113,7 @@ pub struct PackageArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct InstallArgs {
+    /// Components to install (with their dependencies); bundles like rocm-math work too
     #[arg(required = true)]
     pub components: Vec<String>,
     /// Index location: a directory, a path or URL of index.json, or a URL of its directory [default: $ROCFORGE_INDEX, else [install] index of the config, else the project's releases]
@@ -139,6 +146,9 @@ pub struct InstallArgs {
     /// The longest one artifact's download may take, retries included (e.g. 90m, 3h) [default: 2h]
     #[arg(long, value_name = "DURATION", env = "ROCFORGE_INSTALL_TIMEOUT")]
     pub timeout: Option<String>,
+    /// Print the plan (artifacts, URLs, sha256, sizes, what is replaced or kept) and stop: nothing is downloaded or written
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn sign_err(e: SignError) -> CliError {
@@ -186,9 +196,9 @@ pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKe
 pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime)?;
+    let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
     let key = load_signing_key(a.key.as_deref())?;
-    let reporter = TermReporter::new(g.quiet);
+    let reporter = TermReporter::new(g);
     if key.is_none() {
         reporter.note(
             "WARNING: no signing key (--key, ROCFORGE_SIGNING_KEY or `rocforge key generate`): \
@@ -218,7 +228,7 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
             license: catalog.get(&step.component).map(|r| r.license.clone()),
             key: key.as_ref(),
         };
-        let p = package::package_entry(store, &step.key.0, &opts).map_err(pkg_err)?;
+        let p = package::package_entry(store, &step.key, &opts).map_err(pkg_err)?;
         task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
         if p.licenses.is_empty() {
             reporter.note(&format!(
@@ -488,12 +498,21 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
             install::RuntimeCheck::Auto
         },
     };
+    let reporter = TermReporter::new(g);
+    if a.dry_run {
+        let plan = app::install::plan(&super::options(g), &req, &reporter)?;
+        if g.format == Format::Json {
+            super::print_json(&plan);
+        } else {
+            print!("{}", plan.render_text());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
-    let reporter = TermReporter::new(g.quiet);
     let outcome = match app::install::install(&super::options(g), &req, &reporter, &stop)? {
         Installed::Stopped { prefix } => {
             eprintln!("stopped; {} is unchanged", prefix.display());
@@ -510,7 +529,7 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
             "  {:<20} {} for {} installed ({} files)",
             r.name,
             r.version,
-            r.targets.join(","),
+            r.target_list(),
             r.files.len()
         );
     }
@@ -621,7 +640,7 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
             "{:<20} {:<10} {:<20} {}  {} files",
             r.name,
             r.version,
-            r.targets.join(","),
+            r.target_list(),
             r.key.get(..12).unwrap_or(&r.key),
             r.files.len()
         );

@@ -5,9 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::progress::TermReporter;
-use super::{Format, Global, Result, exit_code, only_text_or_json, print_json};
+use super::{Format, Global, Result, RuntimeArg, exit_code, print_json};
 use rocforge::app::build::{self, Outcome, Request};
-use rocforge::app::runtime::RuntimeChoice;
 use rocforge::build::StepResult;
 use rocforge::plan::render;
 
@@ -18,9 +17,8 @@ pub struct BuildArgs {
     /// Total compile jobs [default: one per 2.5 GiB of available memory, at most one per core]
     #[arg(long, short)]
     jobs: Option<usize>,
-    /// podman, docker or host [default: podman if it works, else docker]
-    #[arg(long, value_enum)]
-    runtime: Option<RuntimeChoice>,
+    #[command(flatten)]
+    runtime: RuntimeArg,
     /// Keep building what does not depend on a failed component
     #[arg(long)]
     keep_going: bool,
@@ -50,17 +48,16 @@ pub struct BuildArgs {
 }
 
 pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "build")?;
     let reporter = if g.format == Format::Json {
         TermReporter::json()
     } else {
-        TermReporter::new(g.quiet)
+        TermReporter::new(g)
     };
     let session = super::session_with(g, Arc::new(reporter))?;
     let req = Request {
         components: &a.components,
         jobs: a.jobs,
-        runtime: a.runtime,
+        runtime: a.runtime.runtime.choice(),
         keep_going: a.keep_going,
         fresh: a.fresh,
         overlays: &a.overlay,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{CliError, Format, Global, Result, only_text_or_json, root};
+use super::{CliError, Format, Global, Result, root};
 use rocforge::catalog::{Catalog, CatalogError};
 use rocforge::diag::Diagnostics;
 
@@ -20,7 +20,6 @@ pub struct ListArgs {
 }
 
 pub fn list(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "list")?;
     let root = root(g);
     let releases = rocforge::app::release_names(&root, g.release.as_deref())?;
     let mut rows = Vec::new();
@@ -91,7 +90,6 @@ pub fn list(g: &Global) -> Result<ExitCode> {
 }
 
 pub fn check(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "check")?;
     let root = root(g);
     let (releases, diags) = match &g.release {
         Some(r) => match Catalog::load(root.clone(), Some(r)) {

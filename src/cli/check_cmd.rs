@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{Format, Global, Result, exit_code, only_text_or_json, print_json};
+use super::{Format, Global, Result, exit_code, print_json};
 use rocforge::app::check_sources::{Report, check_sources};
 use rocforge::source::verify::{Outcome, SourceCheck};
 
@@ -23,7 +23,6 @@ pub fn check(g: &Global, a: &CheckArgs) -> Result<ExitCode> {
     if !a.sources {
         return super::catalog_cmds::check(g);
     }
-    only_text_or_json(g, "check --sources")?;
     let report = check_sources(
         &super::options(g),
         super::reporter(g),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{Global, Result, only_text_or_json, root};
+use super::{Global, Result, root};
 use rocforge::catalog::Catalog;
 use rocforge::ci::github::{self, ACTIONLINT_CONFIG_PATH, Line, WORKFLOW_PATH};
 use rocforge::ci::runners::{RUNNERS_FILE, Runners};
@@ -78,7 +78,6 @@ pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
 }
 
 pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "ci github")?;
     let files = generated(g, dir)?;
     if check {
         let mut drift = false;
@@ -124,7 +123,6 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
 }
 
 pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
-    only_text_or_json(g, "nix export")?;
     let session = super::session(g)?;
     let (catalog, targets) = (&session.catalog, session.targets()?);
     let ex = nix::export(catalog, targets, out)
@@ -180,7 +178,6 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
 pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
     let (dir, repo, org) = (&a.dir, a.repo.as_deref(), a.org.as_deref());
     use rocforge::ci::discover::{self, Scope};
-    only_text_or_json(g, "ci runners")?;
     let path = dir.join(RUNNERS_FILE);
     let runners = Runners::read(&path).map_err(|e| {
         Diagnostic::new(e.to_string()).hint(
@@ -204,9 +201,7 @@ pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| "https://api.github.com".into());
     let (source, listed) = match (&scope, &token) {
         (Some(scope), Some(token)) => {
-            let client = reqwest::blocking::Client::builder()
-                .timeout(std::time::Duration::from_secs(30))
-                .build()
+            let client = rocforge::net::try_client(&rocforge::net::HttpOptions::default())
                 .map_err(|e| Diagnostic::new(format!("HTTP client: {e}")))?;
             let list = discover::list(&client, &api, token, scope)
                 .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?;

@@ -1,13 +1,14 @@
-//! `completions` and `man`: shell completions and man pages generated from the same clap
-//! definitions the parser uses, so they never drift from the commands.
+//! `completions`, `man` and `schema`: shell completions, man pages and JSON Schemas generated from
+//! the same definitions the parser and the writers use, so they never drift.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::{Args, Global, Result, only_text};
+use super::{Args, Format, Global, Result};
 use rocforge::diag::Diagnostic;
+use rocforge::schema::SavedFormat;
 
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
@@ -21,6 +22,16 @@ pub struct ManArgs {
     /// Write rocforge.1 and one page per command (rocforge-build.1, …) into DIR instead of
     /// printing rocforge.1
     #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    /// The format whose schema to print [default: list the formats]
+    #[arg(value_enum)]
+    pub name: Option<SavedFormat>,
+    /// Write every format's schema into DIR as NAME.schema.json instead
+    #[arg(long, value_name = "DIR", conflicts_with = "name")]
     pub out: Option<PathBuf>,
 }
 
@@ -38,8 +49,7 @@ fn print(bytes: &[u8]) -> Result<()> {
     }
 }
 
-pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
-    only_text(g, "completions")?;
+pub fn completions(a: &CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = Args::command();
     // Generated in memory: clap_complete panics on a write error, and a closed pipe is not one.
     let mut script = Vec::new();
@@ -48,8 +58,54 @@ pub fn completions(g: &Global, a: &CompletionsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(g: &Global, a: &ManArgs) -> Result<ExitCode> {
-    only_text(g, "man")?;
+pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
+    if let Some(name) = a.name {
+        print(name.text().as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(dir) = &a.out else {
+        let formats = SavedFormat::ALL.iter().map(|f| {
+            let ids = f.identifiers();
+            (f.name(), ids[ids.len() - 1], f.file_name())
+        });
+        if g.format == Format::Json {
+            let items: Vec<_> = formats
+                .map(|(name, id, file)| serde_json::json!({"name": name, "schema": id, "file": file}))
+                .collect();
+            let doc = serde_json::json!({"schema": "rocforge.schemas/1", "formats": items});
+            print(format!("{doc:#}\n").as_bytes())?;
+        } else {
+            let mut out = String::new();
+            for (name, id, _) in formats {
+                out += &format!("{name:<9} {id}\n");
+            }
+            print(out.as_bytes())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let failed = |what: &Path, e: std::io::Error| {
+        Diagnostic::new(format!("cannot write {}: {e}", what.display()))
+            .hint("choose a writable directory")
+    };
+    std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
+    for f in SavedFormat::ALL {
+        let path = dir.join(f.file_name());
+        rocforge::fsutil::write_atomic(&path, f.text().as_bytes())
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            })
+            .map_err(|e| failed(&path, e))?;
+    }
+    eprintln!(
+        "{} schemas written to {}",
+        SavedFormat::ALL.len(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn man(a: &ManArgs) -> Result<ExitCode> {
     let cmd = Args::command();
     let failed = |what: &Path, e: std::io::Error| {
         Diagnostic::new(format!("cannot write {}: {e}", what.display()))

@@ -2,22 +2,20 @@
 
 use std::process::ExitCode;
 
-use super::{Format, Global, Result, exit_code, only_text_or_json, print_json};
+use super::{Format, Global, Result, exit_code, print_json};
 use rocforge::app::doctor;
-use rocforge::app::runtime::RuntimeChoice;
 
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
     /// Components whose plan to check against [default: the whole release line]
     components: Vec<String>,
-    #[arg(long, value_enum)]
-    runtime: Option<RuntimeChoice>,
+    #[command(flatten)]
+    runtime: super::RuntimeArg,
 }
 
 pub fn doctor(g: &Global, a: &DoctorArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "doctor")?;
     let session = super::session(g)?;
-    let report = doctor::doctor(&session, &a.components, a.runtime)?;
+    let report = doctor::doctor(&session, &a.components, a.runtime.runtime.choice())?;
     if g.format == Format::Json {
         print_json(&report);
     } else {

@@ -9,18 +9,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::progress::TermReporter;
-use super::{CliError, Format, Global, Result, only_text_or_json};
-use rocforge::app::runtime::RuntimeChoice;
+use super::{CliError, Format, Global, Result};
 use rocforge::diag::Diagnostic;
 use rocforge::image::{self, ImageError};
-use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
 pub struct ImageBuildArgs {
-    #[arg(long, value_enum)]
-    pub runtime: Option<RuntimeChoice>,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArg,
     /// The Containerfile [default: containers/Containerfile.<release> beside the catalog, else the built-in one]
     #[arg(long, value_name = "FILE")]
     pub containerfile: Option<PathBuf>,
@@ -43,9 +41,8 @@ pub struct CreateArgs {
     /// Load the image into podman (an oci-archive) or docker (a docker-archive)
     #[arg(long, value_enum, value_name = "TOOL")]
     pub load: Option<rocforge::image::Loader>,
-    /// Which builds to install: container builds or --runtime host builds
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-    pub runtime: RuntimeKind,
+    #[command(flatten)]
+    pub runtime: super::RuntimeArg,
 }
 
 fn err(e: ImageError) -> CliError {
@@ -53,13 +50,13 @@ fn err(e: ImageError) -> CliError {
 }
 
 fn client() -> Result<reqwest::blocking::Client> {
-    reqwest::blocking::Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        // Layers can be gigabytes: no overall deadline, only for connecting.
-        .timeout(None)
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .build()
-        .map_err(|e| Diagnostic::new(format!("cannot make an HTTP client: {e}")).into())
+    // Layers can be gigabytes: no idle limit, only for connecting.
+    rocforge::net::try_client(&rocforge::net::HttpOptions {
+        connect: Some(std::time::Duration::from_secs(30)),
+        idle: None,
+        ..Default::default()
+    })
+    .map_err(|e| Diagnostic::new(format!("cannot make an HTTP client: {e}")).into())
 }
 
 /// SOURCE_DATE_EPOCH when set, else the newest the store entries record, else 0.
@@ -84,7 +81,6 @@ fn created(store: &rocforge::store::Store, keys: &[String]) -> Result<u64> {
 }
 
 pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "image create")?;
     if !a.push && a.load.is_none() {
         return Err(Diagnostic::new("nothing to do: neither --push nor --load")
             .hint("add --push (to --tag's registry) or --load podman|docker")
@@ -101,10 +97,10 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
                 Ok(r)
             }
         })?;
-    let reporter = Arc::new(TermReporter::new(g.quiet));
+    let reporter = Arc::new(TermReporter::new(g));
     let session = super::session_with(g, reporter.clone())?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime)?;
+    let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
     let targets = &plan.targets;
     let components: Vec<image::Component> = plan
         .steps
@@ -112,8 +108,8 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
         .map(|s| image::Component {
             name: s.component.clone(),
             version: s.version.clone(),
-            key: s.key.0.clone(),
-            tree: store.tree(&s.key.0),
+            key: s.key.to_string(),
+            tree: store.tree(&s.key),
         })
         .collect();
     let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
@@ -214,9 +210,12 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
 }
 
 pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "image build")?;
     let session = super::session(g)?;
-    let local = rocforge::app::image::build_image(&session, a.runtime, a.containerfile.clone())?;
+    let local = rocforge::app::image::build_image(
+        &session,
+        a.runtime.runtime.choice(),
+        a.containerfile.clone(),
+    )?;
     println!("{} {}", local.reference, local.id);
     eprintln!(
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::arch_cmd::arch_table;
-use super::{Format, Global, Result, only_text_or_json};
+use super::{Format, Global, Result};
 use rocforge::diag::Diagnostic;
 use rocforge::inspect::codeobject::Feature;
 use rocforge::inspect::{self, CodeObject, CoverageReport, Image, Inventory, Status};
@@ -36,7 +36,6 @@ fn fail(e: inspect::InspectError) -> super::CliError {
 
 pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
     let (paths, against, allow_spoof) = (&a.paths, a.against.as_deref(), a.allow_spoof.as_deref());
-    only_text_or_json(g, "inspect")?;
     if let Some(list) = against {
         let table = arch_table(g)?;
         let requested = table
@@ -216,7 +215,7 @@ fn print_inventory(inv: &Inventory) {
         }
     }
     for (component, logic) in &inv.logic {
-        use rocforge::source::logic::LogicSource;
+        use rocforge::catalog::logic::LogicSource;
         let parts: Vec<String> = logic
             .iter()
             .map(|(arch, source)| match source {

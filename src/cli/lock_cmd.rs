@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{CliError, Format, Global, Result, exit_code, only_text_or_json, print_json, root};
+use super::{CliError, Format, Global, Result, exit_code, print_json, root};
 use rocforge::app::lock;
 use rocforge::catalog::display_path;
 use rocforge::diag::{Diagnostic, Diagnostics};
@@ -18,7 +18,6 @@ pub struct LockArgs {
 }
 
 pub fn lock(g: &Global, a: &LockArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "lock")?;
     if a.check {
         return check(g, a);
     }

@@ -18,36 +18,42 @@ pub mod progress;
 mod publish_cmd;
 mod sources;
 mod store_cmd;
+pub mod term;
 mod test_cmd;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 pub use rocforge::app::Error as CliError;
+use rocforge::app::runtime::RuntimeChoice;
 use rocforge::app::{Options, Session};
 use rocforge::catalog::{CatalogRoot, export_embedded};
 use rocforge::diag::Diagnostic;
+use rocforge::plan::key::RuntimeKind;
 use rocforge::progress::Reporter;
 
 const AFTER_HELP: &str = "\
 Examples:
-  rocforge list                                  components of every release line
-  rocforge plan rocsparse --arch gfx90c          what a build of rocSPARSE for gfx90c would do
+  rocforge list                          # components of every release line
+  rocforge plan rocsparse --arch gfx90c  # what a rocSPARSE build would do
   rocforge plan rocsolver --arch gfx90c,gfx902 --format json
-  rocforge arch show gfx90c                      what rocforge knows about a GPU target
-  rocforge check --recipes ./recipes             validate an edited catalog
-  rocforge fetch rocblas --arch gfx90c           the patched source tree, in the source cache
-  rocforge dev rocblas --arch gfx90c             a git checkout with one commit per patch
+  rocforge arch show gfx90c              # what rocforge knows of a target
+  rocforge check --recipes ./recipes     # validate an edited catalog
+  rocforge fetch rocblas --arch gfx90c   # the patched source tree
+  rocforge dev rocblas --arch gfx90c     # a git checkout, one commit per patch
 
-The shipped catalog is built in; `rocforge catalog export DIR` writes it out for editing and
+The shipped catalog is built in; `rocforge catalog export DIR` writes it out for editing and \
 `--recipes DIR/recipes` (or ROCFORGE_RECIPES) uses the edited copy.
 
-Exit codes: 0 done; 1 what was asked failed or found a problem (a build, the coverage gate, a
-check, a failing test, a bad signature), said on stderr with a hint; 2 the command line itself
-is wrong (unknown flag or value); 130 interrupted (Ctrl-C): the same command continues.";
+Exit codes: 0 done; 1 what was asked failed or found a problem (a build, the coverage gate, a \
+check, a failing test, a bad signature), said on stderr with a hint; 2 the command line itself \
+is wrong (an unknown flag or value, or a --format or --runtime value the command does not \
+take); 130 interrupted (Ctrl-C): the same command continues.";
 
 #[derive(Parser, Debug)]
 #[command(name = "rocforge", version, about = "Build ROCm for the GPUs AMD leaves out (gfx90c, gfx902, ...), reproducibly",
@@ -62,7 +68,10 @@ pub struct Args {
     pub command: Command,
 }
 
+/// Flags every command takes. In a command's help they come last, under their own heading, so
+/// the command's own flags are read first.
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// A recipes/ directory to use instead of the built-in catalog (patches come from its sibling patches/)
     #[arg(long, global = true, env = "ROCFORGE_RECIPES", value_name = "DIR")]
@@ -76,15 +85,64 @@ pub struct Global {
     /// GPU targets as a comma list of target IDs, e.g. gfx90c or gfx90c,gfx902:xnack- [default: the release's]
     #[arg(long, global = true, value_name = "LIST")]
     pub arch: Option<String>,
-    /// Output format; github-matrix is for `plan` only
+    /// Output format; a command refuses one it does not write (github-matrix is plan's alone)
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Refuse any input that rocforge.lock does not pin (unlocked tags, stale entries)
     #[arg(long, global = true)]
     pub locked: bool,
     /// No progress bars or notes on stderr
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// More on stderr: -v each command run and file downloaded, and a build's log as it is
+    /// written; -vv debug events; -vvv everything, libraries included
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// When to colour diagnostics, help and log lines
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = term::Color::Auto)]
+    pub color: term::Color,
+}
+
+/// `--runtime`: one set of values for every command that takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Runtime {
+    /// podman if it works, else docker
+    // `container` was plan's, package's and image create's name for it.
+    #[value(alias = "container")]
+    Auto,
+    /// podman, with rocforge.toml's podman arguments
+    Podman,
+    /// docker, with rocforge.toml's docker arguments
+    Docker,
+    /// no container: on this machine itself (not reproducible; keyed apart from container builds)
+    Host,
+}
+
+impl Runtime {
+    /// The library's choice: None lets it pick podman, else docker.
+    pub fn choice(self) -> Option<RuntimeChoice> {
+        match self {
+            Runtime::Auto => None,
+            Runtime::Podman => Some(RuntimeChoice::Podman),
+            Runtime::Docker => Some(RuntimeChoice::Docker),
+            Runtime::Host => Some(RuntimeChoice::Host),
+        }
+    }
+
+    /// Which builds: podman and docker run the same image, so their builds share keys.
+    pub fn kind(self) -> RuntimeKind {
+        RuntimeChoice::kind(self.choice())
+    }
+}
+
+/// The `--runtime` flag, flattened into each command that takes it so that it reads the same
+/// everywhere.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct RuntimeArg {
+    /// Where builds run. Commands that read the store (plan, package, image create) take the
+    /// builds made that way; podman's and docker's are the same
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value_t = Runtime::Auto)]
+    pub runtime: Runtime,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,59 +158,60 @@ pub enum Command {
     List(catalog_cmds::ListArgs),
     /// Validate the whole catalog (every release line, the target table, patches); exit 1 listing every problem
     #[command(after_help = "\
-Without --sources nothing is fetched: the recipes, the target table and the patches' shape are
-checked. With --sources each component's source is fetched (through the mirrors in rocforge.toml),
-then its patch series and derivations are applied for all of the line's targets together and for
-each target with patches of its own, in scratch copies (the source cache is not written). Each
-component is reported as applies, conflict (naming the patch, the hunk and the line), derivation
+Without --sources nothing is fetched: the recipes, the target table and the patches' shape are \
+checked. With --sources each component's source is fetched (through the mirrors in rocforge.toml), \
+then its patch series and derivations are applied for all of the line's targets together and for \
+each target with patches of its own, in scratch copies (the source cache is not written). Each \
+component is reported as applies, conflict (naming the patch, the hunk and the line), derivation \
 fails, or source unreachable; exit 1 when any does not apply.
 
-  rocforge check                                  recipes and patches, offline
-  rocforge check --sources                        every component of every release line
+  rocforge check               # recipes and patches, offline
+  rocforge check --sources     # every component of every release line
   rocforge check --sources --release rocm-6.4.4 rocblas tensile
   rocforge check --sources --only-patched --format json")]
     Check(check_cmd::CheckArgs),
     /// Show what would be built, in order, with content keys, GPU flags and a resource estimate
     #[command(after_help = "\
-Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs
+Status is `build (new)` for a component the store never held, `build (X changed)` naming the inputs \
 that differ from the newest stored build, or `cached`.
 
 Examples:
   rocforge plan rocsparse --arch gfx90c
-  rocforge plan --format github-matrix --arch gfx90c,gfx902   one include list per dependency level
-  rocforge plan rocblas --explain tensile                     the hash input behind tensile's key")]
+  rocforge plan --format github-matrix --arch gfx90c,gfx902  # a list per level
+  rocforge plan rocblas --explain tensile  # the hash input behind tensile's key")]
     Plan(plan_cmd::PlanArgs),
     /// Fetch a component's source at its pinned commit, patched for the targets, into the source cache
     #[command(after_help = "\
-The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and
-overlays, so a second fetch is a no-op. Sources come through mirrors when rocforge.toml maps
-their URL prefix (see `rocforge fetch --help` in docs/sources.md). The cache lives in
+The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and \
+overlays, so a second fetch is a no-op. Sources come through mirrors when rocforge.toml maps \
+their URL prefix (see `rocforge fetch --help` in docs/sources.md). The cache lives in \
 $ROCFORGE_CACHE (default ~/.cache/rocforge).
 
 Examples:
   rocforge fetch rocblas --arch gfx90c
-  rocforge fetch rocblas --arch gfx90c --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic
+  rocforge fetch rocblas --arch gfx90c \\
+      --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./logic
   rocforge fetch rocsparse --locked --format json")]
     Fetch(sources::FetchArgs),
     /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
     Lock(lock_cmd::LockArgs),
     /// A working git checkout with the patch series applied as one commit per patch, for patch authors
     #[command(after_help = "\
-Edit, then commit (amend, rebase, add commits) as usual, and write the series back with
+Edit, then commit (amend, rebase, add commits) as usual, and write the series back with \
 `rocforge patch export COMPONENT`. The pristine source is the commit tagged rocforge-base.")]
     Dev(sources::DevArgs),
     /// Build components and every dependency the store lacks, in reproducible containers
     #[command(after_help = "\
-Each component is built in the release line's builder image with the network off, sources
-mounted read-only and dependencies mounted read-only under the release prefix, then committed
-to the store under its content key. A second run with the same inputs does nothing. Ctrl-C
+Each component is built in the release line's builder image with the network off, sources \
+mounted read-only and dependencies mounted read-only under the release prefix, then committed \
+to the store under its content key. A second run with the same inputs does nothing. Ctrl-C \
 stops the containers it started; finished components stay in the store.
 
 Examples:
   rocforge build rocsparse --arch gfx90c
   rocforge build rocsolver --arch gfx90c,gfx902 --jobs 8 --keep-going
-  rocforge build rocprim --arch gfx902 --runtime host      # no containers (not reproducible)
-  rocforge build rocblas --dry-run                         # the plan, nothing built")]
+  rocforge build rocprim --arch gfx902 --runtime host  # not reproducible
+  rocforge build rocblas --dry-run                     # the plan, nothing built")]
     Build(build_cmd::BuildArgs),
     /// Images: the builder image (`image build`), images with a built stack installed (`image create`)
     #[command(subcommand)]
@@ -182,7 +241,8 @@ Examples:
     /// Shell completions, from the same definitions as the commands
     #[command(after_help = "\
 Examples:
-  rocforge completions bash > ~/.local/share/bash-completion/completions/rocforge
+  rocforge completions bash \\
+      > ~/.local/share/bash-completion/completions/rocforge
   rocforge completions zsh > \"${fpath[1]}/_rocforge\"
   rocforge completions fish > ~/.config/fish/completions/rocforge.fish")]
     Completions(docs_cmd::CompletionsArgs),
@@ -192,29 +252,45 @@ Examples:
   rocforge man | man -l -
   rocforge man --out ~/.local/share/man/man1")]
     Man(docs_cmd::ManArgs),
+    /// JSON Schemas of the formats other programs read: index, manifest, receipt, results, plan
+    #[command(after_help = "\
+Each schema is generated from the types rocforge writes the format with; docs/schemas/ holds
+the same files, and docs/*-schema.md describe each field.
+
+Examples:
+  rocforge schema                     the formats, with their identifiers
+  rocforge schema index               the release index's schema
+  rocforge schema --out docs/schemas  every schema, as NAME.schema.json")]
+    Schema(docs_cmd::SchemaArgs),
     /// Upload a release directory to a GitHub release or an OCI registry; write its wheel index
     #[command(after_help = "\
-github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures,
-SHA256SUMS, index.json and wheels; files already there with the same size are skipped, so a
-re-run finishes an interrupted publish. The token comes from GITHUB_TOKEN (never printed);
+github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures, \
+SHA256SUMS, index.json and wheels; files already there with the same size are skipped, so a \
+re-run finishes an interrupted publish. The token comes from GITHUB_TOKEN (never printed); \
 ROCFORGE_GITHUB_API overrides https://api.github.com.
 
-oci://REGISTRY/REPO: each tarball an artifact tagged <name>-<version>-<targets>-<key8>, the
-signed index tagged by the release (ROCFORGE_REGISTRY_USER/ROCFORGE_REGISTRY_PASSWORD for
+oci://REGISTRY/REPO: each tarball an artifact tagged <name>-<version>-<targets>-<key8>, the \
+signed index tagged by the release (ROCFORGE_REGISTRY_USER/ROCFORGE_REGISTRY_PASSWORD for \
 registries that want credentials).
 
 Wheels (*.whl) in DIR get a PEP 503 index per target: DIR/<target>/<project>/index.html.
 
+--dry-run prints the plan instead, read from DIR alone: each file with its sha256 and size and
+where it goes, the index's entries and which files are signed, the wheel index pages; --format
+json prints it as rocforge.publish-plan/1. Nothing is uploaded or written, and the destination
+is not asked what it already has.
+
 Examples:
   rocforge publish dist --to github://me/rocm-gfx90c@rocm-6.4.4-1
-  rocforge publish dist --to oci://ghcr.io/me/rocforge")]
+  rocforge publish dist --to oci://ghcr.io/me/rocforge
+  rocforge publish dist --to oci://ghcr.io/me/rocforge --dry-run")]
     Publish(publish_cmd::PublishArgs),
     /// Tarballs of built components from the store, with SHA256SUMS, signatures and the release index
     #[command(after_help = "\
-One deterministic tarball per component of the plan (the components and their dependencies):
-<name>-<version>-<targets>-<key8>.tar.zst with a manifest (content key, hash input, image, glibc
-floor, coverage, every file's size and sha256) as its first entry. The same store entry always
-gives the same bytes. Signs with --key, $ROCFORGE_SIGNING_KEY or the default key, and writes
+One deterministic tarball per component of the plan (the components and their dependencies): \
+<name>-<version>-<targets>-<key8>.tar.zst with a manifest (content key, hash input, image, glibc \
+floor, coverage, every file's size and sha256) as its first entry. The same store entry always \
+gives the same bytes. Signs with --key, $ROCFORGE_SIGNING_KEY or the default key, and writes \
 index.json (signed) for `rocforge install --from DIR_OR_URL`.
 
 Examples:
@@ -223,9 +299,9 @@ Examples:
     Package(artifact_cmd::PackageArgs),
     /// Regenerate (and sign) DIR/index.json from the tarballs in DIR
     #[command(after_help = "\
-With --renew, DIR needs only index.json and its signature: once that signature verifies as
-`rocforge verify` checks it (trusted keys, keys.json beside it), the same artifacts are issued
-again with a new expiry and signed, so a published release stays installable (the release
+With --renew, DIR needs only index.json and its signature: once that signature verifies as \
+`rocforge verify` checks it (trusted keys, keys.json beside it), the same artifacts are issued \
+again with a new expiry and signed, so a published release stays installable (the release \
 workflow's scheduled resign job).")]
     Index(artifact_cmd::IndexArgs),
     /// Signing keys (minisign format)
@@ -235,35 +311,38 @@ workflow's scheduled resign job).")]
     Sign(artifact_cmd::SignArgs),
     /// Check FILE.minisig against the trusted keys (built-in, config [trust] keys, --key, key lists)
     #[command(after_help = "\
-A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one
---key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted
-key, and removes the keys it revokes. The newest list seen and every revocation are remembered in
+A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one \
+--key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted \
+key, and removes the keys it revokes. The newest list seen and every revocation are remembered in \
 $ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.")]
     Verify(artifact_cmd::VerifyArgs),
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
-Checks the index signature against the trusted keys (built-in, config, --key, and those of the
-key list keys.json beside the index when its signatures chain back to a trusted key) and its
-expiry, the host's glibc against the artifacts' floor, and that the HIP runtime is there for
-artifacts that need it (in the prefix, in the ld.so cache, $ROCM_PATH/lib or /opt/rocm/lib;
-else the index's rocm-runtime is added, else install stops; ROCFORGE_HOST_LIBS=DIR[:DIR…], for
-tests and unusual systems, names the only directories to look in), downloads each artifact
-(resumable, verified against the index's sha256), extracts it safely into a staging directory
+Checks the index signature against the trusted keys (built-in, config, --key, and those of the \
+key list keys.json beside the index when its signatures chain back to a trusted key) and its \
+expiry, the host's glibc against the artifacts' floor, and that the HIP runtime is there for \
+artifacts that need it (in the prefix, in the ld.so cache, $ROCM_PATH/lib or /opt/rocm/lib; \
+else the index's rocm-runtime is added, else install stops; ROCFORGE_HOST_LIBS=DIR[:DIR…], for \
+tests and unusual systems, names the only directories to look in), downloads each artifact \
+(resumable, verified against the index's sha256), extracts it safely into a staging directory \
 beside the prefix, then moves it in and writes a receipt. A failed or interrupted install leaves the prefix as it was.
 
-Without --from, ROCFORGE_INDEX or [install] index in rocforge.toml or ~/.config/rocforge/config.toml,
-the index is the project's newest published release:
+--dry-run makes the same checks and prints the plan instead: each artifact (dependencies first) with its URL, sha256 and sizes, whether it is installed, replaces a version or is kept, and the components left as they are; --format json prints it as rocforge.install-plan/1. Nothing is downloaded, locked or written.
+
+Without --from, ROCFORGE_INDEX or [install] index in rocforge.toml or ~/.config/rocforge/config.toml, \
+the index is the project's newest published release: \
 https://github.com/rocforge/rocforge/releases/latest/download/index.json
 
 Examples:
   rocforge install rocsparse --arch gfx90c --prefix ~/rocm
-  rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm")]
+  rocforge install rocsparse --arch gfx90c --from ./dist --prefix ~/rocm
+  rocforge install rocsparse --arch gfx90c --prefix ~/rocm --dry-run")]
     Install(artifact_cmd::InstallArgs),
     /// Remove installed components: exactly the files their receipts list
     Uninstall(artifact_cmd::UninstallArgs),
     /// The local GPUs from the KFD topology: target, compute units, memory, xnack, nearest target
     #[command(after_help = "\
-Reads /sys/class/kfd/kfd/topology (or DIR/sys/... with --sysfs-root DIR, a recorded tree), the
+Reads /sys/class/kfd/kfd/topology (or DIR/sys/... with --sysfs-root DIR, a recorded tree), the \
 amdgpu noretry parameter and HSA_XNACK. Exits 1 when no GPU node is found, saying why that may be.
 
 Examples:
@@ -273,34 +352,35 @@ Examples:
     Detect(test_cmd::DetectArgs),
     /// Run a built component's test client on the local GPU, sharded and hang-proof
     #[command(after_help = "\
-Installs the component and its dependencies from the store into a scratch prefix (a build for the
-target alone, else the newest build whose targets include it, e.g. the release's gfx90c,gfx902
-build for --arch gfx90c) and runs the recipe's [test] client with LD_LIBRARY_PATH and ROCM_PATH set, one shard after another. Every
-finished test is journaled at once; a test that makes no progress for the timeout is killed,
+Installs the component and its dependencies from the store into a scratch prefix (a build for the \
+target alone, else the newest build whose targets include it, e.g. the release's gfx90c,gfx902 \
+build for --arch gfx90c) and runs the recipe's [test] client with LD_LIBRARY_PATH and ROCM_PATH set, one shard after another. Every \
+finished test is journaled at once; a test that makes no progress for the timeout is killed, \
 recorded as hung, and the shard restarts without it. Writes OUT/results.json and OUT/junit.xml.
 
 Examples:
   rocforge test rocsparse --arch gfx90c
-  rocforge test rocsparse --arch gfx900 --spoof      the gfx900 artifact under HSA_OVERRIDE_GFX_VERSION=9.0.0
-  rocforge test rocsparse --arch gfx90c --resume     continue an interrupted run (Ctrl-C says so)")]
+  rocforge test rocsparse --arch gfx900 --spoof   # the gfx900 build, spoofed
+  rocforge test rocsparse --arch gfx90c --resume  # go on after Ctrl-C")]
     Test(test_cmd::TestArgs),
     /// One HTML page and a markdown summary from results bundles of any number of machines
     #[command(after_help = "\
-Results pulled from oci://REGISTRY/REPO come from anyone who can push there, so each must carry a
-minisign signature (`rocforge test … --submit oci://… --key SECRET`) by a trusted key: the
-built-in keys, config [trust] keys, or --key. A bad signature or an untrusted key is refused
-(named, and left out); an unsigned artifact is left out unless --allow-unsigned. Local
+Results pulled from oci://REGISTRY/REPO come from anyone who can push there, so each must carry a \
+minisign signature (`rocforge test … --submit oci://… --key SECRET`) by a trusted key: the \
+built-in keys, config [trust] keys, or --key. A bad signature or an untrusted key is refused \
+(named, and left out); an unsigned artifact is left out unless --allow-unsigned. Local \
 results.json files are your own and are read as they are.
 
 Examples:
   rocforge report rocforge-results/*/results.json --out report/
-  rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… --out report/")]
+  rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… \\
+      --out report/")]
     Report(test_cmd::ReportArgs),
     /// The GPU code in built files: offload bundles, code objects, target IDs, Tensile files
     #[command(after_help = "\
-PATH is a shared library, executable, object, static archive, code object or bundle, or a
-directory (an install prefix), read recursively. With --against, prints a library x target
-table (present, only the nearest target's code so a spoof is needed, MISSING) and exits 1 when
+PATH is a shared library, executable, object, static archive, code object or bundle, or a \
+directory (an install prefix), read recursively. With --against, prints a library x target \
+table (present, only the nearest target's code so a spoof is needed, MISSING) and exits 1 when \
 anything is missing or a file could not be read.
 
 Examples:
@@ -320,15 +400,16 @@ pub enum KeyCommand {
     },
     /// Rotate the signing key: a new key list trusting --new, signed by the --old secret key
     #[command(after_help = "\
-Writes OUT (keys.json: sequence, issue date, the keys to trust and to revoke, and a sha256 link
-to the list before it) and OUT.minisig, signed by the old key, plus the numbered copy
-keys-<N>.json(.minisig); an existing OUT becomes keys-<N-1>.json. Publish all of them beside
-index.json: installers that trust the old key follow the chain to the new one. Schema and rules:
+Writes OUT (keys.json: sequence, issue date, the keys to trust and to revoke, and a sha256 link \
+to the list before it) and OUT.minisig, signed by the old key, plus the numbered copy \
+keys-<N>.json(.minisig); an existing OUT becomes keys-<N-1>.json. Publish all of them beside \
+index.json: installers that trust the old key follow the chain to the new one. Schema and rules: \
 docs/security.md. The old key's password comes from ROCFORGE_KEY_PASSWORD.
 
 Examples:
   rocforge key generate --out new-keys
-  rocforge key rotate --old ~/.config/rocforge/keys/rocforge.key --new new-keys/rocforge.pub --revoke-old --out dist/keys.json")]
+  rocforge key rotate --old ~/.config/rocforge/keys/rocforge.key \\
+      --new new-keys/rocforge.pub --revoke-old --out dist/keys.json")]
     Rotate(artifact_cmd::KeyRotateArgs),
 }
 
@@ -349,17 +430,20 @@ pub enum ImageCommand {
     Build(image_cmd::ImageBuildArgs),
     /// An image to run the stack in: a base image plus one layer with the built components installed
     #[command(after_help = "\
-`image build` makes the builder image rocforge builds in; `image create` makes an image for
-users: the base image (pulled from its registry; linux/amd64 from a multi-platform index) plus
-one layer holding the components and their dependencies from the store under the release
-prefix (/opt/rocm), with ROCM_PATH, PATH and LD_LIBRARY_PATH set and org.opencontainers.image.*
-and rocforge.* labels. Reproducible: the same store entries on the same base give the same
-digest (created and file times: SOURCE_DATE_EPOCH, else the store entries', else 1970).
+`image build` makes the builder image rocforge builds in; `image create` makes an image for \
+users: the base image (pulled from its registry; linux/amd64 from a multi-platform index) plus \
+one layer holding the components and their dependencies from the store under the release \
+prefix (/opt/rocm), with ROCM_PATH, PATH and LD_LIBRARY_PATH set and org.opencontainers.image.* \
+and rocforge.* labels. Reproducible: the same store entries on the same base give the same \
+digest (created and file times: SOURCE_DATE_EPOCH, else the store entries', else 1970). \
 Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for credentials.
 
 Examples:
-  rocforge image create rocm-math --arch gfx90c --base docker.io/library/ubuntu:24.04 --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
-  rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 --tag localhost/rocsparse:gfx90c --load podman")]
+  rocforge image create rocm-math --arch gfx90c \\
+      --base docker.io/library/ubuntu:24.04 \\
+      --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
+  rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 \\
+      --tag localhost/rocsparse:gfx90c --load podman")]
     Create(image_cmd::CreateArgs),
 }
 
@@ -368,9 +452,13 @@ pub enum StoreCommand {
     /// Every entry: key, component, version, targets, runtime
     List,
     /// One entry in full (a key prefix of 8 or more characters is enough)
-    Show { key: String },
+    Show {
+        /// The entry's content key, or a prefix of 8 or more characters
+        key: String,
+    },
     /// Remove entries superseded by a newer build of the same component and targets
     Gc {
+        /// Only list what would be removed
         #[arg(long)]
         dry_run: bool,
     },
@@ -386,28 +474,29 @@ pub enum PatchCommand {
 pub enum CiCommand {
     /// Write .github/workflows/release.yml (and .github/actionlint.yaml) from the catalog and runners.toml
     #[command(after_help = "\
-One plan job (`rocforge plan --format github-matrix`, one output per dependency level), a
-builder-image job, one build job per dependency level (a level with nothing to build is skipped,
-the later ones still run), test jobs on the GPU runners runners.toml lists as registered, a
+One plan job (`rocforge plan --format github-matrix`, one output per dependency level), a \
+builder-image job, one build job per dependency level (a level with nothing to build is skipped, \
+the later ones still run), test jobs on the GPU runners runners.toml lists as registered, a \
 report and a publish job. See docs/ci.md.
 
 Examples:
-  rocforge ci github            regenerate after changing recipes or runners.toml
-  rocforge ci github --check    exit 1 with a diff when the committed files differ (CI)")]
+  rocforge ci github          # after changing recipes or runners.toml
+  rocforge ci github --check  # in CI: exit 1 with a diff if the files differ")]
     Github(ci_cmd::CiGithubArgs),
     /// Which self-hosted runner labels of runners.toml have a runner: from the GitHub API when a token is set
     #[command(after_help = "\
-Without a token, runners.toml's `registered` decides. With ROCFORGE_RUNNERS_TOKEN (or
-GITHUB_TOKEN) set and --repo or --org given, the GitHub API lists the runners: a label is ready
-when a runner carrying self-hosted, linux and the label is online. The token needs
-\"Administration: read\" on the repository (\"Self-hosted runners: read\" on an organization);
-the workflow's own GITHUB_TOKEN does not have it. ROCFORGE_GITHUB_API overrides
+Without a token, runners.toml's `registered` decides. With ROCFORGE_RUNNERS_TOKEN (or \
+GITHUB_TOKEN) set and --repo or --org given, the GitHub API lists the runners: a label is ready \
+when a runner carrying self-hosted, linux and the label is online. The token needs \
+\"Administration: read\" on the repository (\"Self-hosted runners: read\" on an organization); \
+the workflow's own GITHUB_TOKEN does not have it. ROCFORGE_GITHUB_API overrides \
 https://api.github.com. `gpu_ready` in the JSON is what the release workflow's plan job uses.
 
 Examples:
   rocforge ci runners                                  runners.toml only
   ROCFORGE_RUNNERS_TOKEN=… rocforge ci runners --repo me/rocforge
-  rocforge ci runners --repo me/rocforge --format json | jq -r '.gpu_ready | join(\",\")'")]
+  rocforge ci runners --repo me/rocforge --format json \\
+      | jq -r '.gpu_ready | join(\",\")'")]
     Runners(ci_cmd::CiRunnersArgs),
 }
 
@@ -415,7 +504,7 @@ Examples:
 pub enum NixCommand {
     /// Write an overlay for nixpkgs' rocmPackages: gpuTargets, our patch series, a nixpkgs pin
     #[command(after_help = "\
-Writes DIR/overlay.nix, DIR/patches/<component>/*.patch, DIR/default.nix and DIR/nixpkgs.json.
+Writes DIR/overlay.nix, DIR/patches/<component>/*.patch, DIR/default.nix and DIR/nixpkgs.json. \
 See docs/nix.md for what the overlay does and does not reproduce.
 
 Examples:
@@ -457,9 +546,9 @@ pub(crate) fn options(g: &Global) -> Options {
     }
 }
 
-/// Progress on stderr, unless --quiet.
+/// Progress on stderr, unless --quiet; with the build log's lines too under -v.
 pub(crate) fn reporter(g: &Global) -> Arc<dyn Reporter> {
-    Arc::new(progress::TermReporter::new(g.quiet))
+    Arc::new(progress::TermReporter::new(g))
 }
 
 pub(crate) fn session(g: &Global) -> Result<Session> {
@@ -487,26 +576,169 @@ pub(crate) fn exit_code(ok: bool) -> ExitCode {
     }
 }
 
-pub(crate) fn only_text_or_json(g: &Global, command: &str) -> Result<()> {
-    if g.format == Format::GithubMatrix {
-        return Err(Diagnostic::new(format!(
-            "--format github-matrix is not available for `{command}`"
-        ))
-        .hint("github-matrix is a format of `rocforge plan`; use text or json here")
-        .into());
-    }
-    Ok(())
+const TEXT: &[Format] = &[Format::Text];
+const TEXT_JSON: &[Format] = &[Format::Text, Format::Json];
+
+/// The formats each command writes, by its name as typed. Any other `--format` is refused
+/// before the command runs (exit 2, as for any flag value the command line cannot have), so a
+/// program asking for JSON never gets text. A test checks that this names every command clap
+/// defines, and that each one it says writes JSON does.
+pub(crate) const FORMATS: &[(&str, &[Format])] = &[
+    ("list", TEXT_JSON),
+    ("check", TEXT_JSON),
+    ("plan", &[Format::Text, Format::Json, Format::GithubMatrix]),
+    ("fetch", TEXT_JSON),
+    ("lock", TEXT_JSON),
+    ("dev", TEXT),
+    ("build", TEXT_JSON),
+    ("image build", TEXT),
+    ("image create", TEXT_JSON),
+    ("doctor", TEXT_JSON),
+    ("store list", TEXT_JSON),
+    ("store show", TEXT_JSON),
+    ("store gc", TEXT),
+    ("patch export", TEXT),
+    ("gc", TEXT),
+    ("arch list", TEXT_JSON),
+    ("arch show", TEXT_JSON),
+    ("catalog export", TEXT),
+    ("ci github", TEXT),
+    ("ci runners", TEXT_JSON),
+    ("nix export", TEXT_JSON),
+    ("completions", TEXT),
+    ("man", TEXT),
+    ("schema", TEXT_JSON),
+    ("publish", TEXT_JSON),
+    ("package", TEXT_JSON),
+    ("index", TEXT),
+    ("key generate", TEXT),
+    ("key rotate", TEXT),
+    ("sign", TEXT),
+    ("verify", TEXT),
+    ("install", TEXT),
+    ("uninstall", TEXT),
+    ("detect", TEXT_JSON),
+    ("test", TEXT_JSON),
+    ("report", TEXT),
+    ("inspect", TEXT_JSON),
+];
+
+/// The formats `command` (e.g. `store gc`) writes; text alone for one the table lacks.
+pub(crate) fn formats(command: &str) -> &'static [Format] {
+    FORMATS
+        .iter()
+        .find(|(name, _)| *name == command)
+        .map_or(TEXT, |(_, f)| f)
 }
 
-/// Commands whose output is a file for another program (a completion script, a man page):
-/// `--format` has no meaning there, and is refused rather than ignored.
-pub(crate) fn only_text(g: &Global, command: &str) -> Result<()> {
-    if g.format != Format::Text {
-        return Err(Diagnostic::new(format!(
-            "`{command}` writes one format only; --format is not available for it"
-        ))
-        .hint("drop --format")
-        .into());
+fn format_name(f: Format) -> String {
+    f.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// The subcommand names of a parsed command line, e.g. `["store", "gc"]`.
+pub(crate) fn command_path(m: &clap::ArgMatches) -> Vec<&str> {
+    let mut path = Vec::new();
+    let mut m = m;
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(name);
+        m = sub;
+    }
+    path
+}
+
+/// Refuses a `--format` the command does not write, with the command's own usage line.
+fn check_format(
+    cmd: &mut clap::Command,
+    m: &clap::ArgMatches,
+    format: Format,
+) -> std::result::Result<(), clap::Error> {
+    let path = command_path(m);
+    let mut name = path.join(" ");
+    let mut supported = formats(&name);
+    // `plan --explain` prints one hash input: there is no matrix of it.
+    let explain = path == ["plan"]
+        && m.subcommand_matches("plan")
+            .is_some_and(|p| p.get_one::<String>("explain").is_some());
+    if explain {
+        name += " --explain";
+        supported = TEXT_JSON;
+    }
+    // `install --dry-run` prints a plan, which has a JSON form; an install itself does not.
+    let dry_install = path == ["install"]
+        && m.subcommand_matches("install")
+            .is_some_and(|i| i.get_flag("dry_run"));
+    if dry_install {
+        name += " --dry-run";
+        supported = TEXT_JSON;
+    }
+    if supported.contains(&format) {
+        return Ok(());
+    }
+    let list: Vec<String> = supported.iter().map(|f| format_name(*f)).collect();
+    let message = format!(
+        "--format {} is not available for `rocforge {name}` (its formats: {})",
+        format_name(format),
+        list.join(", ")
+    );
+    let sub = path.iter().fold(cmd, |c, p| {
+        // The path came from these matches: every name on it is a subcommand.
+        c.find_subcommand_mut(p).expect("a parsed subcommand")
+    });
+    Err(sub.error(clap::error::ErrorKind::ArgumentConflict, message))
+}
+
+/// Parses the command line, exiting as clap does on a usage error (status 2) or for --help.
+pub fn parse() -> Args {
+    parse_from(std::env::args_os().collect()).unwrap_or_else(|e| e.exit())
+}
+
+/// clap's parse, with `--color` applied to clap's own output and `--format` checked against
+/// the command.
+pub(crate) fn parse_from(argv: Vec<std::ffi::OsString>) -> std::result::Result<Args, clap::Error> {
+    let mut cmd = Args::command().color(term::Color::from_args(&argv).clap());
+    let matches = cmd.try_get_matches_from_mut(&argv)?;
+    let args = Args::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+    check_format(&mut cmd, &matches, args.global.format)?;
+    check_runtime(&mut cmd, &matches)?;
+    Ok(args)
+}
+
+/// Commands that take `--runtime` but cannot use a value of it, and why.
+const RUNTIME_REFUSED: &[(&str, Runtime, &str)] = &[(
+    "image build",
+    Runtime::Host,
+    "an image is built by podman or docker",
+)];
+
+fn check_runtime(
+    cmd: &mut clap::Command,
+    m: &clap::ArgMatches,
+) -> std::result::Result<(), clap::Error> {
+    let path = command_path(m);
+    let name = path.join(" ");
+    let leaf = path
+        .iter()
+        .try_fold(m, |m, p| m.subcommand_matches(p))
+        .expect("a parsed subcommand");
+    let Ok(Some(runtime)) = leaf.try_get_one::<Runtime>("runtime") else {
+        return Ok(());
+    };
+    for (command, refused, why) in RUNTIME_REFUSED {
+        if *command == name && refused == runtime {
+            let value = runtime
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            let sub = path.iter().fold(cmd, |c, p| {
+                c.find_subcommand_mut(p).expect("a parsed subcommand")
+            });
+            return Err(sub.error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("--runtime {value} is not available for `rocforge {name}`: {why}"),
+            ));
+        }
     }
     Ok(())
 }
@@ -550,8 +782,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Ci(CiCommand::Github(a)) => ci_cmd::github(g, &a.dir, a.check),
         Command::Ci(CiCommand::Runners(a)) => ci_cmd::runners(g, a),
         Command::Nix(NixCommand::Export { out }) => ci_cmd::nix_export(g, out),
-        Command::Completions(a) => docs_cmd::completions(g, a),
-        Command::Man(a) => docs_cmd::man(g, a),
+        Command::Completions(a) => docs_cmd::completions(a),
+        Command::Man(a) => docs_cmd::man(a),
+        Command::Schema(a) => docs_cmd::schema(g, a),
         Command::Catalog(CatalogCommand::Export { dir }) => {
             let written = export_embedded(dir).map_err(|e| {
                 Diagnostic::new(e.to_string()).hint("choose a new directory; nothing was written")

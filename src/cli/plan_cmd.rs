@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use super::{Format, Global, Result};
 use rocforge::diag::Diagnostic;
-use rocforge::plan::{key::RuntimeKind, render};
+use rocforge::plan::render;
 
 #[derive(clap::Args, Debug)]
 pub struct PlanArgs {
@@ -13,9 +13,8 @@ pub struct PlanArgs {
     /// Print the hash input of one component instead of the plan
     #[arg(long, value_name = "COMPONENT")]
     explain: Option<String>,
-    /// Where builds run: a container (podman or docker) or the host. Keys differ between the two.
-    #[arg(long, value_enum, default_value_t = RuntimeKind::Container)]
-    runtime: RuntimeKind,
+    #[command(flatten)]
+    runtime: super::RuntimeArg,
     /// Replace a directory of a component's source with your own: COMPONENT:PATH=DIR
     #[arg(long, value_name = "SPEC")]
     overlay: Vec<String>,
@@ -25,8 +24,9 @@ pub fn plan_cmd(g: &Global, a: &PlanArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
     session.plan_inputs()?;
     let overlays = session.overlays(&a.overlay)?;
-    let image = session.default_runtime_image(a.runtime)?;
-    let plan = session.plan(&a.components, a.runtime, image, overlays)?;
+    let runtime = a.runtime.runtime.kind();
+    let image = session.default_runtime_image(runtime)?;
+    let plan = session.plan(&a.components, runtime, image, overlays)?;
     if let Some(c) = &a.explain {
         let catalog = &session.catalog;
         let step = plan.step(c).ok_or_else(|| {

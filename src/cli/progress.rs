@@ -1,6 +1,6 @@
 //! The binary's progress display: indicatif bars on a terminal, plain lines otherwise (logs,
 //! CI), with GitHub Actions folding when GITHUB_ACTIONS=true; JSON lines for `build --format
-//! json`.
+//! json`. Under `-v` a build's log lines are printed as well, each after its component's name.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -15,6 +15,8 @@ pub struct TermReporter {
     github: bool,
     quiet: bool,
     json: bool,
+    /// `-v`: builds stream their log lines.
+    verbose: bool,
     /// The longest a running build goes without a line when there is no terminal.
     every: Duration,
 }
@@ -31,13 +33,16 @@ fn interval(default: u64) -> Duration {
 }
 
 impl TermReporter {
-    pub fn new(quiet: bool) -> Self {
+    /// The display the global flags ask for: silent with --quiet, log lines with -v.
+    pub fn new(g: &super::Global) -> Self {
+        let quiet = g.quiet;
         let tty = std::io::stderr().is_terminal() && !quiet;
         Self {
             multi: tty.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
             github: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
             quiet,
             json: false,
+            verbose: g.verbose > 0 && !quiet,
             every: interval(60),
         }
     }
@@ -49,6 +54,8 @@ impl TermReporter {
             github: false,
             quiet: false,
             json: true,
+            // stderr carries JSON lines, which a log line would break.
+            verbose: false,
             every: interval(10),
         }
     }
@@ -81,6 +88,8 @@ struct BuildBar {
     bar: ProgressBar,
     multi: MultiProgress,
     latest: Latest,
+    /// `-v`: the component's name, printed before each log line above the bars.
+    log_prefix: Option<String>,
 }
 
 impl Task for BuildBar {
@@ -95,6 +104,11 @@ impl Task for BuildBar {
     }
     fn finish(&self, message: &str) {
         self.finish_build(BuildEnd::Failed, message);
+    }
+    fn log_line(&self, line: &str) {
+        if let Some(prefix) = &self.log_prefix {
+            let _ = self.multi.println(format!("{prefix} | {line}"));
+        }
     }
     fn finish_build(&self, _: BuildEnd, message: &str) {
         self.bar.finish_and_clear();
@@ -112,6 +126,8 @@ struct BuildLines {
     github: bool,
     quiet: bool,
     cadence: Mutex<Cadence>,
+    /// `-v`: the component's name, printed before each log line.
+    log_prefix: Option<String>,
 }
 
 impl Task for BuildLines {
@@ -126,6 +142,11 @@ impl Task for BuildLines {
                 .is_ok_and(|mut c| c.due(status, Instant::now()))
         {
             eprintln!("{status}");
+        }
+    }
+    fn log_line(&self, line: &str) {
+        if let Some(prefix) = &self.log_prefix {
+            eprintln!("{prefix} | {line}");
         }
     }
     fn finish(&self, message: &str) {
@@ -236,6 +257,7 @@ impl Reporter for TermReporter {
                 cadence: Mutex::new(Cadence::new(self.every)),
             });
         }
+        let log_prefix = self.verbose.then(|| component.to_string());
         let Some(multi) = &self.multi else {
             if self.github {
                 eprintln!("::group::{label}");
@@ -246,6 +268,7 @@ impl Reporter for TermReporter {
                 github: self.github,
                 quiet: self.quiet,
                 cadence: Mutex::new(Cadence::new(self.every)),
+                log_prefix,
             });
         };
         let _ = multi.println(format!("{label}: building, log {}", log.display()));
@@ -271,6 +294,7 @@ impl Reporter for TermReporter {
             bar,
             multi: multi.clone(),
             latest,
+            log_prefix,
         })
     }
 

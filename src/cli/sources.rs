@@ -3,12 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{CliError, Format, Global, Result, only_text_or_json};
+use super::{CliError, Format, Global, Result};
 use rocforge::app::{dev, source_gc};
 use rocforge::source::prepare::{self, SourceError};
 
 #[derive(clap::Args, Debug)]
 pub struct PatchExportArgs {
+    /// The component whose checkout to export
     pub component: String,
     /// The checkout [default: ./rocforge-dev/<component>]
     #[arg(long, value_name = "DIR")]
@@ -24,6 +25,7 @@ pub struct GcArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct DevArgs {
+    /// The component to check out
     pub component: String,
     /// Where to create the checkout [default: ./rocforge-dev/<component>]
     #[arg(long, value_name = "DIR")]
@@ -45,7 +47,6 @@ fn source_error(e: SourceError) -> CliError {
 
 pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
     let (component, overlay_specs) = (&a.component, &a.overlay);
-    only_text_or_json(g, "fetch")?;
     let session = super::session(g)?;
     session.lock()?;
     session.config()?;
@@ -89,7 +90,6 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
 }
 
 pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "dev")?;
     let session = super::session(g)?;
     let dest = dev::dev_dir(&a.component, a.dir.as_deref());
     let commits = dev::checkout(&session, &a.component, &dest)?;
@@ -109,7 +109,6 @@ pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
 
 pub fn patch_export(g: &Global, a: &PatchExportArgs) -> Result<ExitCode> {
     let (component, dir) = (&a.component, a.dir.as_deref());
-    only_text_or_json(g, "patch export")?;
     let session = super::session(g)?;
     let exported = dev::export(&session, component, &dev::dev_dir(component, dir))?;
     for n in &exported.names {
@@ -131,7 +130,6 @@ pub fn patch_export(g: &Global, a: &PatchExportArgs) -> Result<ExitCode> {
 }
 
 pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "gc")?;
     let plan = source_gc::plan(&super::options(g));
     let done = if dry_run { "would remove" } else { "removed" };
     for u in &plan.unused {

@@ -1,10 +1,12 @@
 //! `store list`, `store show` and `store gc`.
 
+use rocforge::arch::{TargetId, comma_list};
+use rocforge::ids::{ComponentName, ContentKey};
 use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::{CliError, Format, Global, Result, only_text_or_json};
+use super::{CliError, Format, Global, Result};
 use rocforge::diag::Diagnostic;
 
 fn store(g: &Global) -> rocforge::store::Store {
@@ -12,7 +14,6 @@ fn store(g: &Global) -> rocforge::store::Store {
 }
 
 pub fn store_list(g: &Global) -> Result<ExitCode> {
-    only_text_or_json(g, "store list")?;
     let store = store(g);
     let entries = store.entries();
     if g.format == Format::Json {
@@ -34,7 +35,7 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
             &e.key[..12],
             e.component,
             e.version,
-            e.targets.join(","),
+            comma_list(&e.targets),
             e.runtime
         );
     }
@@ -42,7 +43,6 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
 }
 
 pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
-    only_text_or_json(g, "store show")?;
     let store = store(g);
     let e = store
         .find(key)
@@ -53,7 +53,7 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
     }
     println!("{} {} ({})", e.component, e.version, e.release);
     println!("  key        {}", e.key);
-    println!("  targets    {}", e.targets.join(","));
+    println!("  targets    {}", comma_list(&e.targets));
     println!(
         "  runtime    {}{}",
         e.runtime,
@@ -93,11 +93,10 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
 }
 
 pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
-    only_text_or_json(g, "store gc")?;
     let store = store(g);
     // Keep the newest entry of each component for each target set; older ones are superseded.
-    let mut newest: std::collections::BTreeMap<(String, String, Vec<String>), String> =
-        Default::default();
+    type Slot = (String, ComponentName, Vec<TargetId>);
+    let mut newest: std::collections::BTreeMap<Slot, ContentKey> = Default::default();
     let entries = store.entries();
     for e in &entries {
         newest.insert(

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{CliError, Format, Global, Result, exit_code, only_text_or_json, print_json};
+use super::{CliError, Format, Global, Result, exit_code, print_json};
 use rocforge::app::test;
 use rocforge::diag::Diagnostic;
 use rocforge::report;
@@ -35,6 +35,7 @@ pub struct ReportArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct TestArgs {
+    /// The component whose test client to run
     pub component: String,
     /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
     #[arg(long)]
@@ -118,7 +119,6 @@ fn print_device(d: &Device) {
 }
 
 pub fn detect(g: &Global, sysfs_root: Option<&Path>) -> Result<ExitCode> {
-    only_text_or_json(g, "detect")?;
     let p = test::profile(&super::arch_cmd::arch_table(g)?, sysfs_root);
     let code = if p.devices.is_empty() {
         ExitCode::from(1)
@@ -175,7 +175,6 @@ fn http_client() -> Result<reqwest::blocking::Client> {
 }
 
 pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
-    only_text_or_json(g, "test")?;
     let session = super::session(g)?;
     let req = test::Request {
         component: &a.component,
@@ -235,7 +234,6 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
 
 pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
     let (results, out, keys, allow_unsigned) = (&a.results, &a.out, &a.key, a.allow_unsigned);
-    only_text_or_json(g, "report")?;
     let mut bundles = Vec::new();
     let mut client = None;
     let mut trust: Option<rocforge::trust::Resolved> = None;

@@ -138,7 +138,7 @@ pub struct Inventory {
     pub tensile: Vec<TensileDir>,
     /// Per component that records it, where each target's Tensile logic came from.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub logic: BTreeMap<String, BTreeMap<String, crate::source::logic::LogicSource>>,
+    pub logic: BTreeMap<String, BTreeMap<String, crate::catalog::logic::LogicSource>>,
     pub errors: Vec<InspectError>,
 }
 
@@ -276,7 +276,7 @@ fn walk_dir(root: &Path, dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<In
 
 /// The component whose `share/rocforge/<component>/tensile-logic.json` this is.
 fn logic_record(path: &str) -> Option<&str> {
-    use crate::source::logic::{PROVENANCE_DIR, PROVENANCE_FILE};
+    use crate::catalog::logic::{PROVENANCE_DIR, PROVENANCE_FILE};
     let rest = path.strip_prefix(PROVENANCE_DIR)?.strip_prefix('/')?;
     let (component, file) = rest.split_once('/')?;
     (file == PROVENANCE_FILE).then_some(component)

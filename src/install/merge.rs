@@ -8,6 +8,10 @@
 //! `list --installed`, applies the journal of every staging directory a killed run left beside
 //! the prefix and removes those directories; staging without a journal never touched the prefix
 //! and is simply removed.
+//!
+//! This is the one place where staging is not [`crate::fsutil::Staged`]'s single rename: a
+//! merge moves many entries into a prefix that stays, so it is made crash-safe by the journal
+//! and finished forward by the next command, never rolled back.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -202,7 +206,7 @@ pub fn recover(prefix: &Path) -> std::io::Result<Vec<String>> {
                 .is_ok()
         }) {
             apply(&dir, prefix, &j)?;
-            completed.extend(j.receipts.iter().map(|r| r.name.clone()));
+            completed.extend(j.receipts.iter().map(|r| r.name.to_string()));
         }
         crate::fsutil::remove_tree(&dir)?;
     }
@@ -222,7 +226,7 @@ mod tests {
         std::fs::write(prefix.join("lib/libx.so.0"), "old").unwrap();
         let receipt: Receipt = serde_json::from_value(serde_json::json!({
             "schema": receipt::RECEIPT_SCHEMA, "name": "x", "version": "2", "targets": ["gfx90c"],
-            "key": "ab12", "sha256": "s", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
+            "key": "ab12".repeat(16), "sha256": "s", "url": "file:///x", "installed": "2025-01-01T00:00:00Z",
             "files": ["bin/x", "lib/libx.so.1"], "dirs": ["bin", "lib"],
         }))
         .unwrap();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::ArtifactId;
 use crate::package::manifest::{Dependency, has_reserved, normalize};
 
 pub const RECEIPT_SCHEMA: &str = "rocforge.receipt/1";
@@ -40,15 +41,13 @@ pub fn not_native(
     out
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// An installed component's record in `<prefix>/.rocforge/receipts/<name>.json`: what was
+/// installed from where, and every path it put there (uninstall removes exactly these).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Receipt {
     pub schema: String,
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub release: String,
-    pub targets: Vec<String>,
-    pub key: String,
+    #[serde(flatten)]
+    pub id: ArtifactId,
     /// The artifact's sha256 and where it came from.
     pub sha256: String,
     pub url: String,
@@ -76,6 +75,8 @@ pub struct Receipt {
     /// Directories, relative to the prefix (removed on uninstall when empty).
     pub dirs: Vec<String>,
 }
+
+crate::carries_artifact_id!(Receipt);
 
 /// A path a receipt or journal may name: normalized, relative, no `..`, no `.rocforge` name.
 pub fn check_path(p: &str) -> Result<(), String> {
@@ -234,13 +235,13 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
     for r in &chosen {
         let by: Vec<String> = all
             .iter()
-            .filter(|o| !names.contains(&o.name))
+            .filter(|o| !names.iter().any(|n| o.name == *n))
             .filter(|o| o.depends.iter().any(|d| d.name == r.name))
-            .map(|o| o.name.clone())
+            .map(|o| o.name.to_string())
             .collect();
         if !by.is_empty() {
             return Err(UninstallError::Needed {
-                name: r.name.clone(),
+                name: r.name.to_string(),
                 by,
             });
         }
@@ -248,7 +249,7 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
     // Directories another remaining component also lists stay.
     let kept_dirs: std::collections::BTreeSet<&String> = all
         .iter()
-        .filter(|o| !names.contains(&o.name))
+        .filter(|o| !names.iter().any(|n| o.name == *n))
         .flat_map(|o| o.dirs.iter())
         .collect();
     let mut removed = Removed::default();

@@ -239,13 +239,10 @@ pub fn extract(
             "the manifest's component name is not a valid name (lowercase letters, digits, - _ ., at most 64)",
         ));
     }
-    if let Some(w) = std::iter::once(&manifest.version)
-        .chain(&manifest.targets)
-        .find(|w| !crate::package::manifest::is_plain_word(w))
-    {
+    if !crate::package::manifest::is_plain_word(&manifest.version) {
         return Err(unsafe_(
-            w,
-            "the manifest's version or a target is not a plain word (at most 128 printable characters, no spaces)",
+            &manifest.version,
+            "the manifest's version is not a plain word (at most 128 printable characters, no spaces)",
         ));
     }
     let mut expected: BTreeMap<String, FileEntry> = BTreeMap::new();

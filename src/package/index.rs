@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::PackageError;
 use super::manifest::Dependency;
 use super::tarball::{Compression, read_manifest};
+use crate::ids::{ArtifactId, Sha256};
 use crate::units::{now_unix, rfc3339};
 
 pub const INDEX_SCHEMA: &str = "rocforge.index/1";
@@ -17,7 +18,8 @@ pub const INDEX_NAME: &str = "index.json";
 /// The largest index an installer reads.
 pub const MAX_INDEX_BYTES: u64 = 16 << 20;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// `index.json`: the signed list of a release directory's artifacts (docs/index-schema.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Index {
     pub schema: String,
     /// RFC 3339 UTC, e.g. 2025-06-01T12:00:00Z.
@@ -27,18 +29,15 @@ pub struct Index {
     pub artifacts: Vec<Artifact>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One tarball of the release: what it is, where it is, its digest and what it needs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Artifact {
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub release: String,
-    pub targets: Vec<String>,
-    pub key: String,
+    #[serde(flatten)]
+    pub id: ArtifactId,
     /// Relative to the index's URL (or absolute; installers refuse other hosts by default).
     pub url: String,
     pub size: u64,
-    pub sha256: String,
+    pub sha256: Sha256,
     /// Sum of the files' sizes once extracted.
     pub installed_size: u64,
     #[serde(default)]
@@ -58,6 +57,8 @@ pub struct Artifact {
     #[serde(default)]
     pub signature: Option<String>,
 }
+
+crate::carries_artifact_id!(Artifact);
 
 /// The index of every tarball in `dir` (their manifests are read), issued now and expiring
 /// after `valid_days`. Tarballs are listed by name.
@@ -90,11 +91,7 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             source,
         })?;
         artifacts.push(Artifact {
-            name: m.name,
-            version: m.version,
-            release: m.release,
-            targets: m.targets,
-            key: m.key,
+            id: m.id,
             url: name.clone(),
             size: meta.len(),
             sha256: sha256_file(&p)?,
@@ -146,7 +143,7 @@ pub fn renew(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
     Ok(index)
 }
 
-fn sha256_file(p: &Path) -> Result<String, PackageError> {
+fn sha256_file(p: &Path) -> Result<crate::ids::Sha256, PackageError> {
     use sha2::{Digest, Sha256};
     let mut f = std::fs::File::open(p).map_err(|source| PackageError::Io {
         path: p.to_path_buf(),
@@ -161,7 +158,7 @@ fn sha256_file(p: &Path) -> Result<String, PackageError> {
         path: p.to_path_buf(),
         source,
     })?;
-    Ok(hex::encode(h.hasher.finalize()))
+    Ok(crate::ids::Sha256::from_digest(&h.hasher.finalize()))
 }
 
 /// Writes `dir/index.json` and, with a key, `dir/index.json.minisig`. Returns the paths.

@@ -4,22 +4,22 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{ArtifactId, ComponentName, ContentKey};
+
 /// The manifest's name inside the tarball (never extracted into a prefix).
 pub const MANIFEST_NAME: &str = "rocforge-manifest.json";
 pub const MANIFEST_SCHEMA: &str = "rocforge.manifest/1";
 /// The largest manifest an installer reads.
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// `rocforge-manifest.json`, the first entry of every tarball: what the tarball is, how it was
+/// built, and every file with its size and digest (docs/artifacts.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Manifest {
     pub schema: String,
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub release: String,
-    pub targets: Vec<String>,
-    /// The store entry's content key.
-    pub key: String,
+    /// What it is: name, version, release, targets and the store entry's content key.
+    #[serde(flatten)]
+    pub id: ArtifactId,
     /// Components this one needs at run time, by name and content key.
     #[serde(default)]
     pub depends: Vec<Dependency>,
@@ -66,13 +66,17 @@ pub struct Manifest {
     pub files: Vec<FileEntry>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+crate::carries_artifact_id!(Manifest);
+
+#[derive(
+    Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, schemars::JsonSchema,
+)]
 pub struct Dependency {
-    pub name: String,
-    pub key: String,
+    pub name: ComponentName,
+    pub key: ContentKey,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     File,
@@ -80,7 +84,7 @@ pub enum Kind {
     Symlink,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FileEntry {
     /// Relative, `/`-separated, no `.` or `..` components.
     pub path: String,

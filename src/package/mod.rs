@@ -94,7 +94,7 @@ pub fn file_name(meta: &EntryMeta, compression: Compression) -> String {
     let targets = meta
         .targets
         .iter()
-        .map(|t| t.replace(':', "."))
+        .map(|t| t.to_string().replace(':', "."))
         .collect::<Vec<_>>()
         .join("_");
     format!(
@@ -136,8 +136,8 @@ pub fn package_entry(
             a.iter()
                 .filter_map(|d| {
                     Some(Dependency {
-                        name: d["name"].as_str()?.to_string(),
-                        key: d["key"].as_str()?.to_string(),
+                        name: d["name"].as_str()?.parse().ok()?,
+                        key: d["key"].as_str()?.parse().ok()?,
                     })
                 })
                 .collect()
@@ -150,7 +150,7 @@ pub fn package_entry(
     let scan = tarball::scan(&tree, &build_paths)?;
     if !scan.leaks.is_empty() && !opts.allow_build_paths {
         return Err(PackageError::Leaks {
-            component: meta.component.clone(),
+            component: meta.component.to_string(),
             leaks: scan.leaks,
         });
     }
@@ -159,11 +159,7 @@ pub fn package_entry(
     let licenses = licenses(&meta, &scan.files);
     let manifest = Manifest {
         schema: MANIFEST_SCHEMA.into(),
-        name: meta.component.clone(),
-        version: meta.version.clone(),
-        release: meta.release.clone(),
-        targets: meta.targets.clone(),
-        key: meta.key.clone(),
+        id: meta.artifact_id(),
         depends,
         license: opts.license.clone(),
         licenses,
@@ -189,7 +185,7 @@ pub fn package_entry(
     let wheels = export_wheels(&tree, &manifest.files, opts)?;
     crate::fault::point("package");
     Ok(Packaged {
-        component: meta.component,
+        component: meta.component.to_string(),
         tarball: written,
         signature,
         manifest_files: manifest.files.len(),

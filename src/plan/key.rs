@@ -20,7 +20,7 @@ pub const HASH_INPUT_SCHEMA: &str = "rocforge.hash-input/1";
 /// a build's output. 2: the source's license files are copied into `share/doc/<component>/`.
 pub const BUILD_DRIVER_SCHEMA: u32 = 2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuntimeKind {
     /// podman or docker: same image, same key.
@@ -29,7 +29,7 @@ pub enum RuntimeKind {
     Host,
 }
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct ImageRef {
     pub reference: String,
     /// `sha256:…` from rocforge.lock, or a local image ID.
@@ -117,7 +117,7 @@ impl HashInput {
     }
 
     pub fn key(&self) -> ContentKey {
-        ContentKey(hex::encode(Sha256::digest(self.encode())))
+        ContentKey::from_digest(&Sha256::digest(self.encode()))
     }
 
     pub fn to_value(&self) -> serde_json::Value {
@@ -125,22 +125,7 @@ impl HashInput {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct ContentKey(pub String);
-
-impl ContentKey {
-    /// The short form shown in plans and tables.
-    pub fn short(&self) -> &str {
-        &self.0[..12.min(self.0.len())]
-    }
-}
-
-impl std::fmt::Display for ContentKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use crate::ids::ContentKey;
 
 /// Which inputs differ between two hash inputs, named as dotted paths
 /// (`component.patches`, `dependencies.rocprim`, `targets`).

@@ -51,14 +51,14 @@ pub enum RuntimeImage {
     Id(String),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum Status {
     Cached,
     Build { reason: Reason },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Reason {
     /// The store has never held this component.
@@ -68,13 +68,13 @@ pub enum Reason {
 }
 
 /// What reaches the component's build so that it targets the requested GPUs.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Default, schemars::JsonSchema)]
 pub struct GpuFlags {
     pub cmake: Vec<String>,
     pub env: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Step {
     pub component: String,
     pub version: String,
@@ -96,7 +96,7 @@ impl Step {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Estimate {
     pub components_to_build: usize,
     pub components_cached: usize,
@@ -108,7 +108,7 @@ pub struct Estimate {
     pub build_hours_critical_path: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     pub schema: &'static str,
     pub release: String,
@@ -152,7 +152,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let r = &catalog.recipes[name];
         // A processor's Tensile logic overlay that Tensile would not use as that processor's
         // is refused before anything is fetched or built.
-        crate::source::logic::check_overlays(r, &arches, &catalog.arches, &overlays)
+        crate::catalog::logic::check_overlays(r, &arches, &catalog.arches, &overlays)
             .map_err(|e| Diagnostic::new(format!("{name}: {e}")).hint(e.hint()))?;
         let mut deps: Vec<&str> = r.depends.iter().map(|d| d.as_str()).collect();
         deps.sort_unstable();
@@ -181,10 +181,10 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 })
                 .collect(),
         };
-        let host_input = input_for(&[], &|d| host_keys[d].0.clone());
+        let host_input = input_for(&[], &|d| host_keys[d].to_string());
         host_keys.insert(name, host_input.key());
         let input = if r.build.device_code {
-            input_for(&req.targets, &|d| keys[d].0.0.clone())
+            input_for(&req.targets, &|d| keys[d].0.to_string())
         } else {
             host_input
         };
@@ -195,7 +195,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             sources_locked = false;
         }
         let key = input.key();
-        let status = if store.contains(&key.0) {
+        let status = if store.contains(&key) {
             Status::Cached
         } else {
             let reason = match store.previous(name) {

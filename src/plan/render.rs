@@ -190,7 +190,7 @@ pub fn github_matrix(plan: &Plan) -> String {
             .map(|s| MatrixEntry {
                 component: &s.component,
                 targets: targets.clone(),
-                key: &s.key.0,
+                key: &s.key,
                 runner: runner_label(&s.resources),
             })
             .collect();

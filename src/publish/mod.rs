@@ -4,7 +4,10 @@
 
 pub mod github;
 pub mod oci;
+pub mod plan;
 pub mod wheels;
+
+pub use plan::{PLAN_SCHEMA, PublishPlan};
 
 use std::path::{Path, PathBuf};
 
@@ -129,39 +132,52 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64), PublishError> {
 }
 
 pub fn client() -> Result<reqwest::blocking::Client, PublishError> {
-    reqwest::blocking::Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| PublishError::Unreachable {
+    crate::net::try_client(&crate::net::HttpOptions::default()).map_err(|e| {
+        PublishError::Unreachable {
             what: "client".into(),
             message: e.to_string(),
-        })
+        }
+    })
 }
 
-/// Publishes the release directory `dir` to `dest`.
-pub fn publish(
-    dir: &Path,
-    dest: &Destination,
+/// `$GITHUB_TOKEN`, when set and not empty.
+fn github_token() -> Option<String> {
+    std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty())
+}
+
+/// Carries out `plan`: writes its wheel index pages, then sends its uploads.
+pub fn execute(
+    plan: &PublishPlan,
     reporter: &dyn crate::progress::Reporter,
 ) -> Result<Vec<Outcome>, PublishError> {
+    wheels::write_pages(&plan.pages)?;
+    if !plan.pages.is_empty() {
+        reporter.note(&format!(
+            "wrote the wheel index ({} pages): pip install --index-url <URL of {}>/<target>/ …",
+            plan.pages.len(),
+            plan.dir.display()
+        ));
+    }
+    let Some(dest) = &plan.destination else {
+        return Ok(Vec::new());
+    };
     let client = client()?;
-    match dest {
-        Destination::GitHub { owner, repo, tag } => {
-            let token = std::env::var("GITHUB_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty())
-                .ok_or(PublishError::NoToken)?;
+    match (dest, &plan.oci) {
+        (Destination::GitHub { owner, repo, tag }, _) => {
+            let token = github_token().ok_or(PublishError::NoToken)?;
             let api = std::env::var("ROCFORGE_GITHUB_API")
                 .ok()
                 .filter(|a| !a.is_empty())
                 .unwrap_or_else(|| "https://api.github.com".into());
             let gh = github::GitHub::new(client, api, token, owner, repo);
-            gh.publish(tag, &files(dir)?, reporter)
+            let files: Vec<PathBuf> = plan.uploads.iter().map(|u| u.path.clone()).collect();
+            gh.publish(tag, &files, reporter)
         }
-        Destination::Oci(repo) => {
+        (Destination::Oci(repo), Some(oci_plan)) => {
             let remote = crate::oci::Remote::new(client, repo.clone());
-            oci::publish(&remote, dir, reporter)
+            oci::publish(&remote, oci_plan, reporter)
         }
+        (Destination::Oci(_), None) => Ok(Vec::new()),
     }
 }
 

@@ -4,13 +4,13 @@
 //! annotations), and the signed index as one more artifact tagged by the release.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{Outcome, PublishError};
 use crate::oci::{
     Descriptor, IMAGE_MANIFEST, ImageManifest, Remote, SIGNATURE_TYPE, TITLE, sanitize_tag,
 };
-use crate::package::index::{INDEX_NAME, Index};
+use crate::package::index::{Artifact, INDEX_NAME, Index};
 
 pub const ARTIFACT_CONFIG: &str = "application/vnd.rocforge.artifact.config.v1+json";
 pub const INDEX_CONFIG: &str = "application/vnd.rocforge.release.config.v1+json";
@@ -29,37 +29,36 @@ pub fn artifact_tag(file_name: &str) -> String {
     sanitize_tag(stem)
 }
 
-fn file_descriptor(
-    remote: &Remote,
-    media_type: &str,
-    path: &Path,
-    sha256: Option<&str>,
-) -> Result<Descriptor, PublishError> {
-    let io = |source| PublishError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    let sha = match sha256 {
-        Some(s) => s.to_string(),
-        None => super::sha256_file(path)?.0,
-    };
-    let mut d = remote.push_file(media_type, path, &sha, size)?;
-    crate::fault::point("publish");
-    if let Some(n) = path.file_name() {
-        d.annotations
-            .insert(TITLE.into(), n.to_string_lossy().into_owned());
-    }
-    Ok(d)
+/// A file pushed as one layer of an artifact.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub media_type: &'static str,
+    pub path: PathBuf,
+    /// Known beforehand (a tarball's, from the index), else computed when pushed.
+    pub sha256: Option<String>,
 }
 
-/// Pushes every tarball the directory's index lists, then the index. Blobs the registry has are
-/// not uploaded again, so a re-run only re-tags.
-pub fn publish(
-    remote: &Remote,
-    dir: &Path,
-    reporter: &dyn crate::progress::Reporter,
-) -> Result<Vec<Outcome>, PublishError> {
+/// One OCI artifact: a tarball and its signature under the tarball's tag.
+#[derive(Debug, Clone)]
+pub struct TarballArtifact {
+    pub artifact: Artifact,
+    pub tag: String,
+    pub layers: Vec<Layer>,
+}
+
+/// What pushing a release directory does: an artifact per tarball its index lists, then the
+/// index (with its signature and the key lists) under the release's tag.
+#[derive(Debug, Clone)]
+pub struct OciPlan {
+    pub index: Index,
+    pub tarballs: Vec<TarballArtifact>,
+    pub release: String,
+    pub release_tag: String,
+    pub index_layers: Vec<Layer>,
+}
+
+/// The push of `dir`, read from its index.json; nothing is sent.
+pub fn plan(dir: &Path) -> Result<OciPlan, PublishError> {
     let index_path = dir.join(INDEX_NAME);
     let text = std::fs::read(&index_path).map_err(|source| PublishError::Io {
         path: index_path.clone(),
@@ -69,7 +68,7 @@ pub fn publish(
         path: index_path.display().to_string(),
         message: e.to_string(),
     })?;
-    let mut out = Vec::new();
+    let mut tarballs = Vec::new();
     for a in &index.artifacts {
         if a.url.contains('/') {
             return Err(PublishError::Invalid {
@@ -78,97 +77,181 @@ pub fn publish(
             });
         }
         let path = dir.join(&a.url);
-        let media = if a.url.ends_with(".tar.gz") {
+        let media_type = if a.url.ends_with(".tar.gz") {
             COMPONENT_TAR_GZIP
         } else {
             COMPONENT_TAR_ZSTD
         };
-        let task = reporter.task(&format!("pushing {}", a.url), None, false);
-        let mut layers = vec![file_descriptor(remote, media, &path, Some(&a.sha256))?];
-        let sig = crate::sign::signature_path(&path);
-        if sig.is_file() {
-            layers.push(file_descriptor(remote, SIGNATURE_TYPE, &sig, None)?);
-        }
-        let config = serde_json::json!({
-            "schema": "rocforge.artifact/1",
-            "name": a.name,
-            "version": a.version,
-            "release": a.release,
-            "targets": a.targets,
-            "key": a.key,
-            "depends": a.depends,
-            "glibc_floor": a.glibc_floor,
-            "installed_size": a.installed_size,
-        });
-        let config = remote.push_bytes(
-            ARTIFACT_CONFIG,
-            &serde_json::to_vec_pretty(&config).expect("plain data"),
-        )?;
-        let annotations: BTreeMap<String, String> = [
-            (TITLE, a.url.clone()),
-            ("org.opencontainers.image.version", a.version.clone()),
-            ("org.opencontainers.image.created", index.issued.clone()),
-            ("rocforge.key", a.key.clone()),
-            ("rocforge.targets", a.targets.join(",")),
-            ("rocforge.component", a.name.clone()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        let tag = artifact_tag(&a.url);
-        remote.put_manifest(
-            &tag,
-            &ImageManifest {
-                schema_version: 2,
-                media_type: IMAGE_MANIFEST.into(),
-                artifact_type: Some(ARTIFACT_CONFIG.into()),
-                config,
-                layers,
-                annotations,
-            },
-        )?;
-        crate::fault::point("publish");
-        task.finish(&format!("{} → {}", a.url, remote.repo.reference(&tag)));
-        out.push(Outcome {
-            file: a.url.clone(),
-            action: format!("pushed {}", remote.repo.reference(&tag)),
+        let mut layers = vec![Layer {
+            media_type,
+            path: path.clone(),
+            sha256: Some(a.sha256.to_string()),
+        }];
+        layers.extend(signature_layer(&path));
+        tarballs.push(TarballArtifact {
+            artifact: a.clone(),
+            tag: artifact_tag(&a.url),
+            layers,
         });
     }
-    // The index, tagged by the release.
     let release = index
         .artifacts
         .first()
         .map(|a| a.release.clone())
         .filter(|r| !r.is_empty())
         .unwrap_or_else(|| "index".into());
-    let tag = sanitize_tag(&release);
-    let mut layers = vec![file_descriptor(remote, INDEX_TYPE, &index_path, None)?];
-    let sig = crate::sign::signature_path(&index_path);
-    if sig.is_file() {
-        layers.push(file_descriptor(remote, SIGNATURE_TYPE, &sig, None)?);
-    }
-    // The key lists (keys.json, keys-N.json and their signatures) travel with the index, so a
-    // puller that trusts an older key can follow a rotation (docs/security.md).
-    let key_files: Vec<std::path::PathBuf> = crate::package::index::release_files(dir)?
+    let mut index_layers = vec![Layer {
+        media_type: INDEX_TYPE,
+        path: index_path.clone(),
+        sha256: None,
+    }];
+    index_layers.extend(signature_layer(&index_path));
+    index_layers.extend(key_list_layers(dir)?);
+    Ok(OciPlan {
+        release_tag: sanitize_tag(&release),
+        release,
+        index,
+        tarballs,
+        index_layers,
+    })
+}
+
+fn signature_layer(path: &Path) -> Option<Layer> {
+    let sig = crate::sign::signature_path(path);
+    sig.is_file().then_some(Layer {
+        media_type: SIGNATURE_TYPE,
+        path: sig,
+        sha256: None,
+    })
+}
+
+/// The key lists (keys.json, keys-N.json and their signatures): they travel with the index,
+/// so a puller that trusts an older key can follow a rotation (docs/security.md).
+fn key_list_layers(dir: &Path) -> Result<Vec<Layer>, PublishError> {
+    Ok(crate::package::index::release_files(dir)?
         .into_iter()
         .filter(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
                 crate::trust::is_key_list_name(n.strip_suffix(".minisig").unwrap_or(n))
             })
         })
-        .collect();
-    for k in &key_files {
-        let is_sig = k.extension().is_some_and(|e| e == "minisig");
-        let media = if is_sig {
-            SIGNATURE_TYPE
-        } else {
-            KEY_LIST_TYPE
-        };
-        layers.push(file_descriptor(remote, media, k, None)?);
+        .map(|path| Layer {
+            media_type: if path.extension().is_some_and(|e| e == "minisig") {
+                SIGNATURE_TYPE
+            } else {
+                KEY_LIST_TYPE
+            },
+            path,
+            sha256: None,
+        })
+        .collect())
+}
+
+fn push_layer(remote: &Remote, layer: &Layer) -> Result<Descriptor, PublishError> {
+    let path = &layer.path;
+    let io = |source| PublishError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    let sha = match &layer.sha256 {
+        Some(s) => s.clone(),
+        None => super::sha256_file(path)?.0,
+    };
+    let mut d = remote.push_file(layer.media_type, path, &sha, size)?;
+    crate::fault::point("publish");
+    if let Some(n) = path.file_name() {
+        d.annotations
+            .insert(TITLE.into(), n.to_string_lossy().into_owned());
     }
+    Ok(d)
+}
+
+/// Pushes what `plan` lists: every tarball's artifact, then the index's. Blobs the registry has
+/// are not uploaded again, so a re-run only re-tags.
+pub fn publish(
+    remote: &Remote,
+    plan: &OciPlan,
+    reporter: &dyn crate::progress::Reporter,
+) -> Result<Vec<Outcome>, PublishError> {
+    let mut out = Vec::new();
+    for t in &plan.tarballs {
+        let a = &t.artifact;
+        let task = reporter.task(&format!("pushing {}", a.url), None, false);
+        push_tarball(remote, t, &plan.index.issued)?;
+        crate::fault::point("publish");
+        task.finish(&format!("{} → {}", a.url, remote.repo.reference(&t.tag)));
+        out.push(Outcome {
+            file: a.url.clone(),
+            action: format!("pushed {}", remote.repo.reference(&t.tag)),
+        });
+    }
+    push_index(remote, plan)?;
+    out.push(Outcome {
+        file: INDEX_NAME.into(),
+        action: format!("pushed {}", remote.repo.reference(&plan.release_tag)),
+    });
+    Ok(out)
+}
+
+fn push_tarball(remote: &Remote, t: &TarballArtifact, issued: &str) -> Result<(), PublishError> {
+    let a = &t.artifact;
+    let layers = t
+        .layers
+        .iter()
+        .map(|l| push_layer(remote, l))
+        .collect::<Result<Vec<_>, _>>()?;
+    let config = serde_json::json!({
+        "schema": "rocforge.artifact/1",
+        "name": a.name,
+        "version": a.version,
+        "release": a.release,
+        "targets": a.targets,
+        "key": a.key,
+        "depends": a.depends,
+        "glibc_floor": a.glibc_floor,
+        "installed_size": a.installed_size,
+    });
+    let config = remote.push_bytes(
+        ARTIFACT_CONFIG,
+        &serde_json::to_vec_pretty(&config).expect("plain data"),
+    )?;
+    let annotations: BTreeMap<String, String> = [
+        (TITLE, a.url.clone()),
+        ("org.opencontainers.image.version", a.version.clone()),
+        ("org.opencontainers.image.created", issued.to_string()),
+        ("rocforge.key", a.key.to_string()),
+        ("rocforge.targets", a.target_list()),
+        ("rocforge.component", a.name.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    remote.put_manifest(
+        &t.tag,
+        &ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST.into(),
+            artifact_type: Some(ARTIFACT_CONFIG.into()),
+            config,
+            layers,
+            annotations,
+        },
+    )?;
+    Ok(())
+}
+
+/// The index, tagged by the release.
+fn push_index(remote: &Remote, plan: &OciPlan) -> Result<(), PublishError> {
+    let index = &plan.index;
+    let layers = plan
+        .index_layers
+        .iter()
+        .map(|l| push_layer(remote, l))
+        .collect::<Result<Vec<_>, _>>()?;
     let config = serde_json::json!({
         "schema": "rocforge.release/1",
-        "release": release,
+        "release": plan.release,
         "issued": index.issued,
         "expires": index.expires,
         "artifacts": index.artifacts.iter().map(|a| artifact_tag(&a.url)).collect::<Vec<_>>(),
@@ -178,7 +261,7 @@ pub fn publish(
         &serde_json::to_vec_pretty(&config).expect("plain data"),
     )?;
     remote.put_manifest(
-        &tag,
+        &plan.release_tag,
         &ImageManifest {
             schema_version: 2,
             media_type: IMAGE_MANIFEST.into(),
@@ -191,14 +274,13 @@ pub fn publish(
                     "org.opencontainers.image.created".to_string(),
                     index.issued.clone(),
                 ),
-                ("org.opencontainers.image.version".to_string(), release),
+                (
+                    "org.opencontainers.image.version".to_string(),
+                    plan.release.clone(),
+                ),
             ]
             .into(),
         },
     )?;
-    out.push(Outcome {
-        file: INDEX_NAME.into(),
-        action: format!("pushed {}", remote.repo.reference(&tag)),
-    });
-    Ok(out)
+    Ok(())
 }

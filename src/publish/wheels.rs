@@ -85,6 +85,20 @@ fn html_escape(s: &str) -> String {
 /// Writes the per-target indexes into `dir` for its wheels; returns the index files written
 /// (none without wheels). `extra_targets`: the release's targets (from its index.json).
 pub fn write_index(dir: &Path, extra_targets: &[String]) -> Result<Vec<PathBuf>, PublishError> {
+    write_pages(&pages(dir, extra_targets)?)
+}
+
+/// Writes `pages` (what [`pages`] made); returns their paths.
+pub fn write_pages(pages: &[(PathBuf, String)]) -> Result<Vec<PathBuf>, PublishError> {
+    for (path, text) in pages {
+        write(path, text)?;
+    }
+    Ok(pages.iter().map(|(p, _)| p.clone()).collect())
+}
+
+/// The per-target index pages for the wheels in `dir` (path, HTML), none without wheels;
+/// nothing is written.
+pub fn pages(dir: &Path, extra_targets: &[String]) -> Result<Vec<(PathBuf, String)>, PublishError> {
     let wheels = wheel_files(dir)?;
     if wheels.is_empty() {
         return Ok(Vec::new());
@@ -108,7 +122,7 @@ pub fn write_index(dir: &Path, extra_targets: &[String]) -> Result<Vec<PathBuf>,
     if targets.is_empty() {
         targets.insert("any".into());
     }
-    let mut written = Vec::new();
+    let mut out = Vec::new();
     for t in &targets {
         // project → [(file, sha)]
         let mut projects: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
@@ -135,16 +149,12 @@ pub fn write_index(dir: &Path, extra_targets: &[String]) -> Result<Vec<PathBuf>,
                 page += &format!("<a href=\"../../{f}#sha256={sha}\">{f}</a><br>\n");
             }
             page += "</body></html>\n";
-            let path = tdir.join(project).join("index.html");
-            write(&path, &page)?;
-            written.push(path);
+            out.push((tdir.join(project).join("index.html"), page));
         }
         root += "</body></html>\n";
-        let path = tdir.join("index.html");
-        write(&path, &root)?;
-        written.push(path);
+        out.push((tdir.join("index.html"), root));
     }
-    Ok(written)
+    Ok(out)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), PublishError> {

@@ -4,6 +4,7 @@
 //! checks across files (duplicates, unknown dependencies, cycles, patch files) live in the
 //! catalog.
 
+pub mod derive_vars;
 pub mod release;
 
 use std::collections::BTreeMap;
@@ -221,7 +222,7 @@ pub enum TestKind {
     Ctest,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Resources {
     pub disk_bytes: u64,
     /// Peak memory of one compile job.
@@ -240,15 +241,7 @@ impl Default for Resources {
     }
 }
 
-pub fn is_component_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.len() <= 64
-        && chars
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
-}
+pub use crate::ids::is_component_name;
 
 fn is_var_name(s: &str) -> bool {
     let mut chars = s.chars();

@@ -94,7 +94,7 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Bundle, LoadError> {
         why,
     };
     let b: Bundle = serde_json::from_slice(bytes).map_err(|e| err(e.to_string()))?;
-    if b.schema != crate::testrun::bundle::RESULTS_SCHEMA {
+    if !crate::testrun::bundle::RESULTS_SCHEMAS_READ.contains(&b.schema.as_str()) {
         return Err(err(format!("unknown schema \"{}\"", b.schema)));
     }
     Ok(b)

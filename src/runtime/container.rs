@@ -100,30 +100,19 @@ fn append(log: &Path, text: &str) -> Result<std::fs::File, RuntimeError> {
 
 /// Runs a full command line with its output appended to `log`, logging the line first.
 fn run_logged(args: &[String], log: &Path, env: &[(&str, &str)]) -> Result<Exit, RuntimeError> {
-    let line = args
-        .iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    tracing::info!(target: "rocforge::process", "run: {line}");
-    let file = append(log, &format!("$ {line}\n"))?;
-    let err = file.try_clone().map_err(|source| RuntimeError::Log {
-        path: log.display().to_string(),
-        source,
-    })?;
-    let mut cmd = std::process::Command::new(&args[0]);
-    cmd.args(&args[1..])
-        .stdin(std::process::Stdio::null())
-        .stdout(file)
-        .stderr(err);
+    let mut cmd = crate::process::Cmd::new(&args[0]).args(&args[1..]);
     for (k, v) in env {
-        cmd.env(k, v);
+        cmd = cmd.env(k, v);
     }
-    let status = cmd.status().map_err(|e| RuntimeError::Spawn {
-        command: line,
-        message: e.to_string(),
+    let file = append(log, "")?;
+    let code = cmd.run_logged(file).map_err(|e| RuntimeError::Spawn {
+        command: cmd.display(),
+        message: match e {
+            crate::process::ProcessError::Spawn { source, .. } => source.to_string(),
+            other => other.to_string(),
+        },
     })?;
-    Ok(Exit(status.code()))
+    Ok(Exit(code))
 }
 
 impl ContainerRuntime for Container {

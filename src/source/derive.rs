@@ -6,7 +6,6 @@
 //! maps the target to that prefix. An overlay replaces a directory of the source with the
 //! user's own (e.g. tuned logic).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -47,30 +46,7 @@ impl DeriveError {
     }
 }
 
-/// The variables of one processor, built in plus the recipe's own.
-pub fn vars_for(arch: &str, table: &ArchTable, d: &Derive) -> BTreeMap<String, String> {
-    let mut vars = BTreeMap::new();
-    vars.insert("arch".to_string(), arch.to_string());
-    if let Some(a) = table.get(arch) {
-        let (maj, min, step) = a.kfd_triple();
-        vars.insert("major".into(), maj.to_string());
-        vars.insert("minor".into(), min.to_string());
-        vars.insert("stepping".into(), step.to_string());
-        vars.insert("isa".into(), format!("{maj}, {min}, {step}"));
-    }
-    if let Some(own) = d.vars.get(arch) {
-        vars.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    vars
-}
-
-pub fn substitute(template: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = template.to_string();
-    for (k, v) in vars {
-        out = out.replace(&format!("{{{k}}}"), v);
-    }
-    out
-}
+pub use crate::recipe::derive_vars::{substitute, vars_for};
 
 /// Runs every derivation whose arches include a targeted processor.
 pub fn apply(
@@ -265,7 +241,7 @@ mod tests {
 
     #[test]
     fn substitution_uses_every_var() {
-        let mut v = BTreeMap::new();
+        let mut v = std::collections::BTreeMap::new();
         v.insert("arch".into(), "gfx90c".into());
         v.insert("codename".into(), "renoir".into());
         assert_eq!(

@@ -19,7 +19,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_RANGE, RANGE, RETRY_AFTER};
 use sha2::{Digest, Sha256};
 
-use super::net::{Cause, mirror_hint};
+use crate::net::{Cause, mirror_hint};
 use crate::progress::{Reporter, Task};
 
 /// How often a wait before a retry looks for Ctrl-C.
@@ -68,49 +68,8 @@ impl Default for DownloadOptions {
 }
 
 /// `url` with any user name, password and token-like query value replaced by `***`, for
-/// messages, logs and records.
-pub fn redact_url(url: &str) -> String {
-    let Ok(mut u) = reqwest::Url::parse(url) else {
-        // Not a URL: cut anything that looks like `user:password@`.
-        return match (url.find("://"), url.rfind('@')) {
-            (Some(s), Some(a)) if a > s => format!("{}***{}", &url[..s + 3], &url[a..]),
-            _ => url.to_string(),
-        };
-    };
-    if !u.username().is_empty() || u.password().is_some() {
-        let _ = u.set_username("***");
-        let _ = u.set_password(None);
-    }
-    if u.query().is_some() {
-        let secret = |k: &str| {
-            let k = k.to_ascii_lowercase();
-            [
-                "token",
-                "key",
-                "sig",
-                "secret",
-                "password",
-                "auth",
-                "credential",
-            ]
-            .iter()
-            .any(|w| k.contains(w))
-        };
-        let pairs: Vec<(String, String)> = u
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if secret(&k) {
-                    "***".into()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        u.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    u.to_string()
-}
+/// messages, logs and records ([`crate::redact::url`]).
+pub use crate::redact::url as redact_url;
 
 /// A verified file at its destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,63 +247,22 @@ pub fn client() -> Client {
     client_with(&DownloadOptions::default())
 }
 
-/// A client with rocforge's user agent, connecting within `opts.timeout` and failing a request
-/// when no bytes arrive for `opts.timeout` (an idle timeout: a long transfer is never cut off
-/// while it makes progress).
+/// A client connecting within `opts.timeout` and failing a request when no bytes arrive for
+/// `opts.timeout` (an idle timeout: a long transfer is never cut off while it makes progress).
 pub fn client_with(opts: &DownloadOptions) -> Client {
-    // The blocking client's `timeout` bounds the wait for the response head and each body read;
-    // it is not passed down as a whole-transfer deadline.
-    Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(opts.timeout)
-        .timeout(opts.timeout)
-        .build()
-        // Only fails when the TLS backend cannot start; the plain client fails the same way.
-        .unwrap_or_else(|_| Client::new())
+    crate::net::client(&crate::net::HttpOptions::timeout(opts.timeout))
 }
 
-/// Like [`client_with`], but a redirect is followed only to `start`'s scheme, host and port or to
-/// one of `hosts` (`host` or `host:port`, as `install --allow-host` takes them): the same rule
-/// as for the URLs the index names, so a redirect cannot take a download where the index could
-/// not.
+/// Like [`client_with`], but a redirect is followed only to `start`'s origin or to one of
+/// `hosts` ([`crate::net::Redirects::Confined`]).
 pub fn client_confined(opts: &DownloadOptions, start: &reqwest::Url, hosts: &[String]) -> Client {
-    let origin = |u: &reqwest::Url| {
-        (
-            u.scheme().to_string(),
-            u.host_str().map(str::to_string),
-            u.port_or_known_default(),
-        )
-    };
-    let home = origin(start);
-    let hosts = hosts.to_vec();
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        let u = attempt.url();
-        let allowed = origin(u) == home
-            || u.host_str().is_some_and(|h| {
-                hosts.iter().any(|a| {
-                    a == h
-                        || u.port_or_known_default()
-                            .is_some_and(|p| *a == format!("{h}:{p}"))
-                })
-            });
-        if attempt.previous().len() >= 10 {
-            attempt.error("more than 10 redirects")
-        } else if allowed {
-            attempt.follow()
-        } else {
-            let to = redact_url(u.as_str());
-            attempt.error(format!(
-                "redirected to {to}, another host than the index's (pass --allow-host to accept it)"
-            ))
-        }
-    });
-    Client::builder()
-        .user_agent(concat!("rocforge/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(opts.timeout)
-        .timeout(opts.timeout)
-        .redirect(policy)
-        .build()
-        .unwrap_or_else(|_| Client::new())
+    crate::net::client(&crate::net::HttpOptions {
+        redirects: crate::net::Redirects::Confined {
+            start: start.clone(),
+            hosts: hosts.to_vec(),
+        },
+        ..crate::net::HttpOptions::timeout(opts.timeout)
+    })
 }
 
 /// Downloads `url` to `dest`, verifying its sha256 on the way.
@@ -393,6 +311,8 @@ pub fn download(
     if opts.max_bytes.is_some_and(|m| part.len > m) {
         part.reset().map_err(|e| part.io_err(url, e))?;
     }
+    // `-v` names every file fetched (redacted: a URL may carry a token).
+    tracing::info!("download {} -> {}", redact_url(url), dest.display());
     let task = reporter.task(&label, None, true);
     task.set_position(part.len);
     let result = transfer(
@@ -505,6 +425,7 @@ pub fn download_md5(
     // belong to this file: always start from zero.
     let mut part = Part::open(url, &part_path, false)?;
     part.md5 = Some(Md5::new());
+    tracing::info!("download {}", redact_url(url));
     let task = reporter.task(url, None, true);
     let want = Want::Md5(&md5);
     let result = transfer(
@@ -624,6 +545,8 @@ fn hash_reader(r: &mut impl Read, hasher: &mut Sha256) -> io::Result<u64> {
 }
 
 /// `<dest>.part`, locked for this process, with a hasher that has seen exactly its bytes.
+/// Not an [`crate::fsutil::Staged`]: a `.part` outlives a failed or interrupted run on
+/// purpose, so that the next one resumes it instead of starting over.
 struct Part {
     file: File,
     path: PathBuf,

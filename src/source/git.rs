@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::net::Cause;
+use crate::net::Cause;
 use crate::process::{Cmd, ProcessError};
 use crate::recipe::GitRef;
 
@@ -51,7 +51,7 @@ impl GitError {
         match self {
             GitError::Unreachable { url, .. } => format!(
                 "check the network and the URL; offline, {}",
-                super::net::mirror_hint(url)
+                crate::net::mirror_hint(url)
             ),
             GitError::MissingRef { .. } => "check the tag or rev in the recipe (`git ls-remote URL` lists what the repository has)".into(),
             GitError::Moved { .. } => "the tag was moved upstream; if the new commit is intended, run `rocforge lock` to re-pin it and review the change".into(),

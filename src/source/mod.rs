@@ -4,8 +4,6 @@ pub mod cache;
 pub mod derive;
 pub mod download;
 pub mod git;
-pub mod logic;
-pub mod net;
 pub mod pairing;
 pub mod patch;
 pub mod prepare;

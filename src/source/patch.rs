@@ -18,7 +18,6 @@ use std::io::{self, Write as _};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use git2::{
     Delta, Diff, DiffFindOptions, DiffFormat, DiffOptions, ErrorCode, Index, IndexEntry, IndexTime,
@@ -417,10 +416,9 @@ pub fn export_series(repo: &Path, base: &str, out_dir: &Path) -> Result<Vec<Stri
     fs::create_dir_all(out_dir).map_err(io_err(out_dir))?;
     for (name, text) in &files {
         let path = out_dir.join(name);
-        let tmp = out_dir.join(format!(".{name}.tmp"));
-        let written = fs::write(&tmp, text).and_then(|()| fs::rename(&tmp, &path));
+        let staged = crate::fsutil::Staged::name_beside(&path);
+        let written = fs::write(staged.path(), text).and_then(|()| staged.commit());
         if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
             return Err(PatchError::Io { path, source: e });
         }
     }
@@ -1273,12 +1271,13 @@ enum Undo {
     RemovedDir(PathBuf),
 }
 
+/// Applying a series changes many files in place, so it cannot be one rename of a staged copy
+/// (the tree can be gigabytes); each file is still written through [`crate::fsutil::Staged`]
+/// ([`put`]), and this undo log puts back what was changed when a later file fails.
 struct Writer<'a> {
     dir: &'a Path,
     journal: Vec<Undo>,
 }
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Writer<'_> {
     fn write_all(mut self, changes: &[Change]) -> Result<(), PatchError> {
@@ -1377,41 +1376,30 @@ impl Writer<'_> {
 /// Writes a file (through a temporary name and a rename) or a symbolic link at `path`.
 /// `perm` is the permission to give an existing file; new files get 0666/0777 less the umask.
 fn put(path: &Path, data: &[u8], mode: u32, perm: Option<u32>) -> Result<(), PatchError> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = parent.join(format!(
-        ".{file_name}.rocforge-{}-{n}.tmp",
-        std::process::id()
-    ));
+    let staged = crate::fsutil::Staged::name_beside(path);
+    let tmp = staged.path();
     let result = (|| -> io::Result<()> {
         if mode == MODE_LINK {
-            symlink(std::ffi::OsStr::from_bytes(data), &tmp)?;
+            symlink(std::ffi::OsStr::from_bytes(data), tmp)?;
         } else {
             let create_mode = if mode == MODE_EXEC { 0o777 } else { 0o666 };
             let mut f = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(create_mode)
-                .open(&tmp)?;
+                .open(tmp)?;
             f.write_all(data)?;
             f.sync_data()?;
             drop(f);
             if let Some(perm) = perm {
-                fs::set_permissions(&tmp, fs::Permissions::from_mode(perm))?;
+                fs::set_permissions(tmp, fs::Permissions::from_mode(perm))?;
             }
         }
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(PatchError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        });
-    }
-    Ok(())
+        Ok(())
+    })()
+    .and_then(|()| staged.commit());
+    result.map(drop).map_err(|e| PatchError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })
 }

@@ -44,7 +44,7 @@ pub enum SourceError {
     #[error("{component}: {source}")]
     Logic {
         component: String,
-        source: Box<super::logic::LogicError>,
+        source: Box<crate::catalog::logic::LogicError>,
     },
     #[error(
         "{component}: tag {tag} of {url} is not pinned in rocforge.lock, and --locked refuses unpinned inputs"
@@ -386,7 +386,7 @@ pub fn source_plan(
         .collect();
     // Planning is the last moment before hours of building: a processor's logic overlay that
     // Tensile would not use as that processor's is refused here.
-    super::logic::check_overlays(recipe, &arches, &s.catalog.arches, &overlays).map_err(
+    crate::catalog::logic::check_overlays(recipe, &arches, &s.catalog.arches, &overlays).map_err(
         |source| SourceError::Logic {
             component: component.to_string(),
             source: Box::new(source),
@@ -486,14 +486,15 @@ pub fn prepare(
         crate::fsutil::reap_temp(parent, &format!(".{key}.tmp-"));
     }
 
-    let staging = crate::fsutil::staging_dir(&entry).map_err(io(&entry))?;
-    crate::fault::point("fetch");
     // Whatever happens below, a failure removes the staging directory: no half-made entry.
-    let result = (|| -> Result<i64, SourceError> {
+    let staged = crate::fsutil::Staged::dir_beside(&entry).map_err(io(&entry))?;
+    let staging = staged.path();
+    crate::fault::point("fetch");
+    let epoch = (|| -> Result<i64, SourceError> {
         let tree = staging.join("tree");
         std::fs::create_dir_all(&tree).map_err(io(&tree))?;
         let task = s.reporter.task(&format!("fetch {component}"), None, false);
-        let epoch = fetch_origin(s, recipe, &origin, &tree, &staging)?;
+        let epoch = fetch_origin(s, recipe, &origin, &tree, staging)?;
         crate::fault::point("fetch");
         task.finish(&format!("fetched {component}"));
         let mut patch_files = patch_files.clone();
@@ -534,37 +535,25 @@ pub fn prepare(
         )
         .map_err(io(&meta_path))?;
         Ok(epoch)
-    })();
-    match result {
-        Ok(epoch) => {
-            crate::fault::point("fetch");
-            std::fs::rename(&staging, &entry).map_err(io(&entry))?;
-            crate::fault::point("fetch");
-            crate::fsutil::sync_dir(entry.parent().unwrap_or(Path::new(".")));
-            Ok(done(false, epoch))
-        }
-        Err(e) => {
-            let _ = crate::fsutil::remove_tree(&staging);
-            Err(e)
-        }
-    }
+    })()?;
+    crate::fault::point("fetch");
+    staged.commit().map_err(io(&entry))?;
+    crate::fault::point("fetch");
+    Ok(done(false, epoch))
 }
 
-/// Fetches the pristine (unpatched) source of `recipe` into `tree` and returns the patch series
-/// `targets` would apply, for `rocforge check --sources`, which applies the series itself per
-/// target set without touching the source cache.
+/// Fetches the pristine (unpatched) source of `recipe` into `tree`, for `rocforge check
+/// --sources`, which applies [`patch_series`] itself per target set without touching the source
+/// cache.
 pub fn fetch_pristine(
     s: &Sources<'_>,
     recipe: &Recipe,
     targets: &[TargetId],
     tree: &Path,
-) -> Result<Vec<PatchFile>, SourceError> {
+) -> Result<(), SourceError> {
     let plan = source_plan(s, recipe, targets)?;
     let staging = tree.parent().unwrap_or(tree);
-    fetch_origin(s, recipe, &plan.origin, tree, staging)?;
-    let mut patches = series_patches(s, recipe)?;
-    patches.extend(plan.patch_files);
-    Ok(patches)
+    fetch_origin(s, recipe, &plan.origin, tree, staging).map(drop)
 }
 
 /// The patches of the recipe's `[[series]]`, downloaded (pinned by sha256) and read in order:
@@ -585,13 +574,17 @@ pub fn series_patches(s: &Sources<'_>, recipe: &Recipe) -> Result<Vec<PatchFile>
     Ok(out)
 }
 
-/// The patch series `targets` would apply, read from the catalog.
+/// The patch series `targets` would apply: the recipe's `[[series]]` (downloaded, pinned),
+/// then the catalog's own patches, in the order a fetch applies them.
 pub fn patch_series(
     s: &Sources<'_>,
     recipe: &Recipe,
     targets: &[TargetId],
 ) -> Result<Vec<PatchFile>, SourceError> {
-    source_plan(s, recipe, targets).map(|p| p.patch_files)
+    let plan = source_plan(s, recipe, targets)?;
+    let mut patches = series_patches(s, recipe)?;
+    patches.extend(plan.patch_files);
+    Ok(patches)
 }
 
 /// Fails when a CMake component's recipe names another version than its (patched) source
@@ -788,19 +781,16 @@ fn fetch_inputs(
         if !dir.is_dir() {
             // Unpacking left half-done by a killed run.
             crate::fsutil::reap_temp(&s.cache.root().join("inputs"), &format!(".{}.tmp-", sha256));
-            let staging = crate::fsutil::staging_dir(&dir).map_err(|source| SourceError::Io {
-                component: component.to_string(),
-                path: dir.display().to_string(),
-                source,
-            })?;
-            if let Err(e) = unpack_tar(component, &file, &staging, false) {
-                let _ = crate::fsutil::remove_tree(&staging);
-                return Err(e);
-            }
-            // Another process may have won the race; its copy is identical.
-            if std::fs::rename(&staging, &dir).is_err() {
-                let _ = crate::fsutil::remove_tree(&staging);
-            }
+            let staged =
+                crate::fsutil::Staged::dir_beside(&dir).map_err(|source| SourceError::Io {
+                    component: component.to_string(),
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+            unpack_tar(component, &file, staged.path(), false)?;
+            // Another process may have won the race (the commit fails, ours is removed); its
+            // copy is identical.
+            let _ = staged.commit();
         }
         out.push((input.name.clone(), dir));
     }

@@ -12,9 +12,14 @@ use super::gtest::XmlCase;
 use super::journal::TestRecord;
 use super::run::ShardSummary;
 
-pub const RESULTS_SCHEMA: &str = "rocforge.results/1";
+/// Version 2 adds `release` to each artifact and orders its fields as every format carries
+/// an artifact's identity; version 1 bundles (from older rocforge) are still read.
+pub const RESULTS_SCHEMA: &str = "rocforge.results/2";
+/// The versions [`crate::report`] reads.
+pub const RESULTS_SCHEMAS_READ: &[&str] = &["rocforge.results/1", RESULTS_SCHEMA];
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `results.json`: one test run of one component on one machine (docs/results-schema.md).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bundle {
     pub schema: String,
     pub rocforge_version: String,
@@ -45,16 +50,17 @@ pub struct Bundle {
     pub kernel_log: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A tested artifact or one of its dependencies, and where it came from (a runtime or "index").
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Artifact {
-    pub name: String,
-    pub version: String,
-    pub key: String,
-    pub targets: Vec<String>,
+    #[serde(flatten)]
+    pub id: crate::ids::ArtifactId,
     pub runtime: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+crate::carries_artifact_id!(Artifact);
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceSummary {
     pub target: Option<String>,
     pub target_id: Option<String>,
@@ -64,7 +70,7 @@ pub struct DeviceSummary {
     pub memory: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientSpec {
     pub path: String,
     pub args: Vec<String>,
@@ -72,7 +78,7 @@ pub struct ClientSpec {
     pub timeout_secs: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Summary {
     pub total: usize,
     pub passed: usize,
@@ -142,7 +148,7 @@ impl Summary {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestResult {
     pub name: String,
     pub shard: u32,
@@ -153,7 +159,7 @@ pub struct TestResult {
     pub excerpt: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct XmlCheck {
     pub files: usize,
     pub tests: usize,

@@ -14,7 +14,7 @@ pub const PROFILE_SCHEMA: &str = "rocforge.device/1";
 pub const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
 
 /// What `rocforge detect` found: the machine and each GPU node.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     pub schema: String,
     /// `/` for this machine, or the recorded tree that was read.
@@ -30,7 +30,7 @@ pub struct Profile {
     pub why_none: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Xnack {
     /// `HSA_XNACK` as set in the environment.
     pub hsa_xnack: Option<String>,
@@ -40,7 +40,7 @@ pub struct Xnack {
     pub mode: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Device {
     /// The KFD topology node number.
     pub node: u32,

@@ -12,17 +12,17 @@
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::classify::{self, Class, Evidence, Outcome};
 use super::ctest::CtestTest;
 use super::gtest::{self, Line};
 use super::journal::{Journal, JournalError, Record, TestRecord};
+use crate::process::{Heard, Pumped};
 use crate::progress::Reporter;
 
 /// Lines of a test's output kept for its excerpt.
@@ -162,7 +162,7 @@ fn wildcard(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ShardSummary {
     pub shard: u32,
     pub attempts: u32,
@@ -693,31 +693,11 @@ fn attempt_once(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let (reader, writer) = std::io::pipe().map_err(io("creating a pipe"))?;
-    let writer2 = writer.try_clone().map_err(io("creating a pipe"))?;
-    cmd.stdout(writer).stderr(writer2);
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+    let mut child = Pumped::spawn(cmd).map_err(|source| RunError::Spawn {
         client: spec.client.display().to_string(),
         source,
     })?;
-    // Our copies of the pipe's write end must go, or the end of output never comes.
-    drop(cmd);
     let pid = child.id();
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(4096);
-    let pump = std::thread::spawn(move || {
-        let mut r = BufReader::with_capacity(1 << 16, reader);
-        loop {
-            let mut line = Vec::new();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
     let mut out = Attempt {
         recorded: 0,
         failed: 0,
@@ -731,8 +711,8 @@ fn attempt_once(
     let mut hung = false;
     loop {
         let wait = spec.timeout.saturating_sub(last_progress.elapsed());
-        match rx.recv_timeout(wait) {
-            Ok(bytes) => {
+        match child.next(wait) {
+            Heard::Line(bytes) => {
                 let _ = log.write_all(&bytes);
                 let text = String::from_utf8_lossy(&bytes);
                 let line = text.trim_end_matches(['\n', '\r']);
@@ -782,39 +762,28 @@ fn attempt_once(
                     task.inc(1);
                 }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+            Heard::Silent => {
                 hung = true;
                 kill_group(pid);
                 break;
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Heard::Closed => break,
         }
     }
     // The output ended; the client gets the timeout to exit (it may have closed its output
     // and gone on running).
-    let exit_deadline = Instant::now() + spec.timeout;
-    let status = loop {
-        match child
-            .try_wait()
-            .map_err(io("waiting for the test client"))?
-        {
-            Some(s) => break s,
-            None if Instant::now() < exit_deadline => std::thread::sleep(Duration::from_millis(2)),
-            None => {
-                hung = true;
-                kill_group(pid);
-            }
-        }
-    };
+    let (status, killed) = child
+        .wait_until(Instant::now() + spec.timeout, &kill_group)
+        .map_err(io("waiting for the test client"))?;
+    hung |= killed;
     // Drain what the pump still holds (the kill closed the pipe).
-    while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+    for bytes in child.rest() {
         let _ = log.write_all(&bytes);
         if let Some(r) = running.as_mut() {
             r.lines
                 .push(String::from_utf8_lossy(&bytes).trim_end().to_string());
         }
     }
-    let _ = pump.join();
     out.exit_code = status.code();
     out.signal = if hung { None } else { status.signal() };
     let _ = writeln!(
@@ -1085,32 +1054,13 @@ fn run_binary(
     for (k, v) in unit.env {
         cmd.env(k, v);
     }
-    let (reader, writer) = std::io::pipe().map_err(io("creating a pipe"))?;
-    let writer2 = writer.try_clone().map_err(io("creating a pipe"))?;
-    cmd.stdout(writer).stderr(writer2);
     let started = Instant::now();
     let deadline = started + unit.timeout;
-    let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+    let mut child = Pumped::spawn(cmd).map_err(|source| RunError::Spawn {
         client: path.display().to_string(),
         source,
     })?;
-    drop(cmd);
     let pid = child.id();
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(4096);
-    let pump = std::thread::spawn(move || {
-        let mut r = BufReader::with_capacity(1 << 16, reader);
-        loop {
-            let mut line = Vec::new();
-            match r.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
     let mut lines: Vec<String> = Vec::new();
     let mut keep = |log: &mut std::io::BufWriter<std::fs::File>, bytes: &[u8]| {
         let _ = log.write_all(bytes);
@@ -1125,32 +1075,25 @@ fn run_binary(
     };
     let mut hung = false;
     loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(bytes) => keep(&mut log, &bytes),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
+        match child.next(deadline.saturating_duration_since(Instant::now())) {
+            Heard::Line(bytes) => keep(&mut log, &bytes),
+            Heard::Silent => {
                 hung = true;
                 kill_group(pid);
                 break;
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Heard::Closed => break,
         }
     }
     // The output ended; the binary has what is left of its timeout to exit.
-    let status = loop {
-        match child.try_wait().map_err(io("waiting for a test binary"))? {
-            Some(s) => break s,
-            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
-            None => {
-                hung = true;
-                kill_group(pid);
-            }
-        }
-    };
+    let (status, killed) = child
+        .wait_until(deadline, &kill_group)
+        .map_err(io("waiting for a test binary"))?;
+    hung |= killed;
     let elapsed = started.elapsed();
-    while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(200)) {
+    for bytes in child.rest() {
         keep(&mut log, &bytes);
     }
-    let _ = pump.join();
     let exit_code = status.code();
     let signal = if hung { None } else { status.signal() };
     let _ = writeln!(

@@ -78,19 +78,15 @@ pub fn candidates(
             runtime,
         })
         .collect();
-    let wanted = target.to_string();
     let mut found: Vec<&EntryMeta> = entries
         .iter()
         .filter(|e| e.component == component && e.release == release)
-        .filter(|e| e.targets.contains(&wanted))
+        .filter(|e| e.targets.contains(target))
         .collect();
     found.sort_by_key(|e| std::cmp::Reverse(e.committed));
     for e in found {
-        let Ok(targets) = e.targets.iter().map(|t| t.parse()).collect() else {
-            continue;
-        };
         let c = Candidate {
-            targets,
+            targets: e.targets.clone(),
             runtime: runtime_of(e),
         };
         if !out.contains(&c) {
@@ -110,7 +106,7 @@ pub fn choose<E>(
 ) -> Result<Option<Chosen>, E> {
     for c in candidates {
         let plan = plan_for(&c)?;
-        if plan.steps.iter().all(|s| store.contains(&s.key.0)) {
+        if plan.steps.iter().all(|s| store.contains(&s.key)) {
             return Ok(Some(Chosen {
                 wider: c.targets.len() > 1 || c.targets[0] != *target,
                 plan,
@@ -129,7 +125,7 @@ mod tests {
     fn entry(key: &str, targets: &[&str], runtime: &str, committed: u64) -> EntryMeta {
         serde_json::from_value(serde_json::json!({
             "component": "rocsparse",
-            "key": key,
+            "key": key.repeat(64),
             "committed": committed,
             "release": "rocm-6.4.4",
             "targets": targets,

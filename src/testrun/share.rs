@@ -162,7 +162,7 @@ pub fn submit(
                     "org.opencontainers.image.version",
                     bundle.component.version.clone(),
                 ),
-                ("rocforge.component", bundle.component.name.clone()),
+                ("rocforge.component", bundle.component.name.to_string()),
                 ("rocforge.arch", bundle.arch.clone()),
                 ("rocforge.machine", bundle.machine.clone()),
             ]

@@ -248,7 +248,7 @@ fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
     );
     let m = rocforge::package::tarball::read_manifest(&ta[0]).unwrap();
     assert_eq!(m.name, "greet");
-    assert_eq!(m.targets, ["gfx90c"]);
+    assert_eq!(m.target_list(), "gfx90c");
     assert_eq!(m.depends.len(), 1);
     assert_eq!(m.depends[0].name, "greetdoc");
     assert!(
@@ -585,11 +585,13 @@ fn evil_tarball(
 ) {
     let m = Manifest {
         schema: MANIFEST_SCHEMA.into(),
-        name: name.into(),
-        version: "1.0".into(),
-        release: "test-1.0".into(),
-        targets: vec!["gfx90c".into()],
-        key: format!("{:0>64}", hex::encode(name)),
+        id: rocforge::ids::ArtifactId {
+            name: name.parse().unwrap(),
+            version: "1.0".into(),
+            release: "test-1.0".into(),
+            targets: vec!["gfx90c".parse().unwrap()],
+            key: format!("{:0>64}", hex::encode(name)).parse().unwrap(),
+        },
         depends: vec![],
         license: None,
         licenses: vec![],
@@ -1630,4 +1632,107 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let run = Command::new(prefix.join("bin/greet")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+}
+
+/// `install --dry-run` prints what the install would do and writes nothing: not the prefix,
+/// not the download cache, not the trust state; after a real install the same plan keeps
+/// everything.
+#[test]
+fn install_dry_run_prints_the_plan_and_writes_nothing() {
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let server = HttpServer::start(&dist);
+    let url = server.url();
+    let prefix = fx.root.join("p");
+    let p = prefix.display().to_string();
+    let before = listing(&fx.root);
+    let args = [
+        "install",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &url,
+        "--prefix",
+        &p,
+        "--dry-run",
+    ];
+    let text = fx.ok(&args).stdout;
+    assert_eq!(listing(&fx.root), before, "a dry run writes nothing");
+    assert!(!prefix.exists());
+    let shown: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("    size ") {
+                "    size   [SIZE]".to_string()
+            } else if let Some((head, _)) = l.split_once(" to install: ") {
+                format!("{head} to install: [SIZE]")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let shown = shown.join("\n").replace(&url, "[URL]/");
+    let mut redacted = String::new();
+    for word in shown.split_inclusive([' ', '\n', '-', '.']) {
+        let core = word.trim_end_matches([' ', '\n', '-', '.']);
+        // Digests, key IDs and the content keys in file names.
+        if core.len() >= 8 && core.chars().all(|c| c.is_ascii_hexdigit()) {
+            redacted += &format!("[HEX]{}", &word[core.len()..]);
+        } else {
+            redacted += word;
+        }
+    }
+    insta::assert_snapshot!(
+        "install_dry_run",
+        redacted.replace(&fx.root.display().to_string(), "[ROOT]")
+    );
+
+    let mut json_args = vec!["--format", "json"];
+    json_args.extend_from_slice(&args);
+    let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
+    assert_eq!(plan["schema"], "rocforge.install-plan/1");
+    let steps = plan["steps"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["action"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names, [("greetdoc", "install"), ("greet", "install")]);
+    for s in steps {
+        let file = s["url"].as_str().unwrap().rsplit('/').next().unwrap();
+        assert_eq!(s["sha256"], sha256_file(&dist.join(file)));
+        assert_eq!(s["size"], std::fs::metadata(dist.join(file)).unwrap().len());
+    }
+    assert_eq!(listing(&fx.root), before, "a dry run writes nothing");
+
+    // Installed: the same plan keeps both, and still changes nothing.
+    fx.ok(&args[..args.len() - 1]);
+    let installed = listing(&fx.root);
+    let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
+    let actions: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["keep", "keep"]);
+    assert_eq!(plan["download_bytes"], 0);
+    assert_eq!(listing(&fx.root), installed);
+    // A refusal is the install's own: a component the index lacks.
+    let o = fx.run(&[
+        "install",
+        "nosuch",
+        "--from",
+        &url,
+        "--prefix",
+        &p,
+        "--dry-run",
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .contains("nosuch for any target is not in the index"),
+        "{}",
+        o.stderr
+    );
 }

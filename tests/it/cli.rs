@@ -331,7 +331,6 @@ fn bad_flags_get_clear_errors() {
         &["plan", "rocsparce", "--arch", "gfx90c"],
         &["plan", "--release", "rocm-6.4.3"],
         &["arch", "show", "gfx9000"],
-        &["list", "--format", "github-matrix"],
         &["--recipes", "/nonexistent/recipes", "list"],
     ];
     let mut all = String::new();
@@ -650,11 +649,11 @@ fn completions_and_man_pages_follow_the_commands() {
     );
     assert!(out.join("rocforge-inspect.1").is_file());
     let refused = rocforge(d, &["--format", "json", "completions", "bash"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
-        refused
-            .stderr
-            .contains("`completions` writes one format only; --format is not available for it"),
+        refused.stderr.contains(
+            "--format json is not available for `rocforge completions` (its formats: text)"
+        ),
         "{}",
         refused.stderr
     );
@@ -735,4 +734,32 @@ fn exit_codes_are_the_documented_ones() {
     let missing = dir.path().join("absent.so");
     let o = rocforge(dir.path(), &["inspect", missing.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
+}
+
+/// What a user reads first: the top-level help and a command's, at 100 columns. Global flags
+/// come under their own heading after the command's own.
+#[test]
+fn help_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
+            .current_dir(dir.path())
+            .args(args)
+            .env("COLUMNS", "100")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let top = help(&["--help"]);
+    let build = help(&["build", "--help"]);
+    let own = build.find("--keep-going").unwrap();
+    let global = build.find("Global options:").unwrap();
+    assert!(
+        own < global && global < build.find("--recipes").unwrap(),
+        "{build}"
+    );
+    insta::assert_snapshot!("rocforge_help", top);
+    insta::assert_snapshot!("rocforge_build_help", build);
 }

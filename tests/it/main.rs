@@ -13,6 +13,7 @@ mod cli;
 mod containment;
 mod download;
 mod faults;
+mod flags;
 mod hostile;
 mod image;
 mod inspect;

@@ -746,3 +746,101 @@ fn wheel_index_serves_pip_per_target() {
         "rocdemo 1.0+rocm1.0.gfx90c\nroc_dep 0.1\n"
     );
 }
+
+/// `publish --dry-run` prints what would go where, read from the directory alone: no
+/// destination is contacted (the registry's port has no listener, no GitHub token is set) and
+/// nothing is written (the wheel index pages are only named).
+#[test]
+fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
+    let fx = fixture();
+    write_wheel(&fx.dist(), "hello", "1.0", "hello", &[]);
+    let before = tree_contents(&fx.root);
+    let unset = [("GITHUB_TOKEN", "")];
+    let text = fx
+        .ok(
+            &unset,
+            &[
+                "publish",
+                "dist",
+                "--to",
+                "github://me/rocm@v1",
+                "--dry-run",
+            ],
+        )
+        .stdout;
+    assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
+    let mut shown = String::new();
+    for l in text.lines() {
+        let l = if l.starts_with("    sha256 ") {
+            "    sha256 [HEX], [SIZE]".to_string()
+        } else if let Some(i) = l.find("issued ") {
+            format!("{}issued [DATE], expires [DATE], signed", &l[..i])
+        } else {
+            l.to_string()
+        };
+        for word in l.split_inclusive([' ', '-', '.']) {
+            let core = word.trim_end_matches([' ', '-', '.']);
+            if core.len() >= 8 && core.chars().all(|c| c.is_ascii_hexdigit()) {
+                shown += &format!("[HEX]{}", &word[core.len()..]);
+            } else {
+                shown += word;
+            }
+        }
+        shown.push('\n');
+    }
+    insta::assert_snapshot!("publish_dry_run", shown);
+
+    // The registry's plan, as JSON: every layer, each with the digest of the file sent.
+    let to = format!("oci://127.0.0.1:{}/rocforge/releases", free_port());
+    let out = fx
+        .ok(
+            &[],
+            &[
+                "--format",
+                "json",
+                "publish",
+                "dist",
+                "--to",
+                &to,
+                "--dry-run",
+            ],
+        )
+        .stdout;
+    assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(plan["schema"], "rocforge.publish-plan/1");
+    let uploads = plan["uploads"].as_array().unwrap();
+    let kinds: Vec<&str> = uploads
+        .iter()
+        .map(|u| u["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "tarball",
+            "signature",
+            "tarball",
+            "signature",
+            "index",
+            "signature"
+        ],
+        "{out}"
+    );
+    for u in uploads {
+        let file = fx.dist().join(u["file"].as_str().unwrap());
+        assert_eq!(u["sha256"], sha256_file(&file), "{u}");
+        assert!(
+            u["to"].as_str().unwrap().contains("/rocforge/releases:"),
+            "{u}"
+        );
+    }
+    assert_eq!(plan["index"]["artifacts"].as_array().unwrap().len(), 2);
+    assert_eq!(plan["index"]["signed"], true);
+    let pages = plan["wheel_index"].as_array().unwrap();
+    assert!(!pages.is_empty());
+    assert!(
+        pages
+            .iter()
+            .all(|p| !Path::new(p.as_str().unwrap()).exists())
+    );
+}

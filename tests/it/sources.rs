@@ -405,6 +405,39 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
     assert!(!tree.join(".git").exists());
 }
 
+/// `-v` names each command rocforge runs (the git fetch here) on stderr; without it, and
+/// without ROCFORGE_LOG, none is shown.
+#[test]
+fn verbose_fetch_shows_the_commands_it_runs() {
+    let w = world();
+    let fetch = |verbose: bool| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ];
+        if verbose {
+            args.insert(0, "-v");
+        }
+        let o = rocforge(w.path(), &args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        o.stderr
+    };
+    let quiet = fetch(false);
+    assert!(!quiet.contains("INFO"), "{quiet}");
+    // The source cache holds the tree now: clear it so the second fetch runs git again.
+    std::fs::remove_dir_all(w.path().join("cache")).unwrap();
+    let loud = fetch(true);
+    assert!(
+        loud.lines()
+            .any(|l| l.contains("INFO") && l.contains("git") && l.contains("fetch")),
+        "-v shows no git fetch:\n{loud}"
+    );
+}
+
 #[test]
 fn a_source_that_needs_one_file_checks_out_only_that_file() {
     // hipBLASLt: repackaged from the builder image, only its LICENSE.md is wanted from the tree.
@@ -1655,6 +1688,20 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         "{plan}"
     );
     assert!(plan.contains("pkg_1.1-1.debian.tar.xz"), "{plan}");
+    // `check --sources` applies what a fetch applies: the series' patch, then the base's.
+    let checked = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "check",
+            "--sources",
+            "pkg",
+        ],
+    );
+    assert!(checked.contains("applies (2 patch(es)"), "{checked}");
     let base_plan = ok(
         w.path(),
         &[
@@ -1688,6 +1735,24 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     assert!(
         err.contains("pkg_1.1-1.debian.tar.xz:debian/patches/docs.patch"),
         "{err}"
+    );
+    let out = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "check",
+            "--sources",
+            "pkg",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("conflict") && out.stdout.contains("docs.patch"),
+        "{}",
+        out.stdout
     );
     let staging: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
         .unwrap()

@@ -1,4 +1,12 @@
-//! Why a server could not be reached, and which mirror setting would avoid it.
+//! The one HTTP client, and why a server could not be reached (which mirror setting would
+//! avoid it).
+//!
+//! Every client rocforge makes comes from [`client`]: rocforge's user agent, the timeouts the
+//! caller asks for, proxies from the environment (`HTTPS_PROXY`, `NO_PROXY`…, reqwest's
+//! default), optionally redirects confined to the hosts an install may use. It is reqwest's
+//! blocking client on purpose: rocforge is a blocking program, and the async client would bring
+//! a tokio runtime into it. Retrying is the caller's: a download resumes and retries by
+//! [`Cause`] and status (source/download.rs); requests to an API are not repeated blindly.
 //!
 //! Offline, the first error is what a user reads: it must name the cause (a name that does not
 //! resolve, a refused connection, a TLS failure) rather than the HTTP client's chain of
@@ -193,4 +201,105 @@ mod tests {
             "the host name rocforge-test.invalid does not resolve (DNS failure)"
         );
     }
+}
+
+/// rocforge's `User-Agent`.
+pub const USER_AGENT: &str = concat!("rocforge/", env!("CARGO_PKG_VERSION"));
+
+/// How long a client waits, and where it follows redirects.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// For the connection; None: as long as the system allows.
+    pub connect: Option<std::time::Duration>,
+    /// For the response head and then between reads of the body (an idle limit: a long transfer
+    /// that makes progress is never cut off); None: no limit (image layers of gigabytes).
+    pub idle: Option<std::time::Duration>,
+    pub redirects: Redirects,
+}
+
+impl Default for HttpOptions {
+    /// 30 s idle: reqwest's blocking default, which every client without its own always had.
+    fn default() -> HttpOptions {
+        HttpOptions {
+            connect: None,
+            idle: Some(std::time::Duration::from_secs(30)),
+            redirects: Redirects::Any,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Connecting and idle limits of `timeout` each.
+    pub fn timeout(timeout: std::time::Duration) -> HttpOptions {
+        HttpOptions {
+            connect: Some(timeout),
+            idle: Some(timeout),
+            ..HttpOptions::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Redirects {
+    /// Up to 10, anywhere (reqwest's default).
+    Any,
+    /// Only to `start`'s scheme, host and port or to one of `hosts` (`host` or `host:port`, as
+    /// `install --allow-host` takes them): the rule for the URLs an index names, so a redirect
+    /// cannot take a download where the index could not.
+    Confined {
+        start: reqwest::Url,
+        hosts: Vec<String>,
+    },
+}
+
+/// The client for `opts`. Fails only when the TLS backend cannot start.
+pub fn try_client(opts: &HttpOptions) -> Result<reqwest::blocking::Client, reqwest::Error> {
+    let mut b = reqwest::blocking::Client::builder()
+        .user_agent(USER_AGENT)
+        .timeout(opts.idle);
+    if let Some(c) = opts.connect {
+        b = b.connect_timeout(c);
+    }
+    if let Redirects::Confined { start, hosts } = &opts.redirects {
+        b = b.redirect(confined(start, hosts.clone()));
+    }
+    b.build()
+}
+
+/// [`try_client`], for callers with no error to report: when the TLS backend cannot start, a
+/// plain client, whose requests then fail with that reason.
+pub fn client(opts: &HttpOptions) -> reqwest::blocking::Client {
+    try_client(opts).unwrap_or_else(|_| reqwest::blocking::Client::new())
+}
+
+fn confined(start: &reqwest::Url, hosts: Vec<String>) -> reqwest::redirect::Policy {
+    let origin = |u: &reqwest::Url| {
+        (
+            u.scheme().to_string(),
+            u.host_str().map(str::to_string),
+            u.port_or_known_default(),
+        )
+    };
+    let home = origin(start);
+    reqwest::redirect::Policy::custom(move |attempt| {
+        let u = attempt.url();
+        let allowed = origin(u) == home
+            || u.host_str().is_some_and(|h| {
+                hosts.iter().any(|a| {
+                    a == h
+                        || u.port_or_known_default()
+                            .is_some_and(|p| *a == format!("{h}:{p}"))
+                })
+            });
+        if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else if allowed {
+            attempt.follow()
+        } else {
+            let to = crate::redact::url(u.as_str());
+            attempt.error(format!(
+                "redirected to {to}, another host than the index's (pass --allow-host to accept it)"
+            ))
+        }
+    })
 }

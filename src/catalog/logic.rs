@@ -15,10 +15,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::derive::{substitute, vars_for};
 use crate::arch::ArchTable;
 use crate::catalog::Overlay;
 use crate::recipe::Recipe;
+use crate::recipe::derive_vars::{substitute, vars_for};
 
 /// Where a build records, inside the install tree, each target's logic source:
 /// `share/rocforge/<component>/tensile-logic.json`.

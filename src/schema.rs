@@ -1,0 +1,140 @@
+//! JSON Schemas of the formats other programs read (release index, tarball manifest, install
+//! receipt, test results, plan), generated from the Rust types that write them, so a schema
+//! cannot drift from what rocforge writes. `rocforge schema NAME` prints one;
+//! docs/schemas/ holds them as committed files, which a test keeps equal to these.
+
+use schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
+use serde_json::{Value, json};
+
+/// A saved format with a published schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SavedFormat {
+    /// index.json of a release directory (`rocforge index`, read by `rocforge install`)
+    Index,
+    /// rocforge-manifest.json, the first entry of every tarball
+    Manifest,
+    /// the receipt `rocforge install` writes for each installed component
+    Receipt,
+    /// results.json of a test run (`rocforge test`, read by `rocforge report`)
+    Results,
+    /// `rocforge plan --format json`
+    Plan,
+}
+
+impl SavedFormat {
+    pub const ALL: [SavedFormat; 5] = [
+        SavedFormat::Index,
+        SavedFormat::Manifest,
+        SavedFormat::Receipt,
+        SavedFormat::Results,
+        SavedFormat::Plan,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SavedFormat::Index => "index",
+            SavedFormat::Manifest => "manifest",
+            SavedFormat::Receipt => "receipt",
+            SavedFormat::Results => "results",
+            SavedFormat::Plan => "plan",
+        }
+    }
+
+    /// The `schema` values rocforge reads for this format; the last is the one it writes.
+    pub fn identifiers(self) -> &'static [&'static str] {
+        match self {
+            SavedFormat::Index => &[crate::package::index::INDEX_SCHEMA],
+            SavedFormat::Manifest => &[crate::package::manifest::MANIFEST_SCHEMA],
+            SavedFormat::Receipt => &[crate::install::receipt::RECEIPT_SCHEMA],
+            SavedFormat::Results => crate::testrun::bundle::RESULTS_SCHEMAS_READ,
+            SavedFormat::Plan => &[crate::plan::PLAN_SCHEMA],
+        }
+    }
+
+    /// The committed copy's path in the repository.
+    pub fn file_name(self) -> String {
+        format!("{}.schema.json", self.name())
+    }
+
+    /// The JSON Schema (draft 2020-12) of the format.
+    pub fn json_schema(self) -> Value {
+        let mut schema = match self {
+            SavedFormat::Index => generate::<crate::package::index::Index>(),
+            SavedFormat::Manifest => generate::<crate::package::manifest::Manifest>(),
+            SavedFormat::Receipt => generate::<crate::install::receipt::Receipt>(),
+            SavedFormat::Results => generate::<crate::testrun::bundle::Bundle>(),
+            SavedFormat::Plan => generate::<crate::plan::Plan>(),
+        };
+        let ids = self.identifiers();
+        let current = ids[ids.len() - 1];
+        if let Some(obj) = schema.as_object_mut() {
+            obj.insert("title".into(), json!(current));
+            obj.insert(
+                "$comment".into(),
+                json!(format!(
+                    "Generated from rocforge's types by `rocforge schema {}`; do not edit.",
+                    self.name()
+                )),
+            );
+        }
+        // The identifier field is a plain String in the types; the schema names its values.
+        if let Some(field) = schema.pointer_mut("/properties/schema") {
+            *field = json!({
+                "type": "string",
+                "enum": ids,
+                "description": "The format and its version; rocforge reads each listed, writes the last."
+            });
+        }
+        schema
+    }
+
+    /// The schema as the committed file holds it: pretty JSON and a final newline.
+    pub fn text(self) -> String {
+        serde_json::to_string_pretty(&self.json_schema()).expect("a schema is plain JSON") + "\n"
+    }
+}
+
+fn generate<T: JsonSchema>() -> Value {
+    let generator = SchemaGenerator::new(SchemaSettings::draft2020_12());
+    serde_json::to_value(generator.into_root_schema_for::<T>()).expect("a schema is plain JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed schemas are what the types say (regenerate with
+    /// `rocforge schema --out-dir docs/schemas`).
+    #[test]
+    fn committed_schemas_match_the_types() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas");
+        for f in SavedFormat::ALL {
+            let path = dir.join(f.file_name());
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                committed == f.text(),
+                "{} differs from the types: run `cargo run -- schema --out-dir docs/schemas`",
+                path.display()
+            );
+        }
+    }
+
+    /// Each schema names the identity fields with their patterns, so a reader can check a
+    /// key or a target without rocforge.
+    #[test]
+    fn identity_fields_carry_their_patterns() {
+        let index = SavedFormat::Index.json_schema();
+        let text = index.to_string();
+        assert!(text.contains("^[0-9a-f]{64}$"), "{text}");
+        assert!(text.contains("sramecc|xnack"), "{text}");
+        assert_eq!(
+            index.pointer("/properties/schema/enum/0"),
+            Some(&json!("rocforge.index/1"))
+        );
+        let results = SavedFormat::Results.json_schema();
+        assert_eq!(
+            results.pointer("/properties/schema/enum"),
+            Some(&json!(["rocforge.results/1", "rocforge.results/2"]))
+        );
+    }
+}
