@@ -89,8 +89,9 @@ macro_rules! string_id {
             }
         }
         impl fmt::Display for $ty {
+            // `pad`, so tables can align it as they align a `String` (`{:<20}`).
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                f.pad(&self.0)
             }
         }
         impl PartialEq<str> for $ty {
@@ -317,6 +318,10 @@ mod tests {
         let k: ContentKey = serde_json::from_str(&format!("\"{K}\"")).unwrap();
         assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{K}\""));
         assert_eq!(k.short(), "c0219fbf0091");
+        assert_eq!(
+            format!("[{:<9}]", ComponentName::parse("rocblas").unwrap()),
+            "[rocblas  ]"
+        );
         for bad in [
             "ab",
             &K.to_uppercase(),

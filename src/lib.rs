@@ -11,6 +11,7 @@ pub mod build;
 pub mod cache;
 pub mod catalog;
 pub mod ci;
+pub mod corpus;
 
 pub mod diag;
 pub mod fault;

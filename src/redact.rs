@@ -58,10 +58,7 @@ pub fn server_text(text: &str) -> String {
         }
         out.push_str(tail);
     }
-    crate::package::extract::shown(&out)
-        .chars()
-        .take(MAX_SERVER_TEXT)
-        .collect()
+    shown(&out).chars().take(MAX_SERVER_TEXT).collect()
 }
 
 /// `url` with any user name, password and token-like query value replaced by `***`, for
@@ -107,6 +104,27 @@ pub fn url(url: &str) -> String {
         u.query_pairs_mut().clear().extend_pairs(pairs);
     }
     u.to_string()
+}
+
+/// The most of a hostile path an error shows.
+const SHOWN_CHARS: usize = 160;
+
+/// `s` for a message: control and non-ASCII characters escaped, cut to [`SHOWN_CHARS`] with the
+/// full length said, so a hostile name can neither flood a terminal nor rewrite it.
+pub fn shown(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i >= SHOWN_CHARS {
+            out.push_str(&format!("…({} bytes in all)", s.len()));
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.extend(c.escape_default());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
-//! `test`: a built component's test client run on this machine's GPU. [`prepare`] finds the
-//! artifact (the store, else an index), lays out the scratch prefix and checks the test corpus;
+//! `test`: a built component's test client run on this machine's GPU. [`test_plan`] decides
+//! everything without writing: the artifact (the store, else an index), the GPU or the spoof,
+//! the corpus, shards and environment (`test --dry-run` prints it). [`start`] carries the plan
+//! out up to the first test: the journal, the scratch prefix, the corpus checked there; and
 //! [`Prepared::run`] runs it sharded and hang-proof and writes the results bundle.
 
 use std::collections::BTreeMap;
@@ -12,12 +14,14 @@ use crate::catalog::Catalog;
 use crate::ids::{ArtifactId, ComponentName};
 use crate::install;
 use crate::plan;
+use crate::plan::key::RuntimeKind;
 use crate::progress::Reporter;
 use crate::recipe::{Test, TestKind};
 use crate::sign::SecretKey;
 use crate::testrun::bundle::{self, Artifact, Bundle, ClientSpec, DeviceSummary, Summary};
 use crate::testrun::detect::{self, Device, Profile};
 use crate::testrun::journal::{Journal, Record};
+use crate::testrun::plan::{self as testplan, CorpusPlan, PLAN_SCHEMA, Source, TestPlan};
 use crate::testrun::run::{self, Corpus, RunSpec};
 use crate::testrun::{ctest, share};
 
@@ -63,21 +67,10 @@ pub fn profile(table: &ArchTable, sysfs_root: Option<&Path>) -> Profile {
     detect::detect(root, table, std::env::var("HSA_XNACK").ok())
 }
 
-/// A test run ready to start: the artifact is in the scratch prefix and its corpus checked.
+/// A test run ready to start: its plan, the artifact laid out in the scratch prefix, the
+/// journal open and the corpus checked there.
 pub struct Prepared {
-    component: String,
-    spec: Test,
-    tested: Artifact,
-    dependencies: Vec<Artifact>,
-    target: TargetId,
-    spoof: bool,
-    hsa_override: Option<String>,
-    device: Option<DeviceSummary>,
-    profile: Profile,
-    machine: Option<String>,
-    submit: Option<share::Destination>,
-    key: Option<SecretKey>,
-    out: PathBuf,
+    plan: TestPlan,
     started: u64,
     journal: Journal,
     previous: Vec<Record>,
@@ -100,8 +93,15 @@ impl Outcome {
     }
 }
 
+/// The plan, then the run laid out: what `rocforge test` does before its first test starts.
 pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
-    let catalog = &session.catalog;
+    start(session, test_plan(session, req)?)
+}
+
+/// What a test run will do, decided from the store (or the index), the recipe and the GPU this
+/// machine's sysfs describes. Writes nothing: `test --dry-run` prints it, [`start`] carries it
+/// out.
+pub fn test_plan(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
     let recipe = session.recipe(req.component)?;
     let Some(spec) = recipe.test.clone() else {
         return Err(Error::hinted(
@@ -112,8 +112,83 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
             ),
         ));
     };
-    // Where results go and the key that signs them: checked before a long run, not after.
-    let submit = req
+    let (destination, key) = sharing(req)?;
+    let targets = session.targets()?;
+    if targets.len() != 1 || session.options.arch.is_none() {
+        return Err(Error::hinted(
+            "`rocforge test` runs one target's artifact",
+            "pass --arch with one target, e.g. --arch gfx90c (or --arch gfx900 --spoof)",
+        ));
+    }
+    let target = targets[0].clone();
+    let table = &session.catalog.arches;
+    let profile = profile(table, req.sysfs_root);
+    let device = pick_device(&profile, table, &target.arch, req.spoof, req.component)?.map(summary);
+    let hsa_override = if req.spoof {
+        table.get(&target.arch).map(|x| x.hsa_override())
+    } else {
+        None
+    };
+    let chosen = choose(session, req, &target)?;
+    let out = req.out.map(Path::to_path_buf).unwrap_or_else(|| {
+        PathBuf::from("rocforge-results").join(format!(
+            "{}-{}{}",
+            req.component,
+            target.arch,
+            if req.spoof { "-spoofed" } else { "" }
+        ))
+    });
+    let prefix = std::path::absolute(out.join("prefix")).unwrap_or_else(|_| out.join("prefix"));
+    let (corpus, mut notes) = planned_corpus(session, req, &spec, &chosen)?;
+    if req.resume {
+        notes.push(
+            "--resume: the shards and tests the journal in OUT records as finished are not run again"
+                .into(),
+        );
+    }
+    let (env, env_remove) = environment(req, &spec, &prefix, hsa_override.as_deref());
+    let kmsg = req.sysfs_root.unwrap_or(Path::new("/")).join("dev/kmsg");
+    Ok(TestPlan {
+        schema: PLAN_SCHEMA,
+        component: req.component.to_string(),
+        spoofed: req.spoof,
+        hsa_override,
+        device,
+        source: chosen.source,
+        tested: chosen.tested,
+        dependencies: chosen.dependencies,
+        out,
+        prefix,
+        resume: req.resume,
+        machine: req.machine.map_or_else(hostname, str::to_string),
+        shards: testplan::shards(spec.kind, spec.shards, corpus.as_deref()),
+        corpus: CorpusPlan {
+            kind: spec.kind,
+            client: spec.client.clone(),
+            args: spec.args.clone(),
+            timeout_secs: spec.timeout_secs,
+            skip_exit_code: spec.skip_exit_code,
+            tests: corpus.as_ref().map(Vec::len),
+        },
+        env,
+        env_remove,
+        kernel_log: kmsg.exists().then_some(kmsg),
+        submit: req.submit.map(crate::redact::url),
+        sign_with: req.key.map(Path::to_path_buf),
+        notes,
+        target,
+        spec,
+        profile,
+        destination,
+        key,
+        trees: chosen.trees,
+        from: req.from.map(str::to_string),
+    })
+}
+
+/// Where results go and the key that signs them: checked before a long run, not after.
+fn sharing(req: &Request<'_>) -> Result<(Option<share::Destination>, Option<SecretKey>)> {
+    let destination = req
         .submit
         .map(share::Destination::parse)
         .transpose()
@@ -127,60 +202,105 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
             crate::sign::load_secret(k, password).map_err(|e| Error::hinted(&e, e.hint()))
         })
         .transpose()?;
-    let targets = session.targets()?;
-    if targets.len() != 1 || session.options.arch.is_none() {
-        return Err(Error::hinted(
-            "`rocforge test` runs one target's artifact",
-            "pass --arch with one target, e.g. --arch gfx90c (or --arch gfx900 --spoof)",
-        ));
-    }
-    let target = targets[0].clone();
-    let arch = target.arch.clone();
-    let table = &catalog.arches;
-    let prof = profile(table, req.sysfs_root);
-    let device = pick_device(&prof, table, &arch, req.spoof, req.component)?;
-    let hsa_override = if req.spoof {
-        table.get(&arch).map(|x| x.hsa_override())
-    } else {
-        None
-    };
-    let chosen = choose(session, req, &target)?;
+    Ok((destination, key))
+}
 
-    let out = req.out.map(Path::to_path_buf).unwrap_or_else(|| {
-        PathBuf::from("rocforge-results").join(format!(
-            "{}-{arch}{}",
-            req.component,
-            if req.spoof { "-spoofed" } else { "" }
-        ))
-    });
+/// The names of the tests a store build's corpus holds, checked as the run checks them, in the
+/// tested component's own store tree (what is linked into the prefix); the index's artifacts
+/// are only there once installed, so their corpus is checked then.
+fn planned_corpus(
+    session: &Session,
+    req: &Request<'_>,
+    spec: &Test,
+    chosen: &Chosen,
+) -> Result<(Option<Vec<String>>, Vec<String>)> {
+    let mut notes = Vec::new();
+    if let Source::Index { index } = &chosen.source {
+        notes.push(format!(
+            "the artifacts are downloaded from {index} and installed into the prefix; the test corpus is checked there"
+        ));
+        return Ok((None, notes));
+    }
+    let tree = session.store.tree(chosen.tested.key.as_str());
+    let names = match corpus(&session.catalog, req.component, spec, &tree)? {
+        // A gtest client lists its tests only when it runs.
+        Corpus::Gtest => None,
+        Corpus::EachBinary { binaries, .. } => Some(binaries.into_iter().map(|(n, _)| n).collect()),
+        Corpus::Ctest { tests } => Some(tests.into_iter().map(|t| t.name).collect()),
+    };
+    Ok((names, notes))
+}
+
+/// The client's environment: the prefix's libraries and tools first, the spoof's override, then
+/// the recipe's own variables (which win); and what it must not inherit (a stray
+/// HSA_OVERRIDE_GFX_VERSION would spoof a run that is not meant to be).
+fn environment(
+    req: &Request<'_>,
+    spec: &Test,
+    prefix: &Path,
+    hsa_override: Option<&str>,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut env = BTreeMap::new();
+    env.insert(
+        "LD_LIBRARY_PATH".into(),
+        format!("{0}/lib:{0}/lib64", prefix.display()),
+    );
+    env.insert("ROCM_PATH".into(), prefix.display().to_string());
+    env.insert(
+        "PATH".into(),
+        format!(
+            "{}/bin:{}",
+            prefix.display(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+        ),
+    );
+    if let Some(v) = hsa_override {
+        env.insert("HSA_OVERRIDE_GFX_VERSION".into(), v.to_string());
+    }
+    for (k, v) in &spec.env {
+        env.insert(k.clone(), v.clone());
+    }
+    let remove = if req.spoof {
+        Vec::new()
+    } else {
+        vec!["HSA_OVERRIDE_GFX_VERSION".into()]
+    };
+    (env, remove)
+}
+
+/// Carries a plan out up to the first test: opens (or, resuming, continues) the journal, lays the
+/// artifacts out in the scratch prefix and checks the corpus there, where it runs.
+pub fn start(session: &Session, plan: TestPlan) -> Result<Prepared> {
     let start = Record::Start {
         schema: crate::testrun::journal::JOURNAL_SCHEMA.into(),
-        component: req.component.into(),
-        key: chosen.tested.key.to_string(),
-        arch: target.to_string(),
-        spoofed: req.spoof,
-        shards: spec.shards,
+        component: plan.component.clone(),
+        key: plan.tested.key.to_string(),
+        arch: plan.target.to_string(),
+        spoofed: plan.spoofed,
+        shards: plan.spec.shards,
         started: now(),
     };
-    let (journal, previous, started) = open_journal(&out, &start, req.resume)?;
-    let prefix = std::path::absolute(out.join("prefix")).unwrap_or_else(|_| out.join("prefix"));
-    lay_out(session, req, &chosen, &target, &prefix)?;
-    let corpus = corpus(catalog, req.component, &spec, &prefix)?;
-    let run_spec = run_spec(req, &spec, corpus, &prefix, &out, hsa_override.as_deref());
+    let (journal, previous, started) = open_journal(&plan.out, &start, plan.resume)?;
+    lay_out(session, &plan)?;
+    let corpus = corpus(&session.catalog, &plan.component, &plan.spec, &plan.prefix)?;
+    let spec = &plan.spec;
+    let run_spec = RunSpec {
+        client: plan.prefix.join(&spec.client),
+        corpus,
+        args: spec.args.clone(),
+        env: plan
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        env_remove: plan.env_remove.clone(),
+        shards: spec.shards,
+        timeout: Duration::from_secs(spec.timeout_secs),
+        dir: plan.out.clone(),
+        kernel_log: plan.kernel_log.clone(),
+    };
     Ok(Prepared {
-        component: req.component.to_string(),
-        device: device.map(summary),
-        profile: prof,
-        spec,
-        tested: chosen.tested,
-        dependencies: chosen.dependencies,
-        target,
-        spoof: req.spoof,
-        hsa_override,
-        machine: req.machine.map(str::to_string),
-        submit,
-        key,
-        out,
+        plan,
         started,
         journal,
         previous,
@@ -215,9 +335,11 @@ fn open_journal(out: &Path, start: &Record, resume: bool) -> Result<(Journal, Ve
 /// a host build), or an index's artifacts when the store lacks them, chosen before anything
 /// is installed so the journal knows the key.
 struct Chosen {
-    plan: Option<plan::Plan>,
+    source: Source,
     tested: Artifact,
     dependencies: Vec<Artifact>,
+    /// A store build's keys, dependencies first: the trees linked into the prefix.
+    trees: Vec<String>,
 }
 
 fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Chosen> {
@@ -244,7 +366,6 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
     if let Some(c) = &found {
         session.reporter.note(&c.describe(component));
     }
-    let found = found.map(|c| c.plan);
     let entry = |s: &plan::Step| -> Artifact {
         let meta = store.find(&s.key).ok();
         let id = meta
@@ -263,7 +384,8 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
         }
     };
     match (found, req.from) {
-        (Some(plan), _) => {
+        (Some(c), _) => {
+            let plan = &c.plan;
             let step = plan
                 .step(component)
                 .expect("requested component is planned");
@@ -275,9 +397,18 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
                 .map(entry)
                 .collect();
             Ok(Chosen {
-                plan: Some(plan),
+                source: Source::Store {
+                    targets: c.targets.clone(),
+                    runtime: match c.runtime {
+                        RuntimeKind::Host => "host",
+                        RuntimeKind::Container => "container",
+                    }
+                    .into(),
+                    wider: c.wider,
+                },
                 tested,
                 dependencies,
+                trees: plan.steps.iter().map(|s| s.key.to_string()).collect(),
             })
         }
         (None, Some(from)) => {
@@ -310,9 +441,12 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
                 .map(|x| as_entry(x))
                 .collect();
             Ok(Chosen {
-                plan: None,
+                source: Source::Index {
+                    index: crate::redact::url(from),
+                },
                 tested,
                 dependencies,
+                trees: Vec::new(),
             })
         }
         (None, None) => Err(Error::hinted(
@@ -325,13 +459,8 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
 }
 
 /// The scratch prefix: the store trees hard-linked, or the index's artifacts installed.
-fn lay_out(
-    session: &Session,
-    req: &Request<'_>,
-    chosen: &Chosen,
-    target: &TargetId,
-    prefix: &Path,
-) -> Result<()> {
+fn lay_out(session: &Session, plan: &TestPlan) -> Result<()> {
+    let prefix = plan.prefix.as_path();
     let io_err = |e: std::io::Error| {
         Error::hinted(
             format!("{}: {e}", prefix.display()),
@@ -339,19 +468,19 @@ fn lay_out(
         )
     };
     crate::fsutil::remove_tree(prefix).map_err(io_err)?;
-    if let Some(plan) = &chosen.plan {
-        for s in &plan.steps {
-            crate::fsutil::link_tree(&session.store.tree(&s.key), prefix).map_err(io_err)?;
+    if let Source::Store { .. } = plan.source {
+        for key in &plan.trees {
+            crate::fsutil::link_tree(&session.store.tree(key), prefix).map_err(io_err)?;
         }
         return Ok(());
     }
-    let from = req.from.expect("an index was chosen");
+    let from = plan.from.as_deref().expect("an index was chosen");
     let keys = session.trusted_keys(&[])?;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let install_req = install::Request {
         allow_downgrade: false,
-        components: &[req.component.to_string()],
-        targets: &[target.to_string()],
+        components: std::slice::from_ref(&plan.component),
+        targets: &[plan.target.to_string()],
         from,
         prefix,
         allow_unsigned: false,
@@ -366,13 +495,13 @@ fn lay_out(
     let report = install::install(&install_req, session.reporter.as_ref())
         .map_err(|e| Error::hinted(&e, e.hint()))?;
     // The index may have changed since it was read: the journal names what was chosen.
-    if let Some(r) = report.installed.iter().find(|r| r.name == req.component)
-        && r.key != chosen.tested.key
+    if let Some(r) = report.installed.iter().find(|r| r.name == plan.component)
+        && r.key != plan.tested.key
     {
         return Err(Error::hinted(
             format!(
                 "{} changed while it was installed from {from}",
-                req.component
+                plan.component
             ),
             "run the test again",
         ));
@@ -563,92 +692,21 @@ fn ctest_tree(
     Ok(tests)
 }
 
-fn run_spec(
-    req: &Request<'_>,
-    spec: &Test,
-    corpus: Corpus,
-    prefix: &Path,
-    out: &Path,
-    hsa_override: Option<&str>,
-) -> RunSpec {
-    let mut env: Vec<(String, String)> = vec![
-        (
-            "LD_LIBRARY_PATH".into(),
-            format!("{0}/lib:{0}/lib64", prefix.display()),
-        ),
-        ("ROCM_PATH".into(), prefix.display().to_string()),
-        (
-            "PATH".into(),
-            format!(
-                "{}/bin:{}",
-                prefix.display(),
-                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
-            ),
-        ),
-    ];
-    if let Some(v) = hsa_override {
-        env.push(("HSA_OVERRIDE_GFX_VERSION".into(), v.to_string()));
-    }
-    for (k, v) in &spec.env {
-        env.push((k.clone(), v.clone()));
-    }
-    let kmsg = req.sysfs_root.unwrap_or(Path::new("/")).join("dev/kmsg");
-    RunSpec {
-        client: prefix.join(&spec.client),
-        corpus,
-        args: spec.args.clone(),
-        env,
-        env_remove: if req.spoof {
-            Vec::new()
-        } else {
-            vec!["HSA_OVERRIDE_GFX_VERSION".into()]
-        },
-        shards: spec.shards,
-        timeout: Duration::from_secs(spec.timeout_secs),
-        dir: out.to_path_buf(),
-        kernel_log: kmsg.exists().then_some(kmsg),
-    }
-}
-
 impl Prepared {
     /// One line saying what will run, where, and how hangs are caught.
     pub fn describe(&self) -> String {
-        let spec = &self.spec;
-        format!(
-            "testing {} {} for {}{} on {}: {} shard(s), {}s {} kills a test",
-            self.component,
-            self.tested.version,
-            self.target,
-            if self.spoof {
-                format!(
-                    " (spoofed: HSA_OVERRIDE_GFX_VERSION={})",
-                    self.hsa_override.as_deref().unwrap_or("?")
-                )
-            } else {
-                String::new()
-            },
-            self.device
-                .as_ref()
-                .and_then(|d| d.target_id.clone())
-                .unwrap_or_else(|| "no GPU".into()),
-            spec.shards,
-            spec.timeout_secs,
-            match spec.kind {
-                TestKind::EachBinary => "per binary",
-                TestKind::Ctest => "per test",
-                TestKind::Gtest => "without progress",
-            }
-        )
+        self.plan.describe()
+    }
+
+    /// What this run carries out.
+    pub fn plan(&self) -> &TestPlan {
+        &self.plan
     }
 
     /// The command that continues this run after an interruption.
     pub fn resume_command(&self, out: Option<&Path>) -> String {
-        crate::testrun::journal::resume_command(
-            &self.component,
-            &self.target.to_string(),
-            self.spoof,
-            out,
-        )
+        let p = &self.plan;
+        crate::testrun::journal::resume_command(&p.component, &p.target.to_string(), p.spoofed, out)
     }
 
     /// Runs the tests, writes OUT/results.json and OUT/junit.xml, and submits them if asked.
@@ -666,8 +724,9 @@ impl Prepared {
         }
         let xml_check = (!result.xml.is_empty())
             .then(|| bundle::check_xml(&tests, &xml_cases, result.xml.len()));
-        let spec = &self.spec;
-        let mut environment: BTreeMap<String, String> = self.run_spec.env.iter().cloned().collect();
+        let plan = self.plan;
+        let spec = &plan.spec;
+        let mut environment = plan.env.clone();
         if let Ok(x) = std::env::var("HSA_XNACK") {
             environment.insert("HSA_XNACK".into(), x);
         }
@@ -677,16 +736,16 @@ impl Prepared {
         let b = Bundle {
             schema: bundle::RESULTS_SCHEMA.into(),
             rocforge_version: env!("CARGO_PKG_VERSION").into(),
-            machine: self.machine.clone().unwrap_or_else(hostname),
+            machine: plan.machine.clone(),
             started: self.started,
             finished: now(),
-            component: self.tested,
-            dependencies: self.dependencies,
-            arch: self.target.to_string(),
-            spoofed: self.spoof,
-            hsa_override: self.hsa_override,
-            device: self.device,
-            profile: self.profile,
+            component: plan.tested,
+            dependencies: plan.dependencies,
+            arch: plan.target.to_string(),
+            spoofed: plan.spoofed,
+            hsa_override: plan.hsa_override,
+            device: plan.device,
+            profile: plan.profile,
             environment,
             client: ClientSpec {
                 path: spec.client.clone(),
@@ -705,7 +764,7 @@ impl Prepared {
                 Some(Err(e)) => format!("unreadable: {e}"),
             },
         };
-        let out = &self.out;
+        let out = &plan.out;
         let write = |name: &str, bytes: &[u8]| {
             let path = out.join(name);
             crate::fsutil::write_atomic(&path, bytes)
@@ -717,11 +776,11 @@ impl Prepared {
             &serde_json::to_vec_pretty(&b).expect("plain data"),
         )?;
         let junit = write("junit.xml", bundle::junit(&b).as_bytes())?;
-        let submitted = match &self.submit {
+        let submitted = match &plan.destination {
             Some(dest) => {
                 let client = crate::publish::client().map_err(|e| Error::hinted(&e, e.hint()))?;
                 Some(
-                    share::submit(&client, dest, out, &b, self.key.as_ref()).map_err(|e| {
+                    share::submit(&client, dest, out, &b, plan.key.as_ref()).map_err(|e| {
                         Error::hinted(
                             format!("the results are in {}, but {e}", results.display()),
                             e.hint(),

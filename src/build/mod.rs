@@ -680,8 +680,8 @@ impl Builder<'_> {
         };
         if let Some(test) = &recipe.test {
             task.set_message("checking the test corpus");
-            let enabled = crate::testrun::installed::tests_enabled(recipe);
-            if let Err(why) = crate::testrun::installed::check(
+            let enabled = crate::corpus::installed::tests_enabled(recipe);
+            if let Err(why) = crate::corpus::installed::check(
                 test,
                 &staging.tree(),
                 &self.sources.catalog.release.prefix,

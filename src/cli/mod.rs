@@ -358,10 +358,17 @@ build for --arch gfx90c) and runs the recipe's [test] client with LD_LIBRARY_PAT
 finished test is journaled at once; a test that makes no progress for the timeout is killed, \
 recorded as hung, and the shard restarts without it. Writes OUT/results.json and OUT/junit.xml.
 
+--dry-run makes the same choices and checks and prints the plan instead: the artifact tested (its \
+key, and the store build or index it comes from), its dependencies, the GPU (or the spoof and its \
+HSA_OVERRIDE_GFX_VERSION), the results directory and scratch prefix, the client with its \
+arguments, timeout and environment, and each shard (gtest's sharding variables, or the programs \
+it runs); --format json prints it as rocforge.test-plan/1. Nothing is installed, run or written.
+
 Examples:
   rocforge test rocsparse --arch gfx90c
   rocforge test rocsparse --arch gfx900 --spoof   # the gfx900 build, spoofed
-  rocforge test rocsparse --arch gfx90c --resume  # go on after Ctrl-C")]
+  rocforge test rocsparse --arch gfx90c --resume  # go on after Ctrl-C
+  rocforge test rocsparse --arch gfx90c --dry-run # the plan, nothing run")]
     Test(test_cmd::TestArgs),
     /// One HTML page and a markdown summary from results bundles of any number of machines
     #[command(after_help = "\

@@ -61,6 +61,9 @@ pub struct TestArgs {
     /// Install from this artifact index (URL or directory) when the store lacks the component
     #[arg(long, value_name = "INDEX")]
     pub from: Option<String>,
+    /// Print the plan (the build or index artifact tested, its dependencies, the GPU or the spoof, the client, shards, timeout and environment) and stop: nothing is laid out, run or written
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn one(e: impl ToString, hint: impl Into<String>) -> CliError {
@@ -187,7 +190,16 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
         key: a.key.as_deref(),
         from: a.from.as_deref(),
     };
-    let prepared = test::prepare(&session, &req)?;
+    let plan = test::test_plan(&session, &req)?;
+    if a.dry_run {
+        if g.format == Format::Json {
+            print_json(&plan);
+        } else {
+            print!("{}", plan.render_text());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let prepared = test::start(&session, plan)?;
     if !g.quiet {
         eprintln!("{}", prepared.describe());
     }

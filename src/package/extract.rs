@@ -34,26 +34,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
 /// ROCm tree are a few hundred bytes, and anything beyond this is a memory bomb.
 pub const MAX_EXTENSION_BYTES: u64 = 64 << 10;
 
-/// The most of a hostile path an error shows.
-const SHOWN_CHARS: usize = 160;
-
-/// `s` for a message: control and non-ASCII characters escaped, cut to [`SHOWN_CHARS`] with the
-/// full length said, so a hostile name can neither flood a terminal nor rewrite it.
-pub fn shown(s: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i >= SHOWN_CHARS {
-            out.push_str(&format!("…({} bytes in all)", s.len()));
-            break;
-        }
-        if c.is_ascii_graphic() || c == ' ' {
-            out.push(c);
-        } else {
-            out.extend(c.escape_default());
-        }
-    }
-    out
-}
+pub use crate::redact::shown;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExtractError {

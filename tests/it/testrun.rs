@@ -943,6 +943,211 @@ fn target_mismatch_spoof_and_missing_artifacts() {
     assert_eq!(v["arch"], "gfx900");
 }
 
+// ---------------------------------------------------------------- the plan (--dry-run)
+
+/// Every path under `dir` with its kind and size: what a dry run must leave as it was.
+fn tree_listing(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            out.push(format!(
+                "{} {} {}",
+                p.strip_prefix(root).unwrap().display(),
+                if m.is_dir() { "dir" } else { "file" },
+                m.len()
+            ));
+            if m.is_dir() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Content keys (and any other hex run of 8 or more) as [KEY].
+fn hex_redacted(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split_inclusive([' ', '\n', ',', ':', '/']) {
+        let core = word.trim_end_matches([' ', '\n', ',', ':', '/']);
+        if core.len() >= 8 && core.chars().all(|c| c.is_ascii_hexdigit()) {
+            out += &format!("[KEY]{}", &word[core.len()..]);
+        } else {
+            out += word;
+        }
+    }
+    out
+}
+
+/// `test --dry-run` prints the plan: the store build chosen (its key), the GPU or the spoof,
+/// the client, shards, timeout and environment; it writes nothing (no results directory, no
+/// prefix, no journal), and refuses what the run would refuse.
+#[test]
+fn dry_run_prints_the_plan_and_writes_nothing() {
+    let Some(f) = fixture() else { return };
+    // A catalog and store of its own, so nothing else writes to the tree compared.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    rocforge::fsutil::copy_tree(&f.dir.join("recipes"), &dir.join("recipes")).unwrap();
+    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
+    for (arch, component) in [
+        ("gfx90c", "passing"),
+        ("gfx90c", "examples"),
+        ("gfx900", "passing"),
+    ] {
+        let o = rf(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "build",
+                component,
+                "--arch",
+                arch,
+                "--runtime",
+                "host",
+            ],
+        );
+        assert_eq!(o.code, 0, "build {component} for {arch}:\n{}", o.stderr);
+    }
+    let root = f.root("m-gfx90c");
+    let dry = |extra: &[&str]| -> Out {
+        let mut args = vec!["--recipes", "recipes", "--quiet"];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--sysfs-root",
+            root.as_str(),
+            "--out",
+            "res",
+            "--machine",
+            "laptop-a",
+            "--dry-run",
+        ]);
+        // A fixed PATH: the client's PATH is the prefix's bin, then the inherited one.
+        let out = base_cmd(dir, &args)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let shown = |text: &str| {
+        hex_redacted(
+            &text
+                .replace(&dir.display().to_string(), "[DIR]")
+                .replace(&f.dir.display().to_string(), "[FIXTURE]"),
+        )
+    };
+    let before = tree_listing(dir);
+
+    let o = dry(&["test", "passing", "--arch", "gfx90c"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    insta::assert_snapshot!("test_dry_run", shown(&o.stdout));
+    assert_eq!(tree_listing(dir), before, "a dry run writes nothing");
+    assert!(!dir.join("res").exists());
+
+    let o = dry(&["--format", "json", "test", "passing", "--arch", "gfx90c"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let plan: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(plan["schema"], "rocforge.test-plan/1");
+    let store = rf(dir, &["--format", "json", "store", "list"]);
+    let entries: Value = serde_json::from_str(&store.stdout).unwrap();
+    let built = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["component"] == "passing" && e["targets"] == serde_json::json!(["gfx90c"]))
+        .unwrap_or_else(|| panic!("no gfx90c build of passing: {entries:#}"));
+    assert_eq!(plan["tested"]["key"], built["key"]);
+    assert_eq!(plan["source"]["kind"], "store");
+    assert_eq!(plan["device"]["target"], "gfx90c");
+    assert_eq!(plan["spoofed"], false);
+    assert_eq!(
+        plan["env_remove"],
+        serde_json::json!(["HSA_OVERRIDE_GFX_VERSION"])
+    );
+    let shards = plan["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 3);
+    for (i, s) in shards.iter().enumerate() {
+        assert_eq!(s["shard"], i);
+        assert_eq!(s["env"]["GTEST_TOTAL_SHARDS"], "3");
+        assert_eq!(s["env"]["GTEST_SHARD_INDEX"], i.to_string());
+    }
+    assert_eq!(plan["corpus"]["client"], "bin/fakegtest");
+    assert_eq!(plan["corpus"]["timeout_secs"], 5);
+    assert!(
+        plan["prefix"].as_str().unwrap().ends_with("res/prefix"),
+        "{plan:#}"
+    );
+
+    // A corpus of programs: each shard's programs are known before the run.
+    let o = dry(&["--format", "json", "test", "examples", "--arch", "gfx90c"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let plan: Value = serde_json::from_str(&o.stdout).unwrap();
+    let names: Vec<String> = EXAMPLES
+        .iter()
+        .map(|(n, _, _)| format!("bin/{n}"))
+        .collect();
+    assert_eq!(plan["corpus"]["tests"], names.len());
+    for shard in 0..2 {
+        let mine: Vec<&String> = names.iter().skip(shard).step_by(2).collect();
+        assert_eq!(
+            plan["shards"][shard]["tests"],
+            serde_json::json!(mine),
+            "{plan:#}"
+        );
+    }
+
+    // The spoof: the gfx900 build on the gfx90c, under HSA_OVERRIDE_GFX_VERSION.
+    let o = dry(&["test", "passing", "--arch", "gfx900", "--spoof"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    insta::assert_snapshot!("test_dry_run_spoofed", shown(&o.stdout));
+    let o = dry(&[
+        "--format", "json", "test", "passing", "--arch", "gfx900", "--spoof",
+    ]);
+    let plan: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(plan["spoofed"], true);
+    assert_eq!(plan["hsa_override"], "9.0.0");
+    assert_eq!(plan["env"]["HSA_OVERRIDE_GFX_VERSION"], "9.0.0");
+    assert_eq!(plan["env_remove"], serde_json::json!([]));
+    assert_eq!(plan["device"]["target"], "gfx90c");
+    assert_eq!(plan["target"], "gfx900");
+
+    // A refusal is the run's own.
+    let other = f.root("m-gfx902");
+    let o = rf(
+        dir,
+        &[
+            "--recipes",
+            "recipes",
+            "test",
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &other,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .contains("this machine's GPU is gfx902, not gfx90c"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(tree_listing(dir), before, "a dry run writes nothing");
+}
+
 // ---------------------------------------------------------------- each-binary corpora
 
 /// A stand-in for a self-checking example program: what it does depends on its name.
@@ -1442,6 +1647,21 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
         stderr.contains("not in the store") && stderr.contains("--from"),
         "{stderr}"
     );
+    // The plan names the index's artifact and installs nothing: the corpus waits for the install.
+    let o = run(&["--from", &server.url(), "--dry-run", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["source"]["kind"], "index", "{plan:#}");
+    assert_eq!(plan["source"]["index"], server.url().as_str());
+    assert_eq!(plan["tested"]["key"], key.as_str());
+    assert_eq!(plan["tested"]["runtime"], "index");
+    assert!(plan["shards"][0].get("tests").is_none(), "{plan:#}");
+    assert!(!out.exists(), "a dry run writes nothing");
     let o = run(&["--from", &server.url()]);
     assert_eq!(
         o.status.code(),

@@ -117,7 +117,7 @@ pub fn check(test: &Test, tree: &Path, built_prefix: &str) -> Result<(), String>
                 found_instead(tree, &test.client)
             ))
         }
-        TestKind::EachBinary => match super::run::find_binaries(tree, &test.client) {
+        TestKind::EachBinary => match super::binaries::find_binaries(tree, &test.client) {
             Ok(b) if !b.is_empty() => Ok(()),
             Ok(_) => Err(format!(
                 "no executables match the test dir {}; {}",
