@@ -1,4 +1,5 @@
-//! Human-written sizes (`2.5GiB`) and durations (`1h30m`), RFC 3339 dates, and their display.
+//! Human-written sizes (`2.5GiB`) and durations (`1h30m`), RFC 3339 dates (through jiff), and
+//! their display.
 
 /// Parses a size such as `512MiB`, `2.5GiB` or `30GB` into bytes.
 pub fn parse_size(s: &str) -> Option<u64> {
@@ -94,67 +95,42 @@ pub fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// `secs` since the epoch as RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SSZ`).
+/// A date that is not an RFC 3339 UTC timestamp rocforge can use: malformed, or outside the
+/// range of `u64` seconds since the epoch (before 1970). Dates come from indexes and registries
+/// that rocforge does not control, so a bad one is an error to report, never a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} is not an RFC 3339 date: {why}")]
+pub struct DateError {
+    pub value: String,
+    pub why: String,
+}
+
+/// `secs` since the epoch as RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SSZ`), whole seconds.
+///
+/// Seconds past jiff's last timestamp (9999-12-30T22:00:00Z) are written as that timestamp:
+/// such a number can only come from a damaged results bundle or cache entry, and a date that is
+/// obviously wrong reads better in a report than a failed report.
 pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let ts = i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    // Whole seconds and a `Z`: the format indexes, receipts and image configs have always had.
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses what [`rfc3339`] writes (also accepting `+00:00` for `Z` and fractional seconds).
-pub fn parse_rfc3339(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (date, time) = s.split_once(['T', 't', ' '])?;
-    let time = time
-        .strip_suffix('Z')
-        .or_else(|| time.strip_suffix('z'))
-        .or_else(|| time.strip_suffix("+00:00"))?;
-    let mut d = date.split('-');
-    let y: i64 = d.next()?.parse().ok()?;
-    let m: u32 = d.next()?.parse().ok()?;
-    let dd: u32 = d.next()?.parse().ok()?;
-    let mut t = time.split(':');
-    let hh: u64 = t.next()?.parse().ok()?;
-    let mm: u64 = t.next()?.parse().ok()?;
-    let ss: f64 = t.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&dd) || hh > 23 || mm > 59 {
-        return None;
-    }
-    let days = days_from_civil(y, m, dd);
-    if days < 0 {
-        return None;
-    }
-    Some(days as u64 * 86_400 + hh * 3600 + mm * 60 + ss as u64)
-}
-
-// Howard Hinnant's civil-date algorithms.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Seconds since the epoch of an RFC 3339 date: what [`rfc3339`] writes, and also `+00:00` or
+/// any other offset for `Z`, and fractional seconds (dropped). Dates before 1970 are refused.
+pub fn parse_rfc3339(s: &str) -> Result<u64, DateError> {
+    let err = |why: String| DateError {
+        value: s.to_string(),
+        why,
+    };
+    let ts: jiff::Timestamp = s
+        .trim()
+        .parse()
+        .map_err(|e: jiff::Error| err(e.to_string()))?;
+    u64::try_from(ts.as_second()).map_err(|_| err("it is before 1970".into()))
 }
 
 #[cfg(test)]
@@ -164,11 +140,35 @@ mod tests {
     #[test]
     fn dates_round_trip() {
         for t in [0u64, 951_782_400, 1_700_000_000, 4_102_444_800] {
-            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t), "{}", rfc3339(t));
+            assert_eq!(parse_rfc3339(&rfc3339(t)), Ok(t), "{}", rfc3339(t));
         }
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(parse_rfc3339("2024-13-01T00:00:00Z"), None);
+        assert!(parse_rfc3339("2024-13-01T00:00:00Z").is_err());
+        // What servers write besides `Z`: an explicit zero offset, fractions, a lower-case `t`.
+        let t = 1_764_428_820;
+        assert_eq!(rfc3339(t), "2025-11-29T15:07:00Z");
+        for s in [
+            "2025-11-29T15:07:00Z",
+            "2025-11-29T15:07:00+00:00",
+            "2025-11-29T15:07:00.123456Z",
+            "2025-11-29t15:07:00z",
+            "2025-11-29T16:07:00+01:00",
+        ] {
+            assert_eq!(parse_rfc3339(s), Ok(t), "{s}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2025-11-29",
+            "1969-12-31T23:59:59Z",
+            "2025-02-30T00:00:00Z",
+        ] {
+            let e = parse_rfc3339(bad).unwrap_err();
+            assert_eq!(e.value, bad);
+        }
+        // A damaged number never panics: it is written as the last date jiff knows.
+        assert_eq!(rfc3339(u64::MAX), "9999-12-30T22:00:00Z");
     }
 
     #[test]

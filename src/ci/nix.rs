@@ -1,8 +1,12 @@
 //! `rocforge nix export`: an overlay for nixpkgs' `rocmPackages` carrying our GPU targets and
 //! patch series, so Nix users build the same patched components inside the Nix sandbox.
+//! overlay.nix's text is the template `templates/overlay.nix.j2`; this module computes the
+//! components, their patch files and `[[derive]]` scripts, and writes the files.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use crate::arch::TargetId;
 use crate::catalog::Catalog;
@@ -78,6 +82,8 @@ pub enum NixError {
         patch: String,
         source: std::io::Error,
     },
+    #[error("cannot render the overlay template: {0}")]
+    Template(String),
 }
 
 /// What an export wrote and what it left out.
@@ -157,6 +163,58 @@ fn nix_string(s: &str) -> String {
     out
 }
 
+/// One `rocmPackages` attribute the overlay overrides.
+#[derive(Debug, Serialize)]
+struct Overridden<'a> {
+    name: &'a str,
+    version: &'a str,
+    /// The attribute and the `postPatch` addition as Nix strings.
+    attr: String,
+    derive: String,
+    /// Whether rocforge's `[[derive]]` steps are redone in `postPatch`.
+    derived: bool,
+    /// The patch files, relative to the overlay (`patches/<component>/<file>`).
+    patches: Vec<String>,
+}
+
+/// What `templates/overlay.nix.j2` is given.
+#[derive(Debug, Serialize)]
+struct Overlay<'a> {
+    release: &'a str,
+    /// The ROCm minor version (`6.4`) as text and as a Nix string.
+    minor_text: &'a str,
+    minor: String,
+    /// The GPU targets as Nix strings.
+    targets: Vec<String>,
+    components: Vec<Overridden<'a>>,
+    unmapped: &'a [String],
+}
+
+/// overlay.nix from its template. An error is a mistake in `templates/overlay.nix.j2` or in the
+/// context built here (caught by the export tests), never something a catalog can cause.
+fn render_overlay(o: &Overlay<'_>) -> Result<String, NixError> {
+    let err = |e: minijinja::Error| NixError::Template(format!("{e:#}"));
+    let mut env = minijinja::Environment::new();
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .keep_trailing_newline(true)
+        .build()
+        .map_err(err)?;
+    env.set_syntax(syntax);
+    // Nix text, not HTML: the values that need quoting arrive quoted (nix_string).
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_template("overlay.nix", OVERLAY_TEMPLATE)
+        .map_err(err)?;
+    env.get_template("overlay.nix")
+        .map_err(err)?
+        .render(minijinja::Value::from(minijinja::value::Serde(o)))
+        .map_err(err)
+}
+
+const OVERLAY_TEMPLATE: &str = include_str!("templates/overlay.nix.j2");
+
 /// Writes `overlay.nix`, `patches/<component>/…`, `default.nix` and `nixpkgs.json` into `out`.
 pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Export, NixError> {
     let write = |path: PathBuf, bytes: &[u8]| -> Result<PathBuf, NixError> {
@@ -175,7 +233,7 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
     let release = &catalog.release;
     let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
     let mut ex = Export::default();
-    let mut body = String::new();
+    let mut components = Vec::new();
     for (name, recipe) in &catalog.recipes {
         let Some(attr) = attribute(name) else {
             ex.unmapped.push(name.clone());
@@ -184,32 +242,11 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
         ex.mapped.push(name.clone());
         let series = recipe.patches.series(arches.iter().copied());
         let recipe_patch_release = recipe.patches.release.as_deref();
-        let _ = writeln!(
-            body,
-            "      # {name} {}: {} patch(es) from rocforge's catalog",
-            recipe.version,
-            series.len()
-        );
         let script = derive_script(&recipe.derive, &arches, &catalog.arches);
-        let derive_arg = if script.is_empty() {
-            "\"\"".to_string()
-        } else {
+        if !script.is_empty() {
             ex.derived.push(name.clone());
-            let _ = writeln!(
-                body,
-                "      # {name}: rocforge's [[derive]] (derived Tensile logic) redone in postPatch"
-            );
-            nix_string(&script)
-        };
-        if series.is_empty() && script.is_empty() {
-            let _ = writeln!(body, "      (keep {} retarget)", nix_string(attr));
-            continue;
         }
-        let _ = writeln!(
-            body,
-            "      (keep {} (pkg: patched pkg {derive_arg} [",
-            nix_string(attr)
-        );
+        let mut patches = Vec::new();
         for p in series {
             let bytes = catalog
                 .root
@@ -224,54 +261,27 @@ pub fn export(catalog: &Catalog, targets: &[TargetId], out: &Path) -> Result<Exp
                 })?;
             let rel = format!("patches/{name}/{}", p.value);
             ex.files.push(write(out.join(&rel), &bytes)?);
-            let _ = writeln!(body, "        ./{rel}");
+            patches.push(rel);
         }
-        body += "      ]))\n";
+        components.push(Overridden {
+            name,
+            version: &recipe.version,
+            attr: nix_string(attr),
+            derived: !script.is_empty(),
+            derive: nix_string(&script),
+            patches,
+        });
     }
     let version = release.name.trim_start_matches("rocm-");
     let minor: String = version.splitn(3, '.').take(2).collect::<Vec<_>>().join(".");
-    let targets_nix: Vec<String> = targets.iter().map(|t| nix_string(&t.to_string())).collect();
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# Generated by `rocforge nix export` from rocforge's catalog, release {}. Do not edit:",
-        release.name
-    );
-    o += "# regenerate instead. An overlay for nixpkgs' rocmPackages: GPU targets, patch series and\n";
-    o += "# derived files.\n";
-    let _ = writeln!(
-        o,
-        "# Meant for a nixpkgs whose rocmPackages is ROCm {minor}.x (see nixpkgs.json and docs/nix.md)."
-    );
-    o += "final: prev:\nlet\n";
-    let _ = writeln!(o, "  gpuTargets = [ {} ];", targets_nix.join(" "));
-    let _ = writeln!(o, "  rocmMinor = {};", nix_string(&minor));
-    o += "  # `override` carries the package function's arguments (lib.mirrorFunctionArgs).\n";
-    o += "  takes = pkg: arg: pkg ? override && (pkg.override.__functionArgs or { }) ? ${arg};\n";
-    o += "  retarget = pkg: if takes pkg \"gpuTargets\" then pkg.override { inherit gpuTargets; } else pkg;\n";
-    o += "  checked = pkg:\n";
-    o += "    if builtins.substring 0 (builtins.stringLength rocmMinor) (pkg.version or \"\") == rocmMinor then pkg\n";
-    o += "    else builtins.trace \"rocforge overlay: ${pkg.pname or \"?\"} ${pkg.version or \"?\"} is not ROCm ${rocmMinor}.x; the patches may not apply\" pkg;\n";
-    o += "  # Our patch series after upstream's, then our derived files after upstream's postPatch.\n";
-    o += "  patched = pkg: derive: patches:\n";
-    o += "    (retarget (checked pkg)).overrideAttrs (old: {\n";
-    o += "      patches = (old.patches or [ ]) ++ patches;\n";
-    o += "      postPatch = (old.postPatch or \"\") + derive;\n";
-    o += "    });\n";
-    o += "in\n{\n";
-    o += "  rocmPackages = prev.rocmPackages.overrideScope (\n";
-    o += "    rfinal: rprev:\n";
-    o += "    let\n";
-    o += "      keep = name: f: if rprev ? ${name} then { ${name} = f rprev.${name}; } else { };\n";
-    o += "    in\n";
-    o += "    builtins.foldl' (a: b: a // b) { } [\n";
-    o += &body;
-    o += "    ]\n";
-    o += "  );\n";
-    o += "}\n";
-    for c in &ex.unmapped {
-        let _ = writeln!(o, "# {c}: no rocmPackages attribute; not in this overlay");
-    }
+    let o = render_overlay(&Overlay {
+        release: &release.name,
+        minor_text: &minor,
+        minor: nix_string(&minor),
+        targets: targets.iter().map(|t| nix_string(&t.to_string())).collect(),
+        components,
+        unmapped: &ex.unmapped,
+    })?;
     ex.files.push(write(out.join("overlay.nix"), o.as_bytes())?);
 
     let pin = nixpkgs_pin(&release.name);

@@ -59,11 +59,20 @@ pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
         )
     })?;
     let lines = lines(g)?;
+    let rendered = |r: std::result::Result<String, github::RenderError>| {
+        r.map_err(|e| {
+            Diagnostic::new(e.to_string())
+                .hint("a bug in rocforge's workflow template: please report it")
+        })
+    };
     Ok(vec![
-        (dir.join(WORKFLOW_PATH), github::workflow(&lines, &runners)),
+        (
+            dir.join(WORKFLOW_PATH),
+            rendered(github::workflow(&lines, &runners))?,
+        ),
         (
             dir.join(ACTIONLINT_CONFIG_PATH),
-            github::actionlint_config(&runners),
+            rendered(github::actionlint_config(&runners))?,
         ),
     ])
 }

@@ -324,8 +324,16 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
         bundles.push(report::load(r).map_err(|e| one(&e, e.hint()))?);
     }
     let rep = report::build(&bundles);
-    let html = report::html::render(&rep);
-    let md = report::markdown::render(&rep);
+    let rendered = |r: std::result::Result<String, report::view::RenderError>| {
+        r.map_err(|e| {
+            one(
+                e.to_string(),
+                "a bug in rocforge's report templates: please report it",
+            )
+        })
+    };
+    let html = rendered(report::html::render(&rep))?;
+    let md = rendered(report::markdown::render(&rep))?;
     let (h, m) = (out.join("report.html"), out.join("report.md"));
     for (p, text) in [(&h, &html), (&m, &md)] {
         rocforge::fsutil::write_atomic(p, text.as_bytes())

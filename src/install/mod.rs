@@ -436,7 +436,7 @@ fn parse_index(bytes: &[u8], shown: &str) -> Result<Index, InstallError> {
             })?;
     check_index(&index, shown)?;
     let date = |value: &String| {
-        parse_rfc3339(value).ok_or_else(|| InstallError::BadDate {
+        parse_rfc3339(value).map_err(|_| InstallError::BadDate {
             from: shown.to_string(),
             value: value.clone(),
         })

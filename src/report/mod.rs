@@ -4,6 +4,7 @@
 pub mod grid;
 pub mod html;
 pub mod markdown;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -257,4 +258,60 @@ pub fn provenance(r: &Report<'_>) -> String {
         r.machines.len(),
         names.join("; ")
     )
+}
+
+/// Results bundles for the report tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::testrun::bundle::{Bundle, Summary};
+    use crate::testrun::classify::Outcome;
+
+    /// A bundle as `rocforge test` writes it, with these tests: (name, outcome, class).
+    pub fn bundle(
+        component: (&str, &str, &str),
+        arch: &str,
+        machine: (&str, &str),
+        spoofed: bool,
+        tests: &[(&str, &str, Option<&str>)],
+    ) -> Bundle {
+        let outcome =
+            |o: &str| -> Outcome { serde_json::from_value(serde_json::json!(o)).unwrap() };
+        let summary = Summary::of(tests.iter().map(|t| outcome(t.1)));
+        let mut classes = std::collections::BTreeMap::<String, usize>::new();
+        for t in tests {
+            if let Some(c) = t.2 {
+                *classes.entry(c.into()).or_default() += 1;
+            }
+        }
+        let (name, version, key) = component;
+        let (machine, device) = machine;
+        serde_json::from_value(serde_json::json!({
+            "schema": "rocforge.results/1",
+            "rocforge_version": "0.1.0",
+            "machine": machine,
+            "started": 1_764_633_600u64,
+            "finished": 1_764_637_200u64,
+            "component": {"name": name, "version": version, "key": key, "targets": [arch], "runtime": "podman"},
+            "dependencies": [],
+            "arch": arch,
+            "spoofed": spoofed,
+            "hsa_override": if spoofed { Some("9.0.0") } else { None },
+            "device": {"target": device, "target_id": device, "name": "Renoir", "gfx_target_version": 90012, "compute_units": 8, "memory": "uma"},
+            "profile": {"schema": "rocforge.device/1", "root": "/", "live": true, "kernel": "6.1.0",
+                "driver_version": null, "xnack": {"hsa_xnack": null, "noretry": null, "mode": "unknown"},
+                "devices": [], "why_none": []},
+            "environment": {},
+            "client": {"path": "bin/t", "args": [], "shards": 1, "timeout_secs": 600},
+            "shards": [],
+            "summary": summary,
+            "classes": classes,
+            "tests": tests.iter().map(|(n, o, c)| serde_json::json!({
+                "name": n, "shard": 0, "outcome": o, "class": c, "duration_ms": 5,
+                "excerpt": if *o == "passed" { "" } else { "the evidence\n" },
+            })).collect::<Vec<_>>(),
+            "xml_check": null,
+            "kernel_log": "read",
+        }))
+        .unwrap()
+    }
 }

@@ -14,7 +14,7 @@ use rocforge::ci::runners::Runners;
 #[test]
 fn release_workflow_for_the_shipped_catalog() {
     let c = Catalog::load(CatalogRoot::Embedded, None).unwrap();
-    let wf = workflow(&[Line::from_catalog(&c)], &Runners::embedded());
+    let wf = workflow(&[Line::from_catalog(&c)], &Runners::embedded()).unwrap();
     insta::assert_snapshot!(wf);
 }
 
@@ -953,4 +953,140 @@ esac
     );
     assert!(!o.status.success());
     assert!(!d.join("uploaded/v1.0").exists());
+}
+
+/// The publish job ships rocforge itself: its "Package and sign" step packs the binary it runs
+/// with scripts/dist.sh and signs the tarball with the release key, and the release step
+/// uploads the tarball, its .sha256 and .minisig. The same script, run here on the debug
+/// binary (behind a launcher), writes a tarball holding the binary, the three shells' completions, every man page
+/// and the README, with a checksum file sha256sum accepts and a signature rocforge verifies.
+#[test]
+fn the_release_ships_rocforge_with_completions_and_man_pages() {
+    let wf = shipped_workflow();
+    let package = step_script(&wf, "publish", "Package and sign");
+    assert!(
+        package.contains("tarball=$(scripts/dist.sh bin/rocforge dist-rocforge)\n"),
+        "{package}"
+    );
+    assert!(
+        package.contains("rocforge sign \"$tarball\" --key \"$key\"\n"),
+        "{package}"
+    );
+    let release = step_script(&wf, "publish", "GitHub release");
+    assert!(
+        release.contains("gh release upload \"$TAG\" --repo \"$REPO\" --clobber dist-rocforge/*\n"),
+        "{release}"
+    );
+    // The upload needs the tarball that the packaging step wrote before it.
+    let steps = wf["jobs"]["publish"]["steps"].as_array().unwrap();
+    let at = |name: &str| {
+        steps
+            .iter()
+            .position(|s| s["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .unwrap()
+    };
+    assert!(at("Package and sign") < at("GitHub release"));
+
+    let d = tempfile::tempdir().unwrap();
+    // The debug binary behind a small launcher: the script runs it for the completions and man
+    // pages the same way, and the tarball stays small (gzip over the 200 MB debug binary is
+    // minutes on a shared machine).
+    write_exe(
+        &d.path().join("rocforge"),
+        &format!(
+            "#!/bin/sh\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_rocforge")
+        ),
+    );
+    let o = Command::new(manifest().join("scripts/dist.sh"))
+        .arg("./rocforge")
+        .arg("out")
+        .current_dir(d.path())
+        .env("TARGET", "x86_64-unknown-linux-gnu")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let name = format!(
+        "rocforge-{}-x86_64-unknown-linux-gnu",
+        env!("CARGO_PKG_VERSION")
+    );
+    let tarball = format!("out/{name}.tar.gz");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), tarball);
+    let list = Command::new("tar")
+        .args(["-tzf", &tarball])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(list.status.success());
+    let entries: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| l.strip_prefix(&format!("{name}/")).unwrap_or(l).to_string())
+        .collect();
+    for want in [
+        "rocforge",
+        "README.md",
+        "completions/rocforge.bash",
+        "completions/_rocforge",
+        "completions/rocforge.fish",
+        "man/rocforge.1",
+        "man/rocforge-build.1",
+        "man/rocforge-install.1",
+    ] {
+        assert!(
+            entries.iter().any(|e| e == want),
+            "{want} not in {entries:?}"
+        );
+    }
+    // Every entry is under the one top directory: unpacking makes nothing else.
+    assert!(
+        String::from_utf8_lossy(&list.stdout)
+            .lines()
+            .all(|l| l.starts_with(&format!("{name}/"))),
+        "{entries:?}"
+    );
+    let sums = Command::new("sha256sum")
+        .args(["-c", &format!("{name}.tar.gz.sha256")])
+        .current_dir(d.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        sums.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sums.stdout)
+    );
+    // The binary in the tarball is the one packed, and runs.
+    let x = Command::new("tar")
+        .args(["-xzf", &tarball])
+        .current_dir(d.path())
+        .status()
+        .unwrap();
+    assert!(x.success());
+    let v = Command::new(d.path().join(&name).join("rocforge"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout).trim(),
+        format!("rocforge {}", env!("CARGO_PKG_VERSION"))
+    );
+    // Signed as the workflow signs it, it verifies with the public key.
+    let keys = d.path().join("keys");
+    let public = ok(
+        d.path(),
+        &["key", "generate", "--out", keys.to_str().unwrap()],
+    );
+    let t = d.path().join(&tarball);
+    ok(
+        d.path(),
+        &[
+            "sign",
+            t.to_str().unwrap(),
+            "--key",
+            keys.join("rocforge.key").to_str().unwrap(),
+        ],
+    );
+    ok(
+        d.path(),
+        &["verify", t.to_str().unwrap(), "--key", public.trim()],
+    );
 }
