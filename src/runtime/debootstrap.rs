@@ -169,19 +169,20 @@ pub fn ensure(
         root.display().to_string(),
         mirror.clone(),
     ];
-    let status = duct::cmd("debootstrap", &args)
-        .stdin_null()
-        .stdout_file(logf.try_clone().map_err(io(log))?)
-        .stderr_file(logf)
-        .unchecked()
-        .run()
-        .map_err(io(Path::new("debootstrap")))?
-        .status;
-    if !status.success() {
+    let code = crate::process::Cmd::new("debootstrap")
+        .args(&args)
+        .run_logged(logf)
+        .map_err(|e| match e {
+            crate::process::ProcessError::Spawn { source, .. } => {
+                io(Path::new("debootstrap"))(source)
+            }
+            other => io(Path::new("debootstrap"))(std::io::Error::other(other.to_string())),
+        })?;
+    if code != Some(0) {
         return Err(BaseError::Debootstrap {
             suite: base.suite.clone(),
             mirror,
-            code: status.code().map_or("signal".into(), |c| c.to_string()),
+            code: code.map_or("signal".into(), |c| c.to_string()),
             log: log.to_path_buf(),
         });
     }
