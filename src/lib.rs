@@ -36,6 +36,7 @@ pub mod schema;
 pub mod sign;
 pub mod source;
 pub mod store;
+pub mod template;
 pub mod testrun;
 pub mod trust;
 pub mod units;

@@ -14,7 +14,8 @@
 
 use std::collections::BTreeMap;
 
-use minijinja::{AutoEscape, Environment, UndefinedBehavior, syntax::SyntaxConfig};
+use crate::template::Delimiters;
+use minijinja::Environment;
 use serde::Serialize;
 
 use crate::catalog::Catalog;
@@ -168,15 +169,7 @@ fn build_job_id(prefix: &str, level: usize, part: usize) -> String {
 const RELEASE_TEMPLATE: &str = include_str!("templates/release.yml.j2");
 const ACTIONLINT_TEMPLATE: &str = include_str!("templates/actionlint.yaml.j2");
 
-/// A template that does not render: a mistake in `templates/` or in the context this module
-/// builds, caught by the tests that render the workflow; never caused by a user's input.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot render the {what} template: {source:#}")]
-pub struct RenderError {
-    pub what: &'static str,
-    #[source]
-    pub source: minijinja::Error,
-}
+pub use crate::template::RenderError;
 
 /// The template environment. GitHub's own `${{ … }}` expressions and bash's `${#array[@]}`
 /// fill the workflow, so the template marks its variables `<{ … }>` and its comments
@@ -187,19 +180,7 @@ fn environment(
     name: &'static str,
     source: &'static str,
 ) -> Result<Environment<'static>, RenderError> {
-    let err = |source| RenderError { what: name, source };
-    let mut env = Environment::new();
-    let syntax = SyntaxConfig::builder()
-        .variable_delimiters("<{", "}>")
-        .comment_delimiters("<#", "#>")
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build()
-        .map_err(err)?;
-    env.set_syntax(syntax);
-    env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let mut env = crate::template::environment(&[(name, source)], Delimiters::Angle)?;
     for (k, v) in [
         ("TRUSTED", TRUSTED),
         ("UNTRUSTED", UNTRUSTED),
@@ -217,7 +198,6 @@ fn environment(
     ] {
         env.add_global(k, v);
     }
-    env.add_template(name, source).map_err(err)?;
     Ok(env)
 }
 
@@ -227,11 +207,7 @@ fn render<C: Serialize>(
     ctx: &C,
 ) -> Result<String, RenderError> {
     let env = environment(name, source)?;
-    let err = |source| RenderError { what: name, source };
-    env.get_template(name)
-        .map_err(err)?
-        .render(minijinja::Value::from(minijinja::value::Serde(ctx)))
-        .map_err(err)
+    crate::template::render(&env, name, ctx)
 }
 
 /// `.github/actionlint.yaml`: the self-hosted labels runners.toml names.

@@ -193,24 +193,14 @@ struct Overlay<'a> {
 /// overlay.nix from its template. An error is a mistake in `templates/overlay.nix.j2` or in the
 /// context built here (caught by the export tests), never something a catalog can cause.
 fn render_overlay(o: &Overlay<'_>) -> Result<String, NixError> {
-    let err = |e: minijinja::Error| NixError::Template(format!("{e:#}"));
-    let mut env = minijinja::Environment::new();
-    let syntax = minijinja::syntax::SyntaxConfig::builder()
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build()
-        .map_err(err)?;
-    env.set_syntax(syntax);
     // Nix text, not HTML: the values that need quoting arrive quoted (nix_string).
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.add_template("overlay.nix", OVERLAY_TEMPLATE)
-        .map_err(err)?;
-    env.get_template("overlay.nix")
-        .map_err(err)?
-        .render(minijinja::Value::from(minijinja::value::Serde(o)))
-        .map_err(err)
+    let err = |e: crate::template::RenderError| NixError::Template(e.to_string());
+    let env = crate::template::environment(
+        &[("overlay.nix", OVERLAY_TEMPLATE)],
+        crate::template::Delimiters::Jinja,
+    )
+    .map_err(err)?;
+    crate::template::render(&env, "overlay.nix", o).map_err(err)
 }
 
 const OVERLAY_TEMPLATE: &str = include_str!("templates/overlay.nix.j2");

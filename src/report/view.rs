@@ -2,7 +2,7 @@
 //! string, count and chart coordinate computed here), and the template environment that renders
 //! them. The page's and the summary's text live in `templates/`.
 
-use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value, syntax::SyntaxConfig};
+use minijinja::AutoEscape;
 use serde::Serialize;
 
 use super::{Report, Row, grid, provenance};
@@ -12,15 +12,7 @@ use crate::testrun::classify::Class;
 const HTML_TEMPLATE: &str = include_str!("templates/report.html.j2");
 const MARKDOWN_TEMPLATE: &str = include_str!("templates/report.md.j2");
 
-/// A report template that does not render: a mistake in `templates/` or in this view, caught by
-/// the report tests; results bundles cannot cause it (their text is only ever inserted).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot render the report template {what}: {source:#}")]
-pub struct RenderError {
-    pub what: &'static str,
-    #[source]
-    pub source: minijinja::Error,
-}
+pub use crate::template::RenderError;
 
 /// `s` with HTML's five special characters as entities. Every value the HTML template inserts
 /// goes through this (autoescape), bundles being other machines' files: a component or machine
@@ -51,24 +43,13 @@ fn cell(s: &str) -> String {
 /// `.html` escape every inserted value; the markdown one inserts text as it is, with the `cell`
 /// filter where the value sits in a table.
 pub fn render(name: &'static str, view: &View) -> Result<String, RenderError> {
-    let err = |source| RenderError { what: name, source };
-    let mut env = Environment::new();
-    // Lines holding only a tag leave nothing; the text keeps its final newline.
-    let syntax = SyntaxConfig::builder()
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build()
-        .map_err(err)?;
-    env.set_syntax(syntax);
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_auto_escape_callback(|name| {
-        if name.ends_with(".html") {
-            AutoEscape::Html
-        } else {
-            AutoEscape::None
-        }
-    });
+    let mut env = crate::template::environment(
+        &[
+            ("report.html", HTML_TEMPLATE),
+            ("report.md", MARKDOWN_TEMPLATE),
+        ],
+        crate::template::Delimiters::Jinja,
+    )?;
     env.set_formatter(|out, state, value| {
         if *state.auto_escape() == AutoEscape::Html && !value.is_safe() {
             out.write_str(&esc(&value.to_string())).map_err(|_| {
@@ -79,14 +60,7 @@ pub fn render(name: &'static str, view: &View) -> Result<String, RenderError> {
         }
     });
     env.add_filter("cell", |s: String| cell(&s));
-    env.add_template("report.html", HTML_TEMPLATE)
-        .map_err(err)?;
-    env.add_template("report.md", MARKDOWN_TEMPLATE)
-        .map_err(err)?;
-    env.get_template(name)
-        .map_err(err)?
-        .render(Value::from(minijinja::value::Serde(view)))
-        .map_err(err)
+    crate::template::render(&env, name, view)
 }
 
 #[derive(Debug, Serialize)]
