@@ -248,6 +248,9 @@ pub struct Tracker {
     phase_started: Instant,
     steps: Option<(u64, u64)>,
     percent: Option<u8>,
+    /// The build tool counted all its steps: what is left (install, the gate) is short, and
+    /// the recipe's hint for the whole build would claim hours.
+    tool_done: bool,
 }
 
 impl Tracker {
@@ -260,6 +263,7 @@ impl Tracker {
             phase_started: started,
             steps: None,
             percent: None,
+            tool_done: false,
         }
     }
 
@@ -267,7 +271,10 @@ impl Tracker {
     pub fn line(&mut self, line: &str, now: Instant) {
         match parse(line) {
             Some(Mark::Phase(p)) => self.set_phase(p, now),
-            Some(Mark::Steps { done, total }) => self.steps = Some((done, total)),
+            Some(Mark::Steps { done, total }) => {
+                self.steps = Some((done, total));
+                self.tool_done |= total > 0 && done >= total;
+            }
             Some(Mark::Percent(p)) => self.percent = Some(p),
             None => {}
         }
@@ -287,9 +294,12 @@ impl Tracker {
     pub fn status(&self, now: Instant) -> BuildStatus {
         let elapsed = now.duration_since(self.started).as_secs_f64();
         let phase_secs = now.duration_since(self.phase_started).as_secs_f64();
+        let estimate = self
+            .estimate
+            .filter(|e| !(self.tool_done && e.from == EstimateFrom::Recipe));
         let eta = eta(
             elapsed,
-            self.estimate,
+            estimate,
             self.steps.map(|(d, t)| (d, t, phase_secs)),
         );
         BuildStatus {
@@ -542,5 +552,24 @@ mod tests {
             (s.phase.as_str(), s.done, s.eta_s),
             ("install", None, Some(90))
         );
+    }
+
+    /// After the build tool's last step, a recipe's hint for the whole build (hours) says
+    /// nothing about install and the gate: no estimate rather than "~15h57m left".
+    #[test]
+    fn a_recipe_hint_is_not_shown_after_the_last_step() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let hint = Estimate::new(None, 18.0, 8);
+        assert_eq!(hint.map(|e| e.from), Some(EstimateFrom::Recipe));
+        let mut t = Tracker::new("rocblas", t0, hint);
+        t.line("==> build", at(0));
+        t.line(
+            "[474/474] Linking CXX shared library librocblas.so",
+            at(7300),
+        );
+        t.line("==> install", at(7310));
+        let s = t.status(at(7320));
+        assert_eq!((s.phase.as_str(), s.eta_s), ("install", None));
     }
 }

@@ -284,8 +284,15 @@ fn logic_record(path: &str) -> Option<&str> {
 
 /// `(dir, name)` of a Tensile library file: a `TensileLibrary*` index or kernel file, or a
 /// Tensile kernel code object (`Kernels.so-000-gfx90c.hsaco`), naming a gfx target.
+///
+/// Tensile's own test fixtures (`Tensile/Tests/…/test_data/…`, in the source tree the tensile
+/// component installs for rocBLAS's build) hold small libraries for other processors on
+/// purpose; no library loads them, so they are not counted.
 fn tensile_file(path: &str) -> Option<(&str, &str)> {
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if dir.split('/').any(|c| c == "Tests" || c == "test_data") {
+        return None;
+    }
     let tensile_name = name.starts_with("TensileLibrary") || name.starts_with("Kernels.so");
     let ext_ok = [".dat", ".yaml", ".co", ".hsaco"]
         .iter()
@@ -621,5 +628,11 @@ mod tests {
         );
         assert!(tensile_file("lib/rocblas/library/TensileLibrary_gfx90c.dat").is_some());
         assert!(tensile_file("lib/librocblas.so").is_none());
+        assert!(
+            tensile_file(
+                "share/rocforge/tensile/Tensile/Tests/test_data/unit/library_data/library/TensileLibrary_gfx803.co"
+            )
+            .is_none()
+        );
     }
 }
