@@ -167,38 +167,6 @@ fn tarballs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Every path under `dir` with its type, size and mode, for before/after comparisons.
-fn listing(dir: &Path) -> Vec<String> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = Vec::new();
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            out.push(format!(
-                "{} {:o} {} {}",
-                p.strip_prefix(root).unwrap().display(),
-                m.permissions().mode(),
-                m.len(),
-                if m.file_type().is_symlink() {
-                    std::fs::read_link(&p).unwrap().display().to_string()
-                } else {
-                    String::new()
-                }
-            ));
-            if m.is_dir() {
-                walk(root, &p, out);
-            }
-        }
-    }
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
 #[test]
 fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
     let fx = fixture();

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{manifest, which};
+use common::{listing, manifest, which};
 use serde_json::Value;
 
 fn ci() -> bool {
@@ -945,32 +945,6 @@ fn target_mismatch_spoof_and_missing_artifacts() {
 
 // ---------------------------------------------------------------- the plan (--dry-run)
 
-/// Every path under `dir` with its kind and size: what a dry run must leave as it was.
-fn tree_listing(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            out.push(format!(
-                "{} {} {}",
-                p.strip_prefix(root).unwrap().display(),
-                if m.is_dir() { "dir" } else { "file" },
-                m.len()
-            ));
-            if m.is_dir() {
-                walk(root, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
 /// Content keys (and any other hex run of 8 or more) as [KEY].
 fn hex_redacted(text: &str) -> String {
     let mut out = String::new();
@@ -1047,12 +1021,12 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
                 .replace(&f.dir.display().to_string(), "[FIXTURE]"),
         )
     };
-    let before = tree_listing(dir);
+    let before = listing(dir);
 
     let o = dry(&["test", "passing", "--arch", "gfx90c"]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     insta::assert_snapshot!("test_dry_run", shown(&o.stdout));
-    assert_eq!(tree_listing(dir), before, "a dry run writes nothing");
+    assert_eq!(listing(dir), before, "a dry run writes nothing");
     assert!(!dir.join("res").exists());
 
     let o = dry(&["--format", "json", "test", "passing", "--arch", "gfx90c"]);
@@ -1145,7 +1119,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
         "{}",
         o.stderr
     );
-    assert_eq!(tree_listing(dir), before, "a dry run writes nothing");
+    assert_eq!(listing(dir), before, "a dry run writes nothing");
 }
 
 // ---------------------------------------------------------------- each-binary corpora

@@ -554,3 +554,36 @@ pub fn write_artifact(
     }
     b.into_inner().unwrap().finish().unwrap();
 }
+
+/// Every path under `dir` with its mode, size and link target, sorted: what must stay as it
+/// was (a dry run, a refused install).
+pub fn listing(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            out.push(format!(
+                "{} {:o} {} {}",
+                p.strip_prefix(root).unwrap().display(),
+                m.permissions().mode(),
+                m.len(),
+                if m.file_type().is_symlink() {
+                    std::fs::read_link(&p).unwrap().display().to_string()
+                } else {
+                    String::new()
+                }
+            ));
+            if m.is_dir() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
