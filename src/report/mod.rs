@@ -315,3 +315,34 @@ pub(crate) mod fixtures {
         .unwrap()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::bundle;
+
+    /// Version 1 bundles (no `release` in their artifacts) still read; an unknown version is
+    /// refused by name.
+    #[test]
+    fn results_of_both_versions_are_read() {
+        let b = bundle(
+            ("rocsparse", "3.4.0", &"a".repeat(64)),
+            "gfx90c",
+            ("laptop", "gfx90c"),
+            false,
+            &[("P.a", "passed", None)],
+        );
+        let mut v = serde_json::to_value(&b).unwrap();
+        assert_eq!(v["schema"], "rocforge.results/1");
+        v["component"].as_object_mut().unwrap().remove("release");
+        let old = super::parse(v.to_string().as_bytes(), "old.json").unwrap();
+        assert_eq!(
+            (old.component.release.as_str(), old.component.name.as_str()),
+            ("", "rocsparse")
+        );
+        v["schema"] = "rocforge.results/2".into();
+        assert!(super::parse(v.to_string().as_bytes(), "new.json").is_ok());
+        v["schema"] = "rocforge.results/9".into();
+        let e = super::parse(v.to_string().as_bytes(), "future.json").unwrap_err();
+        assert!(e.why.contains("rocforge.results/9"), "{}", e.why);
+    }
+}
