@@ -13,6 +13,9 @@ use std::ops::Deref;
 use serde::{Deserialize, Serialize};
 
 use crate::arch::TargetId;
+// Refused values are shown cut short with control characters escaped: a server's reply must
+// not move the terminal's cursor.
+use crate::redact::shown;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
@@ -22,12 +25,6 @@ pub enum IdError {
         value: String,
         why: &'static str,
     },
-}
-
-/// A refused value as a message may show it: at most 80 characters, control characters
-/// escaped (a server's reply must not move the terminal's cursor).
-fn shown(s: &str) -> String {
-    s.chars().take(80).flat_map(char::escape_debug).collect()
 }
 
 fn lower_hex(what: &'static str, s: &str, len: usize) -> Result<(), IdError> {
