@@ -231,6 +231,25 @@ pub struct Resources {
     pub hours: f64,
 }
 
+/// Resource hints as written: the keys a table left out are taken from elsewhere (the defaults,
+/// or in a line's override the base recipe's values).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ResourceHints {
+    pub disk_bytes: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    pub hours: Option<f64>,
+}
+
+impl ResourceHints {
+    pub fn over(self, base: Resources) -> Resources {
+        Resources {
+            disk_bytes: self.disk_bytes.unwrap_or(base.disk_bytes),
+            memory_bytes: self.memory_bytes.unwrap_or(base.memory_bytes),
+            hours: self.hours.unwrap_or(base.hours),
+        }
+    }
+}
+
 impl Default for Resources {
     fn default() -> Self {
         Self {
@@ -499,12 +518,22 @@ pub struct Override {
     pub inputs: Option<Vec<ExtraInput>>,
     /// `tests = false`: the line builds no test client (its test data cannot be had).
     pub tests: Option<bool>,
+    /// The line's own hints: its image and flags build at their own speed.
+    pub resources: ResourceHints,
     pub file: Arc<SourceFile>,
 }
 
 /// The keys an override may hold, for the "cannot override" hint.
 pub const OVERRIDE_KEYS: &[&str] = &[
-    "version", "depends", "source", "patches", "series", "build", "inputs", "tests",
+    "version",
+    "depends",
+    "source",
+    "patches",
+    "series",
+    "build",
+    "inputs",
+    "tests",
+    "resources",
 ];
 
 /// Reads a component file of a line whose release.toml names a `base` line.
@@ -572,6 +601,10 @@ pub fn parse_override(
     }
     let inputs = r.opt_table_array("inputs", d).map(|ts| read_inputs(ts, d));
     let tests = r.opt_bool("tests", d).map(|b| b.value);
+    let resources = r
+        .opt_table("resources", d)
+        .map(|t| read_resource_hints(t, d))
+        .unwrap_or_default();
     // Not `r.finish`: unknown keys were reported above, with the override's own hint.
     d.sort_from(before);
     if d.len() > before {
@@ -589,6 +622,7 @@ pub fn parse_override(
         post_install,
         inputs,
         tests,
+        resources,
         file: file.clone(),
     })
 }
@@ -649,6 +683,7 @@ impl Recipe {
         if o.tests == Some(false) {
             self.test = None;
         }
+        self.resources = o.resources.over(self.resources);
         self.overrides = Some(o.file.clone());
         self
     }
@@ -1504,16 +1539,21 @@ fn read_test(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Test> {
     })
 }
 
-fn read_resources(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources {
+fn read_resources(t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources {
+    read_resource_hints(t, d).over(Resources::default())
+}
+
+/// The keys of a `[resources]` table that were given: a line's override changes only those.
+fn read_resource_hints(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> ResourceHints {
     let file = t.file().clone();
     let disk = t.opt_str("disk", d);
     let memory = t.opt_str("memory", d);
     let hours = t.opt_number("hours", d);
     t.finish(d);
-    let defaults = Resources::default();
-    let size = |d: &mut Diagnostics, v: Option<Sp<String>>, default: u64| match v {
-        None => default,
-        Some(s) => parse_size(&s).unwrap_or_else(|| {
+    let size = |d: &mut Diagnostics, v: Option<Sp<String>>| {
+        let s = v?;
+        let parsed = parse_size(&s);
+        if parsed.is_none() {
             d.push(
                 Diagnostic::new(format!("malformed size \"{}\"", s.value))
                     .at(&file, s.span.clone(), "expected e.g. 8GiB or 512MiB")
@@ -1521,24 +1561,23 @@ fn read_resources(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Resources 
                         "sizes are a number and a unit: B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)",
                     ),
             );
-            default
-        }),
-    };
-    let disk_bytes = size(d, disk, defaults.disk_bytes);
-    let memory_bytes = size(d, memory, defaults.memory_bytes);
-    let hours = match hours {
-        None => defaults.hours,
-        Some(h) if h.value >= 0.0 && h.value < 1000.0 => h.value,
-        Some(h) => {
-            d.push(
-                Diagnostic::new(format!("hours = {} is out of range", h.value))
-                    .at(&file, h.span.clone(), "expected 0 to 1000")
-                    .hint("hours is the build time on an 8-core reference machine"),
-            );
-            defaults.hours
         }
+        parsed
     };
-    Resources {
+    let disk_bytes = size(d, disk);
+    let memory_bytes = size(d, memory);
+    let hours = hours.and_then(|h| {
+        if h.value >= 0.0 && h.value < 1000.0 {
+            return Some(h.value);
+        }
+        d.push(
+            Diagnostic::new(format!("hours = {} is out of range", h.value))
+                .at(&file, h.span.clone(), "expected 0 to 1000")
+                .hint("hours is the build time on an 8-core reference machine"),
+        );
+        None
+    });
+    ResourceHints {
         disk_bytes,
         memory_bytes,
         hours,

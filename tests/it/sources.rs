@@ -1947,3 +1947,69 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
     );
     assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
 }
+
+/// A line's `[resources]` replaces the hints it gives and keeps the base's others: its own image
+/// and flags build at their own speed (the estimate a plan prints reads them).
+#[test]
+fn a_derived_line_overrides_resource_hints_key_by_key() {
+    let w = world();
+    w.recipe(
+        "pkg",
+        "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n",
+    );
+    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
+    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    let line = w.path().join("recipes/line-2.0");
+    std::fs::create_dir_all(&line).unwrap();
+    std::fs::write(
+        line.join("release.toml"),
+        "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    std::fs::write(line.join("pkg.toml"), "[resources]\nhours = 0.75\n").unwrap();
+    let resources = |release: &str| {
+        let plan = ok(
+            w.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "--release",
+                release,
+                "plan",
+                "pkg",
+                "--arch",
+                "gfx90c",
+                "--format",
+                "json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(&plan).unwrap();
+        let step = v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["component"] == "pkg")
+            .unwrap()
+            .clone();
+        (
+            step["resources"]["hours"].as_f64().unwrap(),
+            step["resources"]["disk_bytes"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(resources("line-1.0"), (4.5, 30 << 30));
+    assert_eq!(
+        resources("line-2.0"),
+        (0.75, 30 << 30),
+        "hours replaced, disk kept"
+    );
+
+    std::fs::write(line.join("pkg.toml"), "[resources]\nhours = -1\n").unwrap();
+    let out = rocforge(w.path(), &["--recipes", "recipes", "check"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("hours = -1 is out of range")
+            && out.stderr.contains("line-2.0/pkg.toml:2"),
+        "{}",
+        out.stderr
+    );
+}
