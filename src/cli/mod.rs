@@ -180,7 +180,7 @@ Examples:
   rocforge plan --format github-matrix --arch gfx90c,gfx902  # a list per level
   rocforge plan rocblas --explain tensile  # the hash input behind tensile's key")]
     Plan(plan_cmd::PlanArgs),
-    /// Fetch a component's source at its pinned commit, patched for the targets, into the source cache
+    /// Fetch components' sources at their pinned commits, patched for the targets, into the source cache
     #[command(after_help = "\
 The tree is keyed by the pinned commit (or tarball sha256), the patch series, derivations and \
 overlays, so a second fetch is a no-op. Sources come through mirrors when rocforge.toml maps \
@@ -189,9 +189,10 @@ $ROCFORGE_CACHE (default ~/.cache/rocforge).
 
 Examples:
   rocforge fetch rocblas --arch gfx90c
+  rocforge fetch rocblas tensile --arch gfx90c,gfx902
   rocforge fetch rocblas --arch gfx90c \\
-      --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./logic
-  rocforge fetch rocsparse --locked --format json")]
+    --overlay rocblas:library/src/blas3/Tensile/Logic/asm_full/renoir=./logic
+  rocforge fetch rocsparse rocprim --locked --format json  # a JSON array")]
     Fetch(sources::FetchArgs),
     /// Pin every git tag to a commit and every builder image to a digest in rocforge.lock
     Lock(lock_cmd::LockArgs),

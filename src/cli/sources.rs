@@ -34,8 +34,9 @@ pub struct DevArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct FetchArgs {
-    /// The component
-    pub component: String,
+    /// The components, each fetched on its own (not their dependencies)
+    #[arg(required = true, value_name = "COMPONENT")]
+    pub components: Vec<String>,
     /// Replace a directory of the source with your own: COMPONENT:PATH=DIR
     #[arg(long, value_name = "SPEC")]
     pub overlay: Vec<String>,
@@ -46,46 +47,59 @@ fn source_error(e: SourceError) -> CliError {
 }
 
 pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
-    let (component, overlay_specs) = (&a.component, &a.overlay);
     let session = super::session(g)?;
     session.lock()?;
     session.config()?;
-    let overlays = session.overlays(overlay_specs)?;
+    let overlays = session.overlays(&a.overlay)?;
     let targets = session.targets()?;
-    let recipe = session.recipe(component)?;
-    let prepared = prepare::prepare(&session.sources(&overlays, false)?, recipe, targets)
-        .map_err(source_error)?;
-    if g.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&prepared).unwrap_or_default()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let series = recipe
-        .patches
-        .series(targets.iter().map(|t| t.arch.as_str()))
-        .len();
-    eprintln!(
-        "{component} {} for {}: {}{} patch(es){}",
-        recipe.version,
-        rocforge::arch::comma_list(targets),
-        prepared
-            .commit
-            .as_deref()
-            .map(|c| format!("commit {}, ", &c[..12.min(c.len())]))
-            .unwrap_or_default(),
-        series,
-        if prepared.cached {
-            ", already in the source cache"
-        } else {
-            ""
+    // Every name is checked before anything is downloaded.
+    let recipes = a
+        .components
+        .iter()
+        .map(|c| session.recipe(c))
+        .collect::<Result<Vec<_>>>()?;
+    let sources = session.sources(&overlays, false)?;
+    let mut json = Vec::new();
+    for recipe in recipes {
+        let prepared = prepare::prepare(&sources, recipe, targets).map_err(source_error)?;
+        if g.format == Format::Json {
+            json.push(serde_json::to_value(&prepared).unwrap_or_default());
+            continue;
         }
-    );
-    for (name, path) in &prepared.inputs {
-        eprintln!("  input {name}: {}", path.display());
+        let series = recipe
+            .patches
+            .series(targets.iter().map(|t| t.arch.as_str()))
+            .len();
+        eprintln!(
+            "{} {} for {}: {}{} patch(es){}",
+            recipe.name.value,
+            recipe.version,
+            rocforge::arch::comma_list(targets),
+            prepared
+                .commit
+                .as_deref()
+                .map(|c| format!("commit {}, ", &c[..12.min(c.len())]))
+                .unwrap_or_default(),
+            series,
+            if prepared.cached {
+                ", already in the source cache"
+            } else {
+                ""
+            }
+        );
+        for (name, path) in &prepared.inputs {
+            eprintln!("  input {name}: {}", path.display());
+        }
+        println!("{}", prepared.tree.display());
     }
-    println!("{}", prepared.tree.display());
+    if g.format == Format::Json {
+        // One component gives its object, as it always has; several give an array of them.
+        let out = match <[_; 1]>::try_from(json) {
+            Ok([one]) => one,
+            Err(many) => serde_json::Value::Array(many),
+        };
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2013,3 +2013,58 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
         out.stderr
     );
 }
+
+/// `fetch A B` fetches each named component (text: a tree a line; JSON: an array), and an
+/// unknown name among them fails before anything is fetched.
+#[test]
+fn fetch_takes_several_components_and_checks_every_name_first() {
+    let w = world();
+    w.recipe(
+        "pkg",
+        "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    );
+    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
+    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    let args = |names: &[&'static str], json: bool| {
+        let mut a = vec!["--recipes", "recipes"];
+        if json {
+            a.extend(["--format", "json"]);
+        }
+        a.push("fetch");
+        a.extend(names);
+        a.extend(["--arch", "gfx90c"]);
+        a
+    };
+    let refused = rocforge(w.path(), &args(&["hip-core", "nope"], false));
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("no component \"nope\""),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !w.path().join("cache/src").exists()
+            || std::fs::read_dir(w.path().join("cache/src"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing fetched before every name was checked"
+    );
+    let text = ok(w.path(), &args(&["hip-core", "pkg"], false));
+    let trees: Vec<&str> = text.lines().collect();
+    assert_eq!(trees.len(), 2, "{text}");
+    assert!(Path::new(trees[0]).join("CMakeLists.txt").is_file());
+    assert!(Path::new(trees[1]).join("CMakeLists.txt").is_file());
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(w.path(), &args(&["hip-core", "pkg"], true))).unwrap();
+    let listed: Vec<&str> = json
+        .as_array()
+        .expect("several components give an array")
+        .iter()
+        .map(|p| p["tree"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, trees);
+    let one: serde_json::Value =
+        serde_json::from_str(&ok(w.path(), &args(&["pkg"], true))).unwrap();
+    assert_eq!(one["tree"], trees[1], "one component gives its object");
+}
