@@ -424,6 +424,14 @@ mod tests {
     }
 
     #[test]
+    fn a_build_only_dependency_orders_the_levels() {
+        let c = Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("rocm-6.4.4")).unwrap();
+        assert!(c.recipes["rocblas"].is_build_only("tensile"));
+        let l = Line::from_catalog(&c);
+        assert_eq!(l.levels["rocblas"], l.levels["tensile"] + 1);
+    }
+
+    #[test]
     fn layout_has_one_job_per_level_and_splits_wide_levels() {
         let small = line("l-1", &[("a", 0), ("b", 1), ("c", 1), ("d", 3)]);
         // Level 2 is empty in this line but still gets a job (skipped at run time).

@@ -497,3 +497,45 @@ fn estimate(steps: &[Step]) -> Estimate {
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(components: &[&str]) -> Plan {
+        let catalog =
+            Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("rocm-6.4.4")).unwrap();
+        let req = Request {
+            components: components.iter().map(|c| c.to_string()).collect(),
+            targets: vec!["gfx90c".parse().unwrap()],
+            runtime: RuntimeKind::Container,
+            lock: Lockfile::default(),
+            overlays: Vec::new(),
+            runtime_image: RuntimeImage::Unknown,
+        };
+        plan(&catalog, &req, &EmptyStore).unwrap()
+    }
+
+    fn names(steps: Vec<&Step>) -> Vec<&str> {
+        steps.iter().map(|s| s.component.as_str()).collect()
+    }
+
+    #[test]
+    fn a_build_only_dependency_is_planned_first_and_not_installed() {
+        let p = plan_of(&["rocsolver"]);
+        let rocblas = p.step("rocblas").unwrap();
+        assert_eq!(rocblas.depends, ["tensile"]);
+        assert_eq!(rocblas.build_only, ["tensile"]);
+        assert_eq!(rocblas.level, p.step("tensile").unwrap().level + 1);
+        assert!(p.step("rocsolver").unwrap().build_only.is_empty());
+        assert_eq!(
+            names(p.installed_with(&["rocsolver".into()])),
+            ["rocprim", "rocblas", "rocsolver"]
+        );
+        // Asked for by name, it is installed like any component.
+        assert_eq!(
+            names(p.installed_with(&["rocblas".into(), "tensile".into()])),
+            ["tensile", "rocblas"]
+        );
+    }
+}
