@@ -135,6 +135,7 @@ fn run() -> io::Result<()> {
             build_paths: vec![store.root().display().to_string()],
             allow_build_paths: false,
             license: None,
+            build_only: Vec::new(),
             key: Some(&sk),
         };
         let p = package::package_entry(&store, &key, &opts).map_err(io::Error::other)?;

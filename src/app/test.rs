@@ -390,11 +390,13 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
                 .step(component)
                 .expect("requested component is planned");
             let tested = entry(step);
-            let dependencies = plan
-                .steps
+            // What an install of the component would hold: a build-only dependency (Tensile
+            // for rocBLAS) stays out of the prefix under test as it stays out of installs.
+            let installed = plan.installed_with(&[component.to_string()]);
+            let dependencies = installed
                 .iter()
                 .filter(|s| s.component != component)
-                .map(entry)
+                .map(|s| entry(s))
                 .collect();
             Ok(Chosen {
                 source: Source::Store {
@@ -408,7 +410,7 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
                 },
                 tested,
                 dependencies,
-                trees: plan.steps.iter().map(|s| s.key.to_string()).collect(),
+                trees: installed.iter().map(|s| s.key.to_string()).collect(),
             })
         }
         (None, Some(from)) => {

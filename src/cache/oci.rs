@@ -222,6 +222,9 @@ impl BuildCache for OciCache {
                 build_paths: Vec::new(),
                 allow_build_paths: true,
                 license: None,
+                // The tarball only carries the tree to another store; what its manifest says
+                // an install needs is never read.
+                build_only: Vec::new(),
                 key: None,
             },
         )?;

@@ -611,9 +611,14 @@ fn read_overrides(
             );
             continue;
         };
-        let Some(o) = recipe::parse_override(&file, base_name, arches, d) else {
+        let Some(o) = recipe::parse_override(&file, stem, base_name, arches, d) else {
             continue;
         };
+        let before = d.len();
+        o.check_against(base_recipe, base_name, d);
+        if d.len() > before {
+            continue;
+        }
         recipes.insert(
             stem.to_string(),
             base_recipe.clone().with_override(&o, base_name),
@@ -622,13 +627,14 @@ fn read_overrides(
     // A dependency of an overridden component must be in this line too: its build would
     // otherwise take a dependency this line does not build.
     for r in recipes.values() {
-        for dep in &r.depends {
+        for dep in r.all_depends() {
             if !recipes.contains_key(dep.as_str()) {
                 let o = r.overrides.as_ref().unwrap_or(&r.file);
+                let needs = needs(r.is_build_only(dep), &r.name, &format!("\"{}\"", dep.value));
                 d.push(
                     Diagnostic::new(format!(
-                        "{} depends on \"{}\" ({}), which line {name} does not have",
-                        r.name.value, dep.value, r.file.display
+                        "{needs} ({}), which line {name} does not have",
+                        r.file.display
                     ))
                     .in_file(o)
                     .hint(format!(
@@ -703,11 +709,19 @@ fn check_dependencies(
         .map(String::as_str)
         .chain(failed_names.iter().copied())
         .collect();
-    let good = recipes
-        .values()
-        .map(|r| (&r.file, Some(&r.name), &r.depends));
-    let bad = failed.iter().map(|(f, o)| (f, o.name.as_ref(), &o.depends));
-    for (file, name, depends) in good.chain(bad) {
+    let good = recipes.values().flat_map(|r| {
+        [
+            (&r.file, Some(&r.name), &r.depends, false),
+            (&r.file, Some(&r.name), &r.build_depends, true),
+        ]
+    });
+    let bad = failed.iter().flat_map(|(f, o)| {
+        [
+            (f, o.name.as_ref(), &o.depends, false),
+            (f, o.name.as_ref(), &o.build_depends, true),
+        ]
+    });
+    for (file, name, depends, build_only) in good.chain(bad) {
         let who = name.map_or("this recipe", |n| n.as_str());
         for (i, dep) in depends.iter().enumerate() {
             if depends[..i].iter().any(|p| p.value == dep.value) {
@@ -720,7 +734,7 @@ fn check_dependencies(
                 && recipe::is_component_name(dep)
             {
                 d.push(
-                    Diagnostic::new(format!("{who} depends on unknown component \"{}\"", dep.value))
+                    Diagnostic::new(needs(build_only, who, &format!("unknown component \"{}\"", dep.value)))
                         .at(file, dep.span.clone(), "no recipe with this name in the release line")
                         .hint(did_you_mean(dep, candidates.iter().copied().filter(|c| Some(*c) != name.map(|n| n.as_str()))).unwrap_or_else(|| {
                             "add a recipe for it, or remove it (the builder image provides the toolchain and HIP)".into()
@@ -734,27 +748,32 @@ fn check_dependencies(
         let edge = |from: &str, to: &str| {
             let r = &recipes[from];
             let span = r
-                .depends
-                .iter()
+                .all_depends()
                 .find(|x| x.as_str() == to)
                 .map(|x| x.span.clone())
                 .unwrap_or(0..0);
-            (r.file.clone(), span)
+            (r.file.clone(), span, needs(r.is_build_only(to), from, to))
         };
-        let (file, span) = edge(&cycle[0], &cycle[1]);
-        let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> "))).at(
-            &file,
-            span,
-            format!("{} depends on {}", cycle[0], cycle[1]),
-        );
+        let (file, span, label) = edge(&cycle[0], &cycle[1]);
+        let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> ")))
+            .at(&file, span, label);
         for w in cycle[1..].windows(2) {
-            let (f, s) = edge(&w[0], &w[1]);
-            diag = diag.related(&f, s, format!("{} depends on {}", w[0], w[1]));
+            let (f, s, label) = edge(&w[0], &w[1]);
+            diag = diag.related(&f, s, label);
         }
         let _ = first;
         d.push(diag.hint(
             "a component cannot need itself, even indirectly; remove one of these dependencies",
         ));
+    }
+}
+
+/// "a depends on b", or "a needs b to build" for a build-only dependency.
+fn needs(build_only: bool, who: &str, what: &str) -> String {
+    if build_only {
+        format!("{who} needs {what} to build")
+    } else {
+        format!("{who} depends on {what}")
     }
 }
 
@@ -772,8 +791,7 @@ pub fn find_cycles(recipes: &BTreeMap<String, Recipe>) -> Vec<Vec<String>> {
         .iter()
         .map(|n| {
             recipes[*n]
-                .depends
-                .iter()
+                .all_depends()
                 .filter_map(|d| index.get(d.as_str()).copied())
                 .collect()
         })

@@ -53,7 +53,8 @@ pub const RESIGN_CRON: &str = "23 5 * * 1";
 /// The jq program that keeps pull requests off self-hosted runners: the plan's entries for
 /// another runner than the hosted one, and everything depending on them (it would not fit a
 /// hosted runner either, as it builds what it depends on), are left out and listed in
-/// `.skipped`. Input: the github-matrix plan; `$plan`: the JSON plan (for `depends`).
+/// `.skipped`. Input: the github-matrix plan; `$plan`: the JSON plan (for `depends`, which
+/// holds build-only dependencies too: a component is built after them all the same).
 pub const PR_FILTER: &str = "def grow($deps): . as $s | ([$deps | to_entries[] | select(any(.value[]; . as $d | any($s[]; . == $d))) | .key] + $s | unique) as $n | if ($n | length) == ($s | length) then $s else ($n | grow($deps)) end; ($plan[0].steps | map({key: .component, value: .depends}) | from_entries) as $deps | ([.levels[].matrix.include[] | select(.runner != $hosted) | .component] | unique | grow($deps)) as $skip | .skipped = $skip | .levels |= map(.matrix.include |= map(select(.component as $c | any($skip[]; . == $c) | not)) | select(.matrix.include | length > 0))";
 
 /// What the generator needs to know of one release line.
@@ -104,9 +105,9 @@ fn level_of(c: &Catalog, name: &str, memo: &mut BTreeMap<String, usize>) -> usiz
     if let Some(&l) = memo.get(name) {
         return l;
     }
+    // Build-only dependencies order the jobs as much as the others: they are built first.
     let deps: Vec<String> = c.recipes[name]
-        .depends
-        .iter()
+        .all_depends()
         .map(|d| d.to_string())
         .collect();
     let l = deps
@@ -420,6 +421,14 @@ mod tests {
             tested: vec!["b".into()],
             levels: levels.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
         }
+    }
+
+    #[test]
+    fn a_build_only_dependency_orders_the_levels() {
+        let c = Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("rocm-6.4.4")).unwrap();
+        assert!(c.recipes["rocblas"].is_build_only("tensile"));
+        let l = Line::from_catalog(&c);
+        assert_eq!(l.levels["rocblas"], l.levels["tensile"] + 1);
     }
 
     #[test]

@@ -226,6 +226,7 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
             build_paths: build_paths.clone(),
             allow_build_paths: a.allow_build_paths,
             license: catalog.get(&step.component).map(|r| r.license.clone()),
+            build_only: step.build_only.clone(),
             key: key.as_ref(),
         };
         let p = package::package_entry(store, &step.key, &opts).map_err(pkg_err)?;

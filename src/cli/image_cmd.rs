@@ -102,9 +102,11 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     let (catalog, store) = (&session.catalog, &session.store);
     let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
     let targets = &plan.targets;
+    // The requested components and what they need at run time: a build-only dependency
+    // (Tensile for rocBLAS) is in the plan, built, and no part of the stack.
     let components: Vec<image::Component> = plan
-        .steps
-        .iter()
+        .installed_with(&plan.requested)
+        .into_iter()
         .map(|s| image::Component {
             name: s.component.clone(),
             version: s.version.clone(),

@@ -23,6 +23,11 @@ pub struct Manifest {
     /// Components this one needs at run time, by name and content key.
     #[serde(default)]
     pub depends: Vec<Dependency>,
+    /// Components it was built with that it does not need at run time (the recipe's
+    /// `build-depends`, e.g. Tensile for rocBLAS), by name and content key: provenance only,
+    /// installs never fetch them. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_depends: Vec<Dependency>,
     /// SPDX expression from the recipe.
     #[serde(default)]
     pub license: Option<String>,

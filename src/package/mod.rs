@@ -86,6 +86,9 @@ pub struct Options<'a> {
     pub build_paths: Vec<String>,
     pub allow_build_paths: bool,
     pub license: Option<String>,
+    /// The dependencies needed only to build the entry (its recipe's `build-depends`), by
+    /// name: the manifest lists them apart from the run-time ones, which installs follow.
+    pub build_only: Vec<String>,
     pub key: Option<&'a crate::sign::SecretKey>,
 }
 
@@ -130,20 +133,7 @@ pub fn package_entry(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(serde_json::Value::Null);
-    let mut depends: Vec<Dependency> = hash_input["dependencies"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| {
-                    Some(Dependency {
-                        name: d["name"].as_str()?.parse().ok()?,
-                        key: d["key"].as_str()?.parse().ok()?,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    depends.sort();
+    let (depends, build_depends) = dependencies(&hash_input, &opts.build_only);
     let tree = store.tree(key);
     let mut build_paths = opts.build_paths.clone();
     build_paths.push(tree.display().to_string());
@@ -161,6 +151,7 @@ pub fn package_entry(
         schema: MANIFEST_SCHEMA.into(),
         id: meta.artifact_id(),
         depends,
+        build_depends,
         license: opts.license.clone(),
         licenses,
         needs,
@@ -197,6 +188,31 @@ pub fn package_entry(
         leaks: scan.leaks,
         wheels,
     })
+}
+
+/// The dependencies a build's hash input lists, sorted, split into those needed at run time
+/// and those in `build_only`. The hash input does not tell them apart: being needed only to
+/// build changes nothing in the build, so it is no input of the key.
+fn dependencies(
+    hash_input: &serde_json::Value,
+    build_only: &[String],
+) -> (Vec<Dependency>, Vec<Dependency>) {
+    let mut all: Vec<Dependency> = hash_input["dependencies"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| {
+                    Some(Dependency {
+                        name: d["name"].as_str()?.parse().ok()?,
+                        key: d["key"].as_str()?.parse().ok()?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    all.sort();
+    all.into_iter()
+        .partition(|d| !build_only.iter().any(|b| b.as_str() == d.name.as_str()))
 }
 
 /// Copies the tree's wheels into the release directory (through a temporary file and a rename,

@@ -81,7 +81,12 @@ pub struct Step {
     pub key: ContentKey,
     /// Dependency depth: 0 for components with no dependencies in the plan.
     pub level: usize,
+    /// Direct dependencies, sorted: built before this step and mounted in its build.
     pub depends: Vec<String>,
+    /// Those of `depends` needed only to build it (`build-depends`): packages do not list
+    /// them as run-time dependencies, so installs leave them out. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_only: Vec<String>,
     #[serde(flatten)]
     pub status: Status,
     pub gpu_flags: GpuFlags,
@@ -128,6 +133,30 @@ impl Plan {
     pub fn step(&self, component: &str) -> Option<&Step> {
         self.steps.iter().find(|s| s.component == component)
     }
+
+    /// The steps an install of `roots` holds, in plan order: the roots and, transitively,
+    /// their run-time dependencies; a build-only dependency only when it is a root itself.
+    pub fn installed_with(&self, roots: &[String]) -> Vec<&Step> {
+        let mut wanted: BTreeSet<&str> = BTreeSet::new();
+        let mut todo: Vec<&str> = roots.iter().map(String::as_str).collect();
+        while let Some(name) = todo.pop() {
+            let Some(step) = self.step(name) else {
+                continue;
+            };
+            if wanted.insert(step.component.as_str()) {
+                todo.extend(
+                    step.depends
+                        .iter()
+                        .filter(|d| !step.build_only.contains(d))
+                        .map(String::as_str),
+                );
+            }
+        }
+        self.steps
+            .iter()
+            .filter(|s| wanted.contains(s.component.as_str()))
+            .collect()
+    }
 }
 
 /// Computes the plan. Errors are diagnostics about the request (unknown component).
@@ -154,7 +183,10 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         // is refused before anything is fetched or built.
         crate::catalog::logic::check_overlays(r, &arches, &catalog.arches, &overlays)
             .map_err(|e| Diagnostic::new(format!("{name}: {e}")).hint(e.hint()))?;
-        let mut deps: Vec<&str> = r.depends.iter().map(|d| d.as_str()).collect();
+        // One list, sorted by name, whatever a dependency is needed for: the hash input
+        // encodes them so, and a dependency moved from depends to build-depends keeps the key
+        // (the build mounts it the same way, so its output cannot differ).
+        let mut deps: Vec<&str> = r.all_depends().map(|d| d.as_str()).collect();
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
         let input_for = |targets: &[TargetId], dep_key: &dyn Fn(&str) -> String| HashInput {
@@ -213,6 +245,11 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             key,
             level,
             depends: deps.iter().map(|d| d.to_string()).collect(),
+            build_only: deps
+                .iter()
+                .filter(|d| r.is_build_only(d))
+                .map(|d| d.to_string())
+                .collect(),
             status,
             gpu_flags: gpu_flags(r, &req.targets),
             resources: r.resources,
@@ -395,15 +432,15 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Vec<&'a str> {
         if let Some((name, r)) = catalog.recipes.get_key_value(n)
             && needed.insert(name.as_str())
         {
-            todo.extend(r.depends.iter().map(|d| d.as_str()));
+            todo.extend(r.all_depends().map(|d| d.as_str()));
         }
     }
     let mut remaining: BTreeMap<&str, usize> = BTreeMap::new();
     let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for &n in &needed {
         let r = &catalog.recipes[n];
-        remaining.insert(n, r.depends.len());
-        for d in &r.depends {
+        remaining.insert(n, r.all_depends().count());
+        for d in r.all_depends() {
             dependents.entry(d.as_str()).or_default().push(n);
         }
     }
@@ -459,4 +496,46 @@ fn estimate(steps: &[Step]) -> Estimate {
         }
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(components: &[&str]) -> Plan {
+        let catalog =
+            Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("rocm-6.4.4")).unwrap();
+        let req = Request {
+            components: components.iter().map(|c| c.to_string()).collect(),
+            targets: vec!["gfx90c".parse().unwrap()],
+            runtime: RuntimeKind::Container,
+            lock: Lockfile::default(),
+            overlays: Vec::new(),
+            runtime_image: RuntimeImage::Unknown,
+        };
+        plan(&catalog, &req, &EmptyStore).unwrap()
+    }
+
+    fn names(steps: Vec<&Step>) -> Vec<&str> {
+        steps.iter().map(|s| s.component.as_str()).collect()
+    }
+
+    #[test]
+    fn a_build_only_dependency_is_planned_first_and_not_installed() {
+        let p = plan_of(&["rocsolver"]);
+        let rocblas = p.step("rocblas").unwrap();
+        assert_eq!(rocblas.depends, ["tensile"]);
+        assert_eq!(rocblas.build_only, ["tensile"]);
+        assert_eq!(rocblas.level, p.step("tensile").unwrap().level + 1);
+        assert!(p.step("rocsolver").unwrap().build_only.is_empty());
+        assert_eq!(
+            names(p.installed_with(&["rocsolver".into()])),
+            ["rocprim", "rocblas", "rocsolver"]
+        );
+        // Asked for by name, it is installed like any component.
+        assert_eq!(
+            names(p.installed_with(&["rocblas".into(), "tensile".into()])),
+            ["tensile", "rocblas"]
+        );
+    }
 }

@@ -40,6 +40,25 @@ pub fn status_text(s: &Step) -> String {
     }
 }
 
+/// A step's direct dependencies for the plan table: `rocprim, tensile (build)`, where
+/// "(build)" marks one needed only to build it (not installed with it); `-` for none.
+fn needs_text(s: &Step) -> String {
+    if s.depends.is_empty() {
+        return "-".into();
+    }
+    s.depends
+        .iter()
+        .map(|d| {
+            if s.build_only.contains(d) {
+                format!("{d} (build)")
+            } else {
+                d.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn text(plan: &Plan) -> String {
     let mut out = String::new();
     let targets: Vec<String> = plan.targets.iter().map(|t| t.to_string()).collect();
@@ -74,7 +93,7 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(out, "Sources are named by tag, not yet pinned to commits.");
     }
     out.push('\n');
-    let rows: Vec<[String; 6]> = plan
+    let rows: Vec<[String; 7]> = plan
         .steps
         .iter()
         .enumerate()
@@ -92,34 +111,36 @@ pub fn text(plan: &Plan) -> String {
                 } else {
                     flags.join(" ")
                 },
+                needs_text(s),
             ]
         })
         .collect();
-    let header = ["#", "component", "version", "key", "status", "GPU flags"];
+    // The dependency list is last: the longest (torch's), it would otherwise pad every row.
+    let header = [
+        "#",
+        "component",
+        "version",
+        "key",
+        "status",
+        "GPU flags",
+        "needs",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 6]| {
+    let line = |cells: [&str; 7]| {
         let mut l = format!("{:>w$}", cells[0], w = widths[0]);
         for (i, c) in cells.iter().enumerate().skip(1) {
-            if i == 5 {
-                let _ = write!(l, "  {c}");
-            } else {
-                let _ = write!(l, "  {c:<w$}", w = widths[i]);
-            }
+            let _ = write!(l, "  {c:<w$}", w = widths[i]);
         }
         l.trim_end().to_string()
     };
     let _ = writeln!(out, "{}", line(header));
     for row in &rows {
-        let _ = writeln!(
-            out,
-            "{}",
-            line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]])
-        );
+        let _ = writeln!(out, "{}", line(row.each_ref().map(String::as_str)));
     }
     let e = &plan.estimate;
     out.push('\n');
@@ -216,7 +237,17 @@ pub fn github_matrix(plan: &Plan) -> String {
 
 /// The hash input of one step, pretty-printed: the answer to "why this key?".
 pub fn explain(step: &Step) -> String {
-    let mut out = format!("{} {}\nkey {}\n\n", step.component, step.version, step.key);
+    let mut out = format!("{} {}\nkey {}\n", step.component, step.version, step.key);
+    if !step.build_only.is_empty() {
+        // The hash input lists every dependency alike: which are build-only is the recipe's
+        // word, read again whenever the entry is packaged.
+        let _ = writeln!(
+            out,
+            "build-only {} (built and mounted like the others, never installed with it)",
+            step.build_only.join(", ")
+        );
+    }
+    out.push('\n');
     out += &serde_json::to_string_pretty(&step.hash_input).expect("hash input is plain data");
     out.push('\n');
     out

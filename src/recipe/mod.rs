@@ -27,7 +27,12 @@ pub struct Recipe {
     /// the build looks for LICENSE*, LICENCE*, COPYING*, NOTICE* and COPYRIGHT* itself.
     pub license_files: Vec<Sp<String>>,
     pub homepage: Option<String>,
+    /// Components needed to build this one and to use it (libraries it links, headers its
+    /// headers include): built first, mounted in its build, installed with it.
     pub depends: Vec<Sp<String>>,
+    /// Components needed only to build this one (a code generator such as Tensile): built
+    /// first and mounted in its build like `depends`, part of its key, never installed with it.
+    pub build_depends: Vec<Sp<String>>,
     pub source: Source,
     pub patches: Patches,
     pub build: Build,
@@ -319,6 +324,7 @@ pub struct Outline {
     pub stem: String,
     pub name: Option<Sp<String>>,
     pub depends: Vec<Sp<String>>,
+    pub build_depends: Vec<Sp<String>>,
 }
 
 pub fn outline(file: &Arc<SourceFile>, stem: &str) -> Outline {
@@ -326,6 +332,7 @@ pub fn outline(file: &Arc<SourceFile>, stem: &str) -> Outline {
         stem: stem.to_string(),
         name: None,
         depends: Vec::new(),
+        build_depends: Vec::new(),
     };
     let (doc, errors) = toml::de::DeTable::parse_recoverable(&file.text);
     if errors.is_empty() {
@@ -334,6 +341,9 @@ pub fn outline(file: &Arc<SourceFile>, stem: &str) -> Outline {
         let mut r = TableReader::new(file, &doc, "");
         outline.name = r.opt_str("name", &mut quiet);
         outline.depends = r.opt_str_list("depends", &mut quiet).unwrap_or_default();
+        outline.build_depends = r
+            .opt_str_list(BUILD_DEPENDS, &mut quiet)
+            .unwrap_or_default();
     }
     outline
 }
@@ -407,7 +417,14 @@ pub fn parse(
     }
     let homepage = r.opt_str("homepage", d);
     let depends = r.opt_str_list("depends", d).unwrap_or_default();
-    check_depends(file, name.as_ref().map(|n| n.as_str()), &depends, d);
+    let build_depends = r.opt_str_list(BUILD_DEPENDS, d).unwrap_or_default();
+    check_depends(
+        file,
+        name.as_ref().map(|n| n.as_str()),
+        &depends,
+        &build_depends,
+        d,
+    );
 
     let source = match r.opt_table("source", d) {
         Some(t) => read_source(t, d),
@@ -485,6 +502,7 @@ pub fn parse(
         license_files,
         homepage: homepage.map(|h| h.value),
         depends,
+        build_depends,
         source: source?,
         patches,
         build: build?,
@@ -504,6 +522,7 @@ pub fn parse(
 pub struct Override {
     pub version: Option<Sp<String>>,
     pub depends: Option<Vec<Sp<String>>>,
+    pub build_depends: Option<Vec<Sp<String>>>,
     pub source: Option<Source>,
     pub patches: Option<Patches>,
     pub series: Option<Vec<Series>>,
@@ -527,6 +546,7 @@ pub struct Override {
 pub const OVERRIDE_KEYS: &[&str] = &[
     "version",
     "depends",
+    BUILD_DEPENDS,
     "source",
     "patches",
     "series",
@@ -536,9 +556,11 @@ pub const OVERRIDE_KEYS: &[&str] = &[
     "resources",
 ];
 
-/// Reads a component file of a line whose release.toml names a `base` line.
+/// Reads a component file of a line whose release.toml names a `base` line; `component` is
+/// the one it overrides (the file's name).
 pub fn parse_override(
     file: &Arc<SourceFile>,
+    component: &str,
     base_line: &str,
     arches: &ArchTable,
     d: &mut Diagnostics,
@@ -573,9 +595,16 @@ pub fn parse_override(
     });
     let series = r.opt_table_array("series", d).map(|ts| read_series(ts, d));
     let depends = r.opt_str_list("depends", d);
-    if let Some(deps) = &depends {
-        check_depends(file, None, deps, d);
-    }
+    let build_depends = r.opt_str_list(BUILD_DEPENDS, d);
+    // A list the override leaves alone is the base's, checked against the other once both are
+    // known (`Override::check_against`).
+    check_depends(
+        file,
+        Some(component),
+        depends.as_deref().unwrap_or_default(),
+        build_depends.as_deref().unwrap_or_default(),
+        d,
+    );
     let mut args = Vec::new();
     let mut env = BTreeMap::new();
     let mut pre_configure = None;
@@ -613,6 +642,7 @@ pub fn parse_override(
     Some(Override {
         version,
         depends,
+        build_depends,
         source,
         patches,
         series,
@@ -627,7 +657,56 @@ pub fn parse_override(
     })
 }
 
+impl Override {
+    /// A name this override puts in one dependency list while the base recipe's other list,
+    /// which the override keeps, has it: the merged recipe would list it in both. (An override
+    /// that sets both lists was checked whole by [`parse_override`].)
+    pub fn check_against(&self, base: &Recipe, base_line: &str, d: &mut Diagnostics) {
+        let (ours, key, theirs, other) = match (&self.depends, &self.build_depends) {
+            (Some(run), None) => (run, "depends", &base.build_depends, BUILD_DEPENDS),
+            (None, Some(build)) => (build, BUILD_DEPENDS, &base.depends, "depends"),
+            _ => return,
+        };
+        for dep in ours {
+            let Some(kept) = theirs.iter().find(|t| t.value == dep.value) else {
+                continue;
+            };
+            d.push(
+                Diagnostic::new(format!(
+                    "dependency \"{}\" is in both depends and {BUILD_DEPENDS}",
+                    dep.value
+                ))
+                .at(
+                    &self.file,
+                    dep.span.clone(),
+                    format!("in this line's {key}"),
+                )
+                .related(
+                    &base.file,
+                    kept.span.clone(),
+                    format!("in {base_line}'s {other}, which this line keeps"),
+                )
+                .hint(format!(
+                    "set {other} in this file too, without \"{}\", or leave it out of {key}",
+                    dep.value
+                )),
+            );
+        }
+    }
+}
+
 impl Recipe {
+    /// Everything built before this component and mounted in its build: `depends`, then
+    /// `build-depends`.
+    pub fn all_depends(&self) -> impl Iterator<Item = &Sp<String>> {
+        self.depends.iter().chain(&self.build_depends)
+    }
+
+    /// Whether `dependency` is needed only to build this component (`build-depends`).
+    pub fn is_build_only(&self, dependency: &str) -> bool {
+        self.build_depends.iter().any(|b| b.value == dependency)
+    }
+
     /// The base line's recipe with an override applied.
     pub fn with_override(mut self, o: &Override, base_line: &str) -> Recipe {
         if let Some(v) = &o.version {
@@ -649,6 +728,9 @@ impl Recipe {
         }
         if let Some(deps) = &o.depends {
             self.depends = deps.clone();
+        }
+        if let Some(deps) = &o.build_depends {
+            self.build_depends = deps.clone();
         }
         for a in &o.args {
             let var = cmake_var(a);
@@ -806,20 +888,51 @@ fn has_key(doc: &toml::Spanned<toml::de::DeTable<'_>>, key: &str) -> bool {
     doc.get_ref().contains_key(key)
 }
 
+/// The key of a recipe's build-only dependencies.
+pub const BUILD_DEPENDS: &str = "build-depends";
+
+/// One file's `depends` and `build-depends`: no self-dependency, no name twice in a list or
+/// in both, only component names. Names the line lacks are the catalog's to report.
 fn check_depends(
     file: &Arc<SourceFile>,
     name: Option<&str>,
     depends: &[Sp<String>],
+    build_depends: &[Sp<String>],
     d: &mut Diagnostics,
 ) {
-    for (i, dep) in depends.iter().enumerate() {
+    check_dependency_list(file, name, "depends", depends, d);
+    check_dependency_list(file, name, BUILD_DEPENDS, build_depends, d);
+    for (i, b) in build_depends.iter().enumerate() {
+        // A name listed twice in build-depends was reported above; its first listing speaks.
+        if build_depends[..i].iter().any(|p| p.value == b.value) {
+            continue;
+        }
+        if let Some(r) = depends.iter().find(|r| r.value == b.value) {
+            d.push(listed_in_both(file, r, b));
+        }
+    }
+}
+
+fn check_dependency_list(
+    file: &Arc<SourceFile>,
+    name: Option<&str>,
+    key: &str,
+    list: &[Sp<String>],
+    d: &mut Diagnostics,
+) {
+    for (i, dep) in list.iter().enumerate() {
         if Some(dep.as_str()) == name {
+            let message = if key == BUILD_DEPENDS {
+                format!("component \"{}\" lists itself in {key}", dep.value)
+            } else {
+                format!("component \"{}\" depends on itself", dep.value)
+            };
             d.push(
-                Diagnostic::new(format!("component \"{}\" depends on itself", dep.value))
+                Diagnostic::new(message)
                     .at(file, dep.span.clone(), "self-dependency")
-                    .hint("remove it from depends"),
+                    .hint(format!("remove it from {key}")),
             );
-        } else if let Some(first) = depends[..i].iter().find(|p| p.value == dep.value) {
+        } else if let Some(first) = list[..i].iter().find(|p| p.value == dep.value) {
             d.push(
                 Diagnostic::new(format!("dependency \"{}\" is listed twice", dep.value))
                     .at(file, dep.span.clone(), "listed again here")
@@ -827,13 +940,33 @@ fn check_depends(
                     .hint("list each dependency once"),
             );
         } else if !is_component_name(dep) {
+            let example = if key == BUILD_DEPENDS {
+                "tensile"
+            } else {
+                "rocprim"
+            };
             d.push(
                 Diagnostic::new(format!("invalid dependency name \"{}\"", dep.value))
                     .at(file, dep.span.clone(), "not a component name")
-                    .hint("depends lists component names of this release line, e.g. [\"rocprim\"]"),
+                    .hint(format!(
+                        "{key} lists component names of this release line, e.g. [\"{example}\"]"
+                    )),
             );
         }
     }
+}
+
+/// A dependency in both lists: whether it is installed with the component would be unclear.
+fn listed_in_both(file: &Arc<SourceFile>, run: &Sp<String>, build: &Sp<String>) -> Diagnostic {
+    Diagnostic::new(format!(
+        "dependency \"{}\" is in both depends and {BUILD_DEPENDS}",
+        build.value
+    ))
+    .at(file, build.span.clone(), "needed only to build, says build-depends")
+    .related(file, run.span.clone(), "needed at run time, says depends")
+    .hint(format!(
+        "keep it only in depends when the installed component uses it (depends are built first and mounted in the build too), else only in {BUILD_DEPENDS}"
+    ))
 }
 
 fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source> {

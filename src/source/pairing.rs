@@ -5,7 +5,8 @@
 //! at run time). Both sides are read from the trees, without CMake:
 //!
 //! - what the component asks for: each `find_package(<Name> <version> […EXACT…])` of its top
-//!   CMakeLists.txt whose `<Name>` is the name of one of its `depends` (case aside), with
+//!   CMakeLists.txt whose `<Name>` is the name of one of its `depends` or `build-depends`
+//!   (case aside; rocBLAS needs Tensile only to build), with
 //!   variables expanded from the file's `set()` calls and the recipe's `-DVAR=value` arguments
 //!   (a cache variable given on the command line wins over the file's default);
 //! - what the dependency is: the `PACKAGE_VERSION` of its `<Name>ConfigVersion.cmake` or
@@ -27,7 +28,7 @@ use crate::recipe::{BuildSystem, Recipe, Source};
 pub struct Want {
     /// The package name as written in the call.
     pub package: String,
-    /// The component of `depends` it names.
+    /// The component of `depends` or `build-depends` it names.
     pub dependency: String,
     pub version: String,
     pub exact: bool,
@@ -88,7 +89,9 @@ impl Mismatch {
 /// The versioned find_package calls of `recipe`'s tree that name one of its dependencies. Only
 /// cmake builds are read: a script or copy build's CMakeLists.txt may not be what runs.
 pub fn wants(recipe: &Recipe, tree: &Path) -> Vec<Want> {
-    if !matches!(recipe.build.system, BuildSystem::Cmake { .. }) || recipe.depends.is_empty() {
+    if !matches!(recipe.build.system, BuildSystem::Cmake { .. })
+        || recipe.all_depends().next().is_none()
+    {
         return Vec::new();
     }
     let top = match &recipe.source {
@@ -100,7 +103,7 @@ pub fn wants(recipe: &Recipe, tree: &Path) -> Vec<Want> {
     let Ok(text) = std::fs::read(tree.join(&top).join("CMakeLists.txt")) else {
         return Vec::new();
     };
-    let deps: Vec<&str> = recipe.depends.iter().map(|d| d.value.as_str()).collect();
+    let deps: Vec<&str> = recipe.all_depends().map(|d| d.value.as_str()).collect();
     wants_in(
         &String::from_utf8_lossy(&text),
         &recipe.build.args,

@@ -3,7 +3,8 @@
 //! minisign interop in both directions, `install` from an HTTP server on 127.0.0.1 into a
 //! prefix other than the build's (then a program linked against it), the refusals (truncated,
 //! tampered, expired, another host, malicious tarballs) with the prefix unchanged, and
-//! uninstall; license files from a git source in the tarball; the HIP runtime check (a library
+//! uninstall; a build-only dependency built and packaged but left out of installs; license
+//! files from a git source in the tarball; the HIP runtime check (a library
 //! whose DT_NEEDED names a stub libamdhip64.so.6, indexes with and without a rocm-runtime); key
 //! rotation (chains, tampered, untrusted and replayed key lists, revocation).
 
@@ -455,6 +456,184 @@ fn install_from_http_then_relocated_link_then_uninstall() {
     assert!(list.stdout.is_empty(), "{}", list.stdout);
 }
 
+/// `app` needs `gen` (a code generator) only to build and `greetdoc` (data) at run time.
+const APP: &str = r#"name = "app"
+version = "1.0"
+summary = "made with a generator, reads data"
+license = "MIT"
+depends = ["greetdoc"]
+build-depends = ["gen"]
+
+[source]
+path = "../../src/app"
+
+[build]
+system = "script"
+# Both dependencies are mounted in the build: the generator writes a file into the tree, and
+# the data is there to be read.
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/share/app"
+sh "$ROCFORGE_DEPS/share/gen/gen.sh" app > "$P/share/app/generated.txt"
+cat "$ROCFORGE_DEPS/share/greet/README" > "$P/share/app/data-seen.txt"
+"""
+"#;
+
+/// A catalog with `app` (see [`APP`]), `gen` and `greetdoc`, built with the host runtime, and
+/// a key pair trusted through the config.
+fn build_only_fixture() -> Fx {
+    let (tmp, root, rel) = catalog();
+    for dir in ["src/app", "src/gen", "src/doc"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("src/app/README"), "app\n").unwrap();
+    std::fs::write(
+        root.join("src/gen/gen.sh"),
+        "printf 'generated for %s\\n' \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
+    let copy = |name: &str, dir: &str, dest: &str| {
+        format!(
+            "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/{dir}\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/{dest}\"\n"
+        )
+    };
+    std::fs::write(rel.join("gen.toml"), copy("gen", "gen", "gen")).unwrap();
+    std::fs::write(rel.join("greetdoc.toml"), copy("greetdoc", "doc", "greet")).unwrap();
+    std::fs::write(rel.join("app.toml"), APP).unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(&["build", "app", "--arch", "gfx90c", "--runtime", "host"]);
+    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
+    std::fs::write(
+        fx.root.join("trust.toml"),
+        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+    )
+    .unwrap();
+    fx
+}
+
+/// A build-only dependency is built first and mounted in the build like a run-time one, is
+/// packaged with it and recorded apart in its manifest; an install of the component from the
+/// index takes the run-time dependency and leaves the build-only one out, and removing the
+/// build-only one later is no removal of something the component needs.
+#[test]
+fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
+    let fx = build_only_fixture();
+    let plan = fx
+        .ok(&["plan", "app", "--arch", "gfx90c", "--runtime", "host"])
+        .stdout;
+    let row = plan
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("app"))
+        .unwrap();
+    assert!(row.ends_with("gen (build), greetdoc"), "{plan}");
+    let json: serde_json::Value = serde_json::from_str(
+        &fx.ok(&[
+            "plan",
+            "app",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--format",
+            "json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let app = &json["steps"][2];
+    assert_eq!(app["component"], "app", "{json}");
+    assert_eq!(app["depends"], serde_json::json!(["gen", "greetdoc"]));
+    assert_eq!(app["build_only"], serde_json::json!(["gen"]));
+    assert_eq!(app["level"], 1);
+
+    let dist = fx.package_signed(&["app"], "dist", &fx.key());
+    let tarballs = tarballs(&dist);
+    assert_eq!(
+        tarballs.len(),
+        3,
+        "the build-only dependency is packaged too"
+    );
+    let manifest = |name: &str| -> Manifest {
+        let t = tarballs
+            .iter()
+            .find(|t| {
+                t.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}-"))
+            })
+            .unwrap();
+        rocforge::package::tarball::read_manifest(t).unwrap()
+    };
+    let m = manifest("app");
+    let names = |deps: &[rocforge::package::manifest::Dependency]| -> Vec<String> {
+        deps.iter().map(|d| d.name.to_string()).collect()
+    };
+    assert_eq!(names(&m.depends), ["greetdoc"]);
+    assert_eq!(names(&m.build_depends), ["gen"]);
+    assert_eq!(m.build_depends[0].key, manifest("gen").key);
+    // The hash input still lists both: the key covers what the build was made with.
+    assert_eq!(m.hash_input["dependencies"].as_array().unwrap().len(), 2);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
+    let entry = index["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "app")
+        .unwrap();
+    let listed: Vec<&str> = entry["depends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["greetdoc"], "{entry}");
+    assert!(entry.get("build_depends").is_none(), "{entry}");
+
+    let prefix = fx.root.join("fresh/rocm");
+    let p = prefix.display().to_string();
+    let from = dist.display().to_string();
+    fx.ok(&[
+        "install", "app", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("share/app/generated.txt")).unwrap(),
+        "generated for app\n",
+        "the build ran the build-only dependency"
+    );
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("share/app/data-seen.txt")).unwrap(),
+        "docs\n"
+    );
+    assert!(
+        prefix.join("share/greet/README").is_file(),
+        "the run-time dependency is installed"
+    );
+    assert!(
+        !prefix.join("share/gen").exists(),
+        "the build-only dependency is not installed: {:?}",
+        listing(&prefix)
+    );
+    let list = fx.ok(&["list", "--installed", "--prefix", &p]).stdout;
+    assert!(
+        list.contains("app ") && list.contains("greetdoc") && !list.contains("gen "),
+        "{list}"
+    );
+
+    // Installed by name, it is an ordinary component that nothing installed needs.
+    fx.ok(&[
+        "install", "gen", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+    ]);
+    assert!(prefix.join("share/gen/gen.sh").is_file());
+    let err = fx.fails(&["uninstall", "greetdoc", "--prefix", &p]);
+    assert!(err.contains("greetdoc is needed by app"), "{err}");
+    fx.ok(&["uninstall", "gen", "--prefix", &p]);
+    assert!(!prefix.join("share/gen").exists());
+    assert!(prefix.join("share/app/generated.txt").is_file());
+}
+
 #[test]
 fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
     let fx = fixture();
@@ -561,6 +740,7 @@ fn evil_tarball(
             key: format!("{:0>64}", hex::encode(name)).parse().unwrap(),
         },
         depends: vec![],
+        build_depends: vec![],
         license: None,
         licenses: vec![],
         needs: vec![],

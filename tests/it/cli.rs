@@ -395,6 +395,33 @@ fn keys_track_exactly_what_changes_the_output() {
     .unwrap();
     assert_eq!(base, keys(&["--arch", "gfx90c"]));
 
+    // Needed only to build, a dependency is built and mounted as before: the build cannot
+    // differ, so no key does (a store entry built before build-depends existed still serves).
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(
+        &recipe,
+        text.replace("depends = [\"hip-core\"]", "build-depends = [\"hip-core\"]"),
+    )
+    .unwrap();
+    assert_eq!(base, keys(&["--arch", "gfx90c"]));
+    let explained = ok(
+        d,
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "hip-app",
+        ],
+    );
+    assert!(
+        explained.contains("build-only hip-core (built and mounted like the others"),
+        "{explained}"
+    );
+    std::fs::write(&recipe, &text).unwrap();
+
     // A patch byte changes hip-core and, through its key, hip-app.
     let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
     let mut bytes = std::fs::read(&patch).unwrap();

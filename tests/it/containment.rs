@@ -167,6 +167,7 @@ impl Tarball {
                     key: Tarball::key(d, "1.0").parse().unwrap(),
                 })
                 .collect(),
+            build_depends: vec![],
             license: None,
             licenses: vec![],
             needs: vec![],
