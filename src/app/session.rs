@@ -198,10 +198,17 @@ impl Session {
 
     /// The plan of `components` as built before: refuses to go on when any step is not in the
     /// store, naming the build command that would produce it (`package` and `image create` read
-    /// store entries, never build).
-    pub fn built_plan(&self, components: &[String], runtime: RuntimeKind) -> Result<Plan> {
+    /// store entries, never build). The overlays the build was given (`overlay_specs`,
+    /// COMPONENT:PATH=DIR) are part of the content keys, so they are given here too.
+    pub fn built_plan(
+        &self,
+        components: &[String],
+        runtime: RuntimeKind,
+        overlay_specs: &[String],
+    ) -> Result<Plan> {
         let image = self.default_runtime_image(runtime)?;
-        let plan = self.plan(components, runtime, image, Vec::new())?;
+        let overlays = self.overlays(overlay_specs)?;
+        let plan = self.plan(components, runtime, image, overlays)?;
         let missing: Vec<&str> = plan
             .steps
             .iter()
@@ -212,18 +219,49 @@ impl Session {
             return Ok(plan);
         }
         let arch = crate::arch::comma_list(&plan.targets);
+        // Built, but from other inputs: most often a build given --overlay, which is part of
+        // the key, or a recipe edited since.
+        let others: Vec<String> = self
+            .store
+            .entries()
+            .into_iter()
+            .filter(|e| {
+                missing.contains(&e.component.as_str())
+                    && e.release == self.catalog.release.name
+                    && e.targets == plan.targets
+            })
+            .map(|e| format!("{} {}", e.component, &e.key.as_str()[..12]))
+            .collect();
         let runtime = if plan.runtime == RuntimeKind::Host {
             " --runtime host"
         } else {
             ""
+        };
+        let elsewhere = if others.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the store holds {} for {arch} from other inputs ({}): a build given --overlay \
+                 is found only with the same --overlay, and an edited recipe needs a new build",
+                if others.len() == 1 {
+                    "a build"
+                } else {
+                    "builds"
+                },
+                others.join(", ")
+            )
         };
         Err(Diagnostic::new(format!(
             "not in the store for {arch}: {}",
             missing.join(", ")
         ))
         .hint(format!(
-            "build first: rocforge build {} --arch {arch}{runtime}",
-            components.join(" ")
+            "build first: rocforge build {} --arch {arch}{runtime}{}{elsewhere}",
+            components.join(" "),
+            overlay_specs
+                .iter()
+                .map(|o| format!(" --overlay {o}"))
+                .collect::<String>()
         ))
         .into())
     }

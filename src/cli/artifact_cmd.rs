@@ -109,6 +109,9 @@ pub struct PackageArgs {
     /// Package even when files mention the store or cache paths (they will not relocate)
     #[arg(long)]
     pub allow_build_paths: bool,
+    /// The overlay the build was given (COMPONENT:PATH=DIR): it is part of the content key
+    #[arg(long, value_name = "SPEC")]
+    pub overlay: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -196,7 +199,7 @@ pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKe
 pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
+    let plan = session.built_plan(&a.components, a.runtime.runtime.kind(), &a.overlay)?;
     let key = load_signing_key(a.key.as_deref())?;
     let reporter = TermReporter::new(g);
     if key.is_none() {

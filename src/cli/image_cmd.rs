@@ -43,6 +43,9 @@ pub struct CreateArgs {
     pub load: Option<rocforge::image::Loader>,
     #[command(flatten)]
     pub runtime: super::RuntimeArg,
+    /// The overlay the build was given (COMPONENT:PATH=DIR): it is part of the content key
+    #[arg(long, value_name = "SPEC")]
+    pub overlay: Vec<String>,
 }
 
 fn err(e: ImageError) -> CliError {
@@ -100,7 +103,7 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     let reporter = Arc::new(TermReporter::new(g));
     let session = super::session_with(g, reporter.clone())?;
     let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime.runtime.kind())?;
+    let plan = session.built_plan(&a.components, a.runtime.runtime.kind(), &a.overlay)?;
     let targets = &plan.targets;
     // The requested components and what they need at run time: a build-only dependency
     // (Tensile for rocBLAS) is in the plan, built, and no part of the stack.

@@ -1842,6 +1842,63 @@ fn the_built_tree_records_where_each_targets_tensile_logic_came_from() {
         "{}",
         o.stdout
     );
+
+    // Packaging names the build by its content key, which the overlay is part of: without it
+    // there is nothing to package, and the hint gives the build that would make it.
+    let package = |extra: &[&str]| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "--store",
+            "store",
+            "package",
+            "blas",
+            "--arch",
+            "gfx90c,gfx902",
+            "--runtime",
+            "host",
+            "--out",
+            "dist",
+        ];
+        args.extend(extra);
+        rocforge(root, &args)
+    };
+    let refused = package(&[]);
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused
+            .stderr
+            .contains("not in the store for gfx902,gfx90c: blas")
+            && refused.stderr.contains(&format!(
+                "the store holds a build for gfx902,gfx90c from other inputs (blas {})",
+                &tree
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()[..12]
+            ))
+            && refused
+                .stderr
+                .contains("found only with the same --overlay"),
+        "{}",
+        refused.stderr
+    );
+    let packaged = package(&["--overlay", &overlay]);
+    assert_eq!(packaged.code, 0, "{}", packaged.stderr);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("dist/index.json")).unwrap()).unwrap();
+    assert_eq!(
+        index["artifacts"][0]["key"].as_str().unwrap(),
+        tree.parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        "the overlay build's entry is the one packaged"
+    );
 }
 
 /// A component without device code (`device-code = false`) has one content key for every
