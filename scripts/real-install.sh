@@ -9,6 +9,7 @@
 #   scripts/real-install.sh rocfft tests/fixtures/programs/rocfft.cpp -lrocfft
 #
 # ROCFORGE: the rocforge binary (default target/release/rocforge). Runs offline in the container.
+# OVERLAY: the --overlay the build was given (COMPONENT:PATH=DIR), when it was given one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 component=$1 program=$2 libs=$3 arch=${4:-gfx90c,gfx902}
@@ -18,8 +19,10 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/containers/containers.conf}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$rocforge" key generate --out "$work/keys" >/dev/null
+overlay=()
+[ -z "${OVERLAY:-}" ] || overlay=(--overlay "$OVERLAY")
 "$rocforge" --recipes recipes --release debian-6.4 package "$component" --arch "$arch" \
-  --runtime auto --out "$work/dist" --key "$work/keys/rocforge.key"
+  --runtime auto --out "$work/dist" --key "$work/keys/rocforge.key" "${overlay[@]}"
 cp "$program" "$work/prog.cpp"
 podman run --rm --network=none -v "$rocforge:/usr/local/bin/rocforge:ro" -v "$work:/w:ro" "$image" \
   bash -c "set -e
