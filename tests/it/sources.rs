@@ -29,6 +29,17 @@ impl World {
         )
         .unwrap();
     }
+    /// A CMake component "pkg" from a directory of the catalog's, with `extra` recipe text.
+    fn local_pkg(&self, extra: &str) {
+        self.recipe(
+            "pkg",
+            &format!(
+                "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n{extra}"
+            ),
+        );
+        std::fs::create_dir_all(self.path().join("src/pkg")).unwrap();
+        std::fs::write(self.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    }
     fn patch(&self, component: &str, name: &str, text: &str) {
         let dir = self.root.join(format!("patches/line-1.0/{component}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -1953,12 +1964,7 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
 #[test]
 fn a_derived_line_overrides_resource_hints_key_by_key() {
     let w = world();
-    w.recipe(
-        "pkg",
-        "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n",
-    );
-    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
-    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    w.local_pkg("\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n");
     let line = w.path().join("recipes/line-2.0");
     std::fs::create_dir_all(&line).unwrap();
     std::fs::write(
@@ -2019,12 +2025,7 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
 #[test]
 fn fetch_takes_several_components_and_checks_every_name_first() {
     let w = world();
-    w.recipe(
-        "pkg",
-        "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
-    );
-    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
-    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    w.local_pkg("");
     let args = |names: &[&'static str], json: bool| {
         let mut a = vec!["--recipes", "recipes"];
         if json {
