@@ -14,8 +14,13 @@
 //!    filled, against that cold build (goal: at most 0.15). Slow (the cold build is the whole
 //!    library for two targets): only with ROCFORGE_BENCH_REBUILD=1.
 //!
+//! 4. Tensile (`ROCFORGE_BENCH_ONLY=tensile`, about 15 minutes here): TensileCreateLibrary on two
+//!    of rocBLAS's derived logic files for gfx90c alone against gfx90c and gfx902; and again
+//!    through ccache after one tuned winner changed, against its cold run. Tensile's pin is on
+//!    GitHub: where that is out of reach, ROCFORGE_BENCH_CONFIG names a config with [mirrors].
+//!
 //! `--quick` (ROCFORGE_BENCH_QUICK=1) measures the first figure only; ROCFORGE_BENCH_ONLY=overhead,
-//! one-target or rebuild measures that one alone.
+//! one-target, rebuild or tensile measures that one alone.
 //!
 //! Needs podman and localhost/rocforge/builder:debian-6.4 (scripts/debian-image.sh) and the
 //! Debian mirror; without them each figure says why it was skipped.
@@ -44,7 +49,10 @@ fn containers_conf() -> PathBuf {
 }
 
 fn rocforge(home: &Path) -> Command {
-    let config = home.join("no-user-config.toml");
+    // ROCFORGE_BENCH_CONFIG: a config with [mirrors], where GitHub (Tensile's pin) is out of reach.
+    let config = std::env::var_os("ROCFORGE_BENCH_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join("no-user-config.toml"));
     if !config.exists() {
         std::fs::write(&config, "").unwrap();
     }
@@ -300,6 +308,119 @@ fn rebuild(home: &Path) {
     );
 }
 
+/// Two of rocBLAS's logic files, derived for gfx90c (renoir) and gfx902 (raven): SGEMM NN with
+/// 632 solutions and the small DGEMM NN.
+const TENSILE_LOGIC: [&str; 2] = ["Cijk_Ailk_Bljk_SB", "Cijk_Ailk_Bljk_DB"];
+
+/// TensileCreateLibrary as rocBLAS's build runs it (its command line, the recipe's environment),
+/// in the builder image, on `TENSILE_LOGIC`: for gfx90c alone against gfx90c and gfx902 together;
+/// then through ccache, as the debian-6.4 recipe runs Tensile's assembler, again after a tuned
+/// winner in the SGEMM file changed, against that cold run.
+fn tensile(home: &Path) {
+    let tensile = fetched(home, "tensile");
+    let logic_src = fetched(home, "rocblas").join("library/src/blas3/Tensile/Logic/asm_full");
+    let work = home.join("tensile-bench");
+    for codename in ["renoir", "raven"] {
+        let dir = work.join("logic").join(codename);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in TENSILE_LOGIC {
+            let name = format!("{codename}_{f}.yaml");
+            std::fs::copy(logic_src.join(codename).join(&name), dir.join(&name)).unwrap();
+        }
+    }
+    let (_, explained) = timed(rocforge(home).args([
+        "plan",
+        "rocblas",
+        "--arch",
+        ARCH,
+        "--explain",
+        "rocblas",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&explained.stdout).unwrap();
+    let input = v.get("input").unwrap_or(&v);
+    let env = input["component"]["build"]["env"]
+        .as_object()
+        .unwrap()
+        .clone();
+    let mounts = |c: &mut Command| {
+        c.args(["run", "--rm", "--network=none", "-v"])
+            .arg(format!("{}:/tensile:ro", tensile.display()))
+            .arg("-v")
+            .arg(format!("{}:/w", work.display()));
+    };
+    // Tensile's virtualenv, made once (not timed), as rocBLAS's configure makes it.
+    let mut venv = podman();
+    mounts(&mut venv);
+    for (k, v) in env.iter().filter(|(k, _)| k.starts_with("PIP_")) {
+        venv.args(["-e", &format!("{k}={}", v.as_str().unwrap())]);
+    }
+    timed(venv.args([
+        IMAGE,
+        "sh",
+        "-c",
+        "cp -R /tensile /tmp/t && python3 -m venv --system-site-packages /w/venv && /w/venv/bin/pip install -q /tmp/t",
+    ]));
+    let run = |arch: &str, ccache: bool| -> f64 {
+        let mut c = podman();
+        mounts(&mut c);
+        for (k, v) in &env {
+            let launcher = k.ends_with("_COMPILER_LAUNCHER");
+            if !k.starts_with("PIP_") && (ccache || !launcher) {
+                c.args(["-e", &format!("{k}={}", v.as_str().unwrap())]);
+            }
+        }
+        let script = format!(
+            "rm -rf /w/out && cd /tmp && /w/venv/bin/TensileCreateLibrary --merge-files --separate-architectures --lazy-library-loading --no-short-file-names --verbose=0 --code-object-version=default --cxx-compiler=hipcc --jobs={jobs} --library-format=msgpack --architecture={arch} /w/logic /w/out HIP > /w/out.log 2>&1 || {{ tail -20 /w/out.log; exit 1; }}",
+            jobs = std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+        timed(c.args(["-e", "CCACHE_DIR=/w/ccache", IMAGE, "sh", "-c", &script]))
+            .0
+            .as_secs_f64()
+    };
+    let one = run("gfx90c", false);
+    let both = run("gfx90c_gfx902", false);
+    println!(
+        "TensileCreateLibrary, {} logic files: gfx90c alone {one:.1} s, gfx90c and gfx902 {both:.1} s: {:.3}x",
+        TENSILE_LOGIC.len(),
+        one / both
+    );
+    common::record(
+        "Tensile libraries for one target (gfx90c) vs two (gfx90c,gfx902), two rocBLAS logic files",
+        one,
+        "s",
+        Some(("gfx90c and gfx902", both)),
+        Some(one / both),
+        "—",
+        None,
+    );
+    let _ = std::fs::remove_dir_all(work.join("ccache"));
+    let cold = run("gfx90c", true);
+    // A tuned winner: the last size of the SGEMM table goes to its neighbouring solution.
+    let file = work.join(format!("logic/renoir/renoir_{}.yaml", TENSILE_LOGIC[0]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.rfind("\n    - [").expect("an exact-logic table") + "\n    - [".len();
+    let end = at + text[at..].find(',').unwrap();
+    let index: usize = text[at..end].parse().unwrap();
+    let retuned = if index > 0 { index - 1 } else { 1 };
+    std::fs::write(&file, format!("{}{retuned}{}", &text[..at], &text[end..])).unwrap();
+    let warm = run("gfx90c", true);
+    println!(
+        "TensileCreateLibrary after one winner changed, with ccache: {warm:.1} s against the cold {cold:.1} s: {:.3}x",
+        warm / cold
+    );
+    common::record(
+        "Tensile rerun after one logic file's winner changed (ccache) vs cold, gfx90c",
+        warm,
+        "s",
+        Some(("cold run", cold)),
+        Some(warm / cold),
+        "—",
+        None,
+    );
+}
+
 fn main() {
     println!(
         "rocforge real-ROCm benchmark ({} cores)",
@@ -315,6 +436,7 @@ fn main() {
         Ok("overhead") => return overhead(tmp.path()),
         Ok("one-target") => return one_target(tmp.path()),
         Ok("rebuild") => return rebuild(tmp.path()),
+        Ok("tensile") => return tensile(tmp.path()),
         _ => {}
     }
     overhead(tmp.path());
