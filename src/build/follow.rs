@@ -283,6 +283,9 @@ impl Tracker {
     /// A phase of rocforge's own (sources, license files), or one from the log.
     pub fn set_phase(&mut self, phase: &str, now: Instant) {
         if phase != self.phase {
+            // Leaving the phase the build tool counted steps in is the tool's end: ninja prints
+            // a step's count as it starts, so its last line reads [482/483], never [483/483].
+            self.tool_done |= self.steps.is_some_and(|(_, total)| total > 0);
             self.phase = phase.into();
             self.phase_started = now;
             // A phase's counters are its own: install must not show the build's [270/270].
@@ -571,5 +574,19 @@ mod tests {
         t.line("==> install", at(7310));
         let s = t.status(at(7320));
         assert_eq!((s.phase.as_str(), s.eta_s), ("install", None));
+
+        // Ninja's log as written: its last line is the last step's start, one short of the total.
+        let mut t = Tracker::new("rocblas", t0, hint);
+        t.line("==> build", at(0));
+        t.line(
+            "[482/483] Linking CXX shared library library/src/librocblas.so.4.4",
+            at(4380),
+        );
+        assert!(t.status(at(4381)).eta_s.is_some(), "still building");
+        t.line("==> install", at(4390));
+        let s = t.status(at(4391));
+        assert_eq!((s.phase.as_str(), s.eta_s), ("install", None));
+        t.set_phase("license files", at(4400));
+        assert_eq!(t.status(at(4401)).eta_s, None);
     }
 }
