@@ -25,6 +25,15 @@ impl Fx {
     fn path(&self) -> &Path {
         &self.root
     }
+    /// Makes a signing key in keys/ and trusts its public half (trust.toml).
+    fn trust_a_new_key(&self) {
+        let pubkey = self.ok(&["key", "generate", "--out", "keys"]).stdout;
+        std::fs::write(
+            self.root.join("trust.toml"),
+            format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
+        )
+        .unwrap();
+    }
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
             ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
@@ -146,12 +155,7 @@ fn fixture() -> Fx {
     std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
     let fx = Fx { _tmp: tmp, root };
     fx.ok(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
-    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-    std::fs::write(
-        fx.root.join("trust.toml"),
-        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-    )
-    .unwrap();
+    fx.trust_a_new_key();
     fx
 }
 
@@ -503,12 +507,7 @@ fn build_only_fixture() -> Fx {
     std::fs::write(rel.join("app.toml"), APP).unwrap();
     let fx = Fx { _tmp: tmp, root };
     fx.ok(&["build", "app", "--arch", "gfx90c", "--runtime", "host"]);
-    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-    std::fs::write(
-        fx.root.join("trust.toml"),
-        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-    )
-    .unwrap();
+    fx.trust_a_new_key();
     fx
 }
 
@@ -1250,12 +1249,7 @@ ln -s libamdhip64.so.6 "$P/lib/libamdhip64.so"
         "--runtime",
         "host",
     ]);
-    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-    std::fs::write(
-        fx.root.join("trust.toml"),
-        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-    )
-    .unwrap();
+    fx.trust_a_new_key();
     fx
 }
 
@@ -1686,12 +1680,7 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
         "--allow-spoof",
         "gfx90c",
     ]);
-    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-    std::fs::write(
-        fx.root.join("trust.toml"),
-        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-    )
-    .unwrap();
+    fx.trust_a_new_key();
     let dist = fx.package_signed(&["spoof"], "dist", &fx.key());
     let prefix = fx.root.join("prefix");
     let o = fx.ok(&[
