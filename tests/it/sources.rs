@@ -40,6 +40,17 @@ impl World {
         std::fs::create_dir_all(self.path().join("src/pkg")).unwrap();
         std::fs::write(self.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
     }
+    /// recipes/line-2.0, a line based on line-1.0; its directory, for override files.
+    fn line_based_on_line_1(&self) -> PathBuf {
+        let line = self.path().join("recipes/line-2.0");
+        std::fs::create_dir_all(&line).unwrap();
+        std::fs::write(
+            line.join("release.toml"),
+            "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+        )
+        .unwrap();
+        line
+    }
     fn patch(&self, component: &str, name: &str, text: &str) {
         let dir = self.root.join(format!("patches/line-1.0/{component}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -1645,13 +1656,7 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
     std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
     w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
-    let line = w.path().join("recipes/line-2.0");
-    std::fs::create_dir_all(&line).unwrap();
-    std::fs::write(
-        line.join("release.toml"),
-        "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
+    let line = w.line_based_on_line_1();
     let over = |only: &str| {
         format!(
             "version = \"1.1\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg_1.1.orig.tar.gz\"\nsha256 = \"{}\"\n\n[[series]]\nurl = \"https://example.invalid/dl/pkg_1.1-1.debian.tar.xz\"\nsha256 = \"{}\"\nonly = [{only}]\n\n[build]\nargs = [\"-DUSE_X=OFF\"]\n",
@@ -1965,13 +1970,7 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
 fn a_derived_line_overrides_resource_hints_key_by_key() {
     let w = world();
     w.local_pkg("\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n");
-    let line = w.path().join("recipes/line-2.0");
-    std::fs::create_dir_all(&line).unwrap();
-    std::fs::write(
-        line.join("release.toml"),
-        "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
+    let line = w.line_based_on_line_1();
     std::fs::write(line.join("pkg.toml"), "[resources]\nhours = 0.75\n").unwrap();
     let resources = |release: &str| {
         let plan = ok(
