@@ -196,8 +196,8 @@ impl Session {
         Ok((self.targets()?, self.lock()?))
     }
 
-    /// The plan of `components` as built before: refuses to go on when any step is not in the
-    /// store, naming the build command that would produce it (`package` and `image create` read
+    /// The plan of `components` as built before: refuses to go on when any step it delivers
+    /// ([`Plan::delivered`]) is not in the store, naming the build command that would produce it (`package` and `image create` read
     /// store entries, never build). The overlays the build was given (`overlay_specs`,
     /// COMPONENT:PATH=DIR) are part of the content keys, so they are given here too.
     pub fn built_plan(
@@ -210,8 +210,8 @@ impl Session {
         let overlays = self.overlays(overlay_specs)?;
         let plan = self.plan(components, runtime, image, overlays)?;
         let missing: Vec<&str> = plan
-            .steps
-            .iter()
+            .delivered()
+            .into_iter()
             .filter(|s| !self.store.contains(&s.key))
             .map(|s| s.component.as_str())
             .collect();

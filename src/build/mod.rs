@@ -229,16 +229,14 @@ impl Builder<'_> {
             .collect();
         let results: Vec<Mutex<Option<StepResult>>> =
             steps.iter().map(|_| Mutex::new(None)).collect();
-        let active = std::sync::atomic::AtomicUsize::new(0);
+        let under_way = jobs::Running::default();
         let outcomes = schedule::run(
             &nodes,
             self.options.parallel,
             self.options.keep_going,
             self.stop,
             |i| {
-                let n = active.fetch_add(1, Ordering::SeqCst) + 1;
-                let r = self.step(&steps[i], n);
-                active.fetch_sub(1, Ordering::SeqCst);
+                let r = self.step(&steps[i], &under_way);
                 let ok = r.is_ok();
                 *results[i].lock().expect("not poisoned") = Some(r);
                 ok
@@ -269,7 +267,7 @@ impl Builder<'_> {
         BuildReport { steps: steps_out }
     }
 
-    fn step(&self, step: &Step, running: usize) -> StepResult {
+    fn step(&self, step: &Step, under_way: &jobs::Running) -> StepResult {
         if self.store.contains(&step.key) {
             return StepResult::Cached {
                 tree: self.store.tree(&step.key),
@@ -286,7 +284,7 @@ impl Builder<'_> {
             &format!("{component} {}", step.key.short()),
             &log,
         );
-        let mut result = self.build_step(step, running, &log, &*task);
+        let mut result = self.build_step(step, under_way, &log, &*task);
         // After Ctrl-C a failing step fails because it was stopped (its container killed, its
         // git fetch interrupted): say so, not FAILED with a log of the kill.
         if result.is_err() && self.stop.load(Ordering::SeqCst) {
@@ -388,7 +386,7 @@ impl Builder<'_> {
     fn build_step(
         &self,
         step: &Step,
-        running: usize,
+        under_way: &jobs::Running,
         log: &Path,
         task: &dyn Task,
     ) -> Result<Option<f64>, StepError> {
@@ -429,16 +427,22 @@ impl Builder<'_> {
         std::fs::write(log, "").map_err(io("log"))?;
         let started = now();
         let clock = Instant::now();
+        let recorded = self.store.duration(component);
+        // Expected at the whole budget's rate, the unit every build's expectation shares.
+        let expected = follow::Estimate::new(recorded, step.resources.hours, self.options.jobs)
+            .map(|e| std::time::Duration::from_secs_f64(e.secs));
+        let slot = under_way.start(expected, clock);
         let jobs = jobs::share(
             self.options.jobs,
-            running,
+            slot.overlap,
+            slot.count,
             step.resources.memory_bytes,
             jobs::available_memory(),
         );
         let tracker = Mutex::new(follow::Tracker::new(
             component,
             clock,
-            follow::Estimate::new(self.store.duration(component), step.resources.hours, jobs),
+            follow::Estimate::new(recorded, step.resources.hours, jobs),
         ));
         let phase = |p: &str| {
             let mut t = tracker.lock().expect("not poisoned");

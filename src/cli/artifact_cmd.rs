@@ -221,7 +221,8 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     build_paths.sort();
     build_paths.dedup();
     let mut packaged = Vec::new();
-    for step in &plan.steps {
+    // Not a build-only dependency unless it was asked for: no install would take it.
+    for step in plan.delivered() {
         let task = reporter.task(&format!("packaging {}", step.component), None, false);
         let opts = package::Options {
             compression: a.compression,

@@ -108,7 +108,7 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     // The requested components and what they need at run time: a build-only dependency
     // (Tensile for rocBLAS) is in the plan, built, and no part of the stack.
     let components: Vec<image::Component> = plan
-        .installed_with(&plan.requested)
+        .delivered()
         .into_iter()
         .map(|s| image::Component {
             name: s.component.clone(),

@@ -134,6 +134,13 @@ impl Plan {
         self.steps.iter().find(|s| s.component == component)
     }
 
+    /// What a package, an image or a test of this plan holds: the requested components and
+    /// their run-time dependencies. Once built, only these need to stay in the store: a
+    /// build-only dependency (Tensile for rocBLAS) may have been collected since.
+    pub fn delivered(&self) -> Vec<&Step> {
+        self.installed_with(&self.requested)
+    }
+
     /// The steps an install of `roots` holds, in plan order: the roots and, transitively,
     /// their run-time dependencies; a build-only dependency only when it is a root itself.
     pub fn installed_with(&self, roots: &[String]) -> Vec<&Step> {
@@ -535,6 +542,11 @@ mod tests {
         // Asked for by name, it is installed like any component.
         assert_eq!(
             names(p.installed_with(&["rocblas".into(), "tensile".into()])),
+            ["tensile", "rocblas"]
+        );
+        assert_eq!(names(p.delivered()), ["rocprim", "rocblas", "rocsolver"]);
+        assert_eq!(
+            names(plan_of(&["rocblas", "tensile"]).delivered()),
             ["tensile", "rocblas"]
         );
     }

@@ -106,7 +106,7 @@ pub fn choose<E>(
 ) -> Result<Option<Chosen>, E> {
     for c in candidates {
         let plan = plan_for(&c)?;
-        if plan.steps.iter().all(|s| store.contains(&s.key)) {
+        if plan.delivered().iter().all(|s| store.contains(&s.key)) {
             return Ok(Some(Chosen {
                 wider: c.targets.len() > 1 || c.targets[0] != *target,
                 plan,

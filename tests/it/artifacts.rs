@@ -512,7 +512,8 @@ fn build_only_fixture() -> Fx {
 }
 
 /// A build-only dependency is built first and mounted in the build like a run-time one, is
-/// packaged with it and recorded apart in its manifest; an install of the component from the
+/// packaged only when asked for, is recorded apart in the component's manifest, and need not
+/// stay in the store once the component is built; an install of the component from the
 /// index takes the run-time dependency and leaves the build-only one out, and removing the
 /// build-only one later is no removal of something the component needs.
 #[test]
@@ -546,15 +547,17 @@ fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
     assert_eq!(app["build_only"], serde_json::json!(["gen"]));
     assert_eq!(app["level"], 1);
 
-    let dist = fx.package_signed(&["app"], "dist", &fx.key());
-    let tarballs = tarballs(&dist);
+    let alone = tarballs(&fx.package_signed(&["app"], "alone", &fx.key()));
     assert_eq!(
-        tarballs.len(),
-        3,
-        "the build-only dependency is packaged too"
+        alone.len(),
+        2,
+        "a build-only dependency is packaged only when asked for: {alone:?}"
     );
+    let dist = fx.package_signed(&["app", "gen"], "dist", &fx.key());
+    let packaged = tarballs(&dist);
+    assert_eq!(packaged.len(), 3, "{packaged:?}");
     let manifest = |name: &str| -> Manifest {
-        let t = tarballs
+        let t = packaged
             .iter()
             .find(|t| {
                 t.file_name()
@@ -631,6 +634,23 @@ fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
     fx.ok(&["uninstall", "gen", "--prefix", &p]);
     assert!(!prefix.join("share/gen").exists());
     assert!(prefix.join("share/app/generated.txt").is_file());
+
+    // Once the component is built, its build-only dependency may leave the store: packaging
+    // it again needs only what the package holds.
+    std::fs::remove_dir_all(fx.root.join("store").join(m.build_depends[0].key.as_str())).unwrap();
+    let again = tarballs(&fx.package_signed(&["app"], "again", &fx.key()));
+    assert_eq!(again.len(), 2, "{again:?}");
+    let err = fx.fails(&[
+        "package",
+        "gen",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "none",
+    ]);
+    assert!(err.contains("not in the store for gfx90c: gen"), "{err}");
 }
 
 #[test]

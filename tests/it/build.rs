@@ -1965,3 +1965,87 @@ fn a_component_without_device_code_is_built_once_for_every_target_set() {
         second.stdout
     );
 }
+
+/// A script component that records the compile jobs it was given (MAX_JOBS) in the shared
+/// `dir`, after running `body`.
+fn jobs_recipe(name: &str, extra: &str, body: &str, dir: &Path) -> String {
+    format!(
+        "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"records its jobs\"\nlicense = \"MIT\"\n{extra}\n[source]\npath = \"src/{name}\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\n{body}\necho \"$MAX_JOBS\" > '{dir}/{name}.jobs'\nmkdir -p \"$DESTDIR$PREFIX/share/{name}\"\ncp LICENSE \"$DESTDIR$PREFIX/share/{name}/\"\n\"\"\"\n",
+        dir = dir.display()
+    )
+}
+
+/// `long` (hours) waits for `first` (seconds); `quick` (seconds) is still running when `long`
+/// starts: it waits until `long` has begun. With two jobs, `long` must get both, since its share
+/// is fixed for its whole length and `quick` is expected to end long before. (Which of `first`
+/// and `quick` gets both depends on which registers first; jobs::tests covers equal siblings.)
+#[test]
+fn a_long_build_started_beside_a_short_one_gets_the_whole_job_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    let seen = root.join("seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    for name in ["first", "long", "quick"] {
+        std::fs::create_dir_all(rel.join("src").join(name)).unwrap();
+        std::fs::write(rel.join("src").join(name).join("LICENSE"), "MIT\n").unwrap();
+    }
+    let started = seen.join("long.started");
+    let wait_for_long = format!(
+        "i=0; while [ ! -e '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\ntest -e '{}' && touch '{}/quick.overlapped'",
+        started.display(),
+        started.display(),
+        seen.display()
+    );
+    let recipes = [
+        (
+            "first",
+            "\n[resources]\nhours = 0.0005\n".to_string(),
+            String::new(),
+        ),
+        (
+            "long",
+            "depends = [\"first\"]\n\n[resources]\nhours = 3.0\n".to_string(),
+            format!("touch '{}'", started.display()),
+        ),
+        (
+            "quick",
+            "\n[resources]\nhours = 0.0005\n".to_string(),
+            wait_for_long,
+        ),
+    ];
+    for (name, extra, body) in &recipes {
+        std::fs::write(
+            rel.join(format!("{name}.toml")),
+            jobs_recipe(name, extra, body, &seen),
+        )
+        .unwrap();
+    }
+    let out = rocforge(
+        root,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "long",
+            "quick",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        seen.join("quick.overlapped").exists(),
+        "quick ran while long started"
+    );
+    let jobs = |name: &str| std::fs::read_to_string(seen.join(format!("{name}.jobs"))).unwrap();
+    assert_eq!(
+        jobs("long"),
+        "2\n",
+        "a sibling ending soon does not halve it"
+    );
+}
