@@ -278,3 +278,48 @@ int main() {
     return rocrand_create_generator(&g, ROCRAND_RNG_PSEUDO_DEFAULT) == ROCRAND_STATUS_SUCCESS ? 0 : 1;
 }
 "#;
+
+/// hipSOLVER's run-time loader of rocSPARSE needs rocSPARSE's headers, and the image carries
+/// them alone: a Debian rocSPARSE library or CMake package in the image could be found in
+/// place of the one the line builds.
+#[test]
+fn the_builder_image_has_rocsparses_headers_and_not_debians_rocsparse() {
+    if !require(
+        &format!("podman with {BUILDER} (scripts/debian-image.sh)"),
+        which("podman") && image_present(BUILDER),
+    ) {
+        return;
+    }
+    let o = Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args([
+            "run",
+            "--rm",
+            "--network=none",
+            BUILDER,
+            "sh",
+            "-c",
+            "grep -h '#define ROCSPARSE_VERSION_M' /usr/include/rocsparse/rocsparse-version.h; \
+             find / -xdev \\( -name 'librocsparse*' -o -name 'rocsparse-config*.cmake' \\) -print",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<String> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "#define ROCSPARSE_VERSION_MAJOR 3",
+            "#define ROCSPARSE_VERSION_MINOR 4",
+        ],
+        "rocSPARSE 3.4 (6.4.3) headers and no library or CMake package"
+    );
+}
