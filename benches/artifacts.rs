@@ -136,6 +136,7 @@ fn run() -> io::Result<()> {
             allow_build_paths: false,
             license: None,
             build_only: Vec::new(),
+            dependency_keys: Default::default(),
             key: Some(&sk),
         };
         let p = package::package_entry(&store, &key, &opts).map_err(io::Error::other)?;

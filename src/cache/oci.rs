@@ -225,6 +225,7 @@ impl BuildCache for OciCache {
                 // The tarball only carries the tree to another store; what its manifest says
                 // an install needs is never read.
                 build_only: Vec::new(),
+                dependency_keys: Default::default(),
                 key: None,
             },
         )?;

@@ -231,6 +231,11 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
             allow_build_paths: a.allow_build_paths,
             license: catalog.get(&step.component).map(|r| r.license.clone()),
             build_only: step.build_only.clone(),
+            dependency_keys: step
+                .depends
+                .iter()
+                .filter_map(|d| Some((d.clone(), plan.step(d)?.key.clone())))
+                .collect(),
             key: key.as_ref(),
         };
         let p = package::package_entry(store, &step.key, &opts).map_err(pkg_err)?;

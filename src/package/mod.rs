@@ -10,6 +10,7 @@ pub mod tarball;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::ids::ContentKey;
 use crate::store::{EntryMeta, Store};
 use manifest::{Dependency, MANIFEST_SCHEMA, Manifest};
 use tarball::Compression;
@@ -89,6 +90,10 @@ pub struct Options<'a> {
     /// The dependencies needed only to build the entry (its recipe's `build-depends`), by
     /// name: the manifest lists them apart from the run-time ones, which installs follow.
     pub build_only: Vec<String>,
+    /// The keys of the dependencies this package is released beside (the plan's), by name.
+    /// The hash input of a build without device code lists its dependencies' target-free
+    /// keys, which no package carries; an install must find the ones packaged with it.
+    pub dependency_keys: BTreeMap<String, ContentKey>,
     pub key: Option<&'a crate::sign::SecretKey>,
 }
 
@@ -133,7 +138,8 @@ pub fn package_entry(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(serde_json::Value::Null);
-    let (depends, build_depends) = dependencies(&hash_input, &opts.build_only);
+    let (depends, build_depends) =
+        dependencies(&hash_input, &opts.build_only, &opts.dependency_keys);
     let tree = store.tree(key);
     let mut build_paths = opts.build_paths.clone();
     build_paths.push(tree.display().to_string());
@@ -196,15 +202,20 @@ pub fn package_entry(
 fn dependencies(
     hash_input: &serde_json::Value,
     build_only: &[String],
+    actual: &BTreeMap<String, ContentKey>,
 ) -> (Vec<Dependency>, Vec<Dependency>) {
     let mut all: Vec<Dependency> = hash_input["dependencies"]
         .as_array()
         .map(|a| {
             a.iter()
                 .filter_map(|d| {
+                    let name = d["name"].as_str()?;
                     Some(Dependency {
-                        name: d["name"].as_str()?.parse().ok()?,
-                        key: d["key"].as_str()?.parse().ok()?,
+                        name: name.parse().ok()?,
+                        key: match actual.get(name) {
+                            Some(k) => k.clone(),
+                            None => d["key"].as_str()?.parse().ok()?,
+                        },
                     })
                 })
                 .collect()

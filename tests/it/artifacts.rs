@@ -1893,3 +1893,54 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
         o.stderr
     );
 }
+
+/// A component without device code (hipBLAS over rocBLAS) is keyed by its dependencies'
+/// target-free keys, but its package must name the dependency packaged beside it: an install
+/// from the index follows that name and key.
+#[test]
+fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with() {
+    let (tmp, root, rel) = catalog();
+    for dir in ["src/wrap", "src/doc"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::fs::write(root.join("src/wrap/README"), "wrap\n").unwrap();
+    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
+    std::fs::write(
+        rel.join("greetdoc.toml"),
+        "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("wrap.toml"),
+        "name = \"wrap\"\nversion = \"1.0\"\nsummary = \"host code\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/wrap\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/wrap\"\ndevice-code = false\n",
+    )
+    .unwrap();
+    let fx = Fx { _tmp: tmp, root };
+    fx.ok(&["build", "wrap", "--arch", "gfx90c", "--runtime", "host"]);
+    fx.trust_a_new_key();
+    let dist = fx.package_signed(&["wrap"], "dist", &fx.key());
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
+    let by_name = |n: &str| {
+        index["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        by_name("wrap")["depends"][0]["key"],
+        by_name("greetdoc")["key"],
+        "{index}"
+    );
+    let prefix = fx.root.join("fresh/rocm");
+    let p = prefix.display().to_string();
+    let from = dist.display().to_string();
+    fx.ok(&[
+        "install", "wrap", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+    ]);
+    assert!(prefix.join("share/wrap/README").is_file());
+    assert!(prefix.join("share/greet/README").is_file());
+}
