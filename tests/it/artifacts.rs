@@ -117,14 +117,15 @@ cc -O2 -o "$P/bin/greet" main.c -I. -L"$P/lib" -lgreet -Wl,-rpath,'$ORIGIN/../li
 
 /// An empty catalog (release `test-1.0`, prefix /opt/rocm, gfx90c) in a new directory; returns
 /// the directory and the release's recipe directory.
-/// The entry for component `name` in a parsed index.json.
-fn index_artifact(index: &serde_json::Value, name: &str) -> serde_json::Value {
-    index["artifacts"]
+/// The element of a JSON array (an index's `artifacts`, `list`'s `components`) whose `name`
+/// is `name`.
+fn named(items: &serde_json::Value, name: &str) -> serde_json::Value {
+    items
         .as_array()
         .unwrap()
         .iter()
         .find(|a| a["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not in the index: {index}"))
+        .unwrap_or_else(|| panic!("{name} is not listed in {items}"))
         .clone()
 }
 
@@ -1296,7 +1297,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(fx.root.join("dist-yes/index.json")).unwrap())
             .unwrap();
-    let by_name = |n: &str| index_artifact(&index, n);
+    let by_name = |n: &str| named(&index["artifacts"], n);
     assert_eq!(
         by_name("hipapp")["needs"],
         serde_json::json!(["hip-runtime"])
@@ -1401,15 +1402,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         .stdout,
     )
     .unwrap();
-    let entry = |n: &str| {
-        listed["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == n)
-            .unwrap_or_else(|| panic!("{n} not listed: {listed}"))
-            .clone()
-    };
+    let entry = |n: &str| named(&listed["components"], n);
     assert_eq!(
         entry("rocm-runtime")["provides"],
         serde_json::json!(["hip-runtime"])
@@ -1924,7 +1917,7 @@ fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with()
     let dist = fx.package_signed(&["wrap"], "dist", &fx.key());
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
-    let by_name = |n: &str| index_artifact(&index, n);
+    let by_name = |n: &str| named(&index["artifacts"], n);
     assert_eq!(
         by_name("wrap")["depends"][0]["key"],
         by_name("greetdoc")["key"],
