@@ -87,9 +87,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// No test failed, hung or crashed.
+    /// No test failed, hung or crashed, and every test reached a GPU: a run that found no GPU
+    /// tested nothing, so it is not a pass (nor the library's failure: its class says so).
     pub fn ok(&self) -> bool {
-        self.bundle.summary.failures() == 0
+        self.bundle.summary.failures() == 0 && self.bundle.summary.no_gpu == 0
     }
 }
 

@@ -225,6 +225,12 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
         return Ok(exit_code(outcome.ok()));
     }
     println!("{}", summary.line());
+    if summary.no_gpu > 0 {
+        println!(
+            "  {} test(s) found no GPU (no /dev/kfd or no device): they did not run on a GPU, which says nothing about the library; run them where the GPU is, with /dev/kfd and /dev/dri passed into any container",
+            summary.no_gpu
+        );
+    }
     for (c, n) in &b.classes {
         println!("  {:<18} {n}", c.name());
     }

@@ -26,6 +26,11 @@ mod tests {
             ("S.skip", "skipped", Some("skipped")),
         ];
         let passing = [("P.a", "passed", None), ("P.b", "passed", None)];
+        // A machine whose container saw no /dev/kfd: nothing ran on a GPU.
+        let no_gpu = [
+            ("N.a", "no-gpu", Some("no-gpu")),
+            ("N.b", "no-gpu", Some("no-gpu")),
+        ];
         let bundles = vec![
             bundle(
                 ("rocsparse", "3.4.0", &key('a')),
@@ -55,11 +60,18 @@ mod tests {
                 false,
                 &passing,
             ),
+            bundle(
+                ("rocprim", "3.4.1", &key('d')),
+                "gfx902",
+                ("desk", "gfx902"),
+                false,
+                &no_gpu,
+            ),
         ];
         let r = super::super::build(&bundles);
         assert_eq!(
             r.total.line(),
-            "12 tests: 7 passed, 2 failed, 1 skipped, 1 hung, 1 crashed"
+            "14 tests: 7 passed, 2 failed, 1 skipped, 1 hung, 1 crashed, 2 found no GPU"
         );
         let md = super::render(&r).unwrap();
         insta::assert_snapshot!(md);

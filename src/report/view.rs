@@ -338,7 +338,13 @@ fn cell_run(row: &Row<'_>) -> CellRun {
         version,
         key,
         how,
-        status: if s.failures() > 0 { "fail" } else { "pass" },
+        status: if s.failures() > 0 {
+            "fail"
+        } else if s.only_no_gpu() {
+            "nogpu"
+        } else {
+            "pass"
+        },
         short: s.short(),
     }
 }
@@ -364,10 +370,10 @@ fn chart(r: &Report<'_>) -> Chart {
                 text_y: y + 15,
                 width,
                 count_x: LABEL_W + width + 6,
-                color: if c == Class::Skipped {
-                    "#9e9e9e"
-                } else {
-                    "#c62828"
+                color: match c {
+                    Class::Skipped => "#9e9e9e",
+                    Class::NoGpu => "#8a6d00",
+                    _ => "#c62828",
                 },
             }
         })

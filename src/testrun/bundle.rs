@@ -86,6 +86,13 @@ pub struct Summary {
     pub skipped: usize,
     pub hung: usize,
     pub crashed: usize,
+    /// Tests that found no GPU: neither passed nor failed. Absent from bundles where it is 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub no_gpu: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -99,6 +106,7 @@ impl Summary {
                 Outcome::Skipped => s.skipped += 1,
                 Outcome::Hung => s.hung += 1,
                 Outcome::Crashed => s.crashed += 1,
+                Outcome::NoGpu => s.no_gpu += 1,
             }
         }
         s
@@ -112,10 +120,19 @@ impl Summary {
     /// The counts as `rocforge test` prints them and reports repeat them: hung and crashed
     /// tests are counted apart from the failed ones, never among them.
     pub fn line(&self) -> String {
-        format!(
+        let mut s = format!(
             "{} tests: {} passed, {} failed, {} skipped, {} hung, {} crashed",
             self.total, self.passed, self.failed, self.skipped, self.hung, self.crashed
-        )
+        );
+        if self.no_gpu > 0 {
+            s += &format!(", {} found no GPU", self.no_gpu);
+        }
+        s
+    }
+
+    /// Tests ran but none reached a GPU: not a pass, and not the library's failure.
+    pub fn only_no_gpu(&self) -> bool {
+        self.no_gpu > 0 && self.passed == 0 && self.failures() == 0
     }
 
     /// The same counts without the zero ones, for a report's grid cell.
@@ -126,6 +143,7 @@ impl Summary {
             (self.skipped, "skipped"),
             (self.hung, "hung"),
             (self.crashed, "crashed"),
+            (self.no_gpu, "no GPU"),
         ]
         .iter()
         .filter(|(n, _)| *n > 0)
@@ -145,6 +163,7 @@ impl Summary {
         self.skipped += o.skipped;
         self.hung += o.hung;
         self.crashed += o.crashed;
+        self.no_gpu += o.no_gpu;
     }
 }
 
@@ -221,7 +240,7 @@ pub fn from_xml(cases: &[XmlCase]) -> Vec<TestResult> {
             TestResult {
                 name: c.name.clone(),
                 shard: 0,
-                outcome,
+                outcome: super::classify::settled(outcome, class),
                 class,
                 duration_ms: (c.seconds * 1000.0).round() as u64,
                 excerpt,
@@ -310,7 +329,7 @@ pub fn junit(b: &Bundle) -> String {
         s.total,
         s.failed,
         s.hung + s.crashed,
-        s.skipped
+        s.skipped + s.no_gpu
     );
     for (suite, tests) in suites {
         let failures = tests
@@ -321,9 +340,10 @@ pub fn junit(b: &Bundle) -> String {
             .iter()
             .filter(|t| matches!(t.outcome, Outcome::Hung | Outcome::Crashed))
             .count();
+        // JUnit has no "did not run on a GPU": such a test is skipped there, with the reason.
         let skipped = tests
             .iter()
-            .filter(|t| t.outcome == Outcome::Skipped)
+            .filter(|t| matches!(t.outcome, Outcome::Skipped | Outcome::NoGpu))
             .count();
         let time: u64 = tests.iter().map(|t| t.duration_ms).sum();
         x += "  <testsuite name=\"";
@@ -345,6 +365,7 @@ pub fn junit(b: &Bundle) -> String {
             match t.outcome {
                 Outcome::Passed => x += "/>\n",
                 Outcome::Skipped => x += "><skipped/></testcase>\n",
+                Outcome::NoGpu => x += "><skipped message=\"no GPU\"/></testcase>\n",
                 o => {
                     let tag = if o == Outcome::Failed {
                         "failure"
@@ -366,4 +387,30 @@ pub fn junit(b: &Bundle) -> String {
     }
     x += "</testsuites>\n";
     x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_gpu_is_neither_a_pass_nor_a_failure() {
+        let s = Summary::of([Outcome::NoGpu, Outcome::NoGpu]);
+        assert_eq!((s.total, s.passed, s.failures(), s.no_gpu), (2, 0, 0, 2));
+        assert!(s.only_no_gpu());
+        assert_eq!(
+            s.line(),
+            "2 tests: 0 passed, 0 failed, 0 skipped, 0 hung, 0 crashed, 2 found no GPU"
+        );
+        assert_eq!(s.short(), "2 no GPU");
+        // A bundle without the count (written before it existed) reads as 0, and one with 0
+        // is written without it, byte for byte as before.
+        let old: Summary = serde_json::from_str(
+            r#"{"total":1,"passed":1,"failed":0,"skipped":0,"hung":0,"crashed":0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.no_gpu, 0);
+        assert!(!serde_json::to_string(&old).unwrap().contains("no_gpu"));
+        assert!(!Summary::of([Outcome::Passed, Outcome::NoGpu]).only_no_gpu());
+    }
 }

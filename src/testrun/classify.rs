@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
+    /// The client found no GPU to run on (no /dev/kfd, no device): nothing was tested, and the
+    /// library is not at fault.
+    NoGpu,
     /// The dynamic loader could not find a library (exit 127).
     MissingLibrary,
     /// The libraries hold no code for this GPU (hipErrorNoBinaryForGpu, no Tensile library).
@@ -39,7 +42,8 @@ pub enum Class {
 }
 
 impl Class {
-    pub const ALL: [Class; 9] = [
+    pub const ALL: [Class; 10] = [
+        Class::NoGpu,
         Class::MissingLibrary,
         Class::NoCodeObject,
         Class::GpuReset,
@@ -53,6 +57,7 @@ impl Class {
 
     pub fn name(self) -> &'static str {
         match self {
+            Class::NoGpu => "no-gpu",
             Class::MissingLibrary => "missing-library",
             Class::NoCodeObject => "no-code-object",
             Class::GpuReset => "gpu-reset",
@@ -67,6 +72,7 @@ impl Class {
 
     pub fn describe(self) -> &'static str {
         match self {
+            Class::NoGpu => "no GPU reached: not a library failure",
             Class::MissingLibrary => "missing shared library",
             Class::NoCodeObject => "no code object for this GPU",
             Class::GpuReset => "GPU reset",
@@ -91,6 +97,9 @@ pub enum Outcome {
     Hung,
     /// The client died (signal or exit) while the test ran.
     Crashed,
+    /// The client found no GPU (its log says so): the test did not run on a GPU, so it neither
+    /// passed nor failed.
+    NoGpu,
 }
 
 impl Outcome {
@@ -101,6 +110,7 @@ impl Outcome {
             Outcome::Skipped => "skipped",
             Outcome::Hung => "hung",
             Outcome::Crashed => "crashed",
+            Outcome::NoGpu => "no-gpu",
         }
     }
 
@@ -121,6 +131,17 @@ pub struct Evidence<'a> {
     /// amdgpu reset lines the kernel logged while the test ran.
     pub kernel: &'a [String],
 }
+
+/// What HIP, ROCr and the clients print when there is no device to open. Matched before the
+/// other classes: a client without a GPU goes on to fail its checks, and those failures say
+/// nothing about the library.
+const NO_GPU: &[&str] = &[
+    "no ROCm-capable device is detected",
+    "hipErrorNoDevice",
+    "Unable to open /dev/kfd",
+    "/dev/kfd: No such file or directory",
+    "No AMD GPU found",
+];
 
 const MISSING_LIB: &[&str] = &[
     "cannot open shared object file",
@@ -149,6 +170,15 @@ const ASSERT: &[&str] = &[
     "mismatch",
     "error:",
 ];
+
+/// The outcome a test is recorded with once its class is known: a failure that found no GPU
+/// is `no-gpu`, counted neither as passed nor as failed.
+pub fn settled(outcome: Outcome, class: Option<Class>) -> Outcome {
+    match class {
+        Some(Class::NoGpu) if outcome.is_failure() => Outcome::NoGpu,
+        _ => outcome,
+    }
+}
 
 /// Kernel log lines that say amdgpu reset or lost the GPU.
 pub fn is_reset_line(line: &str) -> bool {
@@ -197,6 +227,14 @@ pub fn classify(e: &Evidence<'_>, max: usize) -> (Option<Class>, String) {
     }
     if let Some(i) = find(&|l| MISSING_LIB.iter().any(|p| l.contains(p))) {
         return (Some(Class::MissingLibrary), around(i));
+    }
+    // A hang or a crash is the library's whatever the log says; an ordinary failure that the
+    // log shows began with no device is not.
+    if e.outcome != Outcome::Hung
+        && e.signal.is_none()
+        && let Some(i) = find(&|l| NO_GPU.iter().any(|p| l.contains(p)))
+    {
+        return (Some(Class::NoGpu), around(i));
     }
     if let Some(i) = find(&|l| NO_CODE.iter().any(|p| l.contains(p)) || tensile_missing(l)) {
         return (Some(Class::NoCodeObject), around(i));
@@ -332,6 +370,30 @@ mod tests {
         assert_eq!(
             c(Failed, None, None, &["hipErrorOutOfMemory"]),
             Some(Class::OutOfMemory)
+        );
+        // The programs of rocm-examples and rocforge's own: HIP_CHECK's message, then exit 1.
+        assert_eq!(
+            c(
+                Failed,
+                Some(1),
+                None,
+                &["An error encountered: \"no ROCm-capable device is detected\" at main.hip:42"]
+            ),
+            Some(Class::NoGpu)
+        );
+        assert_eq!(
+            c(
+                Crashed,
+                Some(1),
+                None,
+                &["hipGetDeviceCount: hipErrorNoDevice"]
+            ),
+            Some(Class::NoGpu)
+        );
+        // A crash by signal stays a crash, whatever the log says before it.
+        assert_eq!(
+            c(Crashed, None, Some(11), &["hipErrorNoDevice"]),
+            Some(Class::Crash)
         );
         assert!(is_reset_line(
             "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"

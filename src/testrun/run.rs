@@ -388,7 +388,7 @@ pub fn run(
                 let t = TestRecord {
                     shard,
                     name: name.clone(),
-                    outcome: Outcome::Crashed,
+                    outcome: classify::settled(Outcome::Crashed, class),
                     class,
                     duration_ms: 0,
                     excerpt,
@@ -846,7 +846,7 @@ fn finish(
     TestRecord {
         shard,
         name: r.name,
-        outcome,
+        outcome: classify::settled(outcome, class),
         class,
         duration_ms: ms.unwrap_or_else(|| r.started.elapsed().as_millis() as u64),
         excerpt,
@@ -1101,7 +1101,7 @@ fn run_binary(
     let t = TestRecord {
         shard,
         name: name.to_string(),
-        outcome,
+        outcome: classify::settled(outcome, class),
         class,
         duration_ms: elapsed.as_millis() as u64,
         excerpt,

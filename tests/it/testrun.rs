@@ -1140,6 +1140,7 @@ int main(int argc, char **argv) {
     if (!strcmp(me, "ex_segv")) raise(SIGSEGV);
     if (!strcmp(me, "ex_hang")) for (;;) sleep(1);
     if (!strcmp(me, "ex_nobinary")) { fprintf(stderr, "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"); return 1; }
+    if (!strcmp(me, "ex_nogpu")) { fprintf(stderr, "An error encountered: \"no ROCm-capable device is detected\" at main.hip:57\n"); return 1; }
     if (!strcmp(me, "ex_slow")) sleep(1);
     printf("Validation passed.\n");
     return 0;
@@ -1147,10 +1148,12 @@ int main(int argc, char **argv) {
 "#;
 
 /// The corpus, sorted by name: (binary, outcome, class).
-const EXAMPLES: [(&str, &str, Option<&str>); 7] = [
+const EXAMPLES: [(&str, &str, Option<&str>); 8] = [
     ("ex_fail", "failed", Some("assertion")),
     ("ex_hang", "hung", Some("hang")),
     ("ex_nobinary", "failed", Some("no-code-object")),
+    // What every rocm-examples program prints on a machine without a GPU (HIP_CHECK).
+    ("ex_nogpu", "no-gpu", Some("no-gpu")),
     ("ex_pass", "passed", None),
     ("ex_segv", "crashed", Some("crash")),
     ("ex_skip", "skipped", Some("skipped")),
@@ -1182,7 +1185,7 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
         }
         v
     };
-    // Killed while ex_slow (shard 0's last binary) runs; then resumed.
+    // Killed while ex_slow (shard 1's last binary) runs; then resumed.
     let journal = out.join("journal.jsonl");
     let turn = kmsg_turn();
     // Once ex_segv is journaled, ex_slow runs for a second: killed in the middle of it.
@@ -1232,7 +1235,7 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
     // The per-binary timeout killed the hang.
     let ms = by_name(&v, "bin/ex_hang")["duration_ms"].as_u64().unwrap();
     assert!((1900..5000).contains(&ms), "ex_hang took {ms} ms");
-    // Resumed: each binary journaled once; shard 0 ran twice, shard 1 once (after the resume).
+    // Resumed: each binary journaled once; shard 0 ran once (before the kill), shard 1 twice.
     let text = std::fs::read_to_string(&journal).unwrap();
     for (bin, _, _) in EXAMPLES {
         let name = format!("\"name\":\"bin/{bin}\"");
@@ -1256,16 +1259,35 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
             shards[0]["attempts"].as_u64(),
             shards[1]["attempts"].as_u64()
         ),
-        (Some(2), Some(1))
+        (Some(1), Some(2))
     );
-    assert!(out.join("logs/bin-0006-ex_slow.attempt-2.log").is_file());
+    assert!(out.join("logs/bin-0007-ex_slow.attempt-2.log").is_file());
     assert_eq!(v["client"]["path"], "bin/ex_*");
-    assert_eq!(v["summary"]["total"], 7);
+    assert_eq!(v["summary"]["total"], 8);
+    // No GPU is neither a pass nor a failure: counted apart, said apart, and the run is not ok.
+    assert_eq!(v["summary"]["no_gpu"], 1);
+    assert!(
+        excerpt("ex_nogpu").contains("no ROCm-capable device"),
+        "{}",
+        excerpt("ex_nogpu")
+    );
+    assert!(o.stdout.contains("1 found no GPU"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("1 test(s) found no GPU (no /dev/kfd or no device)"),
+        "{}",
+        o.stdout
+    );
     assert!(v["environment"].get("GTEST_TOTAL_SHARDS").is_none());
     // Not in the corpus: the glob leaves out notme, and ex_README is not executable.
     assert!(!text.contains("notme") && !text.contains("ex_README"));
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains("name=\"bin/ex_segv\""), "{junit}");
+    assert!(
+        junit.contains("name=\"bin/ex_nogpu\" time=")
+            && junit.contains("<skipped message=\"no GPU\"/>"),
+        "{junit}"
+    );
 }
 
 // ---------------------------------------------------------------- submit
@@ -1822,7 +1844,7 @@ fn report_from_two_machines_in_headless_chromium() {
             "{text}"
         );
     }
-    assert!(md.contains("| passing | gfx900 | gfx90c (Radeon Vega (Renoir, Lucienne, Cezanne, Barcelo APUs)) | laptop-a | spoofed | 6 | 0 | 0 | 0 | 0 | 6 | "), "{md}");
+    assert!(md.contains("| passing | gfx900 | gfx90c (Radeon Vega (Renoir, Lucienne, Cezanne, Barcelo APUs)) | laptop-a | spoofed | 6 | 0 | 0 | 0 | 0 | 0 | 6 | "), "{md}");
 
     let Some(browser) = chromium() else {
         require("chromium (Debian package chromium)", false);
@@ -1862,18 +1884,18 @@ fn report_from_two_machines_in_headless_chromium() {
             .clone()
     };
     assert_eq!(matrix.len(), 4, "{matrix:?}");
-    // passed, failed, skipped, hung, crashed, total: as `rocforge test` counts them
+    // passed, failed, skipped, hung, crashed, no GPU, total: as `rocforge test` counts them
     assert_eq!(
-        find("mixed", "gfx90c", "laptop-a", "native")[5..11],
-        ["4", "4", "1", "2", "1", "12"]
+        find("mixed", "gfx90c", "laptop-a", "native")[5..12],
+        ["4", "4", "1", "2", "1", "0", "12"]
     );
     assert_eq!(
-        find("passing", "gfx90c", "laptop-a", "native")[5..11],
-        ["6", "0", "0", "0", "0", "6"]
+        find("passing", "gfx90c", "laptop-a", "native")[5..12],
+        ["6", "0", "0", "0", "0", "0", "6"]
     );
     assert_eq!(
-        find("passing", "gfx900", "laptop-a", "spoofed")[5..11],
-        ["6", "0", "0", "0", "0", "6"]
+        find("passing", "gfx900", "laptop-a", "spoofed")[5..12],
+        ["6", "0", "0", "0", "0", "0", "6"]
     );
     // The grid: a component per row, a (target, machine) per column.
     let grid = table_rows(&dom, "grid");
