@@ -2,6 +2,16 @@
 //! the library ([`rocforge::app`] for the use cases) and renders the result as text or JSON.
 //! Only this module (and main) prints.
 
+/// A note on stderr about what a command did (never an error, nor a warning about safety):
+/// `-q` silences it, as it silences the reporter's notes.
+macro_rules! note {
+    ($g:expr, $($arg:tt)*) => {
+        if !$g.quiet {
+            eprintln!($($arg)*)
+        }
+    };
+}
+
 mod arch_cmd;
 mod artifact_cmd;
 mod build_cmd;
@@ -76,7 +86,7 @@ pub struct Global {
     /// A recipes/ directory to use instead of the built-in catalog (patches come from its sibling patches/)
     #[arg(long, global = true, env = "ROCFORGE_RECIPES", value_name = "DIR")]
     pub recipes: Option<PathBuf>,
-    /// Release line, e.g. rocm-6.4.4 [default: the newest that is not a preview]
+    /// Release line, e.g. debian-6.4 [default: the newest built line: `rocforge list`]
     #[arg(long, global = true, env = "ROCFORGE_RELEASE", value_name = "NAME")]
     pub release: Option<String>,
     /// The store of built install trees [default: $XDG_DATA_HOME/rocforge/store]
@@ -544,6 +554,16 @@ pub(crate) fn root(g: &Global) -> CatalogRoot {
 }
 
 /// The library's view of the global flags.
+/// `--key` once named the secret key that signs (package, index, sign, test); everywhere else
+/// it is a public key to trust. The old spelling still works, and says what to write instead.
+pub(crate) fn warn_old_key_flag() {
+    if std::env::args().any(|a| a == "--key" || a.starts_with("--key=")) {
+        eprintln!(
+            "warning: --key FILE (the secret key that signs) is now --sign-key FILE; --key names a public key to trust"
+        );
+    }
+}
+
 pub(crate) fn options(g: &Global) -> Options {
     Options {
         root: root(g),

@@ -27,7 +27,7 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
-        eprintln!("{} is empty", store.root().display());
+        note!(g, "{} is empty", store.root().display());
     }
     for e in &entries {
         println!(
@@ -128,7 +128,8 @@ pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
             println!("removed unfinished entry {}", d.display());
         }
     }
-    eprintln!(
+    note!(
+        g,
         "{removed} superseded entr{} {}",
         if removed == 1 { "y" } else { "ies" },
         if dry_run { "to remove" } else { "removed" }

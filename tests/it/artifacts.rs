@@ -1787,6 +1787,110 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
 }
 
+/// `rocforge key generate` into the default key directory makes the key `package` signs with
+/// and trusts it for local indexes: the user's own packages install from `--from DIR` with no
+/// flag. The same index over HTTP is refused (no key trusted for a URL signed it), and deleting
+/// the recorded line undoes the trust.
+#[test]
+fn a_generated_key_is_trusted_for_local_indexes_only() {
+    let fx = fixture();
+    std::fs::write(fx.root.join("trust.toml"), "").unwrap();
+    let made = fx.ok(&["key", "generate"]);
+    let recorded = fx.root.join(".config/rocforge/local-keys.pub");
+    assert!(
+        made.stderr
+            .contains("trusted for installs from local directories")
+            && made
+                .stderr
+                .contains("local-keys.pub; delete its line there to undo it"),
+        "{}",
+        made.stderr
+    );
+    let text = std::fs::read_to_string(&recorded).unwrap();
+    assert!(text.contains(made.stdout.trim()), "{text}");
+    fx.ok(&[
+        "package",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+    ]);
+    let prefix = fx.root.join("prefix");
+    let p = prefix.display().to_string();
+    let dist = fx.root.join("dist");
+    let d = dist.display().to_string();
+    let install = |from: &str| {
+        fx.run(&[
+            "install", "greet", "--arch", "gfx90c", "--prefix", &p, "--from", from,
+        ])
+    };
+    let o = install(&d);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let run = Command::new(prefix.join("bin/greet")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+    fx.ok(&["uninstall", "greet", "--prefix", &p]);
+    let server = HttpServer::start(&dist);
+    let o = install(&server.url());
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(!prefix.join("bin/greet").exists());
+    std::fs::write(&recorded, text.replace(made.stdout.trim(), "")).unwrap();
+    let o = install(&d);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    // A key made elsewhere is trusted only where asked.
+    let other = fx.ok(&["key", "generate", "--out", "other"]);
+    assert!(
+        other.stderr.contains("not trusted by installs on its own"),
+        "{}",
+        other.stderr
+    );
+    assert!(
+        !std::fs::read_to_string(&recorded)
+            .unwrap()
+            .contains(other.stdout.trim())
+    );
+}
+
+/// Where no release has been published (the index's server answers 404), `install` and
+/// `install --dry-run` say so, with how to build and install it here instead; where no server
+/// answers, the network cause, with the same advice.
+#[test]
+fn install_where_no_release_is_published_says_so_and_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let server = HttpServer::start(&empty);
+    let run = |index: &str, extra: &[&str]| {
+        let mut args = vec!["install", "rocrand", "--arch", "gfx90c"];
+        args.extend_from_slice(extra);
+        rocforge_env(dir.path(), &[("ROCFORGE_INDEX", Path::new(index))], &args)
+    };
+    for (name, extra) in [("install", &[][..]), ("dry_run", &["--dry-run"][..])] {
+        let o = run(&server.url(), extra);
+        assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+        insta::assert_snapshot!(
+            format!("install_unpublished_{name}"),
+            o.stderr.replace(&server.port.to_string(), "PORT")
+        );
+    }
+    let port = free_port();
+    let o = run(&format!("http://127.0.0.1:{port}/"), &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    for text in [
+        format!("cannot reach the index http://127.0.0.1:{port}/index.json"),
+        "Connection refused".into(),
+        "check the network".into(),
+        "`rocforge build rocrand --arch gfx90c`".into(),
+        "`rocforge install rocrand --arch gfx90c --from ./dist`".into(),
+        "ROCFORGE_INDEX names this index".into(),
+    ] {
+        assert!(o.stderr.contains(&text), "{text}: {}", o.stderr);
+    }
+    assert!(!o.stderr.contains("published"), "{}", o.stderr);
+}
+
 /// `install --dry-run` prints what the install would do and writes nothing: not the prefix,
 /// not the download cache, not the trust state; after a real install the same plan keeps
 /// everything.

@@ -169,7 +169,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         return;
     }
     let f = fixture();
-    let first = f.build(&[], &["--format", "json"]);
+    let first = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let mut r = results(&first);
     r.sort();
@@ -241,7 +241,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
             .is_file()
     );
 
-    let second = f.build(&[], &["--format", "json"]);
+    let second = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
     assert!(
         results(&second).iter().all(|(_, r)| r == "cached"),
@@ -262,7 +262,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         ),
     )
     .unwrap();
-    let third = f.build(&[], &["--format", "json"]);
+    let third = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(third.code, 0, "{}", third.stderr);
     let r = results(&third);
     assert_eq!(r.iter().find(|x| x.0 == "hipcore").unwrap().1, "built");
