@@ -469,6 +469,15 @@ Examples:
 pub enum StoreCommand {
     /// Every entry: key, component, version, targets, runtime
     List,
+    /// The install tree of each component's build for --arch; exit 1 when one is not built
+    /// yet (nothing is built: for `$(rocforge store path C)` in scripts)
+    Path {
+        /// Components (or bundles) of the release line
+        #[arg(required = true)]
+        components: Vec<String>,
+        #[command(flatten)]
+        runtime: RuntimeArg,
+    },
     /// One entry in full (a key prefix of 8 or more characters is enough)
     Show {
         /// The entry's content key, or a prefix of 8 or more characters
@@ -799,6 +808,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Image(ImageCommand::Create(a)) => image_cmd::create(g, a),
         Command::Doctor(a) => doctor_cmd::doctor(g, a),
         Command::Store(StoreCommand::List) => store_cmd::store_list(g),
+        Command::Store(StoreCommand::Path {
+            components,
+            runtime,
+        }) => store_cmd::store_path(g, components, runtime),
         Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
         Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),

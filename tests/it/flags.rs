@@ -267,7 +267,46 @@ fn quiet_prints_nothing_but_errors() {
         "{}",
         bare.stderr
     );
-    for run in [build(&["-q", "--all"]), build(&["-q", "noisy"])] {
+    // `store path` names the tree without building; before a build it says what to run.
+    let path = |dir: &Path| {
+        rocforge(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "store",
+                "path",
+                "noisy",
+                "--arch",
+                "gfx90c",
+                "--runtime",
+                "host",
+            ],
+        )
+    };
+    let before = path(dir.path());
+    assert_eq!(before.code, 1, "{}", before.stderr);
+    assert_eq!(before.stdout, "");
+    assert!(
+        before.stderr.contains("not built yet for gfx90c: noisy")
+            && before
+                .stderr
+                .contains("`rocforge build noisy --arch gfx90c`"),
+        "{}",
+        before.stderr
+    );
+    assert!(!dir.path().join("store").read_dir().is_ok_and(|mut d| {
+        d.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.')))
+    }));
+    let first = build(&["-q", "--all"]);
+    let after = path(dir.path());
+    assert_eq!(
+        (after.code, &after.stdout),
+        (0, &first.stdout),
+        "{}",
+        after.stderr
+    );
+    for run in [first, build(&["-q", "noisy"])] {
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert_eq!(run.stderr, "", "-q wrote to stderr");
         assert!(run.stdout.trim_end().ends_with("/tree"), "{}", run.stdout);
