@@ -84,7 +84,7 @@ impl Fx {
             "host",
             "--out",
             out,
-            "--key",
+            "--sign-key",
             key,
         ]);
         self.ok(&args);
@@ -263,7 +263,7 @@ fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
             out,
             "--compression",
             "gz",
-            "--key",
+            "--sign-key",
             &key,
         ]);
     }
@@ -372,7 +372,7 @@ fn redact(s: &str, fx: &Fx, port: Option<u16>) -> String {
 fn resign(fx: &Fx, dir: &Path) {
     let key = fx.key();
     let idx = dir.join("index.json").display().to_string();
-    fx.ok(&["sign", &idx, "--key", &key]);
+    fx.ok(&["sign", &idx, "--sign-key", &key]);
 }
 
 fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
@@ -1008,7 +1008,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
         let comp = format!("evil{}", name.replace('_', ""));
         evil_tarball(&d, &comp, listed, &entries);
         let dir = d.display().to_string();
-        fx.ok(&["index", &dir, "--key", &key]);
+        fx.ok(&["index", &dir, "--sign-key", &key]);
         let o = fx.run(&[
             "install", &comp, "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
         ]);
@@ -1033,7 +1033,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
         ],
     );
     let dir = d.display().to_string();
-    fx.ok(&["index", &dir, "--key", &key]);
+    fx.ok(&["index", &dir, "--sign-key", &key]);
     fx.ok(&[
         "install", "clean", "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
     ]);
@@ -1480,7 +1480,7 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         fx.ok(&args)
     };
     let index = |d: &Path, key: &str| {
-        fx.ok(&["index", &d.display().to_string(), "--key", key]);
+        fx.ok(&["index", &d.display().to_string(), "--sign-key", key]);
     };
     // Rotation 1: A → B, A retired. The list is a minisign-signed file.
     let o = rotate(
@@ -1851,6 +1851,23 @@ fn a_generated_key_is_trusted_for_local_indexes_only() {
             .unwrap()
             .contains(other.stdout.trim())
     );
+    // One flag name per meaning: --sign-key signs; the old --key still does, and says so.
+    let data = fx.root.join("data.txt");
+    std::fs::write(&data, "x\n").unwrap();
+    let d = data.display().to_string();
+    let secret = fx.root.join("other/rocforge.key").display().to_string();
+    let old = fx.ok(&["sign", &d, "--key", &secret]);
+    assert!(
+        old.stderr
+            .contains("warning: --key FILE (the secret key that signs) is now --sign-key FILE"),
+        "{}",
+        old.stderr
+    );
+    std::fs::remove_file(fx.root.join("data.txt.minisig")).unwrap();
+    let new = fx.ok(&["sign", &d, "--sign-key", &secret]);
+    assert!(!new.stderr.contains("warning"), "{}", new.stderr);
+    let public = fx.root.join("other/rocforge.pub").display().to_string();
+    fx.ok(&["verify", &d, "--key", &public]);
 }
 
 /// Where no release has been published (the index's server answers 404), `install` and

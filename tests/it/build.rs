@@ -1612,6 +1612,8 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
         dir,
         &env,
         &[
+            "--release",
+            "rocm-6.4.4",
             "doctor",
             "rocprim",
             "--arch",
@@ -1628,7 +1630,18 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
         .to_string();
     insta::assert_snapshot!("doctor_missing_builder_image", line);
 
-    let built = rocforge_env(dir, &env, &["image", "build", "--runtime", "podman"]);
+    let built = rocforge_env(
+        dir,
+        &env,
+        &[
+            "--release",
+            "rocm-6.4.4",
+            "image",
+            "build",
+            "--runtime",
+            "podman",
+        ],
+    );
     assert_eq!(built.code, 0, "{}", built.stderr);
     assert_eq!(
         std::fs::read_to_string(state.join("Containerfile")).unwrap(),
@@ -1658,6 +1671,8 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
             ("ROCFORGE_CONFIG", &dir.join("offline.toml")),
         ],
         &[
+            "--release",
+            "rocm-6.4.4",
             "build",
             "rocprim",
             "--arch",

@@ -843,7 +843,7 @@ fn a_scheduled_job_re_signs_published_indexes() {
             &[
                 "sign",
                 r.join("index.json").to_str().unwrap(),
-                "--key",
+                "--sign-key",
                 keys.join("rocforge.key").to_str().unwrap(),
             ],
         );
@@ -938,7 +938,7 @@ esac
         &[
             "sign",
             releases.join("v1.0/index.json").to_str().unwrap(),
-            "--key",
+            "--sign-key",
             other.join("rocforge.key").to_str().unwrap(),
         ],
     );
@@ -1085,7 +1085,7 @@ fn the_release_ships_rocforge_with_completions_and_man_pages() {
         &[
             "sign",
             t.to_str().unwrap(),
-            "--key",
+            "--sign-key",
             keys.join("rocforge.key").to_str().unwrap(),
         ],
     );
