@@ -22,7 +22,7 @@ trap 'rm -rf "$work"' EXIT
 overlay=()
 [ -z "${OVERLAY:-}" ] || overlay=(--overlay "$OVERLAY")
 "$rocforge" --recipes recipes --release debian-6.4 package "$component" --arch "$arch" \
-  --runtime auto --out "$work/dist" --key "$work/keys/rocforge.key" "${overlay[@]}"
+  --runtime auto --out "$work/dist" --sign-key "$work/keys/rocforge.key" "${overlay[@]}"
 cp "$program" "$work/prog.cpp"
 podman run --rm --network=none -v "$rocforge:/usr/local/bin/rocforge:ro" -v "$work:/w:ro" "$image" \
   bash -c "set -e

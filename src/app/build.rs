@@ -17,8 +17,10 @@ use crate::runtime::ContainerRuntime;
 /// What `rocforge build` was asked.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
-    /// Components to build; empty means the whole release line.
+    /// Components to build; empty means the whole release line, which needs `all`.
     pub components: &'a [String],
+    /// `--all`: the whole release line was asked for by name, not by leaving components out.
+    pub all: bool,
     /// Total compile jobs [default: from memory and cores].
     pub jobs: Option<usize>,
     pub runtime: Option<RuntimeChoice>,
@@ -96,6 +98,9 @@ pub struct Outcome {
 pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result<Build> {
     let config = session.config()?;
     let Planned { plan, overlays } = planned;
+    if req.components.is_empty() && !req.all {
+        return Err(whole_line_unasked(session, &plan));
+    }
     let runtime = if plan.steps.iter().all(|s| !s.needs_build()) {
         None
     } else {
@@ -153,6 +158,59 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         stop: Arc::default(),
         running: Arc::default(),
     })
+}
+
+/// A bare `rocforge build` would start the whole line (many hours, a hundred GiB or more): it
+/// says what that is and how to ask for it, or for less.
+fn whole_line_unasked(session: &Session, plan: &Plan) -> Error {
+    let e = &plan.estimate;
+    let bundles: Vec<&str> = session
+        .catalog
+        .release
+        .bundles
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let message = if e.components_to_build == 0 {
+        format!(
+            "no component named: every one of the {} components of {} is in the store already",
+            e.components_cached, plan.release
+        )
+    } else {
+        format!(
+            "no component named: the whole release line {} is {} components to build ({} in the store), about {} on the 8-core reference machine and {} of disk",
+            plan.release,
+            e.components_to_build,
+            e.components_cached,
+            crate::units::format_hours(e.build_hours_total),
+            crate::units::format_size(e.disk_bytes),
+        )
+    };
+    let bundle = if bundles.is_empty() {
+        String::new()
+    } else {
+        format!(" or a bundle ({})", bundles.join(", "))
+    };
+    Error::hinted(
+        message,
+        format!(
+            "name components{bundle}, e.g. `rocforge build {} --arch {}`; `rocforge list` shows them. `rocforge build --all` builds the whole line, `--dry-run` shows its plan",
+            // A library of its own (device code, nothing to build first) makes the example.
+            plan.steps
+                .iter()
+                .find(|s| {
+                    s.depends.is_empty()
+                        && session
+                            .catalog
+                            .recipes
+                            .get(&s.component)
+                            .is_some_and(|r| r.build.device_code)
+                })
+                .or(plan.steps.first())
+                .map_or("COMPONENT", |s| s.component.as_str()),
+            crate::arch::comma_list(&plan.targets),
+        ),
+    )
 }
 
 impl Build {

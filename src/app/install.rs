@@ -81,6 +81,76 @@ pub fn keys_of(config: &Config, extra: &[String]) -> Result<Vec<crate::sign::Pub
     Ok(keys)
 }
 
+/// A directory or file of this machine, as against a URL: the indexes local keys are trusted for.
+fn is_local(location: &str) -> bool {
+    !location.contains("://") || location.starts_with("file://")
+}
+
+/// The keys [`trust_locally`] recorded: none when the file does not exist.
+pub fn local_keys() -> Result<Vec<crate::sign::PublicKey>> {
+    let Some(path) = crate::catalog::config::local_keys_file() else {
+        return Ok(Vec::new());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Error::hinted(
+                format!("{}: {e}", path.display()),
+                "check its permissions, or delete it to trust no local key",
+            ));
+        }
+    };
+    let mut keys = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        keys.push(crate::sign::parse_public(line).map_err(|e| {
+            Error::hinted(
+                format!("{}:{}: {e}", path.display(), n + 1),
+                "each line is a public key (RW…) or a # comment; delete the line to stop trusting it",
+            )
+        })?);
+    }
+    Ok(keys)
+}
+
+/// Records `public_key` as trusted for installs from local directories (`--from DIR`), so a
+/// user's own packages install without flags; never for a URL. Returns the file, which the
+/// user edits to undo it. A key already there is not written twice.
+pub fn trust_locally(public_key: &str, key_id: &str, secret: &Path) -> Result<PathBuf> {
+    let path = crate::catalog::config::local_keys_file().ok_or_else(|| {
+        Error::hinted(
+            "no configuration directory: neither XDG_CONFIG_HOME nor HOME is set",
+            "set HOME, or pass --key PUB to `rocforge install` instead",
+        )
+    })?;
+    let failed = |e: std::io::Error| {
+        Error::hinted(
+            format!("{}: {e}", path.display()),
+            "check the permissions of the configuration directory",
+        )
+    };
+    let old = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            "# Public keys trusted for `rocforge install --from DIR` (local indexes) only, never for a URL.\n# Written by `rocforge key generate`; delete a key's lines to stop trusting it.\n".to_string()
+        }
+        Err(e) => return Err(failed(e)),
+    };
+    if old.lines().any(|l| l.trim() == public_key) {
+        return Ok(path);
+    }
+    let text = format!(
+        "{old}# key {key_id}, secret key {}\n{public_key}\n",
+        secret.display()
+    );
+    crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(failed)?;
+    Ok(path)
+}
+
 /// `600`, `600s`, `90m`, `3h`; at least one second.
 fn parse_duration(s: &str) -> Option<std::time::Duration> {
     let s = s.trim();
@@ -159,7 +229,13 @@ fn prepare<'a>(
         from: choice.location.clone(),
         index_hint: choice.hint(),
         prefix,
-        keys: keys_of(&config, req.keys)?,
+        keys: {
+            let mut keys = keys_of(&config, req.keys)?;
+            if is_local(&choice.location) {
+                keys.extend(local_keys()?);
+            }
+            keys
+        },
         targets,
         allowed_hosts,
         max_bytes,
@@ -208,6 +284,16 @@ impl Prepared<'_> {
     fn error(&self, e: InstallError) -> Error {
         match e {
             e @ InstallError::Index { .. } => Error::hinted(&e, &self.index_hint),
+            // Nothing published (or nothing reachable): what to do instead is to build it.
+            InstallError::NotPublished { .. } | InstallError::Unreachable { .. } => {
+                let build = install::build_it_yourself(self.components, &self.targets);
+                let cause = if matches!(e, InstallError::Unreachable { .. }) {
+                    "check the network (DNS, a proxy: HTTPS_PROXY), or build it here"
+                } else {
+                    "build it here"
+                };
+                Error::hinted(&e, format!("{cause}: {build}; {}", self.index_hint))
+            }
             e => Error::hinted(&e, e.hint()),
         }
     }

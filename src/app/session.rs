@@ -24,7 +24,7 @@ use crate::store::Store;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub root: CatalogRoot,
-    /// The release line [default: the newest that is not a preview].
+    /// The release line [default: the newest that is no preview, i.e. built and recorded].
     pub release: Option<String>,
     /// The store [default: [`Store::default_root`]].
     pub store: Option<PathBuf>,

@@ -184,6 +184,13 @@ fn has_scheme(s: &str) -> bool {
         .any(|p| s.starts_with(p))
 }
 
+/// The public keys `rocforge key generate` made here, trusted for local indexes only
+/// (`install --from DIR`): a file of its own, not `[trust] keys`, because those are trusted for
+/// every index (a URL too) and because the user's config.toml is theirs to write, not ours.
+pub fn local_keys_file() -> Option<PathBuf> {
+    user_config_dir().map(|d| d.join("rocforge/local-keys.pub"))
+}
+
 fn user_config_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)

@@ -119,17 +119,25 @@ impl CatalogRoot {
         Ok(out)
     }
 
-    /// The line used when none is named: the newest one whose release.toml does not say
-    /// `preview = true`, or the newest of all when every line is a preview. A release.toml
-    /// that does not parse counts as no preview; loading that line reports its problems.
+    /// The line used when none is named: the newest one that is no preview (its release.toml
+    /// records what was built from it, `built = [...]`, and does not say `preview = true`), or
+    /// the newest of all when every line is a preview. A release.toml that does not parse
+    /// counts as no preview; loading that line reports its problems.
     pub fn default_release(&self) -> io::Result<Option<String>> {
         let releases = self.releases()?;
         let is_preview = |name: &str| {
             self.read(&format!("{name}/{RELEASE_FILE}"))
                 .ok()
                 .and_then(|text| text.parse::<toml::Table>().ok())
-                .and_then(|t| t.get("preview").and_then(toml::Value::as_bool))
-                .unwrap_or(false)
+                .is_some_and(|t| {
+                    let built = t
+                        .get("built")
+                        .and_then(toml::Value::as_array)
+                        .is_some_and(|b| !b.is_empty());
+                    t.get("preview")
+                        .and_then(toml::Value::as_bool)
+                        .unwrap_or(!built)
+                })
         };
         Ok(releases
             .iter()
@@ -443,6 +451,9 @@ fn load_line(
             check_bundles(rel, &recipes, &failed, d);
         }
     }
+    if let Some(rel) = &release {
+        check_built(rel, &recipes, &failed, d);
+    }
     let patch_digests = check_patches(&root, name, &recipes, d);
     let Some(release) = release else {
         return Ok(None);
@@ -688,6 +699,36 @@ fn check_bundles(
                     .maybe_hint(did_you_mean(m, recipes.keys().map(String::as_str))),
                 );
             }
+        }
+    }
+}
+
+/// What `built` records names components of this line: a record of something the line does
+/// not hold is a stale record, and the default line is chosen by it.
+fn check_built(
+    release: &Release,
+    recipes: &BTreeMap<String, Recipe>,
+    failed: &[(Arc<SourceFile>, recipe::Outline)],
+    d: &mut Diagnostics,
+) {
+    for b in &release.built {
+        let known = recipes.contains_key(b.as_str())
+            || failed.iter().any(|(_, o)| {
+                o.stem == b.value || o.name.as_ref().is_some_and(|x| x.value == b.value)
+            });
+        if !known {
+            d.push(
+                Diagnostic::new(format!(
+                    "built names unknown component \"{}\" of release line \"{}\"",
+                    b.value, release.name
+                ))
+                .at(
+                    &release.file,
+                    b.span.clone(),
+                    "no recipe with this name in the release line",
+                )
+                .maybe_hint(did_you_mean(b, recipes.keys().map(String::as_str))),
+            );
         }
     }
 }
@@ -958,23 +999,26 @@ mod tests {
     }
 
     #[test]
-    fn the_default_line_is_the_newest_that_is_not_a_preview() {
+    fn the_default_line_is_the_newest_that_has_been_built() {
         let dir = tempfile::tempdir().unwrap();
         let recipes = dir.path().join("recipes");
-        line(&recipes, "rocm-6.9", "");
-        line(&recipes, "rocm-6.10", "preview = false\n");
+        line(&recipes, "rocm-6.9", "built = [\"a\"]\n");
+        line(&recipes, "rocm-6.10", "preview = false\nbuilt = [\"a\"]\n");
         line(&recipes, "rocm-7.14.0", "preview = true\n");
+        // Nothing recorded as built: a preview, though it does not say so.
+        line(&recipes, "rocm-7.15", "");
+        line(&recipes, "rocm-7.16", "built = []\n");
         let root = CatalogRoot::Dir(recipes.clone());
         assert_eq!(
             root.default_release().unwrap().as_deref(),
             Some("rocm-6.10")
         );
         // Every line a preview: the newest of them.
-        line(&recipes, "rocm-6.9", "preview = true\n");
+        line(&recipes, "rocm-6.9", "preview = true\nbuilt = [\"a\"]\n");
         line(&recipes, "rocm-6.10", "preview = true\n");
         assert_eq!(
             root.default_release().unwrap().as_deref(),
-            Some("rocm-7.14.0")
+            Some("rocm-7.16")
         );
         // An unreadable release.toml is no preview; loading that line reports it.
         line(&recipes, "rocm-6.10", "preview = \n");
@@ -985,11 +1029,18 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_default_line_is_not_a_preview() {
+    fn the_shipped_default_line_is_one_that_has_been_built() {
         let name = CatalogRoot::Embedded.default_release().unwrap().unwrap();
-        let text = CatalogRoot::Embedded
-            .read(&format!("{name}/{RELEASE_FILE}"))
-            .unwrap();
-        assert!(!text.contains("preview = true"), "{name}");
+        assert_eq!(name, "debian-6.4");
+        let c = Catalog::load(CatalogRoot::Embedded, None).unwrap();
+        assert!(!c.release.preview);
+        assert_eq!(c.release.built.len(), 14, "{:?}", c.release.built);
+        // The lines never built are previews, and a line may be based on one (debian-6.4's
+        // recipes are rocm-6.4.4's).
+        for preview in ["rocm-6.4.4", "rocm-7.14.0"] {
+            let c = Catalog::load(CatalogRoot::Embedded, Some(preview)).unwrap();
+            assert!(c.release.preview, "{preview}");
+            assert!(c.release.built.is_empty(), "{preview}");
+        }
     }
 }

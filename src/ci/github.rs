@@ -227,6 +227,10 @@ pub fn actionlint_config(runners: &Runners) -> Result<String, RenderError> {
 struct Workflow<'a> {
     /// The release lines, oldest first, and the newest one's name (the dispatch default).
     lines: Vec<LineContext<'a>>,
+    /// The lines whose builder image a registry holds: the images job builds and pushes them.
+    /// A `localhost/` image (made from a distribution's packages, `[image-base]`) is made on
+    /// each build runner by `rocforge build` itself, as on a laptop, and never pushed.
+    pushed: Vec<LineContext<'a>>,
     newest: &'a str,
     /// The GitHub-hosted runner label.
     hosted: &'a str,
@@ -247,7 +251,7 @@ struct Workflow<'a> {
     test_ids: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct LineContext<'a> {
     name: &'a str,
     image: &'a str,
@@ -284,8 +288,16 @@ struct TestJob<'a> {
 pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError> {
     let slots = Layout::of(lines).slots();
     let newest = lines.last().map(|l| l.name.as_str()).unwrap_or("");
-    let trusted_builds = build_jobs(runners, &slots, true);
-    let pr_builds = build_jobs(runners, &slots, false);
+    let pushed: Vec<LineContext> = lines
+        .iter()
+        .filter(|l| !is_local_image(&l.image))
+        .map(|l| LineContext {
+            name: &l.name,
+            image: &l.image,
+        })
+        .collect();
+    let trusted_builds = build_jobs(runners, &slots, true, !pushed.is_empty());
+    let pr_builds = build_jobs(runners, &slots, false, false);
     let trusted_ids: Vec<String> = trusted_builds.iter().map(|b| b.id.clone()).collect();
     let tests = test_jobs(lines, runners, newest);
     let ctx = Workflow {
@@ -296,6 +308,7 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError
                 image: &l.image,
             })
             .collect(),
+        pushed,
         newest,
         hosted: &runners.hosted.label,
         trusted_keys: runners
@@ -324,9 +337,19 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError
     render("release.yml", RELEASE_TEMPLATE, &ctx)
 }
 
+/// An image no registry holds: `localhost/…` is what podman names an image made on the machine.
+pub fn is_local_image(image: &str) -> bool {
+    image.starts_with("localhost/")
+}
+
 /// One job per level and part, each needing the plan and every level job before it (and, when
-/// trusted, the builder images).
-fn build_jobs(runners: &Runners, slots: &[(usize, usize)], trusted: bool) -> Vec<BuildJob> {
+/// trusted and a line's builder image is pushed, the images job).
+fn build_jobs(
+    runners: &Runners,
+    slots: &[(usize, usize)],
+    trusted: bool,
+    images: bool,
+) -> Vec<BuildJob> {
     let prefix = if trusted { "" } else { "pr-" };
     let hosted = &runners.hosted.label;
     // The longest build runner's limit, at least the 6 hours a hosted job may run.
@@ -339,7 +362,7 @@ fn build_jobs(runners: &Runners, slots: &[(usize, usize)], trusted: bool) -> Vec
     for &(level, part) in slots {
         let output = output_name(level, part);
         let mut needs = vec!["plan".to_string()];
-        if trusted {
+        if trusted && images {
             needs.push("images".into());
         }
         needs.extend(jobs.iter().map(|j| j.id.clone()));
@@ -452,6 +475,22 @@ mod tests {
         exact.levels = (0..256).map(|i| (format!("c{i}"), 0)).collect();
         assert_eq!(Layout::of(&[exact]).parts, vec![1]);
         assert_eq!(Layout::of(&[]).parts, vec![1]);
+    }
+
+    #[test]
+    fn a_localhost_builder_image_is_made_on_the_runner_not_pushed() {
+        let mut local = line("debian-1", &[("a", 0), ("b", 1)]);
+        local.image = "localhost/rocforge/builder:debian-1".into();
+        let wf = workflow(std::slice::from_ref(&local), &Runners::embedded()).unwrap();
+        assert!(!wf.contains("\n  images:\n"), "{wf}");
+        assert!(!wf.contains("localhost/rocforge/builder"), "{wf}");
+        assert!(job_text(&wf, "build-1").contains("needs: [plan, build-0]"));
+        // Beside a line whose image a registry holds: the images job builds that one alone.
+        let both = workflow(&[local, line("l-2", &[("a", 0)])], &Runners::embedded()).unwrap();
+        let images = job_text(&both, "images");
+        assert!(images.contains("image: ghcr.io/x/builder:l-2"), "{images}");
+        assert!(!images.contains("debian-1"), "{images}");
+        assert!(job_text(&both, "build-1").contains("needs: [plan, images, build-0]"));
     }
 
     #[test]

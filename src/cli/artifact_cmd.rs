@@ -52,8 +52,8 @@ pub struct SignArgs {
     /// Files to sign
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-    #[arg(long, value_name = "FILE")]
+    /// Sign with this secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long = "sign-key", alias = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
 }
 
@@ -61,8 +61,8 @@ pub struct SignArgs {
 pub struct IndexArgs {
     /// The release directory: tarballs (or, with --renew, index.json) in, index.json out
     pub dir: PathBuf,
-    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-    #[arg(long, value_name = "FILE")]
+    /// Sign with this secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long = "sign-key", alias = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// Days until the index expires
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
@@ -100,8 +100,8 @@ pub struct PackageArgs {
     pub compression: rocforge::package::tarball::Compression,
     #[command(flatten)]
     pub runtime: super::RuntimeArg,
-    /// Secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
-    #[arg(long, value_name = "FILE")]
+    /// Sign with this secret key file [default: $ROCFORGE_SIGNING_KEY, else ~/.config/rocforge/keys/rocforge.key]
+    #[arg(long = "sign-key", alias = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// Days until the index expires
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
@@ -183,6 +183,7 @@ fn signing_key_path(key: Option<&Path>) -> Option<PathBuf> {
 }
 
 fn load_signing_key(key: Option<&Path>) -> Result<Option<sign::SecretKey>> {
+    super::warn_old_key_flag();
     match signing_key_path(key) {
         Some(p) => sign::load_secret(&p, password())
             .map(Some)
@@ -341,29 +342,48 @@ pub fn index_cmd(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn key_generate(_g: &Global, out: Option<&Path>) -> Result<ExitCode> {
+pub fn key_generate(g: &Global, out: Option<&Path>) -> Result<ExitCode> {
     let dir = out
         .map(Path::to_path_buf)
         .unwrap_or_else(sign::default_key_dir);
-    let g = sign::generate(&dir, password()).map_err(sign_err)?;
-    println!("{}", g.public_key);
-    eprintln!(
+    let made = sign::generate(&dir, password()).map_err(sign_err)?;
+    println!("{}", made.public_key);
+    // The key in the default place is this user's own: `package` and `index` sign with it, so
+    // installing what they wrote into a local directory needs no flag. A key made elsewhere
+    // (--out: a CI cache key, a release key kept offline) is trusted only where asked.
+    let trust = match out {
+        None => {
+            let file = app::install::trust_locally(&made.public_key, &made.key_id, &made.secret)?;
+            format!(
+                "trusted for installs from local directories (`rocforge install … --from DIR`), never for a URL: \
+                 recorded in {}; delete its line there to undo it",
+                file.display()
+            )
+        }
+        Some(_) => format!(
+            "not trusted by installs on its own (made outside the default key directory): \
+             pass `--key {}` to `rocforge install`, or list it in [trust] keys",
+            made.public.display()
+        ),
+    };
+    note!(
+        g,
         "key {}: secret key {} ({}), public key {}\n\
          keep the secret key private (a CI secret used only by the publish job); \
-         publish the public key line above",
-        g.key_id,
-        g.secret.display(),
+         publish the public key line above\n{trust}",
+        made.key_id,
+        made.secret.display(),
         if password().is_some() {
             "encrypted with ROCFORGE_KEY_PASSWORD"
         } else {
             "not encrypted: set ROCFORGE_KEY_PASSWORD to encrypt"
         },
-        g.public.display()
+        made.public.display(),
     );
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn key_rotate(_g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
+pub fn key_rotate(g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
     let (old, new, revoke_old, revoke, out) = (&a.old, &a.new, a.revoke_old, &a.revoke, &a.out);
     let sk = sign::load_secret(old, password()).map_err(sign_err)?;
     let new: Vec<sign::PublicKey> = new
@@ -383,7 +403,8 @@ pub fn key_rotate(_g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
     for f in &r.files {
         println!("{}", f.display());
     }
-    eprintln!(
+    note!(
+        g,
         "key list {} signed by key {}: trusts {}{}; publish these files beside index.json (and keep \
          every keys-N.json: installers follow the chain back to the key they trust)",
         r.list.sequence,
@@ -411,7 +432,7 @@ pub fn key_rotate(_g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
 pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<ExitCode> {
     let Some(sk) = load_signing_key(key)? else {
         return Err(Diagnostic::new("no signing key")
-            .hint("pass --key FILE, set ROCFORGE_SIGNING_KEY, or run `rocforge key generate`")
+            .hint("pass --sign-key FILE, set ROCFORGE_SIGNING_KEY, or run `rocforge key generate`")
             .into());
     };
     for f in files {
@@ -478,7 +499,8 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
         v.trusted_comment
     );
     if let Some(c) = &resolved.chain {
-        eprintln!(
+        note!(
+            g,
             "trusted through key list {} ({} list{} from key {})",
             c.sequence,
             c.lists,
@@ -532,10 +554,11 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
     };
     let report = &outcome.report;
     for n in &report.already {
-        eprintln!("  {n:<20} already installed");
+        note!(g, "  {n:<20} already installed");
     }
     for r in &report.installed {
-        eprintln!(
+        note!(
+            g,
             "  {:<20} {} for {} installed ({} files)",
             r.name,
             r.version,
@@ -544,7 +567,7 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         );
     }
     match &report.signer {
-        Some(k) => eprintln!("index signature: good, key {k}"),
+        Some(k) => note!(g, "index signature: good, key {k}"),
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
     let p = outcome.prefix.display();
@@ -552,7 +575,8 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
     if outcome.not_native.is_empty() {
-        eprintln!(
+        note!(
+            g,
             "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
         );
     } else {
@@ -642,7 +666,7 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if all.is_empty() {
-        eprintln!("nothing installed in {}", prefix.display());
+        note!(g, "nothing installed in {}", prefix.display());
         return Ok(ExitCode::SUCCESS);
     }
     for r in &all {

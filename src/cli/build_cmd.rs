@@ -12,8 +12,11 @@ use rocforge::plan::render;
 
 #[derive(clap::Args, Debug)]
 pub struct BuildArgs {
-    /// Components to build [default: the whole release line]
+    /// Components or bundles to build (`rocforge list`); none asks for --all
     components: Vec<String>,
+    /// Build the whole release line (hours to days, and a hundred GiB or more; --dry-run shows the plan)
+    #[arg(long, conflicts_with = "components")]
+    all: bool,
     /// Total compile jobs [default: one per 2.5 GiB of available memory, at most one per core]
     #[arg(long, short)]
     jobs: Option<usize>,
@@ -56,6 +59,7 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
     let session = super::session_with(g, Arc::new(reporter))?;
     let req = Request {
         components: &a.components,
+        all: a.all,
         jobs: a.jobs,
         runtime: a.runtime.runtime.choice(),
         keep_going: a.keep_going,
@@ -89,28 +93,34 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         }
         return Ok(exit_code(ok));
     }
-    Ok(render_text(&outcome))
+    Ok(render_text(g, &outcome))
 }
 
-fn render_text(outcome: &Outcome) -> ExitCode {
+fn render_text(g: &Global, outcome: &Outcome) -> ExitCode {
     for (component, r) in &outcome.report.steps {
         match r {
-            StepResult::Cached { .. } => eprintln!("  {component:<20} cached"),
+            StepResult::Cached { .. } => note!(g, "  {component:<20} cached"),
             StepResult::Pulled { signer, .. } => {
-                eprintln!("  {component:<20} pulled from the cache (signed by {signer})")
+                note!(
+                    g,
+                    "  {component:<20} pulled from the cache (signed by {signer})"
+                )
             }
-            StepResult::Built { seconds, .. } => eprintln!(
+            StepResult::Built { seconds, .. } => note!(
+                g,
                 "  {component:<20} built in {}",
                 rocforge::units::format_duration(*seconds as u64)
             ),
-            StepResult::Interrupted { resumes } => eprintln!(
+            StepResult::Interrupted { resumes } => note!(
+                g,
                 "  {component:<20} interrupted{}",
                 resumes
                     .as_ref()
                     .map(|d| format!(": continues from {}", d.display()))
                     .unwrap_or_default()
             ),
-            StepResult::Skipped { because } => eprintln!(
+            StepResult::Skipped { because } => note!(
+                g,
                 "  {component:<20} not built{}",
                 because
                     .as_ref()

@@ -22,27 +22,48 @@ pub struct ListArgs {
 pub fn list(g: &Global) -> Result<ExitCode> {
     let root = root(g);
     let releases = rocforge::app::release_names(&root, g.release.as_deref())?;
+    let default = root.default_release().ok().flatten();
+    // What this machine's store holds, per (line, component): any target set counts.
+    let stored: std::collections::BTreeSet<(String, String)> = super::options(g)
+        .store()
+        .entries()
+        .into_iter()
+        .map(|e| (e.release, e.component.to_string()))
+        .collect();
+    struct Row {
+        name: String,
+        version: String,
+        release: String,
+        preview: bool,
+        default: bool,
+        recorded: bool,
+        stored: bool,
+        summary: String,
+    }
     let mut rows = Vec::new();
-    let mut previews = Vec::new();
     for r in &releases {
         let c = Catalog::load(root.clone(), Some(r))?;
-        if c.release.preview {
-            previews.push(r.clone());
-        }
         for recipe in c.recipes.values() {
-            rows.push((
-                recipe.name.value.clone(),
-                recipe.version.clone(),
-                r.clone(),
-                recipe.summary.clone(),
-            ));
+            let name = recipe.name.value.clone();
+            rows.push(Row {
+                recorded: c.release.built.iter().any(|b| b.value == name),
+                stored: stored.contains(&(r.clone(), name.clone())),
+                name,
+                version: recipe.version.clone(),
+                release: r.clone(),
+                preview: c.release.preview,
+                default: default.as_deref() == Some(r.as_str()),
+                summary: recipe.summary.clone(),
+            });
         }
     }
     if g.format == Format::Json {
         let items: Vec<_> = rows
             .iter()
-            .map(|(n, v, r, s)| {
-                json!({"name": n, "version": v, "release": r, "preview": previews.contains(r), "summary": s})
+            .map(|r| {
+                json!({"name": r.name, "version": r.version, "release": r.release,
+                    "preview": r.preview, "default": r.default, "built": r.recorded,
+                    "stored": r.stored, "summary": r.summary})
             })
             .collect();
         println!(
@@ -54,38 +75,58 @@ pub fn list(g: &Global) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    // A preview line (release.toml `preview = true`) is marked; it is never the default line.
-    for row in &mut rows {
-        if previews.contains(&row.2) {
-            row.2.push_str(" (preview)");
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let mark = if r.default {
+                " (default)"
+            } else if r.preview {
+                " (preview)"
+            } else {
+                ""
+            };
+            let built = match (r.recorded, r.stored) {
+                (true, true) => "recorded, here",
+                (true, false) => "recorded",
+                (false, true) => "here",
+                (false, false) => "-",
+            };
+            [
+                r.name.clone(),
+                r.version.clone(),
+                format!("{}{mark}", r.release),
+                built.to_string(),
+                r.summary.clone(),
+            ]
+        })
+        .collect();
+    let header = ["component", "version", "release", "built", "summary"].map(String::from);
+    let mut widths = [0usize; 4];
+    for row in std::iter::once(&header).chain(&table) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
         }
     }
-    let header = ("component", "version", "release", "summary");
-    let w0 = rows
-        .iter()
-        .map(|r| r.0.len())
-        .max()
-        .unwrap_or(0)
-        .max(header.0.len());
-    let w1 = rows
-        .iter()
-        .map(|r| r.1.len())
-        .max()
-        .unwrap_or(0)
-        .max(header.1.len());
-    let w2 = rows
-        .iter()
-        .map(|r| r.2.len())
-        .max()
-        .unwrap_or(0)
-        .max(header.2.len());
-    println!(
-        "{:w0$}  {:w1$}  {:w2$}  {}",
-        header.0, header.1, header.2, header.3
-    );
-    for (n, v, r, s) in &rows {
-        println!("{n:w0$}  {v:w1$}  {r:w2$}  {s}");
+    for row in std::iter::once(&header).chain(&table) {
+        let [w0, w1, w2, w3] = widths;
+        println!(
+            "{:w0$}  {:w1$}  {:w2$}  {:w3$}  {}",
+            row[0], row[1], row[2], row[3], row[4]
+        );
     }
+    // What the marks mean, once, after the table: a reader of the table needs them there.
+    println!();
+    if let Some(d) = &default {
+        println!("default: {d}, the line used without --release");
+    }
+    if rows.iter().any(|r| r.preview) {
+        println!(
+            "preview: nothing built from the line has been recorded (release.toml `built`); never the default, selected with --release"
+        );
+    }
+    println!(
+        "built: recorded (built from this line and recorded in its release.toml), here (in this machine's store: `rocforge store list`)"
+    );
     Ok(ExitCode::SUCCESS)
 }
 

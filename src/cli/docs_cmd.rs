@@ -97,7 +97,8 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
             })
             .map_err(|e| failed(&path, e))?;
     }
-    eprintln!(
+    note!(
+        g,
         "{} schemas written to {}",
         SavedFormat::ALL.len(),
         dir.display()

@@ -222,7 +222,8 @@ pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
         a.containerfile.clone(),
     )?;
     println!("{} {}", local.reference, local.id);
-    eprintln!(
+    note!(
+        g,
         "recorded as a local image: builds key it by this ID and never push it to a shared cache"
     );
     Ok(ExitCode::SUCCESS)

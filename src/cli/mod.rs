@@ -2,6 +2,16 @@
 //! the library ([`rocforge::app`] for the use cases) and renders the result as text or JSON.
 //! Only this module (and main) prints.
 
+/// A note on stderr about what a command did (never an error, nor a warning about safety):
+/// `-q` silences it, as it silences the reporter's notes.
+macro_rules! note {
+    ($g:expr, $($arg:tt)*) => {
+        if !$g.quiet {
+            eprintln!($($arg)*)
+        }
+    };
+}
+
 mod arch_cmd;
 mod artifact_cmd;
 mod build_cmd;
@@ -76,7 +86,7 @@ pub struct Global {
     /// A recipes/ directory to use instead of the built-in catalog (patches come from its sibling patches/)
     #[arg(long, global = true, env = "ROCFORGE_RECIPES", value_name = "DIR")]
     pub recipes: Option<PathBuf>,
-    /// Release line, e.g. rocm-6.4.4 [default: the newest that is not a preview]
+    /// Release line, e.g. debian-6.4 [default: the newest built line: `rocforge list`]
     #[arg(long, global = true, env = "ROCFORGE_RELEASE", value_name = "NAME")]
     pub release: Option<String>,
     /// The store of built install trees [default: $XDG_DATA_HOME/rocforge/store]
@@ -459,6 +469,15 @@ Examples:
 pub enum StoreCommand {
     /// Every entry: key, component, version, targets, runtime
     List,
+    /// The install tree of each component's build for --arch; exit 1 when one is not built
+    /// yet (nothing is built: for `$(rocforge store path C)` in scripts)
+    Path {
+        /// Components (or bundles) of the release line
+        #[arg(required = true)]
+        components: Vec<String>,
+        #[command(flatten)]
+        runtime: RuntimeArg,
+    },
     /// One entry in full (a key prefix of 8 or more characters is enough)
     Show {
         /// The entry's content key, or a prefix of 8 or more characters
@@ -544,6 +563,16 @@ pub(crate) fn root(g: &Global) -> CatalogRoot {
 }
 
 /// The library's view of the global flags.
+/// `--key` once named the secret key that signs (package, index, sign, test); everywhere else
+/// it is a public key to trust. The old spelling still works, and says what to write instead.
+pub(crate) fn warn_old_key_flag() {
+    if std::env::args().any(|a| a == "--key" || a.starts_with("--key=")) {
+        eprintln!(
+            "warning: --key FILE (the secret key that signs) is now --sign-key FILE; --key names a public key to trust"
+        );
+    }
+}
+
 pub(crate) fn options(g: &Global) -> Options {
     Options {
         root: root(g),
@@ -779,6 +808,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Image(ImageCommand::Create(a)) => image_cmd::create(g, a),
         Command::Doctor(a) => doctor_cmd::doctor(g, a),
         Command::Store(StoreCommand::List) => store_cmd::store_list(g),
+        Command::Store(StoreCommand::Path {
+            components,
+            runtime,
+        }) => store_cmd::store_path(g, components, runtime),
         Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
         Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),

@@ -190,6 +190,17 @@ impl Task for BuildEvents {
     }
 }
 
+/// Any task under `-q`: nothing but errors reach stderr, and a task's end is none.
+struct Silent;
+
+impl Task for Silent {
+    fn inc(&self, _: u64) {}
+    fn set_total(&self, _: u64) {}
+    fn set_position(&self, _: u64) {}
+    fn finish(&self, _: &str) {}
+    fn finish_build(&self, _: BuildEnd, _: &str) {}
+}
+
 /// Any other task under `--format json`: its end as a note.
 struct NoteTask;
 
@@ -257,6 +268,9 @@ impl Reporter for TermReporter {
                 cadence: Mutex::new(Cadence::new(self.every)),
             });
         }
+        if self.quiet {
+            return Box::new(Silent);
+        }
         let log_prefix = self.verbose.then(|| component.to_string());
         let Some(multi) = &self.multi else {
             if self.github {
@@ -302,6 +316,9 @@ impl Reporter for TermReporter {
         if self.json {
             return Box::new(NoteTask);
         }
+        if self.quiet {
+            return Box::new(Silent);
+        }
         match &self.multi {
             Some(multi) => {
                 let bar = multi.add(match total {
@@ -342,6 +359,10 @@ impl Reporter for TermReporter {
     fn note(&self, message: &str) {
         if self.json {
             return emit(&Event::Note { message });
+        }
+        // -q: nothing but errors (the command's result is on stdout, its failure on stderr).
+        if self.quiet {
+            return;
         }
         match &self.multi {
             Some(multi) => {

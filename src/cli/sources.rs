@@ -70,7 +70,8 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
             .patches
             .series(targets.iter().map(|t| t.arch.as_str()))
             .len();
-        eprintln!(
+        note!(
+            g,
             "{} {} for {}: {}{} patch(es){}",
             recipe.name.value,
             recipe.version,
@@ -88,7 +89,7 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
             }
         );
         for (name, path) in &prepared.inputs {
-            eprintln!("  input {name}: {}", path.display());
+            note!(g, "  input {name}: {}", path.display());
         }
         println!("{}", prepared.tree.display());
     }
@@ -108,7 +109,8 @@ pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
     let dest = dev::dev_dir(&a.component, a.dir.as_deref());
     let commits = dev::checkout(&session, &a.component, &dest)?;
     println!("{}", dest.display());
-    eprintln!(
+    note!(
+        g,
         "{}: {commits} patch(es) applied as commits on top of tag {}.\nEdit and commit there, then run: rocforge patch export {}{}",
         a.component,
         dev::BASE_TAG,
@@ -129,7 +131,8 @@ pub fn patch_export(g: &Global, a: &PatchExportArgs) -> Result<ExitCode> {
         println!("{}", exported.dir.join(n).display());
     }
     if exported.differs {
-        eprintln!(
+        note!(
+            g,
             "\nThe series differs from {}'s [patches]. Set it to:\n\n[patches]\nall = [{}]\n",
             exported.recipe_file,
             exported
@@ -167,7 +170,8 @@ pub fn gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
             let _ = rocforge::fsutil::remove_tree(dir);
         }
     }
-    eprintln!(
+    note!(
+        g,
         "{} source tree(s) kept, {} {}",
         plan.kept,
         plan.unused.len() + plan.stale.len() + plan.builds.len(),

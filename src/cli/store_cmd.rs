@@ -27,7 +27,7 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
-        eprintln!("{} is empty", store.root().display());
+        note!(g, "{} is empty", store.root().display());
     }
     for e in &entries {
         println!(
@@ -40,6 +40,54 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where each component's build for these targets is in the store, by the plan's content key;
+/// nothing is built. A component not built yet is an error naming the build command, so
+/// `"$(rocforge store path C)"` never starts a build silently.
+pub fn store_path(
+    g: &Global,
+    components: &[String],
+    runtime: &super::RuntimeArg,
+) -> Result<ExitCode> {
+    let session = super::session_with(
+        g,
+        std::sync::Arc::new(super::progress::TermReporter::new(g)),
+    )?;
+    let req = rocforge::app::build::Request {
+        components,
+        runtime: runtime.runtime.choice(),
+        ..Default::default()
+    };
+    let planned = rocforge::app::build::plan(&session, &req)?;
+    let plan = &planned.plan;
+    let steps: Vec<_> = plan.requested.iter().filter_map(|n| plan.step(n)).collect();
+    let missing: Vec<String> = steps
+        .iter()
+        .filter(|s| s.needs_build())
+        .map(|s| s.component.clone())
+        .collect();
+    if missing.is_empty() {
+        for step in steps {
+            println!("{}", session.store.tree(&step.key).display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    Err(Diagnostic::new(format!(
+        "not built yet for {}: {}",
+        comma_list(&plan.targets),
+        missing.join(", ")
+    ))
+    .hint(format!(
+        "build it first: `rocforge{} build {} --arch {}`",
+        g.release
+            .as_ref()
+            .map(|r| format!(" --release {r}"))
+            .unwrap_or_default(),
+        missing.join(" "),
+        comma_list(&plan.targets)
+    ))
+    .into())
 }
 
 pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
@@ -128,7 +176,8 @@ pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
             println!("removed unfinished entry {}", d.display());
         }
     }
-    eprintln!(
+    note!(
+        g,
         "{removed} superseded entr{} {}",
         if removed == 1 { "y" } else { "ies" },
         if dry_run { "to remove" } else { "removed" }

@@ -55,8 +55,13 @@ pub struct TestArgs {
     /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
     #[arg(long, value_name = "DEST")]
     pub submit: Option<String>,
-    /// Sign the submitted results.json and junit.xml with this secret key
-    #[arg(long, value_name = "FILE", requires = "submit")]
+    /// Sign the submitted results.json and junit.xml with this secret key file
+    #[arg(
+        long = "sign-key",
+        alias = "key",
+        value_name = "FILE",
+        requires = "submit"
+    )]
     pub key: Option<PathBuf>,
     /// Install from this artifact index (URL or directory) when the store lacks the component
     #[arg(long, value_name = "INDEX")]
@@ -187,7 +192,12 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
         out: a.out.as_deref(),
         machine: a.machine.as_deref(),
         submit: a.submit.as_deref(),
-        key: a.key.as_deref(),
+        key: {
+            if a.key.is_some() {
+                super::warn_old_key_flag();
+            }
+            a.key.as_deref()
+        },
         from: a.from.as_deref(),
     };
     let plan = test::test_plan(&session, &req)?;
@@ -316,7 +326,8 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
                 bundles
                     .push(report::parse(&p.results, &p.reference).map_err(|e| one(&e, e.hint()))?);
             }
-            eprintln!(
+            note!(
+                g,
                 "{text}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out"
             );
             if signed + unsigned == 0 {

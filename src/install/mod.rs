@@ -37,6 +37,12 @@ pub use runtime::{HOST_LIBS_ENV, HostRuntime, host_hip_runtime};
 pub enum InstallError {
     #[error("cannot read the index {from}: {message}")]
     Index { from: String, message: String },
+    /// The index's server answered, and has no index.json: nothing was published there.
+    #[error("no rocforge release has been published at {from} yet (HTTP 404)")]
+    NotPublished { from: String },
+    /// No answer at all: the name did not resolve, or the connection was refused or timed out.
+    #[error("cannot reach the index {from}: {message}")]
+    Unreachable { from: String, message: String },
     #[error("the index {from} is not signed (no {INDEX_NAME}.minisig)")]
     Unsigned { from: String },
     #[error("the index signature does not verify: {0}")]
@@ -125,6 +131,8 @@ impl InstallError {
     pub fn hint(&self) -> String {
         match self {
             InstallError::Index { .. } => "check --from: a directory or URL holding index.json".into(),
+            InstallError::NotPublished { .. } => format!("build it here instead: {}", build_it_yourself(&[], &[])),
+            InstallError::Unreachable { .. } => format!("check the network (DNS, a proxy: HTTPS_PROXY); or build it here: {}", build_it_yourself(&[], &[])),
             InstallError::Unsigned { .. } => "ask the publisher for a signed index, or pass --allow-unsigned if you trust the source and the connection".into(),
             InstallError::Signature(e) => e.hint(),
             InstallError::SignatureNotes { source, .. } => source.hint(),
@@ -159,6 +167,23 @@ impl InstallError {
             InstallError::Downgrade { .. } => "an old index (a mirror replaying it?) would replace a newer install; pass --allow-downgrade if you mean it".into(),
         }
     }
+}
+
+/// The commands that make and install a build of `components` without any published release.
+pub fn build_it_yourself(components: &[String], targets: &[String]) -> String {
+    let c = if components.is_empty() {
+        "COMPONENT".to_string()
+    } else {
+        components.join(" ")
+    };
+    let arch = if targets.is_empty() {
+        "TARGET".to_string()
+    } else {
+        targets.join(",")
+    };
+    format!(
+        "`rocforge build {c} --arch {arch}`, then `rocforge package {c} --arch {arch} --out dist`, then `rocforge install {c} --arch {arch} --from ./dist` (docs/artifacts.md)"
+    )
 }
 
 fn ioe(path: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
@@ -283,7 +308,32 @@ fn read_small(mut r: impl Read, start: std::time::Instant) -> Result<Vec<u8>, St
 }
 
 /// Small files (index, signature): None when absent (404 or no such file).
-fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<Vec<u8>>, String> {
+/// Why a small file could not be read; `unreachable`: no server answered (DNS, refused, a
+/// timeout), as against one that answered with an error.
+struct FetchError {
+    message: String,
+    unreachable: bool,
+}
+
+impl From<String> for FetchError {
+    fn from(message: String) -> Self {
+        FetchError {
+            message,
+            unreachable: false,
+        }
+    }
+}
+
+impl From<FetchError> for String {
+    fn from(e: FetchError) -> Self {
+        e.message
+    }
+}
+
+fn fetch_small(
+    client: &reqwest::blocking::Client,
+    url: &Url,
+) -> Result<Option<Vec<u8>>, FetchError> {
     let start = std::time::Instant::now();
     if url.scheme() == "file" {
         let p = url
@@ -291,25 +341,25 @@ fn fetch_small(client: &reqwest::blocking::Client, url: &Url) -> Result<Option<V
             .map_err(|()| "bad file URL".to_string())?;
         return match std::fs::File::open(&p) {
             Ok(f) if f.metadata().is_ok_and(|m| !m.is_file()) => {
-                Err(format!("{}: not a regular file", p.display()))
+                Err(format!("{}: not a regular file", p.display()).into())
             }
-            Ok(f) => read_small(f, start).map(Some),
+            Ok(f) => Ok(Some(read_small(f, start)?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(e) => Err(format!("{}: {e}", p.display()).into()),
         };
     }
     // Errors without the URL: it may carry credentials, and the caller names the file.
-    let resp = client
-        .get(url.clone())
-        .send()
-        .map_err(|e| with_causes(&e.without_url()))?;
+    let resp = client.get(url.clone()).send().map_err(|e| FetchError {
+        unreachable: e.is_connect() || e.is_timeout(),
+        message: with_causes(&e.without_url()),
+    })?;
     if resp.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
     if !resp.status().is_success() {
-        return Err(format!("HTTP {}", resp.status().as_u16()));
+        return Err(format!("HTTP {}", resp.status().as_u16()).into());
     }
-    read_small(resp, start).map(Some)
+    Ok(Some(read_small(resp, start)?))
 }
 
 /// An error and what caused it (DNS, refused, TLS), which reqwest's own message leaves out.
@@ -352,14 +402,24 @@ fn load_index_as(
         from: shown.clone(),
         message,
     };
-    let bytes = fetch_small(client, &url)
-        .map_err(&bad)?
-        .ok_or_else(|| bad("not found".into()))?;
+    let remote = url.scheme() != "file";
+    let bytes = match fetch_small(client, &url) {
+        Ok(Some(b)) => b,
+        Ok(None) if remote => return Err(InstallError::NotPublished { from: shown }),
+        Ok(None) => return Err(bad("not found".into())),
+        Err(e) if e.unreachable => {
+            return Err(InstallError::Unreachable {
+                from: shown,
+                message: e.message,
+            });
+        }
+        Err(e) => return Err(bad(e.message)),
+    };
     if bytes.len() as u64 > MAX_INDEX_BYTES {
         return Err(bad(format!("larger than {MAX_INDEX_BYTES} bytes")));
     }
     let sig_url = Url::parse(&format!("{url}.minisig")).map_err(|e| bad(e.to_string()))?;
-    let sig = fetch_small(client, &sig_url).map_err(&bad)?;
+    let sig = fetch_small(client, &sig_url).map_err(|e| bad(e.message))?;
     let mut key_list = None;
     let mut trust_notes = Vec::new();
     let (signer, unsigned_reason) = match sig {

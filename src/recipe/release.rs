@@ -20,9 +20,13 @@ pub struct Release {
     pub prefix: String,
     /// Targets used when `--arch` is not given.
     pub arches: Vec<TargetId>,
-    /// A line still being brought up (`preview = true`): listed and buildable with
-    /// `--release`, but never the default line and not part of the release workflow.
+    /// A line still being brought up: listed and buildable with `--release`, but never the
+    /// default line and not part of the release workflow. `preview = true`, or implied when
+    /// `built` records nothing: a line nothing has been built from cannot be the default.
     pub preview: bool,
+    /// The components that have been built from this line and recorded (`built = [...]`;
+    /// for the shipped catalog, in docs/catalog.md). Checked against the line's components.
+    pub built: Vec<Sp<String>>,
     /// The line this one is based on (`base = "rocm-6.4.4"`): its components are the base's,
     /// each with this line's `<component>.toml` overriding where its source comes from.
     pub base: Option<Sp<String>>,
@@ -75,7 +79,23 @@ pub fn parse(
         "add the install prefix, e.g. prefix = \"/opt/rocm\"",
     );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
-    let preview = r.opt_bool("preview", d).is_some_and(|p| p.value);
+    let explicit_preview = r.opt_bool("preview", d);
+    let built = r.opt_str_list("built", d).unwrap_or_default();
+    // The policy: the default line is one that has been built. A line that says it is no
+    // preview must say what was built from it, so the claim can be checked against the record.
+    if let Some(p) = &explicit_preview
+        && !p.value
+        && built.is_empty()
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "release line \"{dir_name}\" is no preview but records nothing built from it"
+            ))
+            .at(file, p.span.clone(), "preview = false")
+            .hint("list what has been built from the line and recorded, e.g. built = [\"rocprim\", \"rocrand\"], or remove preview = false: a line nothing has been built from is a preview"),
+        );
+    }
+    let preview = explicit_preview.map_or(built.is_empty(), |p| p.value);
     let base = r.opt_str("base", d);
     if let Some(b) = &base
         && b.value == dir_name
@@ -240,6 +260,7 @@ pub fn parse(
         prefix: prefix?.value,
         arches: targets,
         preview,
+        built,
         base,
         image_base,
         bundles,

@@ -84,7 +84,7 @@ impl Fx {
             "host",
             "--out",
             out,
-            "--key",
+            "--sign-key",
             key,
         ]);
         self.ok(&args);
@@ -263,7 +263,7 @@ fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
             out,
             "--compression",
             "gz",
-            "--key",
+            "--sign-key",
             &key,
         ]);
     }
@@ -372,7 +372,7 @@ fn redact(s: &str, fx: &Fx, port: Option<u16>) -> String {
 fn resign(fx: &Fx, dir: &Path) {
     let key = fx.key();
     let idx = dir.join("index.json").display().to_string();
-    fx.ok(&["sign", &idx, "--key", &key]);
+    fx.ok(&["sign", &idx, "--sign-key", &key]);
 }
 
 fn edit_index(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
@@ -1008,7 +1008,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
         let comp = format!("evil{}", name.replace('_', ""));
         evil_tarball(&d, &comp, listed, &entries);
         let dir = d.display().to_string();
-        fx.ok(&["index", &dir, "--key", &key]);
+        fx.ok(&["index", &dir, "--sign-key", &key]);
         let o = fx.run(&[
             "install", &comp, "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
         ]);
@@ -1033,7 +1033,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
         ],
     );
     let dir = d.display().to_string();
-    fx.ok(&["index", &dir, "--key", &key]);
+    fx.ok(&["index", &dir, "--sign-key", &key]);
     fx.ok(&[
         "install", "clean", "--arch", "gfx90c", "--from", &dir, "--prefix", &p,
     ]);
@@ -1480,7 +1480,7 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         fx.ok(&args)
     };
     let index = |d: &Path, key: &str| {
-        fx.ok(&["index", &d.display().to_string(), "--key", key]);
+        fx.ok(&["index", &d.display().to_string(), "--sign-key", key]);
     };
     // Rotation 1: A → B, A retired. The list is a minisign-signed file.
     let o = rotate(
@@ -1785,6 +1785,127 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let run = Command::new(prefix.join("bin/greet")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+}
+
+/// `rocforge key generate` into the default key directory makes the key `package` signs with
+/// and trusts it for local indexes: the user's own packages install from `--from DIR` with no
+/// flag. The same index over HTTP is refused (no key trusted for a URL signed it), and deleting
+/// the recorded line undoes the trust.
+#[test]
+fn a_generated_key_is_trusted_for_local_indexes_only() {
+    let fx = fixture();
+    std::fs::write(fx.root.join("trust.toml"), "").unwrap();
+    let made = fx.ok(&["key", "generate"]);
+    let recorded = fx.root.join(".config/rocforge/local-keys.pub");
+    assert!(
+        made.stderr
+            .contains("trusted for installs from local directories")
+            && made
+                .stderr
+                .contains("local-keys.pub; delete its line there to undo it"),
+        "{}",
+        made.stderr
+    );
+    let text = std::fs::read_to_string(&recorded).unwrap();
+    assert!(text.contains(made.stdout.trim()), "{text}");
+    fx.ok(&[
+        "package",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+    ]);
+    let prefix = fx.root.join("prefix");
+    let p = prefix.display().to_string();
+    let dist = fx.root.join("dist");
+    let d = dist.display().to_string();
+    let install = |from: &str| {
+        fx.run(&[
+            "install", "greet", "--arch", "gfx90c", "--prefix", &p, "--from", from,
+        ])
+    };
+    let o = install(&d);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let run = Command::new(prefix.join("bin/greet")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
+    fx.ok(&["uninstall", "greet", "--prefix", &p]);
+    let server = HttpServer::start(&dist);
+    let o = install(&server.url());
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(!prefix.join("bin/greet").exists());
+    std::fs::write(&recorded, text.replace(made.stdout.trim(), "")).unwrap();
+    let o = install(&d);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    // A key made elsewhere is trusted only where asked.
+    let other = fx.ok(&["key", "generate", "--out", "other"]);
+    assert!(
+        other.stderr.contains("not trusted by installs on its own"),
+        "{}",
+        other.stderr
+    );
+    assert!(
+        !std::fs::read_to_string(&recorded)
+            .unwrap()
+            .contains(other.stdout.trim())
+    );
+    // One flag name per meaning: --sign-key signs; the old --key still does, and says so.
+    let data = fx.root.join("data.txt");
+    std::fs::write(&data, "x\n").unwrap();
+    let d = data.display().to_string();
+    let secret = fx.root.join("other/rocforge.key").display().to_string();
+    let old = fx.ok(&["sign", &d, "--key", &secret]);
+    assert!(
+        old.stderr
+            .contains("warning: --key FILE (the secret key that signs) is now --sign-key FILE"),
+        "{}",
+        old.stderr
+    );
+    std::fs::remove_file(fx.root.join("data.txt.minisig")).unwrap();
+    let new = fx.ok(&["sign", &d, "--sign-key", &secret]);
+    assert!(!new.stderr.contains("warning"), "{}", new.stderr);
+    let public = fx.root.join("other/rocforge.pub").display().to_string();
+    fx.ok(&["verify", &d, "--key", &public]);
+}
+
+/// Where no release has been published (the index's server answers 404), `install` and
+/// `install --dry-run` say so, with how to build and install it here instead; where no server
+/// answers, the network cause, with the same advice.
+#[test]
+fn install_where_no_release_is_published_says_so_and_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let server = HttpServer::start(&empty);
+    let run = |index: &str, extra: &[&str]| {
+        let mut args = vec!["install", "rocrand", "--arch", "gfx90c"];
+        args.extend_from_slice(extra);
+        rocforge_env(dir.path(), &[("ROCFORGE_INDEX", Path::new(index))], &args)
+    };
+    for (name, extra) in [("install", &[][..]), ("dry_run", &["--dry-run"][..])] {
+        let o = run(&server.url(), extra);
+        assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+        insta::assert_snapshot!(
+            format!("install_unpublished_{name}"),
+            o.stderr.replace(&server.port.to_string(), "PORT")
+        );
+    }
+    let port = free_port();
+    let o = run(&format!("http://127.0.0.1:{port}/"), &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    for text in [
+        format!("cannot reach the index http://127.0.0.1:{port}/index.json"),
+        "Connection refused".into(),
+        "check the network".into(),
+        "`rocforge build rocrand --arch gfx90c`".into(),
+        "`rocforge install rocrand --arch gfx90c --from ./dist`".into(),
+        "ROCFORGE_INDEX names this index".into(),
+    ] {
+        assert!(o.stderr.contains(&text), "{text}: {}", o.stderr);
+    }
+    assert!(!o.stderr.contains("published"), "{}", o.stderr);
 }
 
 /// `install --dry-run` prints what the install would do and writes nothing: not the prefix,

@@ -169,7 +169,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         return;
     }
     let f = fixture();
-    let first = f.build(&[], &["--format", "json"]);
+    let first = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let mut r = results(&first);
     r.sort();
@@ -241,7 +241,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
             .is_file()
     );
 
-    let second = f.build(&[], &["--format", "json"]);
+    let second = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
     assert!(
         results(&second).iter().all(|(_, r)| r == "cached"),
@@ -262,7 +262,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         ),
     )
     .unwrap();
-    let third = f.build(&[], &["--format", "json"]);
+    let third = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(third.code, 0, "{}", third.stderr);
     let r = results(&third);
     assert_eq!(r.iter().find(|x| x.0 == "hipcore").unwrap().1, "built");
@@ -1612,6 +1612,8 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
         dir,
         &env,
         &[
+            "--release",
+            "rocm-6.4.4",
             "doctor",
             "rocprim",
             "--arch",
@@ -1628,7 +1630,18 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
         .to_string();
     insta::assert_snapshot!("doctor_missing_builder_image", line);
 
-    let built = rocforge_env(dir, &env, &["image", "build", "--runtime", "podman"]);
+    let built = rocforge_env(
+        dir,
+        &env,
+        &[
+            "--release",
+            "rocm-6.4.4",
+            "image",
+            "build",
+            "--runtime",
+            "podman",
+        ],
+    );
     assert_eq!(built.code, 0, "{}", built.stderr);
     assert_eq!(
         std::fs::read_to_string(state.join("Containerfile")).unwrap(),
@@ -1658,6 +1671,8 @@ fn the_builder_image_is_made_from_the_embedded_containerfile_anywhere() {
             ("ROCFORGE_CONFIG", &dir.join("offline.toml")),
         ],
         &[
+            "--release",
+            "rocm-6.4.4",
             "build",
             "rocprim",
             "--arch",

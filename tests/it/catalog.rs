@@ -234,6 +234,8 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
 #[test]
 fn plan_rocsolver_for_both_igpus_json() {
     let stdout = rocforge_ok(&[
+        "--release",
+        "rocm-6.4.4",
         "plan",
         "rocsolver",
         "--arch",
@@ -280,10 +282,48 @@ fn plan_rocblas_7_14_for_both_igpus_json() {
     insta::assert_snapshot!(stdout);
 }
 
-/// A preview line is never the default: without `--release` the newest non-preview line is used.
+/// A preview line is never the default: without `--release` the line that has been built and
+/// recorded is used (debian-6.4), not rocm-6.4.4, which it is based on and which was never built.
 #[test]
 fn the_default_release_line_is_not_a_preview() {
     let stdout = rocforge_ok(&["plan", "rocblas", "--arch", "gfx90c"]);
     let first = stdout.lines().next().unwrap_or_default();
-    assert!(first.contains("(release rocm-6.4.4,"), "{first}");
+    assert!(first.contains("(release debian-6.4,"), "{first}");
+}
+
+/// What the default line's release.toml records as built is what docs/catalog.md's record of
+/// that line says was built: each `built` component has a row in its Status table that does
+/// not begin "not built". The record is the evidence the policy rests on.
+#[test]
+fn the_default_lines_built_components_are_in_its_record() {
+    let release =
+        std::fs::read_to_string(manifest().join("recipes/debian-6.4/release.toml")).unwrap();
+    let table: toml::Table = release.parse().unwrap();
+    let built: Vec<&str> = table["built"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(built.len(), 14, "{built:?}");
+    let catalog = std::fs::read_to_string(manifest().join("docs/catalog.md")).unwrap();
+    let section = &catalog[catalog
+        .find("\n# debian-6.4")
+        .expect("a debian-6.4 section")..];
+    let status = &section[section.find("\n## Status").expect("its Status")..];
+    for c in built {
+        let recorded = status.lines().any(|l| {
+            let mut cells = l.split('|').map(str::trim).skip(1);
+            let (Some(name), Some(state)) = (cells.next(), cells.next()) else {
+                return false;
+            };
+            (name == c || name.starts_with(&format!("{c},")))
+                && !state.starts_with("not")
+                && !state.is_empty()
+        });
+        assert!(
+            recorded,
+            "{c}: no row of docs/catalog.md's debian-6.4 Status says it was built"
+        );
+    }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 struct Out {
     code: i32,
@@ -109,11 +109,104 @@ fn list_shows_the_shipped_components() {
     }
 }
 
+/// `list` marks the default line and the previews, says what "preview" means, and shows which
+/// components have been built: recorded in the line's release.toml, and in this machine's store.
+#[test]
+fn list_marks_the_default_line_and_what_was_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "ab".repeat(32);
+    // This file's rocforge() points ROCFORGE_STORE at DIR/no-store.
+    let entry = dir.path().join("no-store").join(&key);
+    std::fs::create_dir_all(entry.join("tree")).unwrap();
+    std::fs::write(
+        entry.join("meta.json"),
+        json!({"component": "hipfft", "key": key, "committed": 1, "version": "1.0.18", "release": "rocm-6.4.4"})
+            .to_string(),
+    )
+    .unwrap();
+    let out = ok(dir.path(), &["list"]);
+    let row = |component: &str, release: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(component) && l.contains(release))
+            .unwrap_or_else(|| panic!("no {component} of {release}:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("hipfft", "rocm-6.4.4 (preview)").contains("  here  "),
+        "{out}"
+    );
+    assert!(
+        row("hipfft", "debian-6.4 (default)").contains("  recorded  "),
+        "{out}"
+    );
+    assert!(
+        row("rocprim", "rocm-7.14.0 (preview)").contains("  -  "),
+        "{out}"
+    );
+    assert!(
+        out.contains("\ndefault: debian-6.4, the line used without --release\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\npreview: nothing built from the line has been recorded"),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&ok(dir.path(), &["list", "--format", "json"])).unwrap();
+    let item = |name: &str, release: &str| {
+        json["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name && c["release"] == release)
+            .unwrap()
+            .clone()
+    };
+    let stored = item("hipfft", "rocm-6.4.4");
+    assert_eq!(
+        (
+            &stored["stored"],
+            &stored["built"],
+            &stored["default"],
+            &stored["preview"]
+        ),
+        (&json!(true), &json!(false), &json!(false), &json!(true))
+    );
+    let recorded = item("hipfft", "debian-6.4");
+    assert_eq!(
+        (
+            &recorded["stored"],
+            &recorded["built"],
+            &recorded["default"],
+            &recorded["preview"]
+        ),
+        (&json!(false), &json!(true), &json!(true), &json!(false))
+    );
+}
+
+/// A bare `rocforge build` starts nothing: it says what the whole line is (components, hours,
+/// disk) and how to ask for it (`--all`) or for less (components, a bundle).
+#[test]
+fn a_bare_build_refuses_and_sizes_the_whole_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = rocforge(dir.path(), &["build", "--arch", "gfx90c"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    insta::assert_snapshot!(o.stderr);
+    // Naming components and asking for all of them at once is a command-line error.
+    assert_eq!(rocforge(dir.path(), &["build", "--all", "rocrand"]).code, 2);
+}
+
 #[test]
 fn plan_rocsolver_for_both_igpus() {
     let text = ok(
         &manifest(),
-        &["plan", "rocsolver", "--arch", "gfx90c,gfx902"],
+        &[
+            "--release",
+            "rocm-6.4.4",
+            "plan",
+            "rocsolver",
+            "--arch",
+            "gfx90c,gfx902",
+        ],
     );
     insta::assert_snapshot!(text);
     // The order a user types targets in does not change the plan.
@@ -121,7 +214,14 @@ fn plan_rocsolver_for_both_igpus() {
         text,
         ok(
             &manifest(),
-            &["plan", "rocsolver", "--arch", "gfx902,gfx90c"]
+            &[
+                "--release",
+                "rocm-6.4.4",
+                "plan",
+                "rocsolver",
+                "--arch",
+                "gfx902,gfx90c"
+            ]
         )
     );
 }
@@ -131,6 +231,8 @@ fn plan_json_schema() {
     let json = ok(
         &manifest(),
         &[
+            "--release",
+            "rocm-6.4.4",
             "plan",
             "rocsolver",
             "--arch",
@@ -162,6 +264,8 @@ fn plan_github_matrix_has_one_list_per_level() {
     let json = ok(
         &manifest(),
         &[
+            "--release",
+            "rocm-6.4.4",
             "plan",
             "--arch",
             "gfx90c,gfx902",
@@ -219,6 +323,8 @@ fn explain_prints_the_hash_input() {
     let text = ok(
         &manifest(),
         &[
+            "--release",
+            "rocm-6.4.4",
             "plan",
             "rocblas",
             "--arch",
@@ -231,6 +337,8 @@ fn explain_prints_the_hash_input() {
     let json: Value = serde_json::from_str(&ok(
         &manifest(),
         &[
+            "--release",
+            "rocm-6.4.4",
             "plan",
             "rocblas",
             "--arch",

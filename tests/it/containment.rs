@@ -81,13 +81,13 @@ impl Fx {
             t.write(&d);
         }
         let key = self.root.join("keys/rocforge.key").display().to_string();
-        self.ok(&["index", &d.display().to_string(), "--key", &key]);
+        self.ok(&["index", &d.display().to_string(), "--sign-key", &key]);
         d
     }
     fn resign(&self, dir: &Path) {
         let key = self.root.join("keys/rocforge.key").display().to_string();
         let idx = dir.join("index.json").display().to_string();
-        self.ok(&["sign", &idx, "--key", &key]);
+        self.ok(&["sign", &idx, "--sign-key", &key]);
     }
     fn install(&self, component: &str, from: &str, extra: &[&str]) -> Out {
         let p = self.p();

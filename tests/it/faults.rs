@@ -590,7 +590,7 @@ fn package_args(out: &str) -> Vec<String> {
         "host",
         "--out",
         out,
-        "--key",
+        "--sign-key",
         "keys/rocforge.key",
     ]
     .map(String::from)

@@ -233,6 +233,111 @@ fn verbose_streams_the_build_log() {
     assert_eq!(conflict.code, 2, "{}", conflict.stderr);
 }
 
+/// `-q` prints nothing but errors: a build, its cached rerun, `store gc`, `key generate` and
+/// `fetch` write their results to stdout and nothing to stderr. A bare `build` refuses and
+/// says how to ask for the whole line, which `--all` then builds.
+#[test]
+fn quiet_prints_nothing_but_errors() {
+    let dir = noisy_catalog();
+    let build = |extra: &[&str]| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "build",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ];
+        args.extend_from_slice(extra);
+        rocforge(dir.path(), &args)
+    };
+    let bare = build(&["-q"]);
+    assert_eq!(bare.code, 1, "{}", bare.stderr);
+    assert!(
+        bare.stderr.contains(
+            "error: no component named: the whole release line test-1.0 is 1 components to build"
+        ),
+        "{}",
+        bare.stderr
+    );
+    assert!(
+        bare.stderr
+            .contains("`rocforge build --all` builds the whole line"),
+        "{}",
+        bare.stderr
+    );
+    // `store path` names the tree without building; before a build it says what to run.
+    let path = |dir: &Path| {
+        rocforge(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "store",
+                "path",
+                "noisy",
+                "--arch",
+                "gfx90c",
+                "--runtime",
+                "host",
+            ],
+        )
+    };
+    let before = path(dir.path());
+    assert_eq!(before.code, 1, "{}", before.stderr);
+    assert_eq!(before.stdout, "");
+    assert!(
+        before.stderr.contains("not built yet for gfx90c: noisy")
+            && before
+                .stderr
+                .contains("`rocforge build noisy --arch gfx90c`"),
+        "{}",
+        before.stderr
+    );
+    assert!(!dir.path().join("store").read_dir().is_ok_and(|mut d| {
+        d.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.')))
+    }));
+    let first = build(&["-q", "--all"]);
+    let after = path(dir.path());
+    assert_eq!(
+        (after.code, &after.stdout),
+        (0, &first.stdout),
+        "{}",
+        after.stderr
+    );
+    for run in [first, build(&["-q", "noisy"])] {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stderr, "", "-q wrote to stderr");
+        assert!(run.stdout.trim_end().ends_with("/tree"), "{}", run.stdout);
+    }
+    // Without -q the same cached build says what it did.
+    let loud = build(&["noisy"]);
+    assert!(
+        loud.stderr.contains("noisy") && loud.stderr.contains("cached"),
+        "{}",
+        loud.stderr
+    );
+    for args in [
+        &["-q", "store", "gc"][..],
+        &["-q", "key", "generate", "--out", "keys"][..],
+        &[
+            "-q",
+            "--recipes",
+            "recipes",
+            "fetch",
+            "noisy",
+            "--arch",
+            "gfx90c",
+        ][..],
+    ] {
+        let o = rocforge(dir.path(), args);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr, "", "{args:?} wrote to stderr under -q");
+        assert!(!o.stdout.is_empty() || args[1] == "store", "{args:?}");
+    }
+}
+
 /// A bad recipe's diagnostic: styled with `--color always` (even with NO_COLOR set, as the
 /// test environment has it, and into a pipe), plain with `--color never`, with NO_COLOR, and by
 /// default into a pipe; CLICOLOR_FORCE styles it without a terminal.

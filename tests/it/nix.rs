@@ -123,7 +123,16 @@ fn exported_overlay_evaluates_against_a_rocm_package_set() {
     let dir = tempfile::tempdir().unwrap();
     let out = ok(
         dir.path(),
-        &["nix", "export", "--arch", "gfx90c", "--out", "export"],
+        &[
+            "--release",
+            "rocm-6.4.4",
+            "nix",
+            "export",
+            "--arch",
+            "gfx90c",
+            "--out",
+            "export",
+        ],
     );
     assert!(out.contains("rocmPackages overridden"), "{out}");
     assert!(

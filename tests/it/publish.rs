@@ -87,7 +87,7 @@ fn fixture() -> Fx {
             "host",
             "--out",
             "dist",
-            "--key",
+            "--sign-key",
             &key,
         ],
     );
@@ -646,7 +646,7 @@ fn wheel_index_serves_pip_per_target() {
             "host",
             "--out",
             "dist",
-            "--key",
+            "--sign-key",
             &key,
         ],
     );

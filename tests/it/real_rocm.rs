@@ -214,7 +214,7 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
             "container",
             "--out",
             "dist",
-            "--key",
+            "--sign-key",
             "keys/rocforge.key",
         ],
     );

@@ -46,7 +46,7 @@ impl World {
         std::fs::create_dir_all(&line).unwrap();
         std::fs::write(
             line.join("release.toml"),
-            "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+            "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\nbuilt = [\"pkg\"]\n",
         )
         .unwrap();
         line
@@ -1672,7 +1672,7 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     );
     assert!(list.contains("pkg") && list.contains("1.1"), "{list}");
 
-    let v = w.fetch_json("pkg"); // line-2.0 is the newest line, so the default
+    let v = w.fetch_json("pkg"); // line-2.0 is the newest line built from, so the default
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(tree.join("lib.c")).unwrap(),

@@ -1328,7 +1328,7 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
             &repo,
         ];
         if let Some(k) = key {
-            args.extend(["--key", k.to_str().unwrap()]);
+            args.extend(["--sign-key", k.to_str().unwrap()]);
         }
         let o = test_run(f, &args);
         assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
@@ -1602,7 +1602,7 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
             "host",
             "--out",
             dist.to_str().unwrap(),
-            "--key",
+            "--sign-key",
             keys.join("rocforge.key").to_str().unwrap(),
         ],
     );
