@@ -245,3 +245,171 @@ fn an_application_images_created_is_the_sources_date() {
         want.as_str()
     );
 }
+
+/// Every run of 64 hex digits (keys, digests) as `<sha256>`, the key's first 8 in file names as
+/// `<key8>`, and `root` as `<dir>`: what stays is what the user reads.
+fn redacted(text: &str, root: &Path, key: &str) -> String {
+    let text = text.replace(&root.display().to_string(), "<dir>");
+    let mut out = String::new();
+    let mut run = String::new();
+    for c in text.chars().chain(std::iter::once('\n')) {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+            continue;
+        }
+        out += if run.len() == 64 { "<sha256>" } else { &run };
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out.replace(&key[..8], "<key8>")
+}
+
+/// Builds and packages `component` (host runtime): the tarball and its content key.
+fn build_and_package(fx: &Fx, component: &str) -> (PathBuf, String) {
+    fx.ok(&["build", component, "--runtime", "host"]);
+    fx.ok(&["package", component, "--runtime", "host", "--out", "dist"]);
+    let tarball = packaged(&fx.root.join("dist"), component);
+    let (manifest, _) = self::tarball(&tarball);
+    (tarball, manifest["key"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
+    let fx = fixture();
+    let (tarball, key) = build_and_package(&fx, "dated");
+    let path = tarball.display().to_string();
+    // The store holds the key, so the rebuild goes into a temporary store, removed after.
+    let o = fx.ok(&["verify", &path, "--rebuild"]);
+    insta::assert_snapshot!(
+        "verify_rebuild_identical",
+        redacted(&o.stdout, &fx.root, &key)
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(fx.root.join("cache"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // By URL, into a store of the user's that lacks the key: the entry stays there.
+    std::fs::copy(
+        &tarball,
+        fx.root.join("served").join(tarball.file_name().unwrap()),
+    )
+    .unwrap();
+    let url = format!(
+        "{}{}",
+        fx._http.url(),
+        tarball.file_name().unwrap().to_string_lossy()
+    );
+    let mine = fx.root.join("mine");
+    let o = fx.ok(&[
+        "--store",
+        mine.to_str().unwrap(),
+        "verify",
+        &url,
+        "--rebuild",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rocforge.verify-rebuild/1");
+    assert_eq!(v["result"], "identical", "{v}");
+    assert_eq!(v["sha256"], sha256_file(&tarball));
+    assert_eq!(v["name"], "dated");
+    assert_eq!(v["key"], key.as_str());
+    assert_eq!(v["store"]["kept"], true);
+    assert!(mine.join(&key).join("meta.json").is_file());
+}
+
+#[test]
+fn verify_rebuild_names_the_first_file_that_differs() {
+    let fx = fixture();
+    // A build whose output depends on when it ran: its `stamp` differs on every build.
+    std::fs::write(
+        fx.root.join("recipes/test-1.0/noisy.toml"),
+        "name = \"noisy\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/dated\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=\"$DESTDIR$PREFIX/share/noisy\"\nmkdir -p \"$P\"\necho steady > \"$P/a-steady\"\ndate +%s%N > \"$P/stamp\"\n\"\"\"\n",
+    )
+    .unwrap();
+    let (tarball, key) = build_and_package(&fx, "noisy");
+    let o = fx.run(&["verify", tarball.to_str().unwrap(), "--rebuild"]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let text = redacted(&o.stdout, &fx.root, &key);
+    assert!(
+        text.contains("first difference: share/noisy/stamp: bytes"),
+        "{text}"
+    );
+    insta::assert_snapshot!("verify_rebuild_differs", text);
+    let o = fx.run(&[
+        "verify",
+        tarball.to_str().unwrap(),
+        "--rebuild",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["result"], "differs");
+    assert_eq!(v["difference"]["path"], "share/noisy/stamp");
+    assert_eq!(v["difference"]["how"], "bytes");
+    assert_eq!(v["published_sha256"], sha256_file(&tarball));
+    assert_ne!(v["rebuilt_sha256"], v["published_sha256"]);
+}
+
+#[test]
+fn verify_rebuild_of_another_catalogs_key_names_the_inputs_that_differ() {
+    let fx = fixture();
+    let (tarball, key) = build_and_package(&fx, "dated");
+    // The catalog's recipe changed since: another key, and nothing is built.
+    let recipe = fx.root.join("recipes/test-1.0/dated.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text.replace("share/dated", "share/dated-2")).unwrap();
+    let o = fx.run(&["verify", tarball.to_str().unwrap(), "--rebuild"]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    insta::assert_snapshot!(
+        "verify_rebuild_key_differs",
+        redacted(&o.stdout, &fx.root, &key)
+    );
+    let o = fx.run(&[
+        "verify",
+        tarball.to_str().unwrap(),
+        "--rebuild",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["result"], "key-differs");
+    assert_eq!(v["recorded"], key.as_str());
+    assert_ne!(v["planned"], key.as_str());
+    assert_eq!(v["changed"], serde_json::json!(["component.build"]), "{v}");
+    // Nothing was built: the store holds the one entry of the first build.
+    let entries = std::fs::read_dir(fx.root.join("store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .count();
+    assert_eq!(entries, 1);
+}
+
+#[test]
+fn verify_rebuild_refuses_what_is_no_tarball() {
+    let fx = fixture();
+    std::fs::write(fx.root.join("notes.txt"), "no tarball\n").unwrap();
+    let o = fx.run(&["verify", "notes.txt", "--rebuild"]);
+    assert_eq!(o.code, 1);
+    let missing = fx.run(&["verify", "gone.tar.zst", "--rebuild"]);
+    assert_eq!(missing.code, 1);
+    let url = format!("{}gone.tar.zst", fx._http.url());
+    let absent = fx.run(&["verify", &url, "--rebuild"]);
+    assert_eq!(absent.code, 1);
+    insta::assert_snapshot!(
+        "verify_rebuild_refusals",
+        [
+            o.stderr,
+            missing.stderr,
+            absent.stderr.replace(&fx._http.url(), "<url>/")
+        ]
+        .join("\n")
+    );
+}
