@@ -106,6 +106,7 @@ fn run() -> io::Result<()> {
         started: 0,
         duration_secs: 0.0,
         source_commit: None,
+        source_date_epoch: Some(1_700_000_000),
         coverage: None,
         licenses: Vec::new(),
     };

@@ -46,6 +46,11 @@ pub struct EntryMeta {
     pub duration_secs: f64,
     #[serde(default)]
     pub source_commit: Option<String>,
+    /// The SOURCE_DATE_EPOCH the build ran with (the source's own date): every packaged file's
+    /// mtime and an application image's `created`. None in entries made before it was
+    /// recorded, which package as they did then, with 0 ([`EntryMeta::source_date`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_date_epoch: Option<u64>,
     /// The code-object coverage gate's result (None for components without device code).
     #[serde(default)]
     pub coverage: Option<serde_json::Value>,
@@ -56,6 +61,13 @@ pub struct EntryMeta {
 }
 
 impl EntryMeta {
+    /// The date packaging and `image create` give the entry's files. An entry from before the
+    /// date was recorded gets 0, what it was packaged with then: its published tarballs stay
+    /// byte for byte what packaging it again gives, and no hours-long build is needed.
+    pub fn source_date(&self) -> u64 {
+        self.source_date_epoch.unwrap_or(0)
+    }
+
     pub fn artifact_id(&self) -> ArtifactId {
         ArtifactId {
             name: self.component.clone(),
@@ -278,6 +290,19 @@ impl Store {
             .collect();
         out.sort_by(|a, b| (a.committed, &a.component).cmp(&(b.committed, &b.component)));
         out
+    }
+
+    /// The metadata of the entry whose key is exactly `key`.
+    pub fn meta(&self, key: &str) -> Result<EntryMeta, StoreError> {
+        let path = self.entry_dir(key).join("meta.json");
+        let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(key.to_string()),
+            _ => io(&path)(e),
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| StoreError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })
     }
 
     /// The entry whose key is `key` or starts with it (at least 8 characters).

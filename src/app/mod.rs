@@ -18,6 +18,7 @@ pub mod runtime;
 mod session;
 pub mod source_gc;
 pub mod test;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use session::{Options, Session, release_names};

@@ -727,6 +727,7 @@ impl Builder<'_> {
             started,
             duration_secs: seconds,
             source_commit: prepared.commit.clone(),
+            source_date_epoch: Some(u64::try_from(prepared.source_date_epoch).unwrap_or(0)),
             coverage,
             licenses,
         };

@@ -74,7 +74,7 @@ pub struct IndexArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// The signed file
+    /// The signed file (with --rebuild: a packaged tarball, a path or an http(s) URL)
     pub file: PathBuf,
     /// A public key (RW… or a .pub file); repeatable
     #[arg(long, value_name = "PUB")]
@@ -85,6 +85,12 @@ pub struct VerifyArgs {
     /// A key list to apply [default: keys.json beside FILE, if there is one]
     #[arg(long, value_name = "FILE")]
     pub key_list: Option<PathBuf>,
+    /// Rebuild the tarball FILE from the inputs its manifest records and compare it byte for byte
+    #[arg(long, conflicts_with_all = ["key", "sig", "key_list"])]
+    pub rebuild: bool,
+    /// Total compile jobs of the rebuild [default: from memory and cores]
+    #[arg(long, short, value_name = "N", requires = "rebuild")]
+    pub jobs: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -311,13 +317,15 @@ pub fn index_cmd(
     let key = load_signing_key(key)?;
     if renew {
         // Whatever --renew reads gets signed: only an index a trusted key signed is renewed.
-        verify_cmd(
+        verify_signature(
             g,
             &VerifyArgs {
                 file: dir.join(index::INDEX_NAME),
                 key: Vec::new(),
                 sig: None,
                 key_list: None,
+                rebuild: false,
+                jobs: None,
             },
         )?;
     }
@@ -443,6 +451,18 @@ pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<Ex
 }
 
 pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
+    if a.rebuild {
+        return rebuild_cmd(g, a);
+    }
+    if g.format == Format::Json {
+        return Err(Diagnostic::new("verify writes JSON only with --rebuild")
+            .hint("drop --format json, or add --rebuild")
+            .into());
+    }
+    verify_signature(g, a)
+}
+
+fn verify_signature(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
     let (file, keys, sig, key_list) = (&a.file, &a.key, a.sig.as_deref(), a.key_list.as_deref());
     let keys = trusted(g, keys)?;
     let sig = sig
@@ -509,6 +529,107 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn rebuild_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
+    let session = super::session(g)?;
+    let artifact = a.file.to_string_lossy();
+    let report = app::verify::rebuild(
+        &session,
+        &app::verify::Request {
+            artifact: &artifact,
+            store: g.store.as_deref(),
+            jobs: a.jobs,
+        },
+    )?;
+    if g.format == Format::Json {
+        super::print_json(&report);
+    } else {
+        print!("{}", render_rebuild(&report));
+    }
+    Ok(super::exit_code(report.outcome.identical()))
+}
+
+/// `verify --rebuild`'s text report.
+pub(crate) fn render_rebuild(r: &app::verify::Report) -> String {
+    use app::verify::Outcome;
+    let name = r.artifact.rsplit('/').next().unwrap_or(&r.artifact);
+    let what = format!(
+        "{} {} ({}, {}, {})",
+        r.id.name,
+        r.id.version,
+        r.id.release,
+        if r.id.targets.is_empty() {
+            "any target".to_string()
+        } else {
+            rocforge::arch::comma_list(&r.id.targets)
+        },
+        r.runtime
+    );
+    let store = |s: &app::verify::StoreUsed| {
+        if s.kept {
+            format!("rebuilt into the store {}", s.path.display())
+        } else {
+            "rebuilt in a temporary store, removed".to_string()
+        }
+    };
+    match &r.outcome {
+        Outcome::Identical { sha256, store: s } => format!(
+            "{name}: reproduced: the rebuild is byte for byte the same
+  {what}, key {}
+  sha256 {sha256}
+  {}
+",
+            r.id.key,
+            store(s)
+        ),
+        Outcome::Differs {
+            published_sha256,
+            rebuilt_sha256,
+            difference: d,
+            store: s,
+        } => {
+            let path = if d.path.is_empty() {
+                "the tarball".to_string()
+            } else {
+                d.path.clone()
+            };
+            format!(
+                "{name}: NOT reproduced: the rebuild differs
+  {what}, key {}
+  first difference: {path}: {}
+    published: {}
+    rebuilt:   {}
+  sha256 {published_sha256} published
+  sha256 {rebuilt_sha256} rebuilt
+  {}
+",
+                r.id.key,
+                d.how,
+                d.published,
+                d.rebuilt,
+                store(s)
+            )
+        }
+        Outcome::KeyDiffers {
+            recorded,
+            planned,
+            changed,
+        } => format!(
+            "{name}: cannot be rebuilt from this catalog: its inputs give another content key
+  {what}
+  recorded key {recorded}
+  this catalog {planned}
+  inputs that differ: {}
+  nothing was built: rebuild with the catalog (--recipes) and builder image it was built from; its manifest's hash_input records them
+",
+            if changed.is_empty() {
+                "none named by the hash input".to_string()
+            } else {
+                changed.join(", ")
+            }
+        ),
+    }
 }
 
 pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {

@@ -75,10 +75,7 @@ fn created(store: &rocforge::store::Store, keys: &[String]) -> Result<u64> {
     }
     Ok(keys
         .iter()
-        .filter_map(|k| {
-            let b = std::fs::read(store.entry_dir(k).join("meta.json")).ok()?;
-            serde_json::from_slice::<serde_json::Value>(&b).ok()?["source_date_epoch"].as_u64()
-        })
+        .filter_map(|k| store.meta(k).ok().map(|m| m.source_date()))
         .max()
         .unwrap_or(0))
 }

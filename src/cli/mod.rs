@@ -325,7 +325,13 @@ workflow's scheduled resign job).")]
 A key list (keys.json, written by `rocforge key rotate`) in FILE's directory, or the one \
 --key-list names, adds the keys it trusts when its chain of signatures leads back to a trusted \
 key, and removes the keys it revokes. The newest list seen and every revocation are remembered in \
-$ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.")]
+$ROCFORGE_STATE/trust.json (default ~/.local/state/rocforge): an older list is refused as a replay.
+
+With --rebuild, FILE is a tarball written by `rocforge package` (a path or an http(s) URL): it is rebuilt from the inputs its manifest records (release line, component, targets, runtime, content key) with this catalog, packaged the same way, and compared byte for byte. Exit 0: identical; exit 1: not (the first differing file and how), or this catalog plans another key (both keys and the inputs that differ). The rebuild goes into --store when that store lacks the key (the entry stays), else into a temporary store, removed afterwards; the source cache is shared.
+
+Examples:
+  rocforge verify dist/rocprim-3.4.1-gfx90c_gfx902-1a2b3c4d.tar.zst --rebuild
+  rocforge verify https://example.org/r/rocprim-3.4.1-gfx90c-1a2b3c4d.tar.zst --rebuild --format json")]
     Verify(artifact_cmd::VerifyArgs),
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
@@ -651,7 +657,7 @@ pub(crate) const FORMATS: &[(&str, &[Format])] = &[
     ("key generate", TEXT),
     ("key rotate", TEXT),
     ("sign", TEXT),
-    ("verify", TEXT),
+    ("verify", TEXT_JSON),
     ("install", TEXT),
     ("uninstall", TEXT),
     ("detect", TEXT_JSON),

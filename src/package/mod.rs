@@ -168,7 +168,7 @@ pub fn package_entry(
         reproducible: meta.reproducible,
         glibc_floor: scan.glibc_floor.clone(),
         coverage: meta.coverage.clone(),
-        source_date_epoch: source_date_epoch(&dir),
+        source_date_epoch: meta.source_date(),
         installed_size: scan.installed_size,
         hash_input,
         files: scan.files,
@@ -280,15 +280,6 @@ fn licenses(meta: &EntryMeta, files: &[manifest::FileEntry]) -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-/// The entry's SOURCE_DATE_EPOCH when its metadata records one, else 0.
-fn source_date_epoch(entry: &Path) -> u64 {
-    std::fs::read(entry.join("meta.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["source_date_epoch"].as_u64())
-        .unwrap_or(0)
 }
 
 /// Writes SHA256SUMS for `packaged` (merged with the directory's other tarballs), signs it, and

@@ -163,7 +163,9 @@ pub struct Prepared {
     /// The patched tree.
     pub tree: PathBuf,
     pub commit: Option<String>,
-    /// SOURCE_DATE_EPOCH for the build: the commit time for git sources, else 0.
+    /// SOURCE_DATE_EPOCH for the build, from the source alone: a git source's commit time, a
+    /// tarball's newest entry, a path source's newest file (never a directory, whose time
+    /// changes with every file made in it). The store entry records it for packaging.
     pub source_date_epoch: i64,
     /// True when the cache already held the tree: nothing was fetched.
     pub cached: bool,
@@ -702,16 +704,17 @@ fn fetch_origin(
             let file = fetch_file(s, component, url, sha256)?;
             unpack_tar(component, &file, tree, true)?;
             let _ = staging;
-            Ok(0)
+            newest_entry(component, &file)
         }
         (Source::Path { path }, _) => {
             let dir = path_source_dir(s.catalog, component, path)?;
-            crate::fsutil::copy_tree(&dir, tree).map_err(|source| SourceError::Io {
+            let io = |source| SourceError::Io {
                 component: component.to_string(),
                 path: dir.display().to_string(),
                 source,
-            })?;
-            Ok(0)
+            };
+            crate::fsutil::copy_tree(&dir, tree).map_err(io)?;
+            newest_file(&dir).map_err(io)
         }
         _ => unreachable!("origin is built from the same source"),
     }
@@ -840,6 +843,42 @@ fn md5_checked(
         input.name, input.url
     ));
     Ok(sha)
+}
+
+/// The newest mtime of a tar archive's entries (0 for an empty one): read from the headers,
+/// as unpacking sets directories' times as it goes.
+fn newest_entry(component: &str, file: &Path) -> Result<i64, SourceError> {
+    let err = |why: String| SourceError::Unpack {
+        component: component.to_string(),
+        what: file.display().to_string(),
+        why,
+    };
+    let reader = super::series::open_archive(file).map_err(|e| err(e.to_string()))?;
+    let mut archive = tar::Archive::new(reader);
+    let mut newest = 0u64;
+    for entry in archive.entries().map_err(|e| err(e.to_string()))? {
+        let entry = entry.map_err(|e| err(e.to_string()))?;
+        newest = newest.max(entry.header().mtime().unwrap_or(0));
+    }
+    Ok(i64::try_from(newest).unwrap_or(i64::MAX))
+}
+
+/// The newest mtime of the files and symlinks under `dir` (0 when it holds none); times before
+/// 1970 count as 0.
+fn newest_file(dir: &Path) -> std::io::Result<i64> {
+    let mut newest = 0i64;
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let meta = std::fs::symlink_metadata(e.path())?;
+        let t = if meta.is_dir() {
+            newest_file(&e.path())?
+        } else {
+            use std::os::unix::fs::MetadataExt;
+            meta.mtime()
+        };
+        newest = newest.max(t);
+    }
+    Ok(newest)
 }
 
 /// Unpacks a tar archive (plain, gzip or zstd, told apart by magic bytes). With `strip_top`, a

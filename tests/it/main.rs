@@ -22,5 +22,6 @@ mod nix;
 mod patch;
 mod publish;
 mod real_rocm;
+mod reproduce;
 mod sources;
 mod testrun;
