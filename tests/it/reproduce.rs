@@ -35,6 +35,18 @@ impl Fx {
     fn run(&self, args: &[&str]) -> Out {
         Out::from(self.command(args).output().unwrap())
     }
+    /// `verify TARBALL --rebuild --format json`: its exit code and the JSON it printed.
+    fn rebuild_json(&self, tarball: &Path) -> (i32, serde_json::Value) {
+        let o = self.run(&[
+            "verify",
+            tarball.to_str().unwrap(),
+            "--rebuild",
+            "--format",
+            "json",
+        ]);
+        let v = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+        (o.code, v)
+    }
     fn ok(&self, args: &[&str]) -> Out {
         let o = self.run(args);
         assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
@@ -341,15 +353,8 @@ fn verify_rebuild_names_the_first_file_that_differs() {
         "{text}"
     );
     insta::assert_snapshot!("verify_rebuild_differs", text);
-    let o = fx.run(&[
-        "verify",
-        tarball.to_str().unwrap(),
-        "--rebuild",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(o.code, 1);
-    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let (code, v) = fx.rebuild_json(&tarball);
+    assert_eq!(code, 1);
     assert_eq!(v["result"], "differs");
     assert_eq!(v["difference"]["path"], "share/noisy/stamp");
     assert_eq!(v["difference"]["how"], "bytes");
@@ -371,14 +376,8 @@ fn verify_rebuild_of_another_catalogs_key_names_the_inputs_that_differ() {
         "verify_rebuild_key_differs",
         redacted(&o.stdout, &fx.root, &key)
     );
-    let o = fx.run(&[
-        "verify",
-        tarball.to_str().unwrap(),
-        "--rebuild",
-        "--format",
-        "json",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let (code, v) = fx.rebuild_json(&tarball);
+    assert_eq!(code, 1);
     assert_eq!(v["result"], "key-differs");
     assert_eq!(v["recorded"], key.as_str());
     assert_ne!(v["planned"], key.as_str());
