@@ -331,7 +331,7 @@ With --rebuild, FILE is a tarball written by `rocforge package` (a path or an ht
 
 Examples:
   rocforge verify dist/rocprim-3.4.1-gfx90c_gfx902-1a2b3c4d.tar.zst --rebuild
-  rocforge verify https://example.org/r/rocprim-3.4.1-gfx90c-1a2b3c4d.tar.zst --rebuild --format json")]
+  rocforge verify https://example.org/r/rocprim.tar.zst --rebuild --format json")]
     Verify(artifact_cmd::VerifyArgs),
     /// Install prebuilt components (and their dependencies) from a signed release index
     #[command(after_help = "\
@@ -639,6 +639,7 @@ pub(crate) const FORMATS: &[(&str, &[Format])] = &[
     ("doctor", TEXT_JSON),
     ("store list", TEXT_JSON),
     ("store show", TEXT_JSON),
+    ("store path", TEXT),
     ("store gc", TEXT),
     ("patch export", TEXT),
     ("gc", TEXT),
