@@ -332,6 +332,12 @@ impl Store {
             .map_err(io(&p))
     }
 
+    /// What `rocforge image build` recorded for `release`'s builder image.
+    pub fn local_image_record(&self, release: &str) -> Option<LocalImage> {
+        let text = std::fs::read(self.root.join(".images").join(format!("{release}.json"))).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
     fn newest(&self) -> &BTreeMap<String, EntryMeta> {
         self.newest.get_or_init(|| {
             let mut map: BTreeMap<String, EntryMeta> = BTreeMap::new();
@@ -367,8 +373,7 @@ impl StoreView for Store {
     }
 
     fn local_image(&self, release: &str) -> Option<LocalImage> {
-        let text = std::fs::read(self.root.join(".images").join(format!("{release}.json"))).ok()?;
-        serde_json::from_slice(&text).ok()
+        self.local_image_record(release)
     }
 }
 

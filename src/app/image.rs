@@ -63,7 +63,7 @@ pub fn build_image(
     let rt = open_runtime(choice, config)?;
     let store = &session.store;
     let log = image::log_path(store, release).map_err(|e| image_error(session, e))?;
-    let id = image::build(
+    image::build(
         rt.as_ref(),
         catalog,
         &file,
@@ -71,9 +71,5 @@ pub fn build_image(
         &log,
         session.reporter.as_ref(),
     )
-    .map_err(|e| image_error(session, e))?;
-    Ok(LocalImage {
-        reference: catalog.release.image.clone(),
-        id,
-    })
+    .map_err(|e| image_error(session, e))
 }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
+use sha2::{Digest, Sha256};
 
 use crate::catalog::{Catalog, CatalogRoot};
 use crate::plan::LocalImage;
@@ -93,6 +94,18 @@ pub enum ImageError {
         gone: Vec<(String, String)>,
         log: PathBuf,
     },
+    #[error(
+        "the builder image {image} does not hold what {containerfile} pins: {}",
+        mismatches(wrong)
+    )]
+    Pins {
+        image: String,
+        containerfile: String,
+        /// (package, pinned version, installed version or None when not installed)
+        wrong: Vec<(String, String, Option<String>)>,
+    },
+    #[error("cannot list the packages of the builder image {image} (dpkg-query -W in it failed)")]
+    Packages { image: String, log: PathBuf },
     #[error("{image} was built but the runtime cannot find it")]
     Vanished { image: String },
     #[error("the host runtime cannot build images")]
@@ -108,6 +121,17 @@ pub enum ImageError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+fn mismatches(wrong: &[(String, String, Option<String>)]) -> String {
+    wrong
+        .iter()
+        .map(|(p, pinned, installed)| match installed {
+            Some(v) => format!("{p} pinned {pinned}, installed {v}"),
+            None => format!("{p} pinned {pinned}, not installed"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn list(gone: &[(String, String)]) -> String {
@@ -132,6 +156,11 @@ impl ImageError {
                 "pin the versions the mirror has now (`apt-cache policy PACKAGE` in the base image) and build again; the full log is {}",
                 log.display()
             ),
+            ImageError::Pins { .. } => "a pin apt did not install (a command that skipped it, a later step that replaced or removed the package) leaves an image the pins do not describe: fix the Containerfile so each pinned version is what ends up installed".into(),
+            ImageError::Packages { log, .. } => format!(
+                "the image must run `dpkg-query`; the full log is {}",
+                log.display()
+            ),
             ImageError::Vanished { .. } => "run `rocforge doctor`".into(),
             ImageError::Host => "use --runtime podman or docker".into(),
             ImageError::Base(e) => e.hint(),
@@ -146,7 +175,8 @@ impl ImageError {
         match self {
             ImageError::Pull { log, .. }
             | ImageError::Build { log, .. }
-            | ImageError::Gone { log, .. } => Some(log),
+            | ImageError::Gone { log, .. }
+            | ImageError::Packages { log, .. } => Some(log),
             _ => None,
         }
     }
@@ -217,8 +247,19 @@ pub fn ensure(
         Some(digest) => format!("{}@{digest}", repository(&image.reference)),
         None => image.reference.clone(),
     };
-    if rt.image_id(&wanted).is_some() {
-        return Ok(Ready::Present);
+    match (&image.built_from, rt.image_id(&wanted)) {
+        // Keyed by its inputs: present only as `image build` made it from those inputs, else
+        // (the Containerfile changed, or the tag holds an image of unknown making) built now.
+        (Some(inputs), Some(id)) => {
+            let recorded = store.local_image_record(&catalog.release.name);
+            if recorded.is_some_and(|l| {
+                l.reference == image.reference && l.id == id && l.inputs.as_ref() == Some(inputs)
+            }) {
+                return Ok(Ready::Present);
+            }
+        }
+        (None, Some(_)) => return Ok(Ready::Present),
+        (_, None) => {}
     }
     let log = log_path(store, &catalog.release.name)?;
     if pinned.is_some() {
@@ -245,7 +286,196 @@ pub fn ensure(
             },
         });
     };
-    build(rt, catalog, &file, store, &log, reporter).map(Ready::Built)
+    build(rt, catalog, &file, store, &log, reporter).map(|l| Ready::Built(l.id))
+}
+
+/// `sha256:…` of what the release line's builder image is made from, when that pins it: the
+/// Containerfile's bytes (its apt version pins among them) and the `[image-base]` suite and
+/// variant it builds FROM, or a FROM pinned by digest. The mirror is not part of it: mirrors
+/// serve the same packages. None when the Containerfile builds FROM a tag nothing pins, or
+/// copies files in (COPY, ADD) that these bytes do not hold: such an image is known only by
+/// its ID.
+pub fn inputs_digest(catalog: &Catalog) -> Option<String> {
+    let file = containerfile(catalog)?;
+    let from = debootstrap::from_of(&file.text)?;
+    let base = catalog
+        .release
+        .image_base
+        .as_ref()
+        .filter(|b| b.name == from);
+    if base.is_none() && !from.contains("@sha256:") {
+        return None;
+    }
+    let copies = logical_lines(&file.text).any(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("COPY") || w.eq_ignore_ascii_case("ADD"))
+    });
+    if copies {
+        return None;
+    }
+    #[derive(serde::Serialize)]
+    struct Inputs<'a> {
+        schema: &'static str,
+        containerfile_sha256: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        debootstrap: Option<(&'a str, &'a str, &'a str)>,
+    }
+    let inputs = Inputs {
+        schema: "rocforge.image-inputs/1",
+        containerfile_sha256: hex::encode(Sha256::digest(file.text.as_bytes())),
+        debootstrap: base.map(|b| (b.name.as_str(), b.suite.as_str(), b.variant.as_str())),
+    };
+    let bytes = serde_json::to_vec(&inputs).expect("plain data");
+    Some(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+}
+
+/// A Containerfile's instructions, continuation lines joined and comment lines dropped.
+fn logical_lines(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for l in text.lines() {
+        let t = l.trim();
+        if t.starts_with('#') {
+            continue;
+        }
+        match t.strip_suffix('\\') {
+            Some(part) => {
+                cur.push_str(part);
+                cur.push(' ');
+            }
+            None => {
+                cur.push_str(t);
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out.into_iter()
+}
+
+/// The `package=version` pins of a Containerfile's `apt-get install` (and `apt install`)
+/// commands, in order, an architecture qualifier (`pkg:amd64`) dropped.
+pub fn apt_pins(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in logical_lines(text) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut i = 0;
+        while i < words.len() {
+            let apt = matches!(words[i], "apt-get" | "apt");
+            if !(apt && words.get(i + 1) == Some(&"install")) {
+                i += 1;
+                continue;
+            }
+            i += 2;
+            while let Some(w) = words.get(i) {
+                if matches!(*w, "&&" | "||" | ";" | "|") {
+                    break;
+                }
+                let end = w.ends_with(';');
+                let w = w.trim_end_matches(';');
+                if !w.starts_with('-')
+                    && let Some((name, version)) = w.split_once('=')
+                {
+                    let name = name.split(':').next().unwrap_or(name);
+                    let pkg = name.bytes().all(|b| {
+                        b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b)
+                    });
+                    if pkg && !name.is_empty() && !version.is_empty() {
+                        let pair = (name.to_string(), version.to_string());
+                        if !out.contains(&pair) {
+                            out.push(pair);
+                        }
+                    }
+                }
+                i += 1;
+                if end {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pins `installed` (`name=version` lines) does not satisfy: (package, pinned, installed).
+pub fn unmet_pins(
+    pins: &[(String, String)],
+    installed: &[String],
+) -> Vec<(String, String, Option<String>)> {
+    let have: std::collections::BTreeMap<&str, &str> = installed
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .map(|(n, v)| (n.split(':').next().unwrap_or(n), v))
+        .collect();
+    pins.iter()
+        .filter(|(n, v)| have.get(n.as_str()) != Some(&v.as_str()))
+        .map(|(n, v)| {
+            (
+                n.clone(),
+                v.clone(),
+                have.get(n.as_str()).map(|s| s.to_string()),
+            )
+        })
+        .collect()
+}
+
+/// `name=version` of every package installed in `image`, sorted: `dpkg-query -W` in a
+/// throw-away container without network, its output written to a directory of the store's.
+fn installed_packages(
+    rt: &dyn ContainerRuntime,
+    image: &str,
+    scratch: &Path,
+    log: &Path,
+) -> Result<Vec<String>, ImageError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ImageError::Io { path, source }
+    };
+    let out = tempfile::tempdir_in(scratch).map_err(io(scratch))?;
+    let spec = crate::runtime::RunSpec {
+        name: format!("rocforge-image-packages-{}", std::process::id()),
+        image: image.to_string(),
+        mounts: vec![crate::runtime::Mount {
+            host: out.path().to_path_buf(),
+            container: "/out".into(),
+            read_only: false,
+        }],
+        env: [(
+            "PATH".to_string(),
+            "/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
+        )]
+        .into(),
+        workdir: "/".into(),
+        script: "dpkg-query -W -f '${binary:Package}=${Version}\\n' > /out/packages".into(),
+        network: false,
+        labels: [("rocforge.image-check".to_string(), image.to_string())].into(),
+    };
+    let exit = rt.run(&spec, log)?;
+    let listed = out.path().join("packages");
+    let text = std::fs::read_to_string(&listed)
+        .ok()
+        .filter(|_| exit.success());
+    let Some(text) = text else {
+        return Err(ImageError::Packages {
+            image: image.to_string(),
+            log: log.to_path_buf(),
+        });
+    };
+    let mut packages: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    packages.sort();
+    packages.dedup();
+    Ok(packages)
 }
 
 /// `<store>/.logs/image-<release>.log`, emptied.
@@ -269,7 +499,8 @@ fn repository(reference: &str) -> &str {
 }
 
 /// Builds the release's builder image from `file` (its debootstrap base first, when the line
-/// names one), records it as a local image and returns its ID.
+/// names one), checks an image keyed by its inputs against the Containerfile's apt pins, and
+/// records it as a local image (with its package list) in the store.
 pub fn build(
     rt: &dyn ContainerRuntime,
     catalog: &Catalog,
@@ -277,7 +508,7 @@ pub fn build(
     store: &Store,
     log: &Path,
     reporter: &dyn Reporter,
-) -> Result<String, ImageError> {
+) -> Result<LocalImage, ImageError> {
     if rt.kind() == Kind::Host {
         return Err(ImageError::Host);
     }
@@ -345,14 +576,35 @@ pub fn build(
     let id = rt.image_id(image).ok_or_else(|| ImageError::Vanished {
         image: image.clone(),
     })?;
-    store.record_local_image(
-        &catalog.release.name,
-        &LocalImage {
-            reference: image.clone(),
-            id: id.clone(),
-        },
-    )?;
-    Ok(id)
+    // The file built may be another than the line's own (`image build --containerfile`):
+    // only the line's own is what keys describe.
+    let inputs = inputs_digest(catalog)
+        .filter(|_| containerfile(catalog).is_some_and(|own| own.text == file.text));
+    let pins = apt_pins(&file.text);
+    // The list backs keys that name the inputs and not the image: it is read (and the pins
+    // checked) for those, and for any Containerfile that pins apt versions.
+    let packages = if inputs.is_some() || !pins.is_empty() {
+        let packages = installed_packages(rt, &id, &scratch, log)?;
+        let wrong = unmet_pins(&pins, &packages);
+        if !wrong.is_empty() {
+            return Err(ImageError::Pins {
+                image: image.clone(),
+                containerfile: file.shown.clone(),
+                wrong,
+            });
+        }
+        packages
+    } else {
+        Vec::new()
+    };
+    let local = LocalImage {
+        reference: image.clone(),
+        id,
+        inputs,
+        packages,
+    };
+    store.record_local_image(&catalog.release.name, &local)?;
+    Ok(local)
 }
 
 #[cfg(test)]
@@ -376,5 +628,51 @@ mod tests {
     fn a_pinned_reference_loses_its_tag() {
         assert_eq!(repository("ghcr.io/o/b:6.4"), "ghcr.io/o/b");
         assert_eq!(repository("localhost:5000/b"), "localhost:5000/b");
+    }
+
+    #[test]
+    fn apt_pins_are_read_from_install_commands_only() {
+        let text = "FROM x\n# apt-get install -y commented=1.0\nRUN DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n      hipcc=7.0.2+dfsg-3 \\\n      clang-21:amd64=1:21.1.8-14 \\\n      unpinned \\\n && apt-get clean && echo a=b\nRUN apt install -y zstd=1.5;\n";
+        assert_eq!(
+            apt_pins(text),
+            [
+                ("hipcc".to_string(), "7.0.2+dfsg-3".to_string()),
+                ("clang-21".to_string(), "1:21.1.8-14".to_string()),
+                ("zstd".to_string(), "1.5".to_string()),
+            ]
+        );
+        let installed = [
+            "hipcc=7.0.2+dfsg-3".to_string(),
+            "clang-21=1:21.1.8-13".to_string(),
+        ];
+        assert_eq!(
+            unmet_pins(&apt_pins(text), &installed),
+            [
+                (
+                    "clang-21".to_string(),
+                    "1:21.1.8-14".to_string(),
+                    Some("1:21.1.8-13".to_string())
+                ),
+                ("zstd".to_string(), "1.5".to_string(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_shipped_debian_image_is_keyed_by_its_inputs_and_the_almalinux_ones_are_not() {
+        let load = |r| crate::catalog::Catalog::load(CatalogRoot::Embedded, Some(r)).unwrap();
+        let debian = inputs_digest(&load("debian-6.4")).unwrap();
+        assert!(
+            debian.starts_with("sha256:") && debian.len() == 71,
+            "{debian}"
+        );
+        // FROM docker.io/library/almalinux:8, a tag nothing pins.
+        assert_eq!(inputs_digest(&load("rocm-6.4.4")), None);
+        let pins = apt_pins(&embedded("debian-6.4").unwrap().text);
+        assert!(
+            pins.iter()
+                .any(|(p, v)| p == "hipcc" && v == "7.0.2+dfsg-3"),
+            "{pins:?}"
+        );
     }
 }

@@ -131,11 +131,17 @@ pub fn pull_into_store(
 }
 
 /// Why an entry must not be pushed to a shared cache, if it must not: host builds depend on
-/// the host, and a locally built builder image exists nowhere else.
+/// the host, and a locally built builder image keyed by its ID exists nowhere else. One keyed
+/// by what it is built from (`built_from`) is the same image wherever it is built from those
+/// inputs, checked against its version pins: its entries are shared.
 pub fn not_shareable(meta: &EntryMeta) -> Option<&'static str> {
     if meta.runtime == "host" || !meta.reproducible {
         Some("it was built with the host runtime")
-    } else if meta.image.as_ref().is_some_and(|i| i.local) {
+    } else if meta
+        .image
+        .as_ref()
+        .is_some_and(|i| i.local && i.built_from.is_none())
+    {
         Some("its builder image was built locally")
     } else {
         None
@@ -180,4 +186,38 @@ pub fn push_from_store(
         meta.component,
         cache.describe()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(image: serde_json::Value) -> EntryMeta {
+        serde_json::from_value(serde_json::json!({
+            "component": "rocprim",
+            "key": "0".repeat(64),
+            "committed": 0,
+            "runtime": "podman",
+            "image": image,
+        }))
+        .unwrap()
+    }
+
+    /// A local image keyed by its ID exists on one machine only; one keyed by its inputs is
+    /// the image every machine builds from them, so its entries are shared.
+    #[test]
+    fn only_an_id_keyed_local_image_keeps_entries_out_of_a_shared_cache() {
+        let by_id = meta(serde_json::json!({
+            "reference": "localhost/b:1", "digest": format!("sha256:{}", "1".repeat(64)), "local": true,
+        }));
+        assert_eq!(
+            not_shareable(&by_id),
+            Some("its builder image was built locally")
+        );
+        let by_inputs = meta(serde_json::json!({
+            "reference": "localhost/b:1", "digest": null, "local": true,
+            "built_from": format!("sha256:{}", "2".repeat(64)),
+        }));
+        assert_eq!(not_shareable(&by_inputs), None);
+    }
 }

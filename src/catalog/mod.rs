@@ -444,12 +444,15 @@ fn load_line(
         }
     };
     // A derived line's dependencies and bundles were checked in its base, and its missing
-    // dependencies by read_overrides.
+    // dependencies by read_overrides; its overrides' `depends` can still close a loop through
+    // the base's recipes, which only the resolved graph shows.
     if base.is_none() {
         check_dependencies(&recipes, &failed, d);
         if let Some(rel) = &release {
             check_bundles(rel, &recipes, &failed, d);
         }
+    } else {
+        report_cycles(&recipes, d);
     }
     if let Some(rel) = &release {
         check_built(rel, &recipes, &failed, d);
@@ -784,16 +787,20 @@ fn check_dependencies(
             }
         }
     }
+    report_cycles(recipes, d);
+}
+
+/// Every dependency cycle of a line's resolved recipes (a derived line's after its overrides),
+/// each edge shown where it is written: an override's `depends` or the base recipe's.
+fn report_cycles(recipes: &BTreeMap<String, Recipe>, d: &mut Diagnostics) {
     for cycle in find_cycles(recipes) {
-        let first = &recipes[&cycle[0]];
         let edge = |from: &str, to: &str| {
             let r = &recipes[from];
-            let span = r
-                .all_depends()
-                .find(|x| x.as_str() == to)
-                .map(|x| x.span.clone())
-                .unwrap_or(0..0);
-            (r.file.clone(), span, needs(r.is_build_only(to), from, to))
+            let (file, span) = r
+                .dependency_at(to)
+                .map(|(f, x)| (f.clone(), x.span.clone()))
+                .unwrap_or_else(|| (r.file.clone(), 0..0));
+            (file, span, needs(r.is_build_only(to), from, to))
         };
         let (file, span, label) = edge(&cycle[0], &cycle[1]);
         let mut diag = Diagnostic::new(format!("dependency cycle: {}", cycle.join(" -> ")))
@@ -802,7 +809,6 @@ fn check_dependencies(
             let (f, s, label) = edge(&w[0], &w[1]);
             diag = diag.related(&f, s, label);
         }
-        let _ = first;
         d.push(diag.hint(
             "a component cannot need itself, even indirectly; remove one of these dependencies",
         ));

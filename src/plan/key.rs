@@ -32,10 +32,19 @@ pub enum RuntimeKind {
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct ImageRef {
     pub reference: String,
-    /// `sha256:…` from rocforge.lock, or a local image ID.
+    /// `sha256:…` from rocforge.lock, or a local image ID; None when `built_from` keys it.
     pub digest: Option<String>,
-    /// Built locally by `rocforge image build`: keyed by image ID, never pushed to a shared cache.
+    /// Built locally by `rocforge image build`. Keyed by its image ID (and then never pushed to
+    /// a shared cache: no other machine has that image) unless `built_from` keys it.
     pub local: bool,
+    /// For an image `rocforge image build` makes from inputs that pin it (a Containerfile
+    /// FROM the line's debootstrap `[image-base]` or a digest, copying nothing in):
+    /// `sha256:…` of the Containerfile's bytes and the base's suite and variant. Keys hold
+    /// this instead of the local image ID, which differs on every machine that builds the same
+    /// image; `image build` checks the image against the Containerfile's version pins. Absent
+    /// for other images, so their keys are what they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_from: Option<String>,
     /// `digest` is the ID the local runtime reports for the reference (the image is not pinned
     /// by the lock): builds run that exact image. Not part of keys: the ID itself is.
     #[serde(skip)]
@@ -65,6 +74,10 @@ pub struct ComponentInput {
     pub name: String,
     pub version: String,
     pub source: Source,
+    /// A `path` source's tree digest (paths, modes, bytes): the source is its contents, not
+    /// its name. Absent for other sources, whose pins say what they hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_tree: Option<String>,
     /// The commit a tag resolved to (from rocforge.lock); None while unlocked.
     pub locked_commit: Option<String>,
     /// Patch series from pinned archives (`[[series]]`); absent when there is none.
@@ -74,6 +87,10 @@ pub struct ComponentInput {
     pub build: BuildInput,
     /// Post-patch derivations that run for the targeted processors.
     pub derivations: Vec<crate::recipe::Derive>,
+    /// What each derivation substitutes, per targeted processor (`{isa}` and the KFD version
+    /// come from arches.toml, not the recipe); absent when there is no derivation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derive_vars: Vec<BTreeMap<String, BTreeMap<String, String>>>,
     /// User overlays (`--overlay`), by destination and content digest.
     pub overlays: Vec<crate::catalog::Overlay>,
     /// Extra inputs, pinned by sha256.

@@ -174,7 +174,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     } else {
         expanded.iter().map(String::as_str).collect()
     };
-    let order = closure_in_order(catalog, &roots);
+    let order = closure_in_order(catalog, &roots)?;
     let image = image_ref(catalog, &req.lock, store, &req.runtime_image);
     let mut sources_locked = true;
     let arches: Vec<&str> = req.targets.iter().map(|t| t.arch.as_str()).collect();
@@ -196,6 +196,14 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let mut deps: Vec<&str> = r.all_depends().map(|d| d.as_str()).collect();
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
+        // Hashed once, before either key: a large tree is walked once per plan.
+        let source_tree = match &r.source {
+            crate::recipe::Source::Path { path } => Some(
+                crate::source::prepare::path_tree_digest(catalog, name, path)
+                    .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?,
+            ),
+            _ => None,
+        };
         let input_for = |targets: &[TargetId], dep_key: &dyn Fn(&str) -> String| HashInput {
             schema: HASH_INPUT_SCHEMA,
             driver: BUILD_DRIVER_SCHEMA,
@@ -210,6 +218,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 r,
                 &targets.iter().map(|t| t.arch.as_str()).collect::<Vec<_>>(),
                 req,
+                source_tree.clone(),
             ),
             targets: targets.to_vec(),
             dependencies: deps
@@ -280,10 +289,12 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     })
 }
 
-/// The builder image as keys see it: the locked digest; else the ID the local runtime reports
-/// for the reference, so an image rebuilt under the same tag (by `rocforge image
-/// build` or a plain `podman build`) changes every key; else, with no runtime to ask, the ID
-/// `rocforge image build` recorded; else the bare reference (unpinned).
+/// The builder image as keys see it: the locked digest; else, for an image `rocforge image
+/// build` makes from inputs that pin it, those inputs (`built_from`), the same on every machine
+/// that builds the line, whether the image is built yet or not; else the ID the local runtime
+/// reports for the reference, so an image rebuilt under the same tag (by `rocforge image build`
+/// or a plain `podman build`) changes every key; else, with no runtime to ask, the ID `rocforge
+/// image build` recorded; else the bare reference (unpinned).
 pub fn image_ref(
     catalog: &Catalog,
     lock: &Lockfile,
@@ -297,12 +308,27 @@ pub fn image_ref(
             digest: Some(i.digest.clone()),
             local: false,
             runtime_id: false,
+            built_from: None,
         };
     }
     let recorded = store
         .local_image(&catalog.release.name)
         .filter(|l| l.reference == reference)
         .map(|l| l.id);
+    // An image under the tag that `rocforge image build` did not make (pulled, loaded, built by
+    // hand) is what it is, whatever the Containerfile says: its ID keys it.
+    let foreign = matches!(runtime, RuntimeImage::Id(id) if recorded.as_ref() != Some(id));
+    if !foreign && let Some(built_from) = crate::build::image::inputs_digest(catalog) {
+        // Built already or not, from this Containerfile or an older one: the build makes
+        // (`build::image::ensure`) the image these inputs describe before it runs anything.
+        return ImageRef {
+            reference,
+            digest: None,
+            local: true,
+            runtime_id: false,
+            built_from: Some(built_from),
+        };
+    }
     match runtime {
         // `local` keeps meaning "made by `rocforge image build` here", which is what keeps an
         // entry out of shared caches; an image pulled or loaded under the tag is keyed by its
@@ -312,18 +338,21 @@ pub fn image_ref(
             local: recorded.as_ref() == Some(id),
             digest: Some(id.clone()),
             runtime_id: true,
+            built_from: None,
         },
         RuntimeImage::Absent => ImageRef {
             reference,
             digest: None,
             local: false,
             runtime_id: false,
+            built_from: None,
         },
         RuntimeImage::Unknown => ImageRef {
             reference,
             local: recorded.is_some(),
             digest: recorded,
             runtime_id: false,
+            built_from: None,
         },
     }
 }
@@ -333,6 +362,7 @@ fn component_input(
     r: &Recipe,
     arches: &[&str],
     req: &Request,
+    source_tree: Option<String>,
 ) -> ComponentInput {
     let patches = r
         .patches
@@ -347,10 +377,16 @@ fn component_input(
                 .unwrap_or_default(),
         })
         .collect();
+    let derivations: Vec<&crate::recipe::Derive> = r
+        .derive
+        .iter()
+        .filter(|d| d.arches.iter().any(|a| arches.contains(&a.as_str())))
+        .collect();
     ComponentInput {
         name: r.name.value.clone(),
         version: r.version.clone(),
         source: r.source.clone(),
+        source_tree,
         series: r.series.clone(),
         locked_commit: match req.lock.pin(&catalog.release.name, r) {
             Pin::Commit(c) => Some(c),
@@ -370,11 +406,21 @@ fn component_input(
                 .collect(),
             env: r.build.env.clone(),
         },
-        derivations: r
-            .derive
+        derivations: derivations.iter().map(|d| (*d).clone()).collect(),
+        derive_vars: derivations
             .iter()
-            .filter(|d| d.arches.iter().any(|a| arches.contains(&a.as_str())))
-            .cloned()
+            .map(|d| {
+                d.arches
+                    .iter()
+                    .filter(|a| arches.contains(&a.as_str()))
+                    .map(|a| {
+                        (
+                            a.clone(),
+                            crate::recipe::derive_vars::vars_for(a, &catalog.arches, d),
+                        )
+                    })
+                    .collect()
+            })
             .collect(),
         overlays: req
             .overlays
@@ -432,7 +478,9 @@ pub fn gpu_flags(r: &Recipe, targets: &[TargetId]) -> GpuFlags {
 
 /// The requested components and everything they need, dependencies first; among components
 /// that are ready at the same time, by name, so the order never depends on hash-map luck.
-fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Vec<&'a str> {
+/// A component that cannot be placed (in a dependency cycle, or needing one the line lacks) is
+/// an error: a plan never leaves out what was asked for.
+fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Result<Vec<&'a str>, Diagnostic> {
     let mut needed: BTreeSet<&str> = BTreeSet::new();
     let mut todo: Vec<&str> = roots.to_vec();
     while let Some(n) = todo.pop() {
@@ -467,7 +515,29 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Vec<&'a str> {
             }
         }
     }
-    order
+    if order.len() < needed.len() {
+        let unplaced: Vec<&str> = needed
+            .iter()
+            .copied()
+            .filter(|n| !order.contains(n))
+            .collect();
+        let needed_recipes: BTreeMap<String, Recipe> = unplaced
+            .iter()
+            .map(|n| (n.to_string(), catalog.recipes[*n].clone()))
+            .collect();
+        let why = match crate::catalog::find_cycles(&needed_recipes).first() {
+            Some(cycle) => format!("dependency cycle: {}", cycle.join(" -> ")),
+            None => format!(
+                "they need components line {} does not have",
+                catalog.release.name
+            ),
+        };
+        return Err(
+            Diagnostic::new(format!("cannot plan {}: {why}", unplaced.join(", ")))
+                .hint("run `rocforge check`; remove one of the dependencies that close the loop"),
+        );
+    }
+    Ok(order)
 }
 
 fn estimate(steps: &[Step]) -> Estimate {
@@ -549,5 +619,102 @@ mod tests {
             names(plan_of(&["rocblas", "tensile"]).delivered()),
             ["tensile", "rocblas"]
         );
+    }
+
+    /// A cycle the catalog checks did not catch (a catalog changed after loading) is an error
+    /// naming it, never a plan without the components in it.
+    #[test]
+    fn a_component_in_a_cycle_is_an_error_not_left_out() {
+        let mut catalog =
+            Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("debian-6.4")).unwrap();
+        catalog
+            .recipes
+            .get_mut("rocblas")
+            .unwrap()
+            .depends
+            .push(crate::diag::reader::Sp::new("rocsolver".to_string(), 0..0));
+        let req = Request {
+            components: vec!["rocsolver".into()],
+            targets: vec!["gfx90c".parse().unwrap()],
+            runtime: RuntimeKind::Container,
+            lock: Lockfile::default(),
+            overlays: Vec::new(),
+            runtime_image: RuntimeImage::Unknown,
+        };
+        let e = plan(&catalog, &req, &EmptyStore).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "cannot plan rocblas, rocsolver: dependency cycle: rocblas -> rocsolver -> rocblas"
+            ),
+            "{e}"
+        );
+    }
+
+    /// The builder image of a line that makes it from a Containerfile FROM its debootstrap
+    /// base is keyed by those inputs: whichever ID the runtime reports for an image `image
+    /// build` recorded, or none at all, the key is the same; an image under the tag that
+    /// rocforge did not make is keyed by its ID.
+    #[test]
+    fn an_image_built_from_pinned_inputs_is_keyed_by_them_not_its_id() {
+        struct Recorded(String);
+        impl StoreView for Recorded {
+            fn contains(&self, _: &str) -> bool {
+                false
+            }
+            fn previous(&self, _: &str) -> Option<serde_json::Value> {
+                None
+            }
+            fn local_image(&self, _: &str) -> Option<LocalImage> {
+                Some(LocalImage {
+                    reference: "localhost/rocforge/builder:debian-6.4".into(),
+                    id: self.0.clone(),
+                    inputs: None,
+                    packages: Vec::new(),
+                })
+            }
+        }
+        let catalog =
+            Catalog::load(crate::catalog::CatalogRoot::Embedded, Some("debian-6.4")).unwrap();
+        let lock = Lockfile::default();
+        let (a, b) = (
+            format!("sha256:{}", "a".repeat(64)),
+            format!("sha256:{}", "b".repeat(64)),
+        );
+        let refs = [
+            image_ref(
+                &catalog,
+                &lock,
+                &Recorded(a.clone()),
+                &RuntimeImage::Id(a.clone()),
+            ),
+            image_ref(
+                &catalog,
+                &lock,
+                &Recorded(b.clone()),
+                &RuntimeImage::Id(b.clone()),
+            ),
+            image_ref(&catalog, &lock, &EmptyStore, &RuntimeImage::Absent),
+            image_ref(
+                &catalog,
+                &lock,
+                &Recorded(a.clone()),
+                &RuntimeImage::Unknown,
+            ),
+        ];
+        let built_from = crate::build::image::inputs_digest(&catalog).unwrap();
+        for r in &refs {
+            let json = serde_json::to_string(r).unwrap();
+            assert_eq!(r.built_from.as_deref(), Some(built_from.as_str()), "{json}");
+            assert!(!json.contains(&a) && !json.contains(&b), "{json}");
+            assert_eq!(json, serde_json::to_string(&refs[0]).unwrap());
+        }
+        let foreign = image_ref(
+            &catalog,
+            &lock,
+            &Recorded(a.clone()),
+            &RuntimeImage::Id(b.clone()),
+        );
+        assert_eq!(foreign.digest.as_deref(), Some(b.as_str()));
+        assert!(foreign.built_from.is_none() && !foreign.local);
     }
 }

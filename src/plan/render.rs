@@ -81,12 +81,15 @@ pub fn text(plan: &Plan) -> String {
         out,
         "Builder image {}{}",
         plan.image.reference,
-        match &plan.image.digest {
-            Some(d) if plan.image.local || plan.image.runtime_id => {
+        match (&plan.image.digest, &plan.image.built_from) {
+            (None, Some(inputs)) => {
+                format!(" built from {inputs} (its Containerfile and base)")
+            }
+            (Some(d), _) if plan.image.local || plan.image.runtime_id => {
                 format!(" @ {d} (local image ID)")
             }
-            Some(d) => format!(" @ {d}"),
-            None => " (digest not pinned)".into(),
+            (Some(d), _) => format!(" @ {d}"),
+            (None, None) => " (digest not pinned)".into(),
         }
     );
     if !plan.sources_locked {

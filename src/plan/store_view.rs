@@ -22,6 +22,13 @@ pub trait StoreView {
 pub struct LocalImage {
     pub reference: String,
     pub id: String,
+    /// What it was built from (`ImageRef::built_from`); None when its inputs do not pin it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+    /// Its installed Debian packages, `name=version` sorted (`dpkg-query -W`), as checked
+    /// against the Containerfile's pins when it was built.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
 }
 
 /// A store that has nothing: every component is new.

@@ -49,6 +49,10 @@ pub struct Recipe {
     /// In a line with a `base`: the file whose `[source]`, `version`, `[patches]` and
     /// `[[series]]` replaced the base line's (`file` is then the base line's recipe).
     pub overrides: Option<Arc<SourceFile>>,
+    /// The file `depends` was read from when it is not `file` (an override's own list).
+    pub depends_file: Option<Arc<SourceFile>>,
+    /// The file `build-depends` was read from when it is not `file`.
+    pub build_depends_file: Option<Arc<SourceFile>>,
 }
 
 /// A patch series taken by reference from an archive another project publishes (e.g. Debian's
@@ -513,6 +517,8 @@ pub fn parse(
         series,
         file: file.clone(),
         overrides: None,
+        depends_file: None,
+        build_depends_file: None,
     })
 }
 
@@ -702,6 +708,18 @@ impl Recipe {
         self.depends.iter().chain(&self.build_depends)
     }
 
+    /// The dependency named `dependency` with the file its span points into: the override's
+    /// when the line replaced that list, else the recipe's.
+    pub fn dependency_at(&self, dependency: &str) -> Option<(&Arc<SourceFile>, &Sp<String>)> {
+        if let Some(d) = self.depends.iter().find(|d| d.value == dependency) {
+            return Some((self.depends_file.as_ref().unwrap_or(&self.file), d));
+        }
+        self.build_depends
+            .iter()
+            .find(|d| d.value == dependency)
+            .map(|d| (self.build_depends_file.as_ref().unwrap_or(&self.file), d))
+    }
+
     /// Whether `dependency` is needed only to build this component (`build-depends`).
     pub fn is_build_only(&self, dependency: &str) -> bool {
         self.build_depends.iter().any(|b| b.value == dependency)
@@ -728,9 +746,11 @@ impl Recipe {
         }
         if let Some(deps) = &o.depends {
             self.depends = deps.clone();
+            self.depends_file = Some(o.file.clone());
         }
         if let Some(deps) = &o.build_depends {
             self.build_depends = deps.clone();
+            self.build_depends_file = Some(o.file.clone());
         }
         for a in &o.args {
             let var = cmake_var(a);

@@ -202,6 +202,10 @@ struct SourceKeyInput<'a> {
     series: &'a [crate::recipe::Series],
     patches: Vec<(String, String)>,
     derive: Vec<(&'a str, &'a Derive)>,
+    /// What each of `derive` substitutes (arches.toml's KFD version among it): absent when
+    /// there is no derivation, so those sources keep their keys.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    derive_vars: Vec<std::collections::BTreeMap<String, String>>,
     overlays: Vec<&'a Overlay>,
 }
 
@@ -337,12 +341,9 @@ pub fn source_plan(
         Source::Url { sha256, .. } => Origin::Url {
             sha256: sha256.clone(),
         },
-        Source::Path { path } => {
-            let dir = path_source_dir(s.catalog, component, path)?;
-            Origin::Path {
-                sha256: hash_tree(&dir).map_err(io(&dir))?,
-            }
-        }
+        Source::Path { path } => Origin::Path {
+            sha256: path_tree_digest(s.catalog, component, path)?,
+        },
     };
     // Patches a derived line inherits resolve from its base line's patches/ directory.
     let release = recipe.patches.release.as_deref().unwrap_or(release);
@@ -399,6 +400,10 @@ pub fn source_plan(
         origin: &origin,
         series: &recipe.series,
         patches: patch_ids.clone(),
+        derive_vars: derives
+            .iter()
+            .map(|(arch, d)| derive::vars_for(arch, &s.catalog.arches, d))
+            .collect(),
         derive: derives,
         overlays,
     };
@@ -634,6 +639,21 @@ fn read_epoch(entry: &Path) -> Option<i64> {
     let text = std::fs::read(entry.join("source.json")).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
     v.get("source_date_epoch")?.as_i64()
+}
+
+/// The content digest of a `path` source's tree (paths, modes, bytes, symlink targets): one
+/// walk for the source cache's key and the plan's content key, so an edit there changes both.
+pub fn path_tree_digest(
+    catalog: &Catalog,
+    component: &str,
+    path: &str,
+) -> Result<String, SourceError> {
+    let dir = path_source_dir(catalog, component, path)?;
+    hash_tree(&dir).map_err(|source| SourceError::Io {
+        component: component.to_string(),
+        path: dir.display().to_string(),
+        source,
+    })
 }
 
 fn path_source_dir(catalog: &Catalog, component: &str, path: &str) -> Result<PathBuf, SourceError> {

@@ -2064,3 +2064,160 @@ fn a_long_build_started_beside_a_short_one_gets_the_whole_job_budget() {
         "a sibling ending soon does not halve it"
     );
 }
+
+/// A builder image `image build` makes from a Containerfile FROM the line's `[image-base]` is
+/// keyed by what it is made from: the keys are the same before it is built, after, and once it
+/// is gone, and hold no image ID; one byte of the Containerfile changes them. What it built is
+/// checked against the Containerfile's apt pins: a pin the image does not hold is refused,
+/// naming the package and both versions, and the package list is recorded with the image.
+#[test]
+fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_its_pins() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    const KEYED: &str = "localhost/rocforge-test-keyed:1";
+    let f = fixture();
+    let conf = containers_conf();
+    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
+    let podman = |args: &[&str]| {
+        let o = Command::new("podman")
+            .env("CONTAINERS_CONF", &conf)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let _ = podman(&["rmi", KEYED]);
+    let make = podman(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        IMAGE,
+        "dpkg-query",
+        "-W",
+        "-f",
+        "${Version}",
+        "make",
+    ]);
+    assert!(!make.is_empty(), "the test image has make");
+    let release = f.path().join("recipes/test-1.0/release.toml");
+    let text = std::fs::read_to_string(&release)
+        .unwrap()
+        .replace(IMAGE, KEYED);
+    // The test image already exists under the base's name, so nothing is debootstrapped.
+    std::fs::write(
+        &release,
+        format!("{text}\n[image-base]\nname = \"{IMAGE}\"\ndebootstrap = \"bookworm\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    let containerfile = f.path().join("containers/Containerfile.test-1.0");
+    // The pin is one apt would leave as it is: make is installed at that version already.
+    let write = |label: &str, pinned: &str| {
+        std::fs::write(
+            &containerfile,
+            format!(
+                "FROM {IMAGE}\nLABEL org.rocforge.test={label}\nRUN if false; then apt-get install -y make={pinned}; fi\n"
+            ),
+        )
+        .unwrap()
+    };
+    write("keyed", &make);
+    let plan = || -> serde_json::Value {
+        serde_json::from_str(&ok(
+            f.path(),
+            &[
+                "--recipes",
+                "recipes",
+                "plan",
+                "hipcore",
+                "--arch",
+                "gfx90c",
+                "--format",
+                "json",
+            ],
+        ))
+        .unwrap()
+    };
+    let before = plan();
+    let built_from = before["image"]["built_from"].as_str().unwrap().to_string();
+    assert!(before["image"]["digest"].is_null(), "{}", before["image"]);
+    let image_build = || {
+        rocforge_env(
+            f.path(),
+            &env,
+            &[
+                "--recipes",
+                "recipes",
+                "image",
+                "build",
+                "--runtime",
+                "podman",
+            ],
+        )
+    };
+    let built = image_build();
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    let id = podman(&["image", "inspect", "--format", "{{.Id}}", KEYED]);
+    assert!(!id.is_empty());
+    let after = plan();
+    assert_eq!(
+        after["steps"], before["steps"],
+        "built or not, the same keys"
+    );
+    let shown = after.to_string();
+    assert!(
+        !shown.contains(&id),
+        "the image ID reached the plan: {shown}"
+    );
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.path().join("store/.images/test-1.0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["inputs"], built_from.as_str(), "{record}");
+    assert!(record["id"].as_str().unwrap().ends_with(&id), "{record}");
+    let packages: Vec<&str> = record["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        packages.contains(&format!("make={make}").as_str()),
+        "{packages:?}"
+    );
+
+    // Gone from the runtime (another machine, before it builds): the same keys.
+    podman(&["rmi", KEYED]);
+    assert_eq!(plan()["steps"], before["steps"]);
+
+    // One byte of the Containerfile: other keys.
+    write("keyeD", &make);
+    let changed = plan();
+    assert_ne!(
+        changed["image"]["built_from"],
+        before["image"]["built_from"]
+    );
+    assert_ne!(changed["steps"][0]["key"], before["steps"][0]["key"]);
+
+    // A pin the image does not hold.
+    write("keyed", "0.0-not-this");
+    let o = image_build();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "does not hold what {} pins: make pinned 0.0-not-this, installed {make}",
+            containerfile.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    // The record still describes the image that passed.
+    let kept: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.path().join("store/.images/test-1.0.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(kept["inputs"], built_from.as_str());
+    let _ = podman(&["rmi", KEYED]);
+}

@@ -2068,3 +2068,143 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
         serde_json::from_str(&ok(w.path(), &args(&["pkg"], true))).unwrap();
     assert_eq!(one["tree"], trees[1], "one component gives its object");
 }
+
+/// Every input that reaches a build reaches its content key, by content: one byte of a path
+/// source's file, its mode, a file added; a patch; an input's pin; an overlay's file; what
+/// arches.toml gives a derivation; the builder image's Containerfile. The same inputs give the
+/// same key, and `plan --explain` shows the path source's tree digest.
+#[test]
+fn content_keys_follow_every_input_by_content() {
+    let w = world();
+    w.patch("pkg", "0001-p.patch", PATCH);
+    w.local_pkg(&format!(
+        "\n[patches]\nall = [\"0001-p.patch\"]\n\n[[inputs]]\nname = \"data\"\nurl = \"https://example.invalid/dl/data.bin\"\nsha256 = \"{}\"\n\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"logic/vega10\"\nto = \"logic/{{arch}}\"\nreplace = [[\"[9, 0, 0]\", \"[{{isa}}]\"]]\n",
+        "1".repeat(64)
+    ));
+    let recipe_path = w.path().join("recipes/line-1.0/pkg.toml");
+    let src = w.path().join("src/pkg");
+    std::fs::create_dir_all(src.join("logic/vega10")).unwrap();
+    std::fs::write(src.join("logic/vega10/a.yaml"), "- [9, 0, 0]\n").unwrap();
+    let mine = w.path().join("my-logic");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("a.yaml"), "tuned\n").unwrap();
+    let overlay = format!("pkg:logic/gfx90c={}", mine.display());
+    let key = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "plan",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(w.path(), &args)).unwrap();
+        v["steps"][0]["key"].as_str().unwrap().to_string()
+    };
+    let mut seen = vec![key(&[])];
+    let mut changes = |what: &str, extra: &[&str]| {
+        let k = key(extra);
+        assert_eq!(key(extra), k, "{what}: the same inputs, the same key");
+        assert!(!seen.contains(&k), "{what}: the key did not change");
+        seen.push(k);
+    };
+    let cmake = src.join("CMakeLists.txt");
+    std::fs::write(&cmake, CMAKE.replace("gfx900", "gfx901")).unwrap();
+    changes("one byte of a path source's file", &[]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cmake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    changes("a path source file's mode", &[]);
+    std::fs::write(src.join("NEW"), "").unwrap();
+    changes("an empty file added to a path source", &[]);
+    w.patch("pkg", "0001-p.patch", &PATCH.replace("Accept", "accept"));
+    changes("one byte of a patch", &[]);
+    let text = std::fs::read_to_string(&recipe_path).unwrap();
+    std::fs::write(&recipe_path, text.replace(&"1".repeat(64), &"2".repeat(64))).unwrap();
+    changes("an input's sha256", &[]);
+    changes("an overlay", &["--overlay", &overlay]);
+    std::fs::write(mine.join("a.yaml"), "tuneD\n").unwrap();
+    changes("one byte of an overlay's file", &["--overlay", &overlay]);
+    let arches = w.path().join("recipes/arches.toml");
+    let table = std::fs::read_to_string(&arches).unwrap();
+    assert!(table.contains("kfd-version = 90012"), "{table}");
+    std::fs::write(
+        &arches,
+        table.replace("kfd-version = 90012", "kfd-version = 90013"),
+    )
+    .unwrap();
+    changes("gfx90c's KFD version, which {isa} substitutes", &[]);
+
+    // The builder image: made from a Containerfile FROM a debootstrap [image-base], it is
+    // keyed by those inputs, which hold no mirror.
+    let release = w.path().join("recipes/line-1.0/release.toml");
+    let base = std::fs::read_to_string(&release).unwrap();
+    let with_base = |mirror: &str| {
+        std::fs::write(
+            &release,
+            format!("{base}\n[image-base]\nname = \"localhost/rocforge-test-base:keys\"\ndebootstrap = \"bookworm\"\n{mirror}"),
+        )
+        .unwrap()
+    };
+    with_base("");
+    std::fs::create_dir_all(w.path().join("containers")).unwrap();
+    let containerfile = w.path().join("containers/Containerfile.line-1.0");
+    std::fs::write(
+        &containerfile,
+        "FROM localhost/rocforge-test-base:keys\nRUN apt-get install -y zstd=1.5.4+dfsg2-5\n",
+    )
+    .unwrap();
+    changes("a builder image made from its inputs", &[]);
+    let plan: serde_json::Value = serde_json::from_str(&ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(plan["image"]["local"], true, "{}", plan["image"]);
+    assert!(plan["image"]["digest"].is_null(), "{}", plan["image"]);
+    let built_from = plan["image"]["built_from"].as_str().unwrap().to_string();
+    assert!(built_from.starts_with("sha256:"), "{built_from}");
+    let same = key(&[]);
+    with_base("mirror = \"http://mirror.invalid/debian\"\n");
+    assert_eq!(key(&[]), same, "mirrors serve the same packages");
+    std::fs::write(
+        &containerfile,
+        "FROM localhost/rocforge-test-base:keys\nRUN apt-get install -y zstd=1.5.4+dfsg2-6\n",
+    )
+    .unwrap();
+    changes("one byte of the Containerfile (a pinned version)", &[]);
+
+    let explain = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--explain",
+            "pkg",
+        ],
+    );
+    let digest = explain
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("\"source_tree\": \""))
+        .unwrap_or_else(|| panic!("{explain}"));
+    let digest = digest.trim_end_matches("\",");
+    assert!(
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{digest}"
+    );
+}
