@@ -289,6 +289,9 @@ fn plan_github_matrix_has_one_list_per_level() {
 #[test]
 fn github_matrix_splits_levels_over_256_entries() {
     let dir = fixture();
+    // Path sources are digested when planned: the tree must exist.
+    std::fs::create_dir_all(dir.path().join("recipes/line-1.0/src")).unwrap();
+    std::fs::write(dir.path().join("recipes/line-1.0/src/CMakeLists.txt"), "").unwrap();
     for i in 0..300 {
         std::fs::write(
             dir.path().join(format!("recipes/line-1.0/leaf-{i:03}.toml")),

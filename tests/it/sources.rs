@@ -2087,7 +2087,7 @@ fn content_keys_follow_every_input_by_content() {
     std::fs::write(src.join("logic/vega10/a.yaml"), "- [9, 0, 0]\n").unwrap();
     let mine = w.path().join("my-logic");
     std::fs::create_dir_all(&mine).unwrap();
-    std::fs::write(mine.join("a.yaml"), "tuned\n").unwrap();
+    std::fs::write(mine.join("gfx90c_a.yaml"), "- gfx90c\n- tuned\n").unwrap();
     let overlay = format!("pkg:logic/gfx90c={}", mine.display());
     let key = |extra: &[&str]| -> String {
         let mut args = vec![
@@ -2125,7 +2125,7 @@ fn content_keys_follow_every_input_by_content() {
     std::fs::write(&recipe_path, text.replace(&"1".repeat(64), &"2".repeat(64))).unwrap();
     changes("an input's sha256", &[]);
     changes("an overlay", &["--overlay", &overlay]);
-    std::fs::write(mine.join("a.yaml"), "tuneD\n").unwrap();
+    std::fs::write(mine.join("gfx90c_a.yaml"), "- gfx90c\n- tuneD\n").unwrap();
     changes("one byte of an overlay's file", &["--overlay", &overlay]);
     let arches = w.path().join("recipes/arches.toml");
     let table = std::fs::read_to_string(&arches).unwrap();
