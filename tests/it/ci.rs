@@ -114,6 +114,9 @@ fn a_wide_level_gets_one_job_per_part() {
         .unwrap();
     assert!(st.success());
     copy_repo_files(dir.path());
+    // Path sources are digested when planned: the tree must exist.
+    std::fs::create_dir_all(dir.path().join("recipes/line-1.0/src")).unwrap();
+    std::fs::write(dir.path().join("recipes/line-1.0/src/CMakeLists.txt"), "").unwrap();
     for i in 0..300 {
         std::fs::write(
             dir.path().join(format!("recipes/line-1.0/leaf-{i:03}.toml")),
