@@ -104,7 +104,7 @@ mod tests {
     use super::*;
 
     /// The committed schemas are what the types say (regenerate with
-    /// `rocforge schema --out-dir docs/schemas`).
+    /// `rocforge schema --out docs/schemas`).
     #[test]
     fn committed_schemas_match_the_types() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas");
@@ -113,7 +113,7 @@ mod tests {
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
             assert!(
                 committed == f.text(),
-                "{} differs from the types: run `cargo run -- schema --out-dir docs/schemas`",
+                "{} differs from the types: run `cargo run -- schema --out docs/schemas`",
                 path.display()
             );
         }
