@@ -202,6 +202,20 @@ fn create_error(e: CreateError) -> Error {
     Error::hinted(&e, e.hint())
 }
 
+/// A failed push, named by its tag; a registry that sent it elsewhere is said so.
+fn push_error(tag: &str, e: CreateError) -> Error {
+    let away = matches!(&e, CreateError::Oci(crate::oci::OciError::Unreachable { message, .. })
+        if message.contains(crate::net::REDIRECTED_AWAY));
+    let hint = if away {
+        "rocforge pushes only to the registry --tag names: push to the host it redirects to by \
+         --tag HOST/NAME:TAG, if that is the registry you mean"
+            .to_string()
+    } else {
+        e.hint()
+    };
+    Error::hinted(format!("pushing {tag}: {e}"), hint)
+}
+
 /// The newest `source_date_epoch` the store entries record, else 0.
 fn newest_epoch(store: &crate::store::Store, keys: &[String]) -> u64 {
     keys.iter()
@@ -366,10 +380,7 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         let start = reqwest::Url::parse(&target.repo.base_url()).map_err(|e| {
             Error::hinted(format!("--tag {tag}: {e}"), "--tag is REGISTRY/NAME:TAG")
         })?;
-        let push_client = http_client(crate::net::Redirects::Confined {
-            start,
-            hosts: Vec::new(),
-        })?;
+        let push_client = http_client(crate::net::Redirects::SameOrigin { start })?;
         let dest = crate::oci::Remote::new(push_client.clone(), oci_image::api_repo(&target.repo));
         match dest.get_manifest(&target.reference) {
             Ok(Some((existing, _))) if existing != digest && !req.force => {
@@ -380,10 +391,10 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
                 }));
             }
             Ok(_) => {}
-            Err(e) => return Err(create_error(e.into())),
+            Err(e) => return Err(push_error(&tag, e.into())),
         }
         let d = oci_image::push(push_client, &target, &base, &layer, &img, reporter)
-            .map_err(create_error)?;
+            .map_err(|e| push_error(&tag, e))?;
         pushed = Some(format!(
             "{}@{d}",
             tag.rsplit_once(':').map_or(tag.as_str(), |(n, _)| n)
