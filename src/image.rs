@@ -26,6 +26,7 @@ use crate::package::manifest::{FileEntry, Kind};
 use crate::package::tarball::{self, HashingWriter};
 
 pub const LAYER_TAR_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+pub const LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
@@ -52,6 +53,26 @@ pub enum ImageError {
     },
     #[error("`{tool} load` failed: {message}")]
     Load { tool: String, message: String },
+    #[error("base image {reference} is not in {tool}'s local storage: {message}")]
+    LocalMissing {
+        reference: String,
+        tool: String,
+        message: String,
+    },
+    #[error(
+        "base image {reference} has no HIP runtime ({soname}), which {needer} of the stack needs"
+    )]
+    NoHip {
+        reference: String,
+        soname: String,
+        needer: String,
+    },
+    #[error("{tag} already exists in its registry as {existing}, not this image ({ours})")]
+    TagTaken {
+        tag: String,
+        existing: String,
+        ours: String,
+    },
 }
 
 impl ImageError {
@@ -68,6 +89,13 @@ impl ImageError {
             }
             ImageError::Load { tool, .. } => {
                 format!("check that `{tool} images` works for this user; or push with --push and pull the image")
+            }
+            ImageError::LocalMissing { tool, .. } => format!(
+                "`{tool} images` lists what is there; `rocforge image build --kind runtime|devel` builds the line's bases, and `image create --kind runtime|devel` picks (and builds) one itself"
+            ),
+            ImageError::NoHip { .. } => "use a base with HIP's runtime: `--kind runtime` or `--kind devel` (the line's bases), or add the release's rocm-runtime component to the stack".into(),
+            ImageError::TagTaken { .. } => {
+                "pick another --tag, or pass --force to move the tag to this image".into()
             }
         }
     }
@@ -121,6 +149,9 @@ pub struct Layer {
     /// `sha256:` of the uncompressed tar (the config's rootfs.diff_ids).
     pub diff_id: String,
     pub entries: usize,
+    /// DT_NEEDED names of the stack's ELF files that none of them provides (DT_SONAME), each
+    /// with the first file (in the layer) that needs it: what the base must have.
+    pub needs: BTreeMap<String, String>,
 }
 
 impl Layer {
@@ -173,8 +204,14 @@ pub fn write_layer(
     } else {
         format!("{prefix}/")
     };
+    let mut needed: BTreeMap<String, String> = BTreeMap::new();
+    let mut provided = std::collections::BTreeSet::new();
     for (i, c) in components.iter().enumerate() {
         let scan = tarball::scan(&c.tree, &[])?;
+        provided.extend(scan.sonames.iter().cloned());
+        for n in &scan.needed {
+            needed.entry(n.clone()).or_insert_with(|| c.name.clone());
+        }
         for e in scan.files {
             let name = format!("{under}{}", e.path);
             match all.get(&name) {
@@ -253,6 +290,10 @@ pub fn write_layer(
         size: bytes,
         diff_id,
         entries: all.len(),
+        needs: needed
+            .into_iter()
+            .filter(|(n, _)| !provided.contains(n))
+            .collect(),
     })
 }
 
@@ -302,12 +343,447 @@ impl Reference {
 
 /// The base image: its (platform) manifest digest, config and layers.
 pub struct Base {
-    pub reference: Reference,
-    pub remote: Remote,
+    /// As the image's labels name it: `REGISTRY/NAME:TAG` (or `@sha256:…`), or the local name.
+    pub name: String,
+    pub source: BaseSource,
     pub digest: String,
     pub config: serde_json::Value,
     /// With OCI media types (a Docker v2 layer's bytes are the same gzip tar).
     pub layers: Vec<Descriptor>,
+}
+
+/// Where a base's blobs are read from.
+pub enum BaseSource {
+    Registry(Remote),
+    /// Saved out of podman's or docker's storage: each blob a file, its digest checked.
+    Local {
+        blobs: BTreeMap<String, PathBuf>,
+    },
+}
+
+impl Base {
+    /// A blob of the base, streamed (the reader checks nothing: callers hash what they copy).
+    pub fn blob(&self, digest: &str) -> Result<Box<dyn Read + Send>, ImageError> {
+        match &self.source {
+            BaseSource::Registry(remote) => Ok(Box::new(remote.get_blob(digest)?)),
+            BaseSource::Local { blobs, .. } => {
+                let path = blobs.get(digest).ok_or_else(|| ImageError::Base {
+                    reference: self.name.clone(),
+                    message: format!("its saved archive has no blob {digest}"),
+                })?;
+                let f = std::fs::File::open(path).map_err(io_err(path))?;
+                Ok(Box::new(io::BufReader::with_capacity(1 << 20, f)))
+            }
+        }
+    }
+
+    /// The label or file that shows the base has `soname` (`libamdhip64.so.6`): the base's
+    /// `org.rocforge.hip-runtime` label when it names it, else a library of that name found in
+    /// its layers (read through). None when it has none.
+    pub fn provides(&self, soname: &str) -> Result<Option<String>, ImageError> {
+        if let Some(l) = self.config["config"]["Labels"][HIP_LABEL].as_str()
+            && l.split_whitespace().next() == Some(soname)
+        {
+            return Ok(Some(format!("label {HIP_LABEL}={l}")));
+        }
+        for l in &self.layers {
+            let r = self.blob(&l.digest)?;
+            let plain: Box<dyn Read> = if l.media_type.ends_with("+gzip") {
+                Box::new(flate2::read::GzDecoder::new(r))
+            } else if l.media_type.ends_with("+zstd") {
+                Box::new(zstd::stream::read::Decoder::new(r).map_err(io_err(Path::new(&l.digest)))?)
+            } else {
+                r
+            };
+            let mut ar = tar::Archive::new(plain);
+            let bad = |e: io::Error| ImageError::Base {
+                reference: self.name.clone(),
+                message: format!("its layer {} is not a readable tar: {e}", l.digest),
+            };
+            for e in ar.entries().map_err(bad)? {
+                let e = e.map_err(bad)?;
+                let path = e.path().map_err(bad)?;
+                if path.file_name().and_then(|n| n.to_str()) == Some(soname)
+                    && path.components().any(|c| {
+                        c.as_os_str() == "lib"
+                            || c.as_os_str().to_string_lossy().ends_with("-linux-gnu")
+                    })
+                {
+                    return Ok(Some(format!("/{} in layer {}", path.display(), l.digest)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The label a base carries when it has HIP's runtime: `SONAME VERSION`.
+pub const HIP_LABEL: &str = "org.rocforge.hip-runtime";
+
+/// The HIP runtime library a stack built with HIP links.
+pub const HIP_SONAME: &str = "libamdhip64.so.6";
+
+/// Where a `--base` is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseRef {
+    /// `REGISTRY/NAME:TAG` or `REGISTRY/NAME@sha256:…`, pulled through the registry API.
+    Registry(String),
+    /// `containers-storage:NAME` or a plain `localhost/NAME:TAG` (podman's), or
+    /// `docker-daemon:NAME` (docker's): read with `podman save` / `docker save`.
+    Local { tool: Loader, name: String },
+}
+
+impl BaseRef {
+    pub fn parse(s: &str) -> BaseRef {
+        if let Some(name) = s.strip_prefix("containers-storage:") {
+            return BaseRef::Local {
+                tool: Loader::Podman,
+                name: name.to_string(),
+            };
+        }
+        if let Some(name) = s.strip_prefix("docker-daemon:") {
+            return BaseRef::Local {
+                tool: Loader::Docker,
+                name: name.to_string(),
+            };
+        }
+        // No registry answers at `localhost` without a port: that is podman's name for what
+        // it built or imported.
+        if s.starts_with("localhost/") {
+            return BaseRef::Local {
+                tool: Loader::Podman,
+                name: s.to_string(),
+            };
+        }
+        BaseRef::Registry(s.to_string())
+    }
+}
+
+/// Reads the base `reference` names: from its registry ([`pull_base`]) or from local storage
+/// ([`local_base`], its blobs kept in `work_dir`).
+pub fn read_base(
+    client: reqwest::blocking::Client,
+    reference: &str,
+    work_dir: &Path,
+) -> Result<Base, ImageError> {
+    match BaseRef::parse(reference) {
+        BaseRef::Registry(r) => pull_base(client, &r),
+        BaseRef::Local { tool, name } => local_base(tool, &name, reference, work_dir),
+    }
+}
+
+/// What [`save`] recorded of each file it unpacked: its `sha256:` digest and size, computed
+/// as the file was read from the tool's output.
+const DIGESTS: &str = "digests.json";
+
+/// `podman save --format oci-archive NAME` / `docker save NAME`, read from the tool's output
+/// and unpacked into `dir` (made fresh; renamed into place only when complete), each file
+/// hashed on the way.
+fn save(tool: Loader, name: &str, shown: &str, dir: &Path) -> Result<(), ImageError> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".save-")
+        .tempdir_in(parent)
+        .map_err(io_err(parent))?;
+    let mut cmd = std::process::Command::new(tool.tool());
+    cmd.arg("save");
+    if tool == Loader::Podman {
+        cmd.args(["--format", "oci-archive"]);
+    }
+    let mut child = cmd
+        .arg(name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| ImageError::LocalMissing {
+            reference: shown.to_string(),
+            tool: tool.tool().into(),
+            message: e.to_string(),
+        })?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let errs = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut digests: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    let unpacked = (|| -> io::Result<()> {
+        let mut ar = tar::Archive::new(io::BufReader::with_capacity(1 << 20, stdout));
+        for e in ar.entries()? {
+            let mut e = e?;
+            if e.header().entry_type() != tar::EntryType::Regular {
+                continue;
+            }
+            let rel = e.path()?.to_path_buf();
+            if rel.is_absolute()
+                || rel
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                return Err(io::Error::other(format!(
+                    "the archive names {}",
+                    rel.display()
+                )));
+            }
+            let out = tmp.path().join(&rel);
+            if let Some(d) = out.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            let mut w = HashingWriter {
+                inner: io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&out)?),
+                hasher: Sha256::new(),
+                bytes: 0,
+            };
+            io::copy(&mut e, &mut w)?;
+            w.inner.flush()?;
+            digests.insert(
+                rel.to_string_lossy().into_owned(),
+                (
+                    format!("sha256:{}", hex::encode(w.hasher.finalize())),
+                    w.bytes,
+                ),
+            );
+        }
+        Ok(())
+    })();
+    let status = child.wait().map_err(io_err(Path::new(tool.tool())))?;
+    let stderr = errs.join().unwrap_or_default();
+    if !status.success() {
+        return Err(ImageError::LocalMissing {
+            reference: shown.to_string(),
+            tool: tool.tool().into(),
+            message: stderr.trim().lines().last().unwrap_or_default().to_string(),
+        });
+    }
+    unpacked.map_err(|e| ImageError::Base {
+        reference: shown.to_string(),
+        message: format!("`{} save` gave an unreadable archive: {e}", tool.tool()),
+    })?;
+    let list = tmp.path().join(DIGESTS);
+    std::fs::write(&list, serde_json::to_vec(&digests).expect("plain data"))
+        .map_err(io_err(&list))?;
+    let tmp = tmp.keep();
+    if let Err(e) = std::fs::rename(&tmp, dir) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        // Another create saved the same image meanwhile: its copy is as good.
+        if !dir.join(DIGESTS).exists() {
+            return Err(io_err(dir)(e));
+        }
+    }
+    Ok(())
+}
+
+/// An image in podman's storage (`podman save --format oci-archive`) or docker's (`docker
+/// save`): the same [`Base`] as a registry's, every blob checked against its digest. The saved
+/// image is kept in `work_dir` by its image ID, so the next create from it reads no archive.
+/// A docker archive has no manifest: one is written (OCI, its layers the archive's tars), so
+/// the same image gives the same digest.
+pub fn local_base(
+    tool: Loader,
+    name: &str,
+    shown: &str,
+    work_dir: &Path,
+) -> Result<Base, ImageError> {
+    use crate::process::{Cmd, ProcessError};
+    let missing = |message: String| ImageError::LocalMissing {
+        reference: shown.to_string(),
+        tool: tool.tool().into(),
+        message,
+    };
+    let id = match Cmd::new(tool.tool())
+        .args(["image", "inspect", "--format", "{{.Id}}", name])
+        .run()
+    {
+        Ok(out) => out.trim().trim_start_matches("sha256:").to_string(),
+        Err(ProcessError::Spawn { source, .. }) => return Err(missing(source.to_string())),
+        Err(ProcessError::Failed { stderr, .. }) => {
+            return Err(missing(
+                stderr.trim().lines().last().unwrap_or_default().to_string(),
+            ));
+        }
+    };
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(missing(format!(
+            "`{} image inspect` gave the ID {id:?}",
+            tool.tool()
+        )));
+    }
+    let unpacked = work_dir.join("bases").join(format!("{}-{id}", tool.tool()));
+    if !unpacked.join(DIGESTS).exists() {
+        save(tool, name, shown, &unpacked)?;
+    }
+    let digests: BTreeMap<String, (String, u64)> = {
+        let p = unpacked.join(DIGESTS);
+        let b = std::fs::read(&p).map_err(io_err(&p))?;
+        serde_json::from_slice(&b).map_err(|e| ImageError::Base {
+            reference: shown.to_string(),
+            message: format!("{}: {e}", p.display()),
+        })?
+    };
+    // A kept file whose size changed since it was hashed is no longer what was checked.
+    let checked = |rel: &str| -> Result<(PathBuf, String, u64), ImageError> {
+        let (d, size) = digests.get(rel).ok_or_else(|| ImageError::Base {
+            reference: shown.to_string(),
+            message: format!("its saved archive has no {rel}"),
+        })?;
+        let p = unpacked.join(rel);
+        let now = std::fs::metadata(&p).map_err(io_err(&p))?.len();
+        if now != *size {
+            return Err(ImageError::Base {
+                reference: shown.to_string(),
+                message: format!(
+                    "{} changed since it was saved ({now} bytes, not {size}): remove {}",
+                    p.display(),
+                    unpacked.display()
+                ),
+            });
+        }
+        Ok((p, d.clone(), *size))
+    };
+    let bad = |message: String| ImageError::Base {
+        reference: shown.to_string(),
+        message,
+    };
+    let read_json = |rel: &str| -> Result<(Vec<u8>, serde_json::Value), ImageError> {
+        let (p, _, _) = checked(rel)?;
+        let b = std::fs::read(&p).map_err(io_err(&p))?;
+        let v = serde_json::from_slice(&b)
+            .map_err(|e| bad(format!("{rel} in the saved archive is not JSON: {e}")))?;
+        Ok((b, v))
+    };
+    let mut blobs = BTreeMap::new();
+    let (digest, config, layers) = match tool {
+        Loader::Podman => {
+            let (_, index) = read_json("index.json")?;
+            let manifests = index["manifests"].as_array().cloned().unwrap_or_default();
+            let [m] = manifests.as_slice() else {
+                return Err(bad(format!(
+                    "its saved index lists {} manifests, not one",
+                    manifests.len()
+                )));
+            };
+            let digest = m["digest"].as_str().unwrap_or_default().to_string();
+            let blob = |d: &str| -> Result<PathBuf, ImageError> {
+                let hexd = d
+                    .strip_prefix("sha256:")
+                    .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+                let hexd = hexd.ok_or_else(|| bad(format!("unsupported digest {d:?}")))?;
+                let (p, got, _) = checked(&format!("blobs/sha256/{hexd}"))?;
+                if got != d {
+                    return Err(bad(format!("its blob {d} reads back as {got}")));
+                }
+                Ok(p)
+            };
+            let mp = blob(&digest)?;
+            let mbytes = std::fs::read(&mp).map_err(io_err(&mp))?;
+            let mut v: serde_json::Value = serde_json::from_slice(&mbytes)
+                .map_err(|e| bad(format!("its manifest is not JSON: {e}")))?;
+            if v["mediaType"].is_null() {
+                v["mediaType"] = IMAGE_MANIFEST.into();
+            }
+            let m: ImageManifest = serde_json::from_value(v)
+                .map_err(|e| bad(format!("its manifest is not an image manifest: {e}")))?;
+            let cp = blob(&m.config.digest)?;
+            let cbytes = std::fs::read(&cp).map_err(io_err(&cp))?;
+            let config: serde_json::Value = serde_json::from_slice(&cbytes)
+                .map_err(|e| bad(format!("its config is not JSON: {e}")))?;
+            let mut layers = Vec::new();
+            for l in m.layers {
+                let p = blob(&l.digest)?;
+                let media_type = match l.media_type.as_str() {
+                    DOCKER_LAYER_GZIP => LAYER_TAR_GZIP.to_string(),
+                    t if t.starts_with("application/vnd.oci.image.layer.v1.tar") => t.to_string(),
+                    t => return Err(bad(format!("unsupported layer type {t} ({})", l.digest))),
+                };
+                blobs.insert(l.digest.clone(), p);
+                layers.push(Descriptor { media_type, ..l });
+            }
+            (digest, config, layers)
+        }
+        Loader::Docker => {
+            let (_, manifest) = read_json("manifest.json")?;
+            let entries = manifest.as_array().cloned().unwrap_or_default();
+            let [m] = entries.as_slice() else {
+                return Err(bad(format!(
+                    "its saved manifest.json lists {} images, not one",
+                    entries.len()
+                )));
+            };
+            let config_rel = m["Config"].as_str().unwrap_or_default().to_string();
+            let (cbytes, config) = read_json(&config_rel)?;
+            let config_digest = crate::oci::digest_of(&cbytes);
+            let diff_ids: Vec<String> = config["rootfs"]["diff_ids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_str().map(str::to_string))
+                .collect();
+            let rels: Vec<String> = m["Layers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_str().map(str::to_string))
+                .collect();
+            if rels.len() != diff_ids.len() {
+                return Err(bad(format!(
+                    "its config lists {} layer(s), its archive {}",
+                    diff_ids.len(),
+                    rels.len()
+                )));
+            }
+            let mut layers = Vec::new();
+            for (rel, want) in rels.iter().zip(&diff_ids) {
+                let (p, got, size) = checked(rel)?;
+                // docker save writes each layer uncompressed: its digest is its diff_id.
+                if &got != want {
+                    return Err(bad(format!(
+                        "its layer {rel} reads back as {got}, not {want}"
+                    )));
+                }
+                blobs.insert(got.clone(), p);
+                layers.push(Descriptor {
+                    media_type: LAYER_TAR.into(),
+                    digest: got,
+                    size,
+                    annotations: BTreeMap::new(),
+                });
+            }
+            let manifest = ImageManifest {
+                schema_version: 2,
+                media_type: IMAGE_MANIFEST.into(),
+                artifact_type: None,
+                config: Descriptor {
+                    media_type: OCI_CONFIG.into(),
+                    digest: config_digest,
+                    size: cbytes.len() as u64,
+                    annotations: BTreeMap::new(),
+                },
+                layers: layers.clone(),
+                annotations: BTreeMap::new(),
+            };
+            let digest = crate::oci::digest_of(&serde_json::to_vec(&manifest).expect("plain data"));
+            (digest, config, layers)
+        }
+    };
+    let diff_ids = config["rootfs"]["diff_ids"].as_array().map_or(0, Vec::len);
+    if diff_ids != layers.len() {
+        return Err(bad(format!(
+            "its config lists {diff_ids} layer(s), its manifest {}",
+            layers.len()
+        )));
+    }
+    if !matches!(config["os"].as_str(), Some("linux") | None) {
+        return Err(bad(format!("it is an image for {}", config["os"])));
+    }
+    Ok(Base {
+        name: name.to_string(),
+        source: BaseSource::Local { blobs },
+        digest,
+        config,
+        layers,
+    })
 }
 
 /// The GOARCH name of this machine's architecture.
@@ -408,8 +884,8 @@ pub fn pull_base(client: reqwest::blocking::Client, reference: &str) -> Result<B
         return Err(bad(format!("it is an image for {}", config["os"])));
     }
     Ok(Base {
-        reference: r,
-        remote,
+        name: r.full(),
+        source: BaseSource::Registry(remote),
         digest,
         config,
         layers,
@@ -532,7 +1008,7 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
         .flatten()
         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
         .collect();
-    let base_name = base.reference.full();
+    let base_name = base.name.clone();
     labels.extend(
         [
             ("org.opencontainers.image.created", created.clone()),
@@ -625,9 +1101,10 @@ pub fn push(
         if dest.has_blob(&l.digest)? {
             continue;
         }
-        if dest.repo.registry == base.remote.repo.registry
+        if let BaseSource::Registry(from) = &base.source
+            && dest.repo.registry == from.repo.registry
             && dest
-                .mount_blob(&l.digest, &base.remote.repo.repository)
+                .mount_blob(&l.digest, &from.repo.repository)
                 .unwrap_or(false)
         {
             continue;
@@ -635,8 +1112,8 @@ pub fn push(
         let task = reporter.task(&format!("copying base layer {}", l.digest), None, false);
         let size = l.size;
         dest.push_blob_with(&l.digest, size, &|| {
-            let resp = base.remote.get_blob(&l.digest).map_err(io::Error::other)?;
-            Ok(reqwest::blocking::Body::sized(resp, size))
+            let r = base.blob(&l.digest).map_err(io::Error::other)?;
+            Ok(reqwest::blocking::Body::sized(r, size))
         })?;
         task.finish(&format!("copied base layer {}", l.digest));
     }
@@ -726,8 +1203,7 @@ pub fn write_archive(
             let f = std::fs::File::open(&layer.path).map_err(io_err(&layer.path))?;
             append_blob(b, &entry, d.size, &d.digest, io::BufReader::new(f))
         } else {
-            let resp = base.remote.get_blob(&d.digest)?;
-            append_blob(b, &entry, d.size, &d.digest, resp)
+            append_blob(b, &entry, d.size, &d.digest, base.blob(&d.digest)?)
         }
     };
     match loader {

@@ -250,6 +250,9 @@ pub enum Redirects {
         start: reqwest::Url,
         hosts: Vec<String>,
     },
+    /// Only to `start`'s scheme, host and port: a registry pushed to, whose answers must come
+    /// from itself.
+    SameOrigin { start: reqwest::Url },
 }
 
 /// The client for `opts`. Fails only when the TLS backend cannot start.
@@ -260,8 +263,18 @@ pub fn try_client(opts: &HttpOptions) -> Result<reqwest::blocking::Client, reqwe
     if let Some(c) = opts.connect {
         b = b.connect_timeout(c);
     }
-    if let Redirects::Confined { start, hosts } = &opts.redirects {
-        b = b.redirect(confined(start, hosts.clone()));
+    match &opts.redirects {
+        Redirects::Any => {}
+        Redirects::Confined { start, hosts } => {
+            b = b.redirect(confined(
+                start,
+                hosts.clone(),
+                "another host than the index's (pass --allow-host to accept it)",
+            ));
+        }
+        Redirects::SameOrigin { start } => {
+            b = b.redirect(confined(start, Vec::new(), REDIRECTED_AWAY));
+        }
     }
     b.build()
 }
@@ -272,7 +285,14 @@ pub fn client(opts: &HttpOptions) -> reqwest::blocking::Client {
     try_client(opts).unwrap_or_else(|_| reqwest::blocking::Client::new())
 }
 
-fn confined(start: &reqwest::Url, hosts: Vec<String>) -> reqwest::redirect::Policy {
+/// What a refused [`Redirects::SameOrigin`] redirect says, after "redirected to URL, ".
+pub const REDIRECTED_AWAY: &str = "another host than the registry's";
+
+fn confined(
+    start: &reqwest::Url,
+    hosts: Vec<String>,
+    elsewhere: &'static str,
+) -> reqwest::redirect::Policy {
     let origin = |u: &reqwest::Url| {
         (
             u.scheme().to_string(),
@@ -297,9 +317,7 @@ fn confined(start: &reqwest::Url, hosts: Vec<String>) -> reqwest::redirect::Poli
             attempt.follow()
         } else {
             let to = crate::redact::url(u.as_str());
-            attempt.error(format!(
-                "redirected to {to}, another host than the index's (pass --allow-host to accept it)"
-            ))
+            attempt.error(format!("redirected to {to}, {elsewhere}"))
         }
     })
 }

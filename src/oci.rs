@@ -363,10 +363,19 @@ impl Remote {
     }
 
     fn err_unreachable(&self, what: &str, e: reqwest::Error) -> OciError {
+        let mut message = e.to_string();
+        // A refused redirect's reason (where to) is in the error's source, not its text.
+        if e.is_redirect() {
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                message.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+        }
         OciError::Unreachable {
             registry: self.repo.registry.clone(),
             reference: format!("{}/{}", self.repo.repository, what),
-            message: e.to_string(),
+            message,
         }
     }
 

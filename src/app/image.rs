@@ -1,14 +1,22 @@
-//! `image build`: the release line's builder image from its Containerfile (beside the catalog,
+//! `image build`: one of the release line's images from its Containerfile (beside the catalog,
 //! else the one built into rocforge; for a line with an `[image-base]`, the base image made
-//! with debootstrap first), recorded in the store as a local image. The work is
-//! `build::image`'s, which `build` also uses to make the image before it fetches anything.
+//! with debootstrap first): the builder image (recorded in the store as a local image), or the
+//! runtime and devel bases users' images are made of. The work is `build::image`'s, which
+//! `build` also uses to make the builder image before it fetches anything.
+//!
+//! `image create`: a base image (from a registry, or podman's or docker's local storage, or the
+//! line's runtime/devel base) plus one layer with the built stack, pushed or loaded.
 
 use std::path::PathBuf;
 
 use super::runtime::{RuntimeChoice, open_runtime};
 use super::{Error, Result, Session};
-use crate::build::image::{self, Containerfile, ImageError};
+use crate::build::image::{self, Containerfile, ImageError, Kind};
+use crate::image as oci_image;
+use crate::image::{ImageError as CreateError, Loader};
 use crate::plan::LocalImage;
+use crate::plan::key::RuntimeKind;
+use crate::source::cache::Cache;
 
 /// How many lines of a failed build's log are shown.
 const LOG_TAIL: usize = 40;
@@ -25,15 +33,46 @@ pub fn image_error(session: &Session, e: ImageError) -> Error {
     Error::hinted(&e, e.hint())
 }
 
-/// Builds the image and records it; returns its reference and image ID.
+/// Builds the image of `kind` (the builder image is recorded); returns its reference and
+/// image ID.
 pub fn build_image(
     session: &Session,
     choice: Option<RuntimeChoice>,
     containerfile: Option<PathBuf>,
+    kind: Kind,
 ) -> Result<LocalImage> {
     let catalog = &session.catalog;
     let config = session.config()?;
     let release = &catalog.release.name;
+    if kind != Kind::Builder && containerfile.is_none() {
+        let rt = open_runtime(choice, config)?;
+        let file = image::containerfile_of(catalog, kind).ok_or_else(|| {
+            let e = ImageError::NoKind {
+                release: release.clone(),
+                kind: kind.name(),
+                file: format!("containers/{}", kind.file_name(release)),
+            };
+            Error::hinted(&e, e.hint())
+        })?;
+        let log = image::log_path(&session.store, &format!("{}-{release}", kind.name()))
+            .map_err(|e| image_error(session, e))?;
+        let id = image::build_kind(
+            rt.as_ref(),
+            catalog,
+            kind,
+            &file,
+            &session.store,
+            &log,
+            session.reporter.as_ref(),
+        )
+        .map_err(|e| image_error(session, e))?;
+        return Ok(LocalImage {
+            reference: kind.image(catalog),
+            id,
+            inputs: None,
+            packages: Vec::new(),
+        });
+    }
     let file = match containerfile {
         Some(path) => Containerfile {
             shown: path.display().to_string(),
@@ -63,6 +102,24 @@ pub fn build_image(
     let rt = open_runtime(choice, config)?;
     let store = &session.store;
     let log = image::log_path(store, release).map_err(|e| image_error(session, e))?;
+    if kind != Kind::Builder {
+        let id = image::build_kind(
+            rt.as_ref(),
+            catalog,
+            kind,
+            &file,
+            store,
+            &log,
+            session.reporter.as_ref(),
+        )
+        .map_err(|e| image_error(session, e))?;
+        return Ok(LocalImage {
+            reference: kind.image(catalog),
+            id,
+            inputs: None,
+            packages: Vec::new(),
+        });
+    }
     image::build(
         rt.as_ref(),
         catalog,
@@ -72,4 +129,316 @@ pub fn build_image(
         session.reporter.as_ref(),
     )
     .map_err(|e| image_error(session, e))
+}
+
+/// What `image create` is asked for.
+pub struct CreateRequest<'a> {
+    /// Components to install (with their run-time dependencies).
+    pub components: &'a [String],
+    /// `--base`: a registry reference, `containers-storage:NAME`, `docker-daemon:NAME`, or a
+    /// plain `localhost/NAME:TAG` (podman's storage).
+    pub base: Option<&'a str>,
+    /// `--kind`: the line's runtime or devel base (built when absent), when no `--base`.
+    pub kind: Option<Kind>,
+    /// `--tag`; None: [`default_tag`].
+    pub tag: Option<&'a str>,
+    pub push: bool,
+    pub load: Option<Loader>,
+    /// Whose builds (`--runtime`), and which runtime builds a missing base.
+    pub runtime: RuntimeKind,
+    pub choice: Option<RuntimeChoice>,
+    pub overlay: &'a [String],
+    /// Move a registry tag that names other content.
+    pub force: bool,
+    /// Seconds for `created`: SOURCE_DATE_EPOCH as the binary read it; None: the newest the
+    /// store entries record, else 0.
+    pub epoch: Option<u64>,
+}
+
+/// One component in the image.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CreatedComponent {
+    pub name: String,
+    pub version: String,
+    pub key: String,
+}
+
+/// What `image create` made.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub tag: String,
+    pub digest: String,
+    pub id: String,
+    pub base: String,
+    pub base_digest: String,
+    pub layer_digest: String,
+    pub layer_diff_id: String,
+    pub layer_size: u64,
+    pub layer_entries: usize,
+    pub components: Vec<CreatedComponent>,
+    pub targets: Vec<String>,
+    pub prefix: String,
+    pub created: u64,
+    /// `NAME@DIGEST` as pushed.
+    pub pushed: Option<String>,
+    /// The loader and what it printed.
+    pub loaded: Option<(Loader, String)>,
+    /// Where HIP's runtime was found in the base, when the stack needs it.
+    pub hip: Option<String>,
+}
+
+/// `localhost/rocforge/rocm:<release>-<kind>-<target>-<target>…`: what the image is, read
+/// from its name.
+pub fn default_tag(release: &str, kind: Kind, targets: &[String]) -> String {
+    let mut t = format!("{release}-{}", kind.name());
+    for x in targets {
+        t.push('-');
+        t.push_str(x);
+    }
+    format!("localhost/rocforge/rocm:{}", crate::oci::sanitize_tag(&t))
+}
+
+fn create_error(e: CreateError) -> Error {
+    Error::hinted(&e, e.hint())
+}
+
+/// A failed push, named by its tag; a registry that sent it elsewhere is said so.
+fn push_error(tag: &str, e: CreateError) -> Error {
+    let away = matches!(&e, CreateError::Oci(crate::oci::OciError::Unreachable { message, .. })
+        if message.contains(crate::net::REDIRECTED_AWAY));
+    let hint = if away {
+        "rocforge pushes only to the registry --tag names: push to the host it redirects to by \
+         --tag HOST/NAME:TAG, if that is the registry you mean"
+            .to_string()
+    } else {
+        e.hint()
+    };
+    Error::hinted(format!("pushing {tag}: {e}"), hint)
+}
+
+/// The newest source date the store entries record, else 0.
+fn newest_epoch(store: &crate::store::Store, keys: &[String]) -> u64 {
+    keys.iter()
+        .filter_map(|k| store.meta(k).ok().map(|m| m.source_date()))
+        .max()
+        .unwrap_or(0)
+}
+
+fn http_client(redirects: crate::net::Redirects) -> Result<reqwest::blocking::Client> {
+    // Layers can be gigabytes: no idle limit, only for connecting.
+    crate::net::try_client(&crate::net::HttpOptions {
+        connect: Some(std::time::Duration::from_secs(30)),
+        idle: None,
+        redirects,
+    })
+    .map_err(|e| {
+        Error::hinted(
+            format!("cannot make an HTTP client: {e}"),
+            "check the TLS set-up of this machine",
+        )
+    })
+}
+
+/// The image of the stack: base read and checked (HIP's runtime there when the stack needs it;
+/// the registry's tag free or already this image), layer written, composed, then pushed and/or
+/// loaded. Nothing is pushed before every check passed.
+pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
+    if !req.push && req.load.is_none() {
+        return Err(Error::hinted(
+            "nothing to do: neither --push nor --load",
+            "add --push (to --tag's registry) or --load podman|docker",
+        ));
+    }
+    let catalog = &session.catalog;
+    let store = &session.store;
+    let reporter = session.reporter.as_ref();
+    let plan = session.built_plan(req.components, req.runtime, req.overlay)?;
+    let target_names: Vec<String> = plan.targets.iter().map(|t| t.to_string()).collect();
+    let tag = match (req.tag, req.kind) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(k)) => default_tag(&catalog.release.name, k, &target_names),
+        (None, None) => {
+            return Err(Error::hinted(
+                "no --tag: only --kind has a default name",
+                "pass --tag REGISTRY/NAME:TAG, or --kind runtime|devel for the line's base and its default name",
+            ));
+        }
+    };
+    let target = oci_image::Reference::parse(&tag)
+        .map_err(|e| create_error(e.into()))
+        .and_then(|r| {
+            if r.reference.starts_with("sha256:") {
+                Err(Error::hinted(
+                    format!("--tag {tag} names a digest"),
+                    "--tag is REGISTRY/NAME:TAG",
+                ))
+            } else {
+                Ok(r)
+            }
+        })?;
+    if req.push && oci_image::BaseRef::parse(&tag) != oci_image::BaseRef::Registry(tag.clone()) {
+        return Err(Error::hinted(
+            format!("--push to {tag}: localhost/ names podman's local storage, not a registry"),
+            "push to a registry by --tag HOST:PORT/NAME:TAG (or HOST/NAME:TAG), or use --load podman|docker",
+        ));
+    }
+    let components: Vec<oci_image::Component> = plan
+        .delivered()
+        .into_iter()
+        .map(|s| oci_image::Component {
+            name: s.component.clone(),
+            version: s.version.clone(),
+            key: s.key.to_string(),
+            tree: store.tree(&s.key),
+        })
+        .collect();
+    let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
+    let created = req.epoch.unwrap_or_else(|| newest_epoch(store, &keys));
+
+    let base_ref = match (req.base, req.kind) {
+        (Some(b), _) => b.to_string(),
+        (None, Some(kind)) => {
+            let config = session.config()?;
+            // The line's bases live in podman's storage, or docker's when asked for.
+            let choice = match req.choice {
+                Some(RuntimeChoice::Docker) => Some(RuntimeChoice::Docker),
+                _ => Some(RuntimeChoice::Podman),
+            };
+            let rt = open_runtime(choice, config)?;
+            let (name, _) = image::ensure_kind(rt.as_ref(), catalog, kind, store, reporter)
+                .map_err(|e| image_error(session, e))?;
+            match choice {
+                Some(RuntimeChoice::Docker) => format!("docker-daemon:{name}"),
+                _ => format!("containers-storage:{name}"),
+            }
+        }
+        (None, None) => {
+            return Err(Error::hinted(
+                "no base image: neither --base nor --kind",
+                "pass --kind runtime|devel (the line's bases, built when absent) or --base REF",
+            ));
+        }
+    };
+    let work = Cache::default_root().join("image-work");
+    let client = http_client(crate::net::Redirects::Any)?;
+    let task = reporter.task(&format!("reading the base image {base_ref}"), None, false);
+    let base = oci_image::read_base(client, &base_ref, &work).map_err(create_error)?;
+    task.finish(&format!("base image {base_ref} ({})", base.digest));
+
+    let task = reporter.task("writing the layer", None, false);
+    let layer = oci_image::write_layer(&components, &catalog.release.prefix, created, &work)
+        .map_err(create_error)?;
+    task.finish(&format!(
+        "layer {} ({} entries, {} bytes)",
+        layer.digest, layer.entries, layer.size
+    ));
+    // A stack that links HIP without shipping it runs only on a base that has it: refused
+    // here, before anything is pushed, rather than found when a user's program fails to load.
+    let mut hip = None;
+    if let Some(needer) = layer.needs.get(oci_image::HIP_SONAME) {
+        let task = reporter.task(
+            &format!("looking for {} in the base", oci_image::HIP_SONAME),
+            None,
+            false,
+        );
+        match base.provides(oci_image::HIP_SONAME).map_err(create_error)? {
+            Some(found) => {
+                task.finish(&format!("{}: {found}", oci_image::HIP_SONAME));
+                hip = Some(found);
+            }
+            None => {
+                task.finish(&format!("{}: not in the base", oci_image::HIP_SONAME));
+                return Err(create_error(CreateError::NoHip {
+                    reference: base_ref.clone(),
+                    soname: oci_image::HIP_SONAME.into(),
+                    needer: needer.clone(),
+                }));
+            }
+        }
+    }
+    let img = oci_image::compose(
+        &base,
+        &layer,
+        &oci_image::Spec {
+            components: &components,
+            prefix: &catalog.release.prefix,
+            release: &catalog.release.name,
+            targets: &target_names,
+            created,
+        },
+    );
+    let digest = img.digest();
+    // Issue #27's SBOM and provenance attach to the composed image here (`img`, `base`,
+    // `components`), before it is pushed or loaded.
+
+    let mut pushed = None;
+    if req.push {
+        // Our pushes stay on --tag's registry: a redirect elsewhere is refused, not followed.
+        let start = reqwest::Url::parse(&target.repo.base_url()).map_err(|e| {
+            Error::hinted(format!("--tag {tag}: {e}"), "--tag is REGISTRY/NAME:TAG")
+        })?;
+        let push_client = http_client(crate::net::Redirects::SameOrigin { start })?;
+        let dest = crate::oci::Remote::new(push_client.clone(), oci_image::api_repo(&target.repo));
+        match dest.get_manifest(&target.reference) {
+            Ok(Some((existing, _))) if existing != digest && !req.force => {
+                return Err(create_error(CreateError::TagTaken {
+                    tag: tag.clone(),
+                    existing,
+                    ours: digest,
+                }));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(push_error(&tag, e.into())),
+        }
+        let d = oci_image::push(push_client, &target, &base, &layer, &img, reporter)
+            .map_err(|e| push_error(&tag, e))?;
+        pushed = Some(format!(
+            "{}@{d}",
+            tag.rsplit_once(':').map_or(tag.as_str(), |(n, _)| n)
+        ));
+    }
+    let mut loaded = None;
+    if let Some(loader) = req.load {
+        let tmp = tempfile::Builder::new()
+            .prefix(".image-")
+            .suffix(".tar")
+            .tempfile_in(&work)
+            .map_err(|e| {
+                create_error(CreateError::Io {
+                    path: work.clone(),
+                    source: e,
+                })
+            })?
+            .into_temp_path();
+        let task = reporter.task(&format!("loading into {}", loader.tool()), None, false);
+        oci_image::write_archive(&tmp, loader, &tag, &base, &layer, &img).map_err(create_error)?;
+        let said = oci_image::load(loader, &tmp).map_err(create_error)?;
+        task.finish(&format!("loaded into {}: {tag}", loader.tool()));
+        loaded = Some((loader, said));
+    }
+    Ok(Created {
+        tag,
+        id: img.id(),
+        digest,
+        base: base_ref,
+        base_digest: base.digest.clone(),
+        layer_digest: layer.digest.clone(),
+        layer_diff_id: layer.diff_id.clone(),
+        layer_size: layer.size,
+        layer_entries: layer.entries,
+        components: components
+            .iter()
+            .map(|c| CreatedComponent {
+                name: c.name.clone(),
+                version: c.version.clone(),
+                key: c.key.clone(),
+            })
+            .collect(),
+        targets: target_names,
+        prefix: catalog.release.prefix.clone(),
+        created,
+        pushed,
+        loaded,
+        hip,
+    })
 }

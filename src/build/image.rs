@@ -17,7 +17,7 @@ use crate::plan::LocalImage;
 use crate::plan::key::ImageRef;
 use crate::progress::Reporter;
 use crate::runtime::debootstrap::{self, BaseError, Made};
-use crate::runtime::{ContainerRuntime, Kind, RuntimeError};
+use crate::runtime::{ContainerRuntime, Kind as RtKind, RuntimeError};
 use crate::store::{Store, StoreError};
 
 static EMBEDDED_CONTAINERS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/containers");
@@ -32,6 +32,45 @@ pub struct Containerfile {
     pub path: Option<PathBuf>,
 }
 
+/// Which of a release line's images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// The image components are built in (release.toml `image`): the toolchain, no stack
+    Builder,
+    /// What the line's libraries need at run time (HIP runtime, ROCr, comgr, device
+    /// libraries), no compiler: the base `image create --kind runtime` puts the stack on
+    Runtime,
+    /// The runtime image plus hipcc, headers and CMake packages: compile against the stack
+    Devel,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Builder => "builder",
+            Kind::Runtime => "runtime",
+            Kind::Devel => "devel",
+        }
+    }
+
+    /// `Containerfile.<release>` for the builder, `Containerfile.<kind>-<release>` otherwise.
+    pub fn file_name(self, release: &str) -> String {
+        match self {
+            Kind::Builder => format!("Containerfile.{release}"),
+            k => format!("Containerfile.{}-{release}", k.name()),
+        }
+    }
+
+    /// The image's name: release.toml's `image` for the builder, else
+    /// `localhost/rocforge/<kind>:<release>`.
+    pub fn image(self, catalog: &Catalog) -> String {
+        match self {
+            Kind::Builder => catalog.release.image.clone(),
+            k => format!("localhost/rocforge/{}:{}", k.name(), catalog.release.name),
+        }
+    }
+}
+
 /// The relative path of a release line's Containerfile.
 pub fn relative_path(release: &str) -> String {
     format!("containers/Containerfile.{release}")
@@ -40,7 +79,15 @@ pub fn relative_path(release: &str) -> String {
 /// The catalog's Containerfile for its release line: the one beside a catalog directory, else
 /// the embedded one of that line. None when there is neither.
 pub fn containerfile(catalog: &Catalog) -> Option<Containerfile> {
-    let rel = relative_path(&catalog.release.name);
+    containerfile_of(catalog, Kind::Builder)
+}
+
+/// The catalog's Containerfile of `kind` for its release line, found as [`containerfile`] finds
+/// the builder's.
+pub fn containerfile_of(catalog: &Catalog, kind: Kind) -> Option<Containerfile> {
+    let file = kind.file_name(&catalog.release.name);
+    let rel = format!("containers/{file}");
+    let embedded = |_: &str| embedded_file(&file);
     match &catalog.root {
         CatalogRoot::Embedded => embedded(&catalog.release.name),
         // A catalog directory without its own file (a copy of recipes/ alone) builds the
@@ -63,8 +110,11 @@ pub fn containerfile(catalog: &Catalog) -> Option<Containerfile> {
 
 /// The Containerfile of `release` built into this binary.
 pub fn embedded(release: &str) -> Option<Containerfile> {
-    let name = format!("Containerfile.{release}");
-    let text = EMBEDDED_CONTAINERS.get_file(&name)?.contents_utf8()?;
+    embedded_file(&format!("Containerfile.{release}"))
+}
+
+fn embedded_file(name: &str) -> Option<Containerfile> {
+    let text = EMBEDDED_CONTAINERS.get_file(name)?.contents_utf8()?;
     Some(Containerfile {
         shown: format!("<built-in>/containers/{name}"),
         text: text.to_string(),
@@ -78,17 +128,19 @@ pub enum ImageError {
     Missing { image: String, why: String },
     #[error("the builder image {image} is not present, and pulling it failed")]
     Pull { image: String, log: PathBuf },
-    #[error("building the builder image {image} from {containerfile} failed")]
+    #[error("building the {kind} image {image} from {containerfile} failed")]
     Build {
+        kind: &'static str,
         image: String,
         containerfile: String,
         log: PathBuf,
     },
     #[error(
-        "building the builder image {image} failed: {containerfile} pins {}, which the mirror no longer has",
+        "building the {kind} image {image} failed: {containerfile} pins {}, which the mirror no longer has",
         list(gone)
     )]
     Gone {
+        kind: &'static str,
         image: String,
         containerfile: String,
         gone: Vec<(String, String)>,
@@ -110,6 +162,12 @@ pub enum ImageError {
     Vanished { image: String },
     #[error("the host runtime cannot build images")]
     Host,
+    #[error("release {release} has no {kind} image: there is no {file} (nor a built-in one)")]
+    NoKind {
+        release: String,
+        kind: &'static str,
+        file: String,
+    },
     #[error(transparent)]
     Base(#[from] BaseError),
     #[error(transparent)]
@@ -163,6 +221,9 @@ impl ImageError {
             ),
             ImageError::Vanished { .. } => "run `rocforge doctor`".into(),
             ImageError::Host => "use --runtime podman or docker".into(),
+            ImageError::NoKind { .. } => {
+                "write that Containerfile, or pass --base with an image of your own".into()
+            }
             ImageError::Base(e) => e.hint(),
             ImageError::Runtime(e) => e.hint(),
             ImageError::Store(e) => e.hint(),
@@ -236,7 +297,7 @@ pub fn ensure(
     store: &Store,
     reporter: &dyn Reporter,
 ) -> Result<Ready, ImageError> {
-    if rt.kind() == Kind::Host {
+    if rt.kind() == RtKind::Host {
         return Ok(Ready::NotNeeded);
     }
     let pinned = image
@@ -509,73 +570,9 @@ pub fn build(
     log: &Path,
     reporter: &dyn Reporter,
 ) -> Result<LocalImage, ImageError> {
-    if rt.kind() == Kind::Host {
-        return Err(ImageError::Host);
-    }
+    let id = build_as(rt, catalog, Kind::Builder, file, store, log, reporter)?;
     let image = &catalog.release.image;
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ImageError::Io { path, source }
-    };
-    // The embedded file is written out: the runtime reads a file. Its directory is the build
-    // context, as containers/ is for the one on disk (the Containerfiles copy nothing in).
     let scratch = store.root().join(".tmp");
-    std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
-    let written;
-    let path = match &file.path {
-        Some(p) => p.clone(),
-        None => {
-            written = tempfile::tempdir_in(&scratch).map_err(io(&scratch))?;
-            let p = written
-                .path()
-                .join(format!("Containerfile.{}", catalog.release.name));
-            std::fs::write(&p, &file.text).map_err(io(&p))?;
-            p
-        }
-    };
-    reporter.note(&format!(
-        "building the builder image {image} from {} (log: {})",
-        file.shown,
-        log.display()
-    ));
-    if let Some(base) = &catalog.release.image_base {
-        debootstrap::check_from(&path, base)?;
-        if rt.image_id(&base.name).is_none() {
-            reporter.note(&format!(
-                "making the base image {} with debootstrap --variant={} {} (log: {})",
-                base.name,
-                base.variant,
-                base.suite,
-                log.display()
-            ));
-        }
-        if let Made::Imported(id) = debootstrap::ensure(rt, base, &scratch, log)? {
-            reporter.note(&format!("base image {} {id}", base.name));
-        }
-    }
-    let context = path.parent().unwrap_or(Path::new("."));
-    let exit = rt.build_image(&path, context, image, log)?;
-    if !exit.success() {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let gone = crate::image::apt_versions_gone(&text);
-        return Err(if gone.is_empty() {
-            ImageError::Build {
-                image: image.clone(),
-                containerfile: file.shown.clone(),
-                log: log.to_path_buf(),
-            }
-        } else {
-            ImageError::Gone {
-                image: image.clone(),
-                containerfile: file.shown.clone(),
-                gone,
-                log: log.to_path_buf(),
-            }
-        });
-    }
-    let id = rt.image_id(image).ok_or_else(|| ImageError::Vanished {
-        image: image.clone(),
-    })?;
     // The file built may be another than the line's own (`image build --containerfile`):
     // only the line's own is what keys describe.
     let inputs = inputs_digest(catalog)
@@ -605,6 +602,138 @@ pub fn build(
     };
     store.record_local_image(&catalog.release.name, &local)?;
     Ok(local)
+}
+
+/// Builds the release's image of `kind` from its Containerfile when the runtime lacks it (the
+/// runtime image first, for devel); returns its name and image ID. The builder image is also
+/// recorded, as [`build`] does.
+pub fn ensure_kind(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    kind: Kind,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<(String, String), ImageError> {
+    let image = kind.image(catalog);
+    if let Some(id) = rt.image_id(&image) {
+        return Ok((image, id));
+    }
+    let file = containerfile_of(catalog, kind).ok_or_else(|| ImageError::NoKind {
+        release: catalog.release.name.clone(),
+        kind: kind.name(),
+        file: format!("containers/{}", kind.file_name(&catalog.release.name)),
+    })?;
+    let log = log_path(store, &format!("{}-{}", kind.name(), catalog.release.name))?;
+    let id = match kind {
+        Kind::Builder => build(rt, catalog, &file, store, &log, reporter)?.id,
+        k => build_kind(rt, catalog, k, &file, store, &log, reporter)?,
+    };
+    Ok((image, id))
+}
+
+/// Builds the runtime or devel image from `file` (devel FROM the runtime image, made first
+/// when absent); returns its image ID.
+pub fn build_kind(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    kind: Kind,
+    file: &Containerfile,
+    store: &Store,
+    log: &Path,
+    reporter: &dyn Reporter,
+) -> Result<String, ImageError> {
+    if kind == Kind::Builder {
+        return build(rt, catalog, file, store, log, reporter).map(|l| l.id);
+    }
+    if kind == Kind::Devel {
+        ensure_kind(rt, catalog, Kind::Runtime, store, reporter)?;
+    }
+    build_as(rt, catalog, kind, file, store, log, reporter)
+}
+
+fn build_as(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    kind: Kind,
+    file: &Containerfile,
+    store: &Store,
+    log: &Path,
+    reporter: &dyn Reporter,
+) -> Result<String, ImageError> {
+    if rt.kind() == RtKind::Host {
+        return Err(ImageError::Host);
+    }
+    let image = &kind.image(catalog);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ImageError::Io { path, source }
+    };
+    // The embedded file is written out: the runtime reads a file. Its directory is the build
+    // context, as containers/ is for the one on disk (the Containerfiles copy nothing in).
+    let scratch = store.root().join(".tmp");
+    std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
+    let written;
+    let path = match &file.path {
+        Some(p) => p.clone(),
+        None => {
+            written = tempfile::tempdir_in(&scratch).map_err(io(&scratch))?;
+            let p = written.path().join(kind.file_name(&catalog.release.name));
+            std::fs::write(&p, &file.text).map_err(io(&p))?;
+            p
+        }
+    };
+    reporter.note(&format!(
+        "building the {} image {image} from {} (log: {})",
+        kind.name(),
+        file.shown,
+        log.display()
+    ));
+    // devel builds FROM the runtime image, which was made from the debootstrap base.
+    if let Some(base) = catalog
+        .release
+        .image_base
+        .as_ref()
+        .filter(|_| kind != Kind::Devel)
+    {
+        debootstrap::check_from(&path, base)?;
+        if rt.image_id(&base.name).is_none() {
+            reporter.note(&format!(
+                "making the base image {} with debootstrap --variant={} {} (log: {})",
+                base.name,
+                base.variant,
+                base.suite,
+                log.display()
+            ));
+        }
+        if let Made::Imported(id) = debootstrap::ensure(rt, base, &scratch, log)? {
+            reporter.note(&format!("base image {} {id}", base.name));
+        }
+    }
+    let context = path.parent().unwrap_or(Path::new("."));
+    let exit = rt.build_image(&path, context, image, log)?;
+    if !exit.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let gone = crate::image::apt_versions_gone(&text);
+        return Err(if gone.is_empty() {
+            ImageError::Build {
+                kind: kind.name(),
+                image: image.clone(),
+                containerfile: file.shown.clone(),
+                log: log.to_path_buf(),
+            }
+        } else {
+            ImageError::Gone {
+                kind: kind.name(),
+                image: image.clone(),
+                containerfile: file.shown.clone(),
+                gone,
+                log: log.to_path_buf(),
+            }
+        });
+    }
+    rt.image_id(image).ok_or_else(|| ImageError::Vanished {
+        image: image.clone(),
+    })
 }
 
 #[cfg(test)]

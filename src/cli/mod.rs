@@ -450,23 +450,52 @@ pub enum ArchCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum ImageCommand {
-    /// Build the release line's builder image locally from containers/Containerfile.<release>
+    /// Build one of the release line's images locally: builder (default), runtime or devel
+    #[command(after_help = "\
+builder: the image components are built in (containers/Containerfile.<release>, release.toml's \
+image), recorded in the store: builds key it by its image ID. runtime: what the line's libraries \
+need at run time and no compiler (containers/Containerfile.runtime-<release>, named \
+localhost/rocforge/runtime:<release>): for debian-6.4, Debian sid with Debian's HIP 6.4 runtime, \
+ROCr, comgr and device libraries, every package pinned. devel: runtime plus hipcc, headers and \
+CMake packages (Containerfile.devel-<release>, localhost/rocforge/devel:<release>; the runtime \
+image is built first when absent). podman builds with --timestamp 0: the same packages give the \
+same image ID.
+
+Examples:
+  rocforge image build --release debian-6.4
+  rocforge image build --release debian-6.4 --kind runtime
+  rocforge image build --release debian-6.4 --kind devel")]
     Build(image_cmd::ImageBuildArgs),
     /// An image to run the stack in: a base image plus one layer with the built components installed
     #[command(after_help = "\
 `image build` makes the builder image rocforge builds in; `image create` makes an image for \
-users: the base image (pulled from its registry; linux/amd64 from a multi-platform index) plus \
-one layer holding the components and their dependencies from the store under the release \
-prefix (/opt/rocm), with ROCM_PATH, PATH and LD_LIBRARY_PATH set and org.opencontainers.image.* \
-and rocforge.* labels. Reproducible: the same store entries on the same base give the same \
-digest (created and file times: SOURCE_DATE_EPOCH, else the store entries', else 1970). \
-Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for credentials.
+users: the base image plus one layer holding the components and their dependencies from the \
+store under the release prefix (/opt/rocm), with ROCM_PATH, PATH and LD_LIBRARY_PATH set and \
+org.opencontainers.image.* and rocforge.* labels. Reproducible: the same store entries on the same \
+base give the same digest (created and file times: SOURCE_DATE_EPOCH, else the store entries', \
+else 1970). Loopback registries are spoken to over HTTP; ROCFORGE_REGISTRY_USER/PASSWORD for \
+credentials.
+
+The base: --base REGISTRY/NAME:TAG (pulled; linux/amd64 from a multi-platform index); --base \
+containers-storage:NAME or a plain --base localhost/NAME:TAG (read from podman's local storage \
+with podman save); --base docker-daemon:NAME (docker save); or --kind runtime|devel, the release \
+line's own base (localhost/rocforge/<kind>:<release>, built when absent), with the default tag \
+localhost/rocforge/rocm:<release>-<kind>-<targets>.
+
+Refused before anything is pushed: a stack that links libamdhip64.so.6 without shipping it, on a \
+base that has no HIP runtime (its org.rocforge.hip-runtime label or the library in its layers); \
+a --tag the registry already has for another image (unless --force); a registry that redirects \
+to another host.
 
 Examples:
-  rocforge image create rocm-math --arch gfx90c \\
-      --base docker.io/library/ubuntu:24.04 \\
+  rocforge --release debian-6.4 image create rocrand --arch gfx90c,gfx902 \
+      --kind runtime --load podman
+  rocforge --release debian-6.4 image create rocrand --arch gfx90c --kind devel \
+      --tag 127.0.0.1:5000/rocforge/rocm:debian-6.4-devel-gfx90c --push
+  rocforge image create rocm-math --arch gfx90c \
+      --base docker.io/library/ubuntu:24.04 \
       --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
-  rocforge image create rocsparse --arch gfx90c --base ghcr.io/me/base:1 \\
+  rocforge image create rocsparse --arch gfx90c --base containers-storage:localhost/base:1 \
       --tag localhost/rocsparse:gfx90c --load podman")]
     Create(image_cmd::CreateArgs),
 }

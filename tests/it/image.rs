@@ -478,3 +478,212 @@ fn runtime_template_is_the_base_of_published_images() {
     let _ = podman(&["rmi", "-f", &tag]);
     let _ = podman(&["rmi", "-f", local]);
 }
+
+/// Answers every request with a redirect to another host (127.0.0.2): a registry that would send
+/// pushes elsewhere.
+fn redirecting_registry() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut w = conn;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+            }
+            let _ = w.write_all(
+                b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.2:9/v2/elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (port, seen)
+}
+
+/// `--base` from podman's local storage (containers-storage: and a plain localhost/ name): the
+/// saved image becomes the base, twice the same digest, pushed and loaded into docker and run.
+/// A tag the registry has for another image is refused (then moved with --force); a local base
+/// that is not there, and a registry that redirects elsewhere, are refused naming them.
+#[test]
+fn image_create_from_a_local_base_and_its_refusals() {
+    let Some(reg) = registry_and_base() else {
+        return;
+    };
+    let host = reg.host();
+    let fx = fixture();
+    let script =
+        "cat \"$ROCM_PATH/share/hello/README\"; echo \"ROCM_PATH=$ROCM_PATH\"; hello-rocforge";
+
+    let local = format!("containers-storage:{BASE}");
+    let tag = format!("{host}/from-local:1");
+    let first = fx.create(&local, &tag, &["--push"]);
+    assert_eq!(first["base"], local.as_str());
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &tag).unwrap(),
+        first["digest"].as_str().unwrap()
+    );
+    // The plain localhost/ name is the same image, read the same way: the same digest.
+    let plain = fx.create(BASE, &tag, &["--push"]);
+    assert_eq!(plain["digest"], first["digest"]);
+    assert_eq!(plain["base_digest"], first["base_digest"]);
+    let base_id = podman_ok(&["image", "inspect", "--format", "{{.Id}}", BASE]);
+    let (_, bytes) = remote(&host, "from-local")
+        .get_manifest(first["digest"].as_str().unwrap())
+        .unwrap()
+        .unwrap();
+    let m: rocforge::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        m.annotations["org.opencontainers.image.base.name"], BASE,
+        "{m:?}"
+    );
+    // The base's layers are podman's own: its rootfs diff_ids are the saved image's.
+    let config: serde_json::Value = serde_json::from_slice(
+        &remote(&host, "from-local")
+            .get_blob_bytes(&m.config.digest, 1 << 20)
+            .unwrap(),
+    )
+    .unwrap();
+    let podman_diffs = podman_ok(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .RootFS.Layers}}",
+        BASE,
+    ]);
+    let podman_diffs: Vec<String> = serde_json::from_str(&podman_diffs).unwrap();
+    let ours: Vec<&str> = config["rootfs"]["diff_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ours[..ours.len() - 1],
+        podman_diffs,
+        "base {}",
+        base_id.trim()
+    );
+
+    // Loaded into docker from the local base, and run.
+    let docker_ready = which("docker") && docker(&["version"]).status.success();
+    if require(
+        "a docker daemon at /run/rocforge-test/docker.sock",
+        docker_ready,
+    ) {
+        let loaded = "localhost/rocforge-test-stack:from-local";
+        let _ = docker(&["rmi", "-f", loaded]);
+        let l = fx.create(&local, loaded, &["--load", "docker"]);
+        assert_eq!(l["digest"], first["digest"]);
+        let o = docker(&["run", "--rm", loaded, "sh", "-c", script]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "stack docs\nROCM_PATH=/opt/rocm\nhello from /opt/rocm\n"
+        );
+        let _ = docker(&["rmi", "-f", loaded]);
+    }
+
+    // The same tag for another image (the registry's copy of the base has other layers):
+    // refused, the tag unmoved; --force moves it.
+    let base = format!("{host}/base:1");
+    push(BASE, &base);
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "image".to_string(),
+            "create".into(),
+            "hello".into(),
+            "--runtime".into(),
+            "host".into(),
+            "--base".into(),
+            base.clone(),
+            "--tag".into(),
+            tag.clone(),
+            "--push".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let refused = args(&[]);
+    let o = fx.run(&refused.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "{tag} already exists in its registry as {}, not this image",
+            first["digest"].as_str().unwrap()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("--force"), "{}", o.stderr);
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &tag).unwrap(),
+        first["digest"].as_str().unwrap()
+    );
+    let forced = fx.create(&base, &tag, &["--push", "--force"]);
+    assert_ne!(forced["digest"], first["digest"]);
+    assert_eq!(
+        rocforge::oci::resolve_digest(&client(), &tag).unwrap(),
+        forced["digest"].as_str().unwrap()
+    );
+
+    // A local base that is not there.
+    let o = fx.run(&[
+        "image",
+        "create",
+        "hello",
+        "--runtime",
+        "host",
+        "--base",
+        "localhost/rocforge-test-none:9",
+        "--tag",
+        "localhost/rocforge-test-stack:none",
+        "--load",
+        "podman",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("base image localhost/rocforge-test-none:9 is not in podman's local storage"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("podman images"), "{}", o.stderr);
+
+    // A registry that redirects to another host: refused, nothing followed there.
+    let (port, seen) = redirecting_registry();
+    let away = format!("127.0.0.1:{port}/stack:1");
+    let o = fx.run(&[
+        "image",
+        "create",
+        "hello",
+        "--runtime",
+        "host",
+        "--base",
+        &local,
+        "--tag",
+        &away,
+        "--push",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("pushing {away}"))
+            && o.stderr.contains(
+                "redirected to http://127.0.0.2:9/v2/elsewhere, another host than the registry's"
+            ),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr
+            .contains("rocforge pushes only to the registry --tag names"),
+        "{}",
+        o.stderr
+    );
+    assert!(seen.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+}

@@ -152,12 +152,16 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     // builds no test client).
     // ROCFORGE_TEST_CACHE: a source cache (and ccache) to reuse across runs on a developer's
     // machine; CI starts from nothing.
+    // ROCFORGE_TEST_STORE: a store that already holds this build (the test then reuses it).
     let cache = std::env::var_os("ROCFORGE_TEST_CACHE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| d.join("cache"));
+    let store = std::env::var_os("ROCFORGE_TEST_STORE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| d.join("store"));
     let env: [(&str, &Path); 3] = [
         ("CONTAINERS_CONF", &containers_conf()),
-        ("ROCFORGE_STORE", &d.join("store")),
+        ("ROCFORGE_STORE", &store),
         ("ROCFORGE_CACHE", &cache),
     ];
     let o = rocforge_env(
@@ -256,6 +260,178 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         "the program ran: {text}"
     );
     assert!(text.contains("exit=3"), "no GPU here: {text}");
+
+    images_of_the_build(d, &env);
+}
+
+fn podman(args: &[&str]) -> std::process::Output {
+    Command::new("podman")
+        .env("CONTAINERS_CONF", containers_conf())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The images a gfx90c owner runs, made of the build above (not built again): the stack on the
+/// line's runtime base (Debian's HIP runtime, no compiler) and on its devel base, both made
+/// here from Debian's packages by `image create --kind` and read from podman's storage. A
+/// program compiled in the devel image links, starts and says there is no GPU (exit 3) in the
+/// runtime image, where every library the stack links resolves and `inspect --against` passes.
+/// Created twice, pushed to a registry on 127.0.0.1, the runtime image has one digest. A base
+/// without HIP's runtime is refused.
+fn images_of_the_build(d: &Path, env: &[(&str, &Path)]) {
+    let Some(reg) = registry() else {
+        return;
+    };
+    let create = |extra: &[&str]| {
+        let mut args = vec![
+            "--release",
+            "debian-6.4",
+            "--format",
+            "json",
+            "image",
+            "create",
+            "rocrand",
+            "--arch",
+            "gfx90c,gfx902",
+            "--runtime",
+            "podman",
+        ];
+        args.extend_from_slice(extra);
+        rocforge_env(d, env, &args)
+    };
+    let json = |o: &Out| -> serde_json::Value {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let runtime = json(&create(&["--kind", "runtime", "--load", "podman"]));
+    let runtime_tag = runtime["tag"].as_str().unwrap().to_string();
+    assert_eq!(
+        runtime_tag,
+        "localhost/rocforge/rocm:debian-6.4-runtime-gfx902-gfx90c"
+    );
+    assert_eq!(
+        runtime["base"],
+        "containers-storage:localhost/rocforge/runtime:debian-6.4"
+    );
+    assert_eq!(
+        runtime["hip_runtime"], "label org.rocforge.hip-runtime=libamdhip64.so.6 6.4.3-5",
+        "{runtime}"
+    );
+    // Again, pushed: the same digest, and the registry's tag names it.
+    let pushed_tag = format!(
+        "{}/rocforge/rocm:debian-6.4-runtime-gfx902-gfx90c",
+        reg.host()
+    );
+    let again = json(&create(&[
+        "--kind",
+        "runtime",
+        "--push",
+        "--tag",
+        &pushed_tag,
+    ]));
+    assert_eq!(again["digest"], runtime["digest"]);
+    assert_eq!(
+        rocforge::oci::resolve_digest(&reqwest::blocking::Client::new(), &pushed_tag).unwrap(),
+        runtime["digest"].as_str().unwrap()
+    );
+    let devel = json(&create(&["--kind", "devel", "--load", "podman"]));
+    let devel_tag = devel["tag"].as_str().unwrap().to_string();
+    assert_eq!(
+        devel_tag,
+        "localhost/rocforge/rocm:debian-6.4-devel-gfx902-gfx90c"
+    );
+
+    // Compiled in the devel image against the stack in /opt/rocm, as a user would.
+    let work = d.join("image-prog");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("prog.cpp"), PROGRAM).unwrap();
+    let o = podman(&[
+        "run",
+        "--rm",
+        "--network=none",
+        "-v",
+        &format!("{}:/w", work.display()),
+        &devel_tag,
+        "bash",
+        "-c",
+        "hipcc -o /w/prog /w/prog.cpp -lrocrand",
+    ]);
+    assert!(
+        o.status.success(),
+        "hipcc in {devel_tag}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Run in the runtime image, with no compiler there.
+    let script = "set -e\n\
+        if command -v hipcc || command -v clang-21 || command -v c++; then echo has-a-compiler; fi\n\
+        ldd /opt/rocm/lib/librocrand.so /w/prog | grep 'not found' || echo all-resolved\n\
+        rocforge inspect --against gfx90c,gfx902 /opt/rocm\n\
+        set +e\n\
+        /w/prog\n\
+        echo \"exit=$?\"\n";
+    let o = podman(&[
+        "run",
+        "--rm",
+        "--network=none",
+        "-v",
+        &format!(
+            "{}:/usr/local/bin/rocforge:ro",
+            env!("CARGO_BIN_EXE_rocforge")
+        ),
+        "-v",
+        &format!("{}:/w:ro", work.display()),
+        &runtime_tag,
+        "bash",
+        "-c",
+        script,
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    assert!(!text.contains("has-a-compiler"), "{text}");
+    assert!(text.contains("all-resolved"), "{text}");
+    assert!(
+        text.contains("0 missing, 0 with another target's code only"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hipGetDeviceCount:"),
+        "the program ran: {text}"
+    );
+    assert!(text.contains("exit=3"), "no GPU here: {text}");
+
+    // The line's debootstrap base has no HIP runtime: refused, naming it, before anything is
+    // loaded.
+    let o = create(&[
+        "--base",
+        "containers-storage:localhost/rocforge/debootstrap:sid",
+        "--tag",
+        "localhost/rocforge-test/no-hip:1",
+        "--load",
+        "podman",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "base image containers-storage:localhost/rocforge/debootstrap:sid has no HIP runtime (libamdhip64.so.6), which rocrand of the stack needs"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("--kind runtime"), "{}", o.stderr);
+    assert!(
+        !podman(&["image", "exists", "localhost/rocforge-test/no-hip:1"])
+            .status
+            .success()
+    );
+    for t in [&runtime_tag, &devel_tag] {
+        let _ = podman(&["rmi", "-f", t]);
+    }
 }
 
 /// Links rocRAND and HIP, then asks for a device: on a machine without an AMD GPU it reports
