@@ -422,6 +422,9 @@ pub fn sign_cmd(_g: &Global, files: &[PathBuf], key: Option<&Path>) -> Result<Ex
 }
 
 pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
+    if let Some(image) = a.file.to_str().filter(|f| f.starts_with("oci://")) {
+        return super::attest_cmd::verify_image(g, image, &a.key);
+    }
     let (file, keys, sig, key_list) = (&a.file, &a.key, a.sig.as_deref(), a.key_list.as_deref());
     let keys = trusted(g, keys)?;
     let sig = sig
@@ -471,12 +474,14 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
         eprintln!("warning: {n}");
     }
     let v = resolved.verify_file(file, &sig).map_err(trust_err)?;
-    println!(
-        "{}: good signature from key {} ({})",
-        file.display(),
-        v.key_id,
-        v.trusted_comment
-    );
+    if g.format != Format::Json {
+        println!(
+            "{}: good signature from key {} ({})",
+            file.display(),
+            v.key_id,
+            v.trusted_comment
+        );
+    }
     if let Some(c) = &resolved.chain {
         eprintln!(
             "trusted through key list {} ({} list{} from key {})",
@@ -486,7 +491,7 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
             c.anchor
         );
     }
-    Ok(ExitCode::SUCCESS)
+    super::attest_cmd::verify_tarball_documents(g, file, &resolved, &v)
 }
 
 pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {

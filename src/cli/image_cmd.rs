@@ -151,6 +151,7 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
     if a.push {
         let d =
             image::push(client, &target, &base, &layer, &img, reporter.as_ref()).map_err(err)?;
+        rocforge::app::attest::attach_image(&session, &target, &d, &base, &keys)?;
         pushed = Some(format!(
             "{}@{d}",
             a.tag.rsplit_once(':').map_or(a.tag.as_str(), |(n, _)| n)

@@ -4,6 +4,7 @@
 
 mod arch_cmd;
 mod artifact_cmd;
+mod attest_cmd;
 mod build_cmd;
 mod catalog_cmds;
 mod check_cmd;
@@ -622,7 +623,7 @@ pub(crate) const FORMATS: &[(&str, &[Format])] = &[
     ("key generate", TEXT),
     ("key rotate", TEXT),
     ("sign", TEXT),
-    ("verify", TEXT),
+    ("verify", TEXT_JSON),
     ("install", TEXT),
     ("uninstall", TEXT),
     ("detect", TEXT_JSON),
