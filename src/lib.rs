@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod arch;
+pub mod attest;
 pub mod build;
 pub mod cache;
 pub mod catalog;

@@ -319,6 +319,14 @@ pub fn sanitize_tag(s: &str) -> String {
     t
 }
 
+/// What a registry answered to a manifest put.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutManifest {
+    pub digest: String,
+    /// The `OCI-Subject` header: the subject digest a referrers-aware registry indexed.
+    pub oci_subject: Option<String>,
+}
+
 /// A client for one repository, holding the credentials once the registry asked for them.
 pub struct Remote {
     client: Client,
@@ -567,6 +575,56 @@ impl Remote {
             return Err(self.err_status(tag, resp.status().as_u16()));
         }
         Ok(digest_of(&bytes))
+    }
+
+    /// Puts manifest `bytes` of `media_type` under `reference` (a tag or its digest). The
+    /// answer's `OCI-Subject` header says the registry indexed the manifest's `subject` itself
+    /// (the referrers API).
+    pub fn put_manifest_bytes(
+        &self,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<PutManifest, OciError> {
+        let url = self.url(&format!("manifests/{reference}"));
+        let resp = self.send(reference, &|c| {
+            c.put(&url)
+                .header(CONTENT_TYPE, media_type)
+                .body(bytes.to_vec())
+        })?;
+        if resp.status().as_u16() != 201 {
+            return Err(self.err_status(reference, resp.status().as_u16()));
+        }
+        Ok(PutManifest {
+            digest: digest_of(bytes),
+            oci_subject: resp
+                .headers()
+                .get("oci-subject")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        })
+    }
+
+    /// The referrers API's index for `digest` (`/v2/<name>/referrers/<digest>`); None when the
+    /// registry has no such API (404), as distribution 2.8 has not.
+    pub fn get_referrers(&self, digest: &str) -> Result<Option<Vec<u8>>, OciError> {
+        let url = self.url(&format!("referrers/{digest}"));
+        let resp = self.send(digest, &|c| c.get(&url).header(ACCEPT, IMAGE_INDEX))?;
+        match resp.status().as_u16() {
+            200 => {}
+            404 => return Ok(None),
+            s => return Err(self.err_status(digest, s)),
+        }
+        let is_index = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with(IMAGE_INDEX));
+        let bytes = read_capped(resp, 4 << 20).map_err(|e| OciError::Invalid {
+            reference: self.repo.reference(digest),
+            message: e.to_string(),
+        })?;
+        Ok(is_index.then_some(bytes))
     }
 
     /// The manifest `reference` (a tag or digest) names: its digest and bytes; None when absent.

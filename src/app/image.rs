@@ -392,6 +392,8 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         }
         let d = oci_image::push(push_client, &target, &base, &layer, &img, reporter)
             .map_err(|e| push_error(&tag, e))?;
+        // The SBOM and provenance go beside the image as referrers, signed.
+        crate::app::attest::attach_image(session, &target, &d, &base, &keys)?;
         pushed = Some(format!(
             "{}@{d}",
             tag.rsplit_once(':').map_or(tag.as_str(), |(n, _)| n)

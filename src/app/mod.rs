@@ -5,6 +5,7 @@
 //! that the binary renders as text or JSON. Progress goes through the session's
 //! [`Reporter`](crate::progress::Reporter).
 
+pub mod attest;
 pub mod build;
 pub mod check_sources;
 pub mod dev;

@@ -454,10 +454,8 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
     if a.rebuild {
         return rebuild_cmd(g, a);
     }
-    if g.format == Format::Json {
-        return Err(Diagnostic::new("verify writes JSON only with --rebuild")
-            .hint("drop --format json, or add --rebuild")
-            .into());
+    if let Some(image) = a.file.to_str().filter(|f| f.starts_with("oci://")) {
+        return super::attest_cmd::verify_image(g, image, &a.key);
     }
     verify_signature(g, a)
 }
@@ -512,12 +510,14 @@ fn verify_signature(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
         eprintln!("warning: {n}");
     }
     let v = resolved.verify_file(file, &sig).map_err(trust_err)?;
-    println!(
-        "{}: good signature from key {} ({})",
-        file.display(),
-        v.key_id,
-        v.trusted_comment
-    );
+    if g.format != Format::Json {
+        println!(
+            "{}: good signature from key {} ({})",
+            file.display(),
+            v.key_id,
+            v.trusted_comment
+        );
+    }
     if let Some(c) = &resolved.chain {
         note!(
             g,
@@ -528,7 +528,7 @@ fn verify_signature(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
             c.anchor
         );
     }
-    Ok(ExitCode::SUCCESS)
+    super::attest_cmd::verify_tarball_documents(g, file, &resolved, &v)
 }
 
 fn rebuild_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {

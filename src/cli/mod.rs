@@ -14,6 +14,7 @@ macro_rules! note {
 
 mod arch_cmd;
 mod artifact_cmd;
+mod attest_cmd;
 mod build_cmd;
 mod catalog_cmds;
 mod check_cmd;

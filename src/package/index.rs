@@ -56,6 +56,48 @@ pub struct Artifact {
     /// The artifact's detached signature, relative like `url`.
     #[serde(default)]
     pub signature: Option<String>,
+    /// Its SBOM (SPDX 2.3 JSON, `STEM.spdx.json`); absent from indexes written before rocforge
+    /// made them, and for tarballs without one beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sbom: Option<Attachment>,
+    /// Its provenance (in-toto statement, SLSA Provenance v1, `STEM.intoto.json`); absent as
+    /// `sbom` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Attachment>,
+}
+
+/// A document published beside a tarball: pinned by the signed index like the tarball is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Attachment {
+    /// Relative like the artifact's `url`.
+    pub url: String,
+    pub sha256: Sha256,
+    /// Its detached signature, relative like `url`.
+    #[serde(default)]
+    pub signature: Option<String>,
+}
+
+/// The document of `kind` beside `tarball`, when there is one.
+fn attachment(
+    tarball: &Path,
+    kind: crate::attest::Kind,
+) -> Result<Option<Attachment>, PackageError> {
+    let path = crate::attest::document_path(tarball, kind);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    Ok(Some(Attachment {
+        sha256: sha256_file(&path)?,
+        signature: crate::sign::signature_path(&path)
+            .is_file()
+            .then(|| format!("{name}.minisig")),
+        url: name,
+    }))
 }
 
 crate::carries_artifact_id!(Artifact);
@@ -102,6 +144,8 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             runtime_libs: m.runtime_libs,
             provides: m.provides,
             signature: sig.is_file().then(|| format!("{name}.minisig")),
+            sbom: attachment(&p, crate::attest::Kind::Sbom)?,
+            provenance: attachment(&p, crate::attest::Kind::Provenance)?,
         });
     }
     let now = now_unix();
@@ -190,7 +234,7 @@ pub fn write(
 }
 
 /// Every file of a release directory a publisher uploads: tarballs and their signatures,
-/// SHA256SUMS (and its signature), the index (and its signature) and the key lists
+/// their SBOMs and provenance statements (and signatures), SHA256SUMS (and its signature), the index (and its signature) and the key lists
 /// (`keys.json`, `keys-N.json` and their signatures), sorted by name. The seam for publishing
 /// to GitHub Releases, OCI registries or any HTTP directory.
 pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
@@ -208,7 +252,8 @@ pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
                 && (Compression::of(base).is_some()
                     || base == "SHA256SUMS"
                     || base == INDEX_NAME
-                    || crate::trust::is_key_list_name(base))
+                    || crate::trust::is_key_list_name(base)
+                    || crate::attest::is_document_name(n))
         })
         .collect();
     out.sort();

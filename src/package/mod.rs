@@ -35,6 +35,8 @@ pub enum PackageError {
     },
     #[error(transparent)]
     Sign(#[from] crate::sign::SignError),
+    #[error(transparent)]
+    Attest(#[from] crate::attest::AttestError),
 }
 
 impl PackageError {
@@ -52,6 +54,7 @@ impl PackageError {
                     .into()
             }
             PackageError::Sign(e) => e.hint(),
+            PackageError::Attest(e) => e.hint(),
         }
     }
 }
@@ -74,6 +77,9 @@ pub struct Packaged {
     /// Python wheels the tree carries under [`WHEEL_DIR`], copied beside the tarball for the
     /// wheel index: (file name, sha256).
     pub wheels: Vec<(String, String)>,
+    /// The SBOM and provenance written beside the tarball (signed with the tarball's key):
+    /// (file name, sha256).
+    pub documents: Vec<(String, String)>,
 }
 
 /// Where a build puts the Python wheels it makes (torch, torchvision): `package` copies them
@@ -179,6 +185,7 @@ pub fn package_entry(
         Some(k) => Some(crate::sign::sign_file(k, &written.path)?),
         None => None,
     };
+    let documents = write_documents(store, &meta, &manifest, &written, opts.key)?;
     let wheels = export_wheels(&tree, &manifest.files, opts)?;
     crate::fault::point("package");
     Ok(Packaged {
@@ -193,7 +200,53 @@ pub fn package_entry(
         provides: manifest.provides,
         leaks: scan.leaks,
         wheels,
+        documents,
     })
+}
+
+/// The tarball's SBOM and provenance, written and signed beside it. The dependencies the
+/// store holds are described by version and source; others by name and key only.
+fn write_documents(
+    store: &Store,
+    meta: &EntryMeta,
+    manifest: &Manifest,
+    written: &tarball::Written,
+    key: Option<&crate::sign::SecretKey>,
+) -> Result<Vec<(String, String)>, PackageError> {
+    let known: Vec<crate::attest::ComponentRecord> = manifest
+        .depends
+        .iter()
+        .chain(&manifest.build_depends)
+        .filter_map(|d| {
+            crate::attest::ComponentRecord::from_store_entry(&store.entry_dir(d.key.as_str()), None)
+                .ok()
+        })
+        .collect();
+    let docs = crate::attest::tarball_documents(
+        manifest,
+        meta.source_commit.clone(),
+        &written.file_name,
+        &written.sha256,
+        &known,
+        key,
+    )?;
+    crate::attest::write_beside(&written.path, &docs)?;
+    crate::fault::point("package");
+    Ok([crate::attest::Kind::Sbom, crate::attest::Kind::Provenance]
+        .into_iter()
+        .map(|k| {
+            let path = crate::attest::document_path(&written.path, k);
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let (bytes, _) = docs.get(k);
+            (
+                name,
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes)),
+            )
+        })
+        .collect())
 }
 
 /// The dependencies a build's hash input lists, sorted, split into those needed at run time
@@ -298,6 +351,7 @@ pub fn finish_release(
         .flat_map(|p| {
             std::iter::once((p.tarball.file_name.clone(), p.tarball.sha256.clone()))
                 .chain(p.wheels.iter().cloned())
+                .chain(p.documents.iter().cloned())
         })
         .collect();
     let sums_path = tarball::update_sha256sums(out_dir, &sums)?;

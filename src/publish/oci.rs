@@ -88,6 +88,18 @@ pub fn plan(dir: &Path) -> Result<OciPlan, PublishError> {
             sha256: Some(a.sha256.to_string()),
         }];
         layers.extend(signature_layer(&path));
+        // The SBOM and provenance travel in the tarball's artifact, each before its signature.
+        for kind in [crate::attest::Kind::Sbom, crate::attest::Kind::Provenance] {
+            let doc = crate::attest::document_path(&path, kind);
+            if doc.is_file() {
+                layers.push(Layer {
+                    media_type: kind.media_type(),
+                    path: doc.clone(),
+                    sha256: None,
+                });
+                layers.extend(signature_layer(&doc));
+            }
+        }
         tarballs.push(TarballArtifact {
             artifact: a.clone(),
             tag: artifact_tag(&a.url),

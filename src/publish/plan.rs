@@ -151,6 +151,10 @@ fn kind(name: &str) -> &'static str {
         "key-list"
     } else if name == "SHA256SUMS" {
         "checksums"
+    } else if name.ends_with(crate::attest::SBOM_SUFFIX) {
+        "sbom"
+    } else if name.ends_with(crate::attest::PROVENANCE_SUFFIX) {
+        "provenance"
     } else if name.ends_with(".whl") {
         "wheel"
     } else {

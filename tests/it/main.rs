@@ -5,6 +5,7 @@
 mod common;
 
 mod artifacts;
+mod attest;
 mod build;
 mod cache;
 mod catalog;

@@ -448,8 +448,9 @@ fn github_publish_creates_the_release_uploads_once_replaces_changed_assets_and_h
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    // tarballs + signatures, SHA256SUMS(.minisig), index.json(.minisig)
-    assert_eq!(names.len(), 8, "{names:?}");
+    // tarballs + signatures, their SBOMs and provenance + signatures, SHA256SUMS(.minisig),
+    // index.json(.minisig)
+    assert_eq!(names.len(), 16, "{names:?}");
 
     let first = fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
     let reqs = gh.take();
@@ -819,7 +820,15 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
         [
             "tarball",
             "signature",
+            "sbom",
+            "signature",
+            "provenance",
+            "signature",
             "tarball",
+            "signature",
+            "sbom",
+            "signature",
+            "provenance",
             "signature",
             "index",
             "signature"
