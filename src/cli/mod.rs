@@ -489,14 +489,16 @@ a --tag the registry already has for another image (unless --force); a registry 
 to another host.
 
 Examples:
-  rocforge --release debian-6.4 image create rocrand --arch gfx90c,gfx902 \
+  rocforge --release debian-6.4 image create rocrand --arch gfx90c,gfx902 \\
       --kind runtime --load podman
-  rocforge --release debian-6.4 image create rocrand --arch gfx90c --kind devel \
-      --tag 127.0.0.1:5000/rocforge/rocm:debian-6.4-devel-gfx90c --push
-  rocforge image create rocm-math --arch gfx90c \
-      --base docker.io/library/ubuntu:24.04 \
+  rocforge --release debian-6.4 image create rocrand --arch gfx90c \\
+      --kind devel --push \\
+      --tag 127.0.0.1:5000/rocforge/rocm:debian-6.4-devel-gfx90c
+  rocforge image create rocm-math --arch gfx90c \\
+      --base docker.io/library/ubuntu:24.04 \\
       --tag ghcr.io/me/rocm-gfx90c:6.4.4 --push
-  rocforge image create rocsparse --arch gfx90c --base containers-storage:localhost/base:1 \
+  rocforge image create rocsparse --arch gfx90c \\
+      --base containers-storage:localhost/base:1 \\
       --tag localhost/rocsparse:gfx90c --load podman")]
     Create(image_cmd::CreateArgs),
 }

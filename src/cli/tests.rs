@@ -50,6 +50,19 @@ fn minimal_argv(path: &str, leaf: &clap::Command) -> Vec<OsString> {
         }
         argv.push(value.into());
     }
+    // A required group (one of --base or --kind) is met by its first member.
+    for group in leaf.get_groups().filter(|g| g.is_required_set()) {
+        let Some(id) = group.get_args().next() else {
+            continue;
+        };
+        let Some(arg) = leaf.get_arguments().find(|a| a.get_id() == id) else {
+            continue;
+        };
+        if let Some(long) = arg.get_long() {
+            argv.push(format!("--{long}").into());
+        }
+        argv.push("x".into());
+    }
     argv
 }
 
