@@ -39,6 +39,9 @@ pub struct ImageView {
     pub reference: String,
     pub digest: Option<String>,
     pub local: bool,
+    /// The digest of what a locally built image is made from (its Containerfile and base
+    /// recipe), when that and not its local ID keys it.
+    pub built_from: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

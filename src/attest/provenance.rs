@@ -154,18 +154,23 @@ fn component_inputs(c: &ComponentRecord) -> Vec<ResourceDescriptor> {
         out.push(ResourceDescriptor {
             name: Some("builder-image".into()),
             uri: Some(format!("oci://{}", img.reference)),
+            // An image keyed by what it is made from is named by that digest: its local ID
+            // means nothing on another machine.
             digest: img
-                .digest
+                .built_from
                 .as_deref()
+                .or(img.digest.as_deref())
                 .filter(|d| d.starts_with("sha256:"))
                 .map(|d| digest("sha256", d))
                 .unwrap_or_default(),
             annotations: annotated(&[(
                 "role",
-                if img.local {
-                    "builder image (local, keyed by its image ID)"
-                } else {
-                    "builder image"
+                match (&img.built_from, img.local) {
+                    (Some(_), _) => {
+                        "builder image (built here, keyed by its Containerfile and base recipe)"
+                    }
+                    (None, true) => "builder image (local, keyed by its image ID)",
+                    (None, false) => "builder image",
                 },
             )]),
         });
