@@ -147,10 +147,17 @@ pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
     )?;
     println!("{} {}", local.reference, local.id);
     if a.kind == Kind::Builder {
-        note!(
-            g,
-            "recorded as a local image: builds key it by this ID and never push it to a shared cache"
-        );
+        match &local.inputs {
+            Some(inputs) => note!(
+                g,
+                "recorded with its {} packages, checked against the Containerfile's pins: builds key it by what it is made from ({inputs}), so another machine that builds it computes the same keys",
+                local.packages.len()
+            ),
+            None => note!(
+                g,
+                "recorded as a local image: builds key it by this ID and never push it to a shared cache"
+            ),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

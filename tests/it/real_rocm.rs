@@ -264,6 +264,91 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     images_of_the_build(d, &env);
 }
 
+/// The reproducibility promise (docs/reproducibility.md) on a real component: rocPRIM of the
+/// debian-6.4 line, built twice from cold caches into separate stores, packages to the same
+/// tarball byte for byte, and `verify --rebuild` of the first, from a third cold store and
+/// cache, says it is identical.
+#[test]
+fn rocprim_built_twice_from_cold_caches_packages_to_the_same_bytes() {
+    if !require(
+        &format!("podman with {BUILDER} (scripts/debian-image.sh)"),
+        which("podman") && image_present(BUILDER),
+    ) || !require("the Debian mirror (deb.debian.org)", mirror_answers())
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let conf = containers_conf();
+    let mut tarballs = Vec::new();
+    for run in ["a", "b"] {
+        let (store, cache) = (d.join(run).join("store"), d.join(run).join("cache"));
+        let env: [(&str, &Path); 3] = [
+            ("CONTAINERS_CONF", &conf),
+            ("ROCFORGE_STORE", &store),
+            ("ROCFORGE_CACHE", &cache),
+        ];
+        let out = format!("{run}/dist");
+        let o = rocforge_env(
+            d,
+            &env,
+            &[
+                "--release",
+                "debian-6.4",
+                "package",
+                "rocprim",
+                "--arch",
+                "gfx90c,gfx902",
+                "--runtime",
+                "podman",
+                "--out",
+                &out,
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let found: Vec<_> = std::fs::read_dir(d.join(&out))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".tar.zst"))
+            .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        tarballs.push(found[0].clone());
+    }
+    assert_eq!(
+        tarballs[0].file_name(),
+        tarballs[1].file_name(),
+        "the same content key"
+    );
+    let (a, b) = (
+        std::fs::read(&tarballs[0]).unwrap(),
+        std::fs::read(&tarballs[1]).unwrap(),
+    );
+    assert!(a.len() > 100_000, "rocPRIM's headers: {} bytes", a.len());
+    assert!(a == b, "two cold builds gave different tarballs");
+
+    let (store, cache) = (d.join("c/store"), d.join("c/cache"));
+    let env: [(&str, &Path); 3] = [
+        ("CONTAINERS_CONF", &conf),
+        ("ROCFORGE_STORE", &store),
+        ("ROCFORGE_CACHE", &cache),
+    ];
+    let o = rocforge_env(
+        d,
+        &env,
+        &[
+            "--format",
+            "json",
+            "verify",
+            tarballs[0].to_str().unwrap(),
+            "--rebuild",
+        ],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
+    assert_eq!(o.code, 0, "{v}\n{}", o.stderr);
+    assert_eq!(v["result"], "identical", "{v}");
+}
+
 fn podman(args: &[&str]) -> std::process::Output {
     Command::new("podman")
         .env("CONTAINERS_CONF", containers_conf())
