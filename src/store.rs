@@ -100,6 +100,9 @@ pub enum StoreError {
     /// Ctrl-C while another process held the entry's lock.
     #[error("interrupted while another rocforge process was building {key}")]
     Interrupted { key: String },
+    /// Another process holds the entry's lock: it is building or replacing it.
+    #[error("store entry {key} is in use by another rocforge process (a build of it)")]
+    Busy { key: String },
 }
 
 impl StoreError {
@@ -108,6 +111,7 @@ impl StoreError {
             StoreError::Io { .. } => "check free disk space and permissions of the store (--store, ROCFORGE_STORE)".into(),
             StoreError::NotFound(_) => "`rocforge store list` shows the entries; a key prefix of 8 or more characters is enough".into(),
             StoreError::Interrupted { .. } => "run the same command again to continue".into(),
+            StoreError::Busy { .. } => "wait for that build to finish, then run the command again".into(),
         }
     }
 }
@@ -259,6 +263,12 @@ impl Store {
         };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name.strip_prefix(".rebuild-").filter(|k| is_key(k)) {
+                if self.settle_aside(key).is_ok() && !e.path().exists() {
+                    removed.push(e.path());
+                }
+                continue;
+            }
             let Some(rest) = name.strip_prefix(".tmp-") else {
                 continue;
             };
@@ -324,6 +334,66 @@ impl Store {
         let doomed = self.root.join(format!(".tmp-{key}-gc"));
         std::fs::rename(&dir, &doomed).map_err(io(&dir))?;
         crate::fsutil::remove_tree(&doomed).map_err(io(&doomed))
+    }
+
+    /// Removes the entry `key` unless another process holds its lock (a build committing or
+    /// waiting on it): a tree in use is never pulled from under it. The entry is renamed out of
+    /// its key first, so a crash leaves either the whole entry or none.
+    pub fn remove_unless_busy(&self, key: &str) -> Result<(), StoreError> {
+        let _lock = self.lock_now(key)?;
+        if !self.contains(key) {
+            return Err(StoreError::NotFound(key.to_string()));
+        }
+        self.remove(key)
+    }
+
+    /// Where a rebuild keeps the entry it replaces.
+    fn aside_dir(&self, key: &str) -> PathBuf {
+        self.root.join(format!(".rebuild-{key}"))
+    }
+
+    /// Moves the entry out of its key so the next build makes it again (`build --rebuild`).
+    /// The old entry is kept until [`Store::settle_aside`] sees whether a new one was
+    /// committed: a rebuild that fails or is stopped puts it back.
+    pub fn set_aside(&self, key: &str) -> Result<(), StoreError> {
+        let _lock = self.lock_now(key)?;
+        let aside = self.aside_dir(key);
+        if aside.exists() {
+            // Left by a rebuild killed before it settled; the entry is the newer of the two.
+            crate::fsutil::remove_tree(&aside).map_err(io(&aside))?;
+        }
+        let dir = self.entry_dir(key);
+        std::fs::rename(&dir, &aside).map_err(io(&dir))
+    }
+
+    /// After a rebuild, or at the next command after a killed one: the old entry is removed
+    /// when a new one was committed under its key, else it goes back. Left alone while another
+    /// process holds the key (it is building it).
+    pub fn settle_aside(&self, key: &str) -> Result<(), StoreError> {
+        let aside = self.aside_dir(key);
+        if !aside.exists() {
+            return Ok(());
+        }
+        let Ok(_lock) = self.lock_now(key) else {
+            return Ok(());
+        };
+        if self.contains(key) {
+            crate::fsutil::remove_tree(&aside).map_err(io(&aside))
+        } else {
+            let dir = self.entry_dir(key);
+            std::fs::rename(&aside, &dir).map_err(io(&aside))
+        }
+    }
+
+    /// The key's lock if it is free now: [`StoreError::Busy`] otherwise.
+    fn lock_now(&self, key: &str) -> Result<crate::fsutil::Lock, StoreError> {
+        self.lock(key, Duration::ZERO, &|| {})
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => StoreError::Busy {
+                    key: key.to_string(),
+                },
+                _ => io(&self.root)(e),
+            })
     }
 
     pub fn record_local_image(&self, release: &str, image: &LocalImage) -> Result<(), StoreError> {

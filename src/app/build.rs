@@ -27,6 +27,9 @@ pub struct Request<'a> {
     pub keep_going: bool,
     /// Start each build over instead of continuing the build directory a stopped one left.
     pub fresh: bool,
+    /// `--rebuild`: build the requested components again even when the store has them (the
+    /// stored entry is kept aside and put back if the new build does not commit).
+    pub rebuild: bool,
     /// `--overlay` specs.
     pub overlays: &'a [String],
     /// Targets whose code may be missing from built libraries (a comma list).
@@ -65,6 +68,8 @@ pub struct Build {
     options: BuildOptions,
     stop: Arc<AtomicBool>,
     running: Arc<Mutex<Vec<String>>>,
+    /// Keys whose old entries `--rebuild` set aside: settled when the run ends.
+    aside: Vec<String>,
 }
 
 /// Stops a running build from a signal handler.
@@ -101,6 +106,30 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
     if req.components.is_empty() && !req.all {
         return Err(whole_line_unasked(session, &plan));
     }
+    // --rebuild: the requested components' stored entries go aside (dependencies stay), and
+    // the plan, made again, builds them.
+    let mut aside = Vec::new();
+    if req.rebuild {
+        for step in plan.requested.iter().filter_map(|n| plan.step(n)) {
+            if !step.needs_build() {
+                session
+                    .store
+                    .set_aside(&step.key)
+                    .map_err(|e| Error::hinted(&e, e.hint()))?;
+                session.reporter.note(&format!(
+                    "{}: rebuilding {} (the stored entry is kept until the new one is committed)",
+                    step.component,
+                    &step.key[..12]
+                ));
+                aside.push(step.key.to_string());
+            }
+        }
+    }
+    let Planned { plan, overlays } = if aside.is_empty() {
+        Planned { plan, overlays }
+    } else {
+        self::plan(session, req)?
+    };
     let runtime = if plan.steps.iter().all(|s| !s.needs_build()) {
         None
     } else {
@@ -157,6 +186,7 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         options,
         stop: Arc::default(),
         running: Arc::default(),
+        aside,
     })
 }
 
@@ -224,6 +254,18 @@ impl Build {
     }
 
     pub fn run(&self, session: &Session) -> Result<Outcome> {
+        let outcome = self.run_plan(session);
+        for key in &self.aside {
+            if let Err(e) = session.store.settle_aside(key) {
+                session
+                    .reporter
+                    .note(&format!("warning: {e}: {}", e.hint()));
+            }
+        }
+        outcome
+    }
+
+    fn run_plan(&self, session: &Session) -> Result<Outcome> {
         let plan = &self.plan;
         let store = &session.store;
         let to_build = plan.steps.iter().filter(|s| s.needs_build()).count();

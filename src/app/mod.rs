@@ -18,6 +18,7 @@ pub mod publish;
 pub mod runtime;
 mod session;
 pub mod source_gc;
+pub mod store_rm;
 pub mod test;
 pub mod verify;
 

@@ -29,6 +29,10 @@ pub struct BuildArgs {
     /// build of the same content key left
     #[arg(long)]
     fresh: bool,
+    /// Build the named components again even when the store has them (not their
+    /// dependencies); the stored entry is put back if the new build fails or is stopped
+    #[arg(long)]
+    rebuild: bool,
     /// Print the plan; build nothing
     #[arg(long)]
     dry_run: bool,
@@ -64,6 +68,7 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         runtime: a.runtime.runtime.choice(),
         keep_going: a.keep_going,
         fresh: a.fresh,
+        rebuild: a.rebuild,
         overlays: &a.overlay,
         allow_missing: a.allow_missing.as_deref(),
         allow_spoof: a.allow_spoof.as_deref(),

@@ -521,6 +521,16 @@ pub enum StoreCommand {
         /// The entry's content key, or a prefix of 8 or more characters
         key: String,
     },
+    /// Remove entries: by content key (a prefix of 8 or more characters) or every build of a
+    /// component (those for --arch when given); one a build is using is refused
+    Rm {
+        /// Content keys, key prefixes or component names (`rocforge store list`)
+        #[arg(required = true, value_name = "KEY|COMPONENT")]
+        entries: Vec<String>,
+        /// Only list what would be removed
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Remove entries superseded by a newer build of the same component and targets
     Gc {
         /// Only list what would be removed
@@ -672,6 +682,7 @@ pub(crate) const FORMATS: &[(&str, &[Format])] = &[
     ("store list", TEXT_JSON),
     ("store show", TEXT_JSON),
     ("store path", TEXT),
+    ("store rm", TEXT),
     ("store gc", TEXT),
     ("patch export", TEXT),
     ("gc", TEXT),
@@ -853,6 +864,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }) => store_cmd::store_path(g, components, runtime),
         Command::Store(StoreCommand::Show { key }) => store_cmd::store_show(g, key),
         Command::Store(StoreCommand::Gc { dry_run }) => store_cmd::store_gc(g, *dry_run),
+        Command::Store(StoreCommand::Rm { entries, dry_run }) => {
+            store_cmd::store_rm(g, entries, *dry_run)
+        }
         Command::Arch(ArchCommand::List) => arch_cmd::arch_list(g),
         Command::Arch(ArchCommand::Show { target }) => arch_cmd::arch_show(g, target),
         Command::Detect(a) => test_cmd::detect(g, a.sysfs_root.as_deref()),

@@ -1,4 +1,4 @@
-//! `store list`, `store show` and `store gc`.
+//! `store list`, `store show`, `store path`, `store rm` and `store gc`.
 
 use rocforge::arch::{TargetId, comma_list};
 use rocforge::ids::{ComponentName, ContentKey};
@@ -182,5 +182,35 @@ pub fn store_gc(g: &Global, dry_run: bool) -> Result<ExitCode> {
         if removed == 1 { "y" } else { "ies" },
         if dry_run { "to remove" } else { "removed" }
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn store_rm(g: &Global, specs: &[String], dry_run: bool) -> Result<ExitCode> {
+    let store = store(g);
+    // Targets only narrow component names, and only when asked: resolved by the catalog.
+    let targets = match &g.arch {
+        Some(list) => Some(
+            super::session(g)?
+                .catalog
+                .arches
+                .resolve_list(list)
+                .map_err(|e| Diagnostic::new(format!("--arch {list}: {e}")).hint(e.hint()))?,
+        ),
+        None => None,
+    };
+    let chosen = rocforge::app::store_rm::select(&store, specs, targets.as_deref())?;
+    for e in &chosen {
+        if !dry_run {
+            rocforge::app::store_rm::remove(&store, e)?;
+        }
+        println!(
+            "{} {}  {} {} {}",
+            if dry_run { "would remove" } else { "removed" },
+            &e.key[..12],
+            e.component,
+            e.version,
+            comma_list(&e.targets)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -2221,3 +2221,162 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
     assert_eq!(kept["inputs"], built_from.as_str());
     let _ = podman(&["rmi", KEYED]);
 }
+
+/// `build --rebuild` builds a stored component again and replaces its entry; one that fails,
+/// or is killed, puts the old entry back. `store rm` removes by key or component (narrowed by
+/// --arch), refuses what names nothing, and `--dry-run` removes nothing.
+#[test]
+fn rebuild_replaces_an_entry_keeps_it_on_failure_and_store_rm_removes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    let (counter, fail, hold, go) = (
+        root.join("runs"),
+        root.join("fail"),
+        root.join("hold"),
+        root.join("go"),
+    );
+    let src = rel.join("src/counted");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        rel.join("counted.toml"),
+        format!(
+            "name = \"counted\"\nversion = \"1.0\"\nsummary = \"counts its builds\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/counted\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\necho ran >> {c}\nif [ -e {h} ]; then while [ ! -e {g} ]; do sleep 0.1; done; fi\nif [ -e {f} ]; then exit 1; fi\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/share/counted\"\nwc -l < {c} > \"$P/share/counted/build\"\n\"\"\"\n",
+            c = counter.display(),
+            h = hold.display(),
+            g = go.display(),
+            f = fail.display(),
+        ),
+    )
+    .unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--recipes",
+            "recipes",
+            "build",
+            "counted",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ]
+        .map(String::from)
+        .to_vec();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let build = |extra: &[&str]| {
+        let a = args(extra);
+        rocforge(root, &a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let runs = || {
+        std::fs::read_to_string(&counter)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let o = build(&[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let tree = PathBuf::from(o.stdout.trim());
+    let built = || std::fs::read_to_string(tree.join("share/counted/build")).unwrap();
+    assert_eq!((runs(), built().trim()), (1, "1"));
+    assert_eq!(build(&[]).code, 0);
+    assert_eq!(runs(), 1, "stored: not built again");
+
+    let o = build(&["--rebuild"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("counted: rebuilding"), "{}", o.stderr);
+    assert_eq!(PathBuf::from(o.stdout.trim()), tree, "the same key");
+    assert_eq!(
+        (runs(), built().trim()),
+        (2, "2"),
+        "built again, entry replaced"
+    );
+
+    // A rebuild that fails puts the old entry back.
+    std::fs::write(&fail, "").unwrap();
+    let o = build(&["--rebuild"]);
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert_eq!((runs(), built().trim()), (3, "2"), "the old entry is back");
+    std::fs::remove_file(&fail).unwrap();
+
+    // Killed mid-rebuild: the next command that tidies the store puts the old entry back.
+    std::fs::write(&hold, "").unwrap();
+    let a = args(&["--rebuild"]);
+    let mut child = rocforge_command(root, &[], &a.iter().map(String::as_str).collect::<Vec<_>>())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while runs() < 4 {
+        assert!(start.elapsed().as_secs() < 60, "the rebuild never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!tree.exists(), "set aside while it builds");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(&go, "").unwrap();
+    let o = rocforge(root, &["store", "gc"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(built().trim(), "2", "the old entry is back after the kill");
+    let store = root.join("store");
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".rebuild-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_file(&hold).unwrap();
+
+    let o = rocforge(root, &["store", "rm", "nosuch"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("the store has no entry or component named nosuch"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("rocforge store list"), "{}", o.stderr);
+    let o = rocforge(
+        root,
+        &[
+            "--recipes",
+            "recipes",
+            "store",
+            "rm",
+            "counted",
+            "--arch",
+            "gfx902",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("the store has no build of counted for gfx902"),
+        "{}",
+        o.stderr
+    );
+    let o = rocforge(root, &["store", "rm", "counted", "--dry-run"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("would remove "), "{}", o.stdout);
+    assert!(tree.exists());
+    let key = tree
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let o = rocforge(root, &["store", "rm", &key[..10]]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .starts_with(&format!("removed {}  counted 1.0 gfx90c", &key[..12])),
+        "{}",
+        o.stdout
+    );
+    assert!(!tree.parent().unwrap().exists());
+    assert_eq!(rocforge(root, &["store", "list"]).stdout, "");
+}

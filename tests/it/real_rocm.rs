@@ -164,18 +164,41 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         ("ROCFORGE_STORE", &store),
         ("ROCFORGE_CACHE", &cache),
     ];
+    // README's "What works today" lines, run as written (the store and cache are the test's,
+    // through ROCFORGE_STORE and ROCFORGE_CACHE; HOME is the test's directory).
+    let lines = readme_commands();
+    assert!(
+        lines.len() >= 5 && lines[0].starts_with("rocforge build rocrand "),
+        "README's first block: {lines:#?}"
+    );
+    let mut said = Vec::new();
+    for line in &lines {
+        let o = readme_line(d, &env, line);
+        assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
+        said.push(o);
+    }
+    let inspect = lines
+        .iter()
+        .position(|l| l.starts_with("rocforge inspect --against gfx90c,gfx902"))
+        .expect("README inspects the build");
+    assert!(
+        said[inspect]
+            .stdout
+            .contains("0 missing, 0 with another target's code only"),
+        "{}",
+        said[inspect].stdout
+    );
     let o = rocforge_env(
         d,
         &env,
         &[
             "--release",
             "debian-6.4",
-            "build",
+            "store",
+            "path",
             "rocrand",
             "--arch",
             "gfx90c,gfx902",
-            "--runtime",
-            "podman",
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -184,49 +207,25 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         Path::new(&tree).join("lib/librocrand.so").exists(),
         "{tree}"
     );
-    // The gate passed; inspect agrees, and the code objects are the two targets' own.
-    let o = rocforge(d, &["inspect", "--against", "gfx90c,gfx902", &tree]);
-    assert_eq!(o.code, 0, "{}", o.stdout);
-    assert!(
-        o.stdout
-            .contains("0 missing, 0 with another target's code only"),
-        "{}",
-        o.stdout
-    );
+    // The code objects are the two targets' own.
     let o = rocforge(d, &["--format", "json", "inspect", &format!("{tree}/lib")]);
     assert_eq!(o.code, 0);
     for t in ["gfx90c", "gfx902"] {
         assert!(o.stdout.contains(&format!("amdgcn-amd-amdhsa--{t}")), "{t}");
     }
     assert!(!o.stdout.contains("--gfx900\""), "no gfx900 code");
-
-    // Packaged and signed, then installed by rocforge from the local index into a fresh prefix
-    // of a sid container (the libraries need sid's glibc), where a program built against the
-    // installed rocRAND links and starts, and says there is no GPU.
-    ok(d, &["key", "generate", "--out", "keys"]);
-    let o = rocforge_env(
-        d,
-        &env,
-        &[
-            "--release",
-            "debian-6.4",
-            "package",
-            "rocrand",
-            "--arch",
-            "gfx90c,gfx902",
-            "--runtime",
-            "container",
-            "--out",
-            "dist",
-            "--sign-key",
-            "keys/rocforge.key",
-        ],
+    assert!(
+        d.join(".config/rocforge/keys/rocforge.pub").is_file(),
+        "README's key generate"
     );
-    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    // Installed by rocforge from README's signed index into a fresh prefix of a sid container
+    // (the libraries need sid's glibc), where a program built against the installed rocRAND
+    // links and starts, and says there is no GPU.
     std::fs::write(d.join("prog.cpp"), PROGRAM).unwrap();
     let script = "set -e\n\
         rocforge install rocrand --release debian-6.4 --arch gfx90c,gfx902 --from /w/dist/index.json \
-          --prefix /opt/fresh --key /w/keys/rocforge.pub\n\
+          --prefix /opt/fresh --key /w/.config/rocforge/keys/rocforge.pub\n\
         rocforge inspect --against gfx90c,gfx902 /opt/fresh\n\
         hipcc -o /tmp/prog /w/prog.cpp -I/opt/fresh/include -L/opt/fresh/lib -lrocrand\n\
         set +e\n\
@@ -347,6 +346,49 @@ fn rocprim_built_twice_from_cold_caches_packages_to_the_same_bytes() {
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
     assert_eq!(o.code, 0, "{v}\n{}", o.stderr);
     assert_eq!(v["result"], "identical", "{v}");
+}
+
+/// The commands of README's first `sh` block under "What works today", comments dropped.
+fn readme_commands() -> Vec<String> {
+    let text = std::fs::read_to_string(manifest().join("README.md")).unwrap();
+    let from = text
+        .find("## What works today")
+        .expect("README: What works today");
+    let rest = &text[from..];
+    let block = &rest[rest.find("```sh\n").expect("an sh block") + 6..];
+    let block = &block[..block.find("```").expect("the block's end")];
+    block
+        .lines()
+        .map(|l| l.split_once("    # ").map_or(l, |(cmd, _)| cmd).trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// One README line in bash, with this build's rocforge first on PATH and the environment the
+/// other commands of this test get.
+fn readme_line(d: &Path, env: &[(&str, &Path)], line: &str) -> Out {
+    let bin = Path::new(env!("CARGO_BIN_EXE_rocforge")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::fs::write(d.join("no-user-config.toml"), "").unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.current_dir(d)
+        .args(["-euo", "pipefail", "-c", line])
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env_remove("ROCFORGE_RECIPES")
+        .env_remove("ROCFORGE_RELEASE")
+        .env_remove("GITHUB_ACTIONS")
+        .env("ROCFORGE_CONFIG", d.join("no-user-config.toml"))
+        .env("HOME", d);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Out::from(cmd.output().expect("bash"))
 }
 
 fn podman(args: &[&str]) -> std::process::Output {
