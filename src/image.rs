@@ -767,16 +767,7 @@ pub fn local_base(
             (digest, config, layers)
         }
     };
-    let diff_ids = config["rootfs"]["diff_ids"].as_array().map_or(0, Vec::len);
-    if diff_ids != layers.len() {
-        return Err(bad(format!(
-            "its config lists {diff_ids} layer(s), its manifest {}",
-            layers.len()
-        )));
-    }
-    if !matches!(config["os"].as_str(), Some("linux") | None) {
-        return Err(bad(format!("it is an image for {}", config["os"])));
-    }
+    check_config(&config, layers.len()).map_err(bad)?;
     Ok(Base {
         name: name.to_string(),
         source: BaseSource::Local { blobs },
@@ -784,6 +775,20 @@ pub fn local_base(
         config,
         layers,
     })
+}
+
+/// What a base's config must say of its manifest's layers and its OS, wherever it was read.
+fn check_config(config: &serde_json::Value, layers: usize) -> Result<(), String> {
+    let diff_ids = config["rootfs"]["diff_ids"].as_array().map_or(0, Vec::len);
+    if diff_ids != layers {
+        return Err(format!(
+            "its config lists {diff_ids} layer(s), its manifest {layers}"
+        ));
+    }
+    if !matches!(config["os"].as_str(), Some("linux") | None) {
+        return Err(format!("it is an image for {}", config["os"]));
+    }
+    Ok(())
 }
 
 /// The GOARCH name of this machine's architecture.
@@ -873,16 +878,7 @@ pub fn pull_base(client: reqwest::blocking::Client, reference: &str) -> Result<B
     let config_bytes = remote.get_blob_bytes(&m.config.digest, 16 << 20)?;
     let config: serde_json::Value = serde_json::from_slice(&config_bytes)
         .map_err(|e| bad(format!("its config is not JSON: {e}")))?;
-    let diff_ids = config["rootfs"]["diff_ids"].as_array().map_or(0, Vec::len);
-    if diff_ids != layers.len() {
-        return Err(bad(format!(
-            "its config lists {diff_ids} layer(s), its manifest {}",
-            layers.len()
-        )));
-    }
-    if !matches!(config["os"].as_str(), Some("linux") | None) {
-        return Err(bad(format!("it is an image for {}", config["os"])));
-    }
+    check_config(&config, layers.len()).map_err(bad)?;
     Ok(Base {
         name: r.full(),
         source: BaseSource::Registry(remote),
