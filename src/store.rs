@@ -263,8 +263,12 @@ impl Store {
         };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(key) = name.strip_prefix(".rebuild-").filter(|k| is_key(k)) {
-                if self.settle_aside(key).is_ok() && !e.path().exists() {
+            if let Some(key) = name
+                .strip_prefix(".rebuild-")
+                .and_then(|r| r.split('-').next())
+                .filter(|k| is_key(k))
+            {
+                if self.settle_aside(key, false).is_ok() && !e.path().exists() {
                     removed.push(e.path());
                 }
                 continue;
@@ -347,9 +351,25 @@ impl Store {
         self.remove(key)
     }
 
-    /// Where a rebuild keeps the entry it replaces.
-    fn aside_dir(&self, key: &str) -> PathBuf {
-        self.root.join(format!(".rebuild-{key}"))
+    /// Where a rebuild by process `pid` keeps the entry it replaces: named for the process, so
+    /// only its own run, or a later one once it is gone, settles it.
+    fn aside_dir(&self, key: &str, pid: u32) -> PathBuf {
+        self.root.join(format!(".rebuild-{key}-{pid}"))
+    }
+
+    /// The asides of `key` and the processes that made them.
+    fn asides(&self, key: &str) -> Vec<(PathBuf, u32)> {
+        let prefix = format!(".rebuild-{key}-");
+        let Ok(rd) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        rd.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let pid = name.strip_prefix(&prefix)?.parse().ok()?;
+                Some((e.path(), pid))
+            })
+            .collect()
     }
 
     /// Moves the entry out of its key so the next build makes it again (`build --rebuild`).
@@ -357,32 +377,38 @@ impl Store {
     /// committed: a rebuild that fails or is stopped puts it back.
     pub fn set_aside(&self, key: &str) -> Result<(), StoreError> {
         let _lock = self.lock_now(key)?;
-        let aside = self.aside_dir(key);
-        if aside.exists() {
+        for (old, pid) in self.asides(key) {
             // Left by a rebuild killed before it settled; the entry is the newer of the two.
-            crate::fsutil::remove_tree(&aside).map_err(io(&aside))?;
+            if !crate::process::pid_alive(pid) {
+                crate::fsutil::remove_tree(&old).map_err(io(&old))?;
+            }
         }
         let dir = self.entry_dir(key);
+        let aside = self.aside_dir(key, std::process::id());
         std::fs::rename(&dir, &aside).map_err(io(&dir))
     }
 
-    /// After a rebuild, or at the next command after a killed one: the old entry is removed
-    /// when a new one was committed under its key, else it goes back. Left alone while another
-    /// process holds the key (it is building it).
-    pub fn settle_aside(&self, key: &str) -> Result<(), StoreError> {
-        let aside = self.aside_dir(key);
-        if !aside.exists() {
-            return Ok(());
+    /// After this process's rebuild (`mine`), or for one whose process is gone: the old entry
+    /// is removed when a new one was committed under its key, else it goes back. Left alone
+    /// while another process holds the key (it is building it).
+    pub fn settle_aside(&self, key: &str, mine: bool) -> Result<(), StoreError> {
+        let me = std::process::id();
+        for (aside, pid) in self.asides(key) {
+            let ours = pid == me;
+            if ours != mine || (!ours && crate::process::pid_alive(pid)) {
+                continue;
+            }
+            let Ok(_lock) = self.lock_now(key) else {
+                return Ok(());
+            };
+            if self.contains(key) {
+                crate::fsutil::remove_tree(&aside).map_err(io(&aside))?;
+            } else {
+                let dir = self.entry_dir(key);
+                std::fs::rename(&aside, &dir).map_err(io(&aside))?;
+            }
         }
-        let Ok(_lock) = self.lock_now(key) else {
-            return Ok(());
-        };
-        if self.contains(key) {
-            crate::fsutil::remove_tree(&aside).map_err(io(&aside))
-        } else {
-            let dir = self.entry_dir(key);
-            std::fs::rename(&aside, &dir).map_err(io(&aside))
-        }
+        Ok(())
     }
 
     /// The key's lock if it is free now: [`StoreError::Busy`] otherwise.

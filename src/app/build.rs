@@ -256,7 +256,7 @@ impl Build {
     pub fn run(&self, session: &Session) -> Result<Outcome> {
         let outcome = self.run_plan(session);
         for key in &self.aside {
-            if let Err(e) = session.store.settle_aside(key) {
+            if let Err(e) = session.store.settle_aside(key, true) {
                 session
                     .reporter
                     .note(&format!("warning: {e}: {}", e.hint()));
