@@ -641,3 +641,86 @@ fn the_builder_image_has_rocsparses_headers_and_not_debians_rocsparse() {
         "rocSPARSE 3.4 (6.4.3) headers and no library or CMake package"
     );
 }
+
+/// rocm-examples in the default line: its Applications/monte_carlo_pi needs hipRAND, whose tarball
+/// Debian's mirror does not serve, so the line takes hipRAND from its git repository, which a
+/// machine without GitHub maps to a snapshot of its own in `[mirrors]`. Cheap: a plan and a fetch
+/// from a repository made here (the real build is recorded in docs/catalog.md, not run in CI).
+#[test]
+fn rocm_examples_plans_hiprand_and_fetches_it_through_mirrors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = ok(
+        d,
+        &[
+            "--release",
+            "debian-6.4",
+            "plan",
+            "rocm-examples",
+            "--arch",
+            "gfx90c,gfx902",
+        ],
+    );
+    // The table: from its header to the blank line before the totals.
+    let rows: Vec<Vec<&str>> = plan
+        .lines()
+        .skip_while(|l| !l.starts_with("#  component"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let order: Vec<&str> = rows.iter().map(|r| r[1]).collect();
+    assert_eq!(
+        order,
+        [
+            "rocprim",
+            "hipcub",
+            "rocrand",
+            "hiprand",
+            "rocthrust",
+            "rocm-examples"
+        ],
+        "{plan}"
+    );
+    let hiprand = &rows[3];
+    assert_eq!(
+        (hiprand[2], *hiprand.last().unwrap()),
+        ("2.11.0", "rocrand"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("hipcub, hiprand, rocprim, rocrand, rocthrust"),
+        "{plan}"
+    );
+
+    // The mirror answers but lacks the pinned commit: the error names the mirror, not GitHub.
+    let repo = d.join("hipRAND.git");
+    make_repo(&repo, &[("CMakeLists.txt", "project(hipRAND)\n")], "t");
+    let url = format!("file://{}", repo.display());
+    let config = d.join("mirrors.toml");
+    std::fs::write(
+        &config,
+        format!("[mirrors]\n\"https://github.com/ROCm/hipRAND.git\" = \"{url}\"\n"),
+    )
+    .unwrap();
+    let o = rocforge_env(
+        d,
+        &[("ROCFORGE_CONFIG", &config)],
+        &["--release", "debian-6.4", "fetch", "hiprand"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "hiprand: fetching https://github.com/ROCm/hipRAND.git from mirror {url}"
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "error: hiprand: {url} has no commit 2d9a226b515d259af1f0850a0523ae852a7ad826"
+        )),
+        "{}",
+        o.stderr
+    );
+}
