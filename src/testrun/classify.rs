@@ -236,6 +236,14 @@ pub fn classify(e: &Evidence<'_>, max: usize) -> (Option<Class>, String) {
     {
         return (Some(Class::NoGpu), around(i));
     }
+    // An abort whose uncaught exception says there is no device (rocThrust throws
+    // `bad_alloc` carrying hipErrorNoDevice when it cannot allocate on a GPU it never found)
+    // began with no device too; any other signal, or an abort with another message, is a crash.
+    if e.signal == Some(6)
+        && let Some(i) = find(&|l| l.contains("what():") && NO_GPU.iter().any(|p| l.contains(p)))
+    {
+        return (Some(Class::NoGpu), around(i));
+    }
     if let Some(i) = find(&|l| NO_CODE.iter().any(|p| l.contains(p)) || tensile_missing(l)) {
         return (Some(Class::NoCodeObject), around(i));
     }
@@ -394,6 +402,28 @@ mod tests {
         assert_eq!(
             c(Crashed, None, Some(11), &["hipErrorNoDevice"]),
             Some(Class::Crash)
+        );
+        // Unless it is the abort of an exception that says there is no device (rocThrust's
+        // examples, run with no GPU).
+        let thrust = [
+            "terminate called after throwing an instance of 'thrust::THRUST_200600_400_NS::system::detail::bad_alloc'",
+            "  what():  std::bad_alloc: hipErrorNoDevice: no ROCm-capable device is detected",
+        ];
+        assert_eq!(c(Crashed, None, Some(6), &thrust), Some(Class::NoGpu));
+        assert_eq!(
+            c(Crashed, None, Some(11), &thrust),
+            Some(Class::OutOfMemory),
+            "not an abort: the message's bad_alloc is what is left"
+        );
+        assert_eq!(
+            c(
+                Crashed,
+                None,
+                Some(6),
+                &["  what():  std::bad_alloc", "hipErrorNoDevice"]
+            ),
+            Some(Class::OutOfMemory),
+            "an abort for memory, with no device named in its message"
         );
         assert!(is_reset_line(
             "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"
