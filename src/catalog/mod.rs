@@ -256,6 +256,9 @@ pub struct Catalog {
     pub arches: ArchTable,
     pub release: Release,
     pub recipes: BTreeMap<String, Recipe>,
+    /// `<name>-tests` of every component with a `[test]` table: built only when named, never
+    /// by a whole-line build, and not listed among the line's components.
+    pub test_recipes: BTreeMap<String, Recipe>,
     /// sha256 of every patch file the recipes name, keyed by (component, file name).
     pub patch_digests: BTreeMap<(String, String), String>,
 }
@@ -354,14 +357,16 @@ impl Catalog {
     }
 
     pub fn get(&self, name: &str) -> Option<&Recipe> {
-        self.recipes.get(name)
+        self.recipes
+            .get(name)
+            .or_else(|| self.test_recipes.get(name))
     }
 
     /// Component names for a list of components and bundles, in order, without repeats.
     pub fn expand(&self, names: &[String]) -> Result<Vec<String>, Diagnostic> {
         let mut out: Vec<String> = Vec::new();
         for n in names {
-            let members: Vec<String> = if self.recipes.contains_key(n) {
+            let members: Vec<String> = if self.get(n).is_some() {
                 vec![n.clone()]
             } else if let Some(b) = self.release.bundles.get(n) {
                 b.iter().map(|m| m.value.clone()).collect()
@@ -458,11 +463,17 @@ fn load_line(
     let Some(release) = release else {
         return Ok(None);
     };
+    let test_recipes = recipes
+        .values()
+        .filter_map(Recipe::tests_artifact)
+        .map(|r| (r.name.value.clone(), r))
+        .collect();
     Ok((d.len() == before).then_some(Catalog {
         root,
         arches,
         release,
         recipes,
+        test_recipes,
         patch_digests,
     }))
 }
