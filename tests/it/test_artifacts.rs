@@ -340,4 +340,73 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
         !empty.join(&tests_key).exists(),
         "installed from the index, not built"
     );
+
+    // Another build of the library (another flag) installed in a prefix: the tests artifact of
+    // the first build is refused there, and the prefix is left as it was.
+    let other = Fx::new("41");
+    let o = other.run(&["build", "tiny", "--arch", "gfx90c", "--runtime", "host"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let dist2 = other.root.join("dist");
+    let o = other.run(&[
+        "package",
+        "tiny",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        dist2.to_str().unwrap(),
+        "--sign-key",
+        keys.join("rocforge.key").to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let prefix = fx.root.join("prefix");
+    let install = |from: &Path, what: &str, prefix: &Path| {
+        rocforge_env(
+            &fx.root,
+            &[
+                ("ROCFORGE_CONFIG", &config),
+                ("ROCFORGE_STATE", &fx.root.join("state")),
+            ],
+            &[
+                "--recipes",
+                "recipes",
+                "--release",
+                "line-1.0",
+                "install",
+                what,
+                "--arch",
+                "gfx90c",
+                "--from",
+                from.to_str().unwrap(),
+                "--prefix",
+                prefix.to_str().unwrap(),
+            ],
+        )
+    };
+    let o = install(&dist2, "tiny", &prefix);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let before = tree_contents(&prefix);
+    let o = install(&dist, "tiny-tests", &prefix);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "tiny-tests tests tiny 1.0 (key {})",
+            &lib_key[..12]
+        )) && o.stderr.contains("the installed tiny is 1.0 (key")
+            && o.stderr
+                .contains("from the index that published the installed tiny"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        tree_contents(&prefix),
+        before,
+        "a refused install changes nothing"
+    );
+    // Where the library build it tests is installed (or none is), it installs, library and all.
+    let fresh = fx.root.join("prefix-ok");
+    let o = install(&dist, "tiny-tests", &fresh);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(fresh.join("bin/tiny-test").is_file() && fresh.join("lib/libtiny.so").exists());
 }
