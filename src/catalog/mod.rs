@@ -383,6 +383,19 @@ impl Catalog {
     }
 
     pub fn unknown_component(&self, name: &str) -> Diagnostic {
+        if let Some(r) = name
+            .strip_suffix(Recipe::TESTS_SUFFIX)
+            .and_then(|c| self.recipes.get(c))
+        {
+            return Diagnostic::new(format!(
+                "{} has no test client to build as {name}",
+                r.name.value
+            ))
+            .hint(format!(
+                "a <component>-tests artifact exists for a CMake recipe with a [test] table; {} has none",
+                r.file.display
+            ));
+        }
         Diagnostic::new(format!(
             "no component \"{name}\" in release line {}",
             self.release.name

@@ -180,6 +180,27 @@ fn tests_artifact_is_its_own_step_keyed_to_the_library_build() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stdout.contains("tiny-tests"), "{}", o.stdout);
 
+    // A component without a [test] table has no tests artifact, and says so.
+    let o = rocforge(
+        &fx.root,
+        &[
+            "--release",
+            "debian-6.4",
+            "plan",
+            "tensile-tests",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("tensile has no test client to build as tensile-tests")
+            && o.stderr.contains("tensile.toml has none"),
+        "{}",
+        o.stderr
+    );
+
     // Another library flag: another library key, so another tests key.
     let other = Fx::new("41").plan();
     assert_ne!(step(&other, "tiny")["key"], lib["key"]);
