@@ -103,6 +103,22 @@ pub fn prepare(session: &Session, req: &Request<'_>) -> Result<Prepared> {
 /// machine's sysfs describes. Writes nothing: `test --dry-run` prints it, [`start`] carries it
 /// out.
 pub fn test_plan(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
+    // A line that builds the library without its client tests `<name>-tests`, which
+    // brings the library along as its dependency.
+    if session.recipe(req.component)?.tests_apart {
+        let name = format!("{}{}", req.component, crate::recipe::Recipe::TESTS_SUFFIX);
+        return plan_for(
+            session,
+            &Request {
+                component: &name,
+                ..req.clone()
+            },
+        );
+    }
+    plan_for(session, req)
+}
+
+fn plan_for(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
     let recipe = session.recipe(req.component)?;
     let Some(spec) = recipe.test.clone() else {
         return Err(Error::hinted(

@@ -256,6 +256,9 @@ pub struct Catalog {
     pub arches: ArchTable,
     pub release: Release,
     pub recipes: BTreeMap<String, Recipe>,
+    /// `<name>-tests` of every component with a `[test]` table: built only when named, never
+    /// by a whole-line build, and not listed among the line's components.
+    pub test_recipes: BTreeMap<String, Recipe>,
     /// sha256 of every patch file the recipes name, keyed by (component, file name).
     pub patch_digests: BTreeMap<(String, String), String>,
 }
@@ -354,14 +357,16 @@ impl Catalog {
     }
 
     pub fn get(&self, name: &str) -> Option<&Recipe> {
-        self.recipes.get(name)
+        self.recipes
+            .get(name)
+            .or_else(|| self.test_recipes.get(name))
     }
 
     /// Component names for a list of components and bundles, in order, without repeats.
     pub fn expand(&self, names: &[String]) -> Result<Vec<String>, Diagnostic> {
         let mut out: Vec<String> = Vec::new();
         for n in names {
-            let members: Vec<String> = if self.recipes.contains_key(n) {
+            let members: Vec<String> = if self.get(n).is_some() {
                 vec![n.clone()]
             } else if let Some(b) = self.release.bundles.get(n) {
                 b.iter().map(|m| m.value.clone()).collect()
@@ -378,6 +383,19 @@ impl Catalog {
     }
 
     pub fn unknown_component(&self, name: &str) -> Diagnostic {
+        if let Some(r) = name
+            .strip_suffix(Recipe::TESTS_SUFFIX)
+            .and_then(|c| self.recipes.get(c))
+        {
+            return Diagnostic::new(format!(
+                "{} has no test client to build as {name}",
+                r.name.value
+            ))
+            .hint(format!(
+                "a <component>-tests artifact exists for a CMake recipe with a [test] table; {} has none",
+                r.file.display
+            ));
+        }
         Diagnostic::new(format!(
             "no component \"{name}\" in release line {}",
             self.release.name
@@ -461,11 +479,17 @@ fn load_line(
     let Some(release) = release else {
         return Ok(None);
     };
+    let test_recipes = recipes
+        .values()
+        .filter_map(Recipe::tests_artifact)
+        .map(|r| (r.name.value.clone(), r))
+        .collect();
     Ok((d.len() == before).then_some(Catalog {
         root,
         arches,
         release,
         recipes,
+        test_recipes,
         patch_digests,
     }))
 }

@@ -80,7 +80,7 @@ impl Line {
             tested: c
                 .recipes
                 .iter()
-                .filter(|(_, r)| r.test.is_some())
+                .filter(|(_, r)| r.test.is_some() && !r.tests_apart)
                 .map(|(n, _)| n.clone())
                 .collect(),
             levels,

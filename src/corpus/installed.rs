@@ -16,22 +16,31 @@ pub fn tests_enabled(recipe: &Recipe) -> Option<bool> {
     }
     let mut seen = None;
     for a in &recipe.build.args {
-        let Some((name, value)) = a.strip_prefix("-D").and_then(|d| d.split_once('=')) else {
-            continue;
-        };
-        let name = name.split(':').next().unwrap_or(name).to_ascii_uppercase();
-        // BUILD_TEST, BUILD_CLIENTS_TESTS, BUILD_TESTING, ROCPRIM_BUILD_TESTS; not a
-        // test-data location or a benchmark switch.
-        if !name.contains("TEST") || !name.contains("BUILD") {
-            continue;
+        if let Some(on) = test_switch(a) {
+            seen = Some(seen.unwrap_or(false) || on);
         }
-        let on = matches!(
-            value.to_ascii_uppercase().as_str(),
-            "ON" | "TRUE" | "1" | "YES" | "Y"
-        );
-        seen = Some(seen.unwrap_or(false) || on);
     }
     seen
+}
+
+/// Whether a `-D…` argument is a test switch set true (what `<name>-tests` turns back on).
+pub fn switches_tests_on(arg: &str) -> bool {
+    test_switch(arg) == Some(true)
+}
+
+/// Some(on) when `arg` sets a cache variable that builds tests; None for anything else.
+fn test_switch(arg: &str) -> Option<bool> {
+    let (name, value) = arg.strip_prefix("-D").and_then(|d| d.split_once('='))?;
+    let name = name.split(':').next().unwrap_or(name).to_ascii_uppercase();
+    // BUILD_TEST, BUILD_CLIENTS_TESTS, BUILD_TESTING, ROCPRIM_BUILD_TESTS; not a test-data
+    // location or a benchmark switch.
+    if !name.contains("TEST") || !name.contains("BUILD") {
+        return None;
+    }
+    Some(matches!(
+        value.to_ascii_uppercase().as_str(),
+        "ON" | "TRUE" | "1" | "YES" | "Y"
+    ))
 }
 
 fn is_executable(p: &Path) -> bool {

@@ -119,6 +119,17 @@ pub enum InstallError {
         value: String,
         rule: &'static str,
     },
+    /// A test-client artifact tests one library build: it is never installed beside another.
+    #[error(
+        "{tests} tests {library} {wanted}, but the installed {library} is {installed}: the test client would run against another build than the one it was built with"
+    )]
+    TestsLibraryMismatch {
+        tests: String,
+        library: String,
+        /// The library key the tests artifact was built against (short form).
+        wanted: String,
+        installed: String,
+    },
     #[error("{name} {installed} is installed; the index offers the older {offered}")]
     Downgrade {
         name: String,
@@ -164,6 +175,7 @@ impl InstallError {
             InstallError::Io { .. } => "check free disk space and permissions beside the prefix".into(),
             InstallError::Stopped => "run the same command again".into(),
             InstallError::BadField { .. } => "the index is malformed or hostile; nothing was installed. Report it to the publisher".into(),
+            InstallError::TestsLibraryMismatch { tests, library, .. } => format!("install {tests} from the index that published the installed {library}, or first replace it with the {library} {tests} was built against (`rocforge install {library} --from URL` from this index), or `rocforge build {tests}` against the installed build"),
             InstallError::Downgrade { .. } => "an old index (a mirror replaying it?) would replace a newer install; pass --allow-downgrade if you mean it".into(),
         }
     }

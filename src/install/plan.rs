@@ -110,6 +110,7 @@ pub(super) fn make(
         req,
         &mut notes,
     )?;
+    check_tests_library(&chosen, existing)?;
     if !req.allow_downgrade {
         check_downgrades(&chosen, existing)?;
     }
@@ -182,6 +183,35 @@ fn step(a: &Artifact, source: Url, existing: &[Receipt], dl_dir: &Path) -> Step 
         download,
         file,
     }
+}
+
+/// `<name>-tests` depends on the library build it tests (`<name>`, by key): an installed
+/// `<name>` of another key is refused rather than replaced, since the point of installing a
+/// test client is to test what is installed.
+fn check_tests_library(chosen: &[&Artifact], existing: &[Receipt]) -> Result<(), InstallError> {
+    for a in chosen {
+        let Some(library) = a
+            .name
+            .as_str()
+            .strip_suffix(crate::recipe::Recipe::TESTS_SUFFIX)
+        else {
+            continue;
+        };
+        let Some(dep) = a.depends.iter().find(|d| d.name.as_str() == library) else {
+            continue;
+        };
+        if let Some(r) = existing.iter().find(|r| r.name.as_str() == library)
+            && r.key != dep.key
+        {
+            return Err(InstallError::TestsLibraryMismatch {
+                tests: a.name.to_string(),
+                library: library.to_string(),
+                wanted: format!("{} (key {})", a.version, dep.key.short()),
+                installed: format!("{} (key {})", r.version, r.key.short()),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn check_downgrades(chosen: &[&Artifact], existing: &[Receipt]) -> Result<(), InstallError> {

@@ -40,6 +40,15 @@ pub struct Artifact {
     pub sha256: Sha256,
     /// Sum of the files' sizes once extracted.
     pub installed_size: u64,
+    /// `tests` for a test-client artifact (`<name>-tests`); absent otherwise.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::package::manifest::ArtifactKind::is_default"
+    )]
+    pub kind: crate::package::manifest::ArtifactKind,
+    /// For kind `tests`: the library build it tests, by name and content key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<Dependency>,
     #[serde(default)]
     pub depends: Vec<Dependency>,
     #[serde(default)]
@@ -138,6 +147,8 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             size: meta.len(),
             sha256: sha256_file(&p)?,
             installed_size: m.installed_size,
+            kind: m.kind,
+            tests: m.tests,
             depends: m.depends,
             glibc_floor: m.glibc_floor,
             needs: m.needs,

@@ -20,6 +20,14 @@ pub struct Manifest {
     /// What it is: name, version, release, targets and the store entry's content key.
     #[serde(flatten)]
     pub id: ArtifactId,
+    /// `tests` for a component's test client built as its own artifact (`<name>-tests`);
+    /// absent for everything else (a library, a tool, data).
+    #[serde(default, skip_serializing_if = "ArtifactKind::is_default")]
+    pub kind: ArtifactKind,
+    /// For kind `tests`: the library build it tests, by name and content key (installs refuse
+    /// it beside another build of that library).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<Dependency>,
     /// Components this one needs at run time, by name and content key.
     #[serde(default)]
     pub depends: Vec<Dependency>,
@@ -79,6 +87,31 @@ crate::carries_artifact_id!(Manifest);
 pub struct Dependency {
     pub name: ComponentName,
     pub key: ContentKey,
+}
+
+/// What an artifact is, as far as installs and test runs care.
+#[derive(
+    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    /// A component's install tree (libraries, headers, tools, data).
+    #[default]
+    Component,
+    /// A component's test client (`<name>-tests`), run against the library artifact's files.
+    Tests,
+}
+
+impl ArtifactKind {
+    pub fn is_default(&self) -> bool {
+        *self == ArtifactKind::Component
+    }
+}
+
+/// The library a `<name>-tests` artifact tests: `<name>` among its dependencies.
+pub fn tested_library(component: &str, depends: &[Dependency]) -> Option<Dependency> {
+    let library = component.strip_suffix(crate::recipe::Recipe::TESTS_SUFFIX)?;
+    depends.iter().find(|d| d.name.as_str() == library).cloned()
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]

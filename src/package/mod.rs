@@ -159,9 +159,16 @@ pub fn package_entry(
     let (needs, provides) = manifest::runtime_capabilities(&scan.sonames, &scan.needed);
     let runtime_libs = manifest::runtime_libs(&scan.sonames, &scan.needed);
     let licenses = licenses(&meta, &scan.files);
+    let tests = manifest::tested_library(meta.component.as_str(), &depends);
     let manifest = Manifest {
         schema: MANIFEST_SCHEMA.into(),
         id: meta.artifact_id(),
+        kind: if tests.is_some() {
+            manifest::ArtifactKind::Tests
+        } else {
+            manifest::ArtifactKind::Component
+        },
+        tests,
         depends,
         build_depends,
         license: opts.license.clone(),

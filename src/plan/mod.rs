@@ -185,7 +185,9 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
     let mut steps = Vec::with_capacity(order.len());
     let overlays: Vec<&Overlay> = req.overlays.iter().collect();
     for name in order {
-        let r = &catalog.recipes[name];
+        let r = catalog
+            .get(name)
+            .expect("planned components are in the catalog");
         // A processor's Tensile logic overlay that Tensile would not use as that processor's
         // is refused before anything is fetched or built.
         crate::catalog::logic::check_overlays(r, &arches, &catalog.arches, &overlays)
@@ -484,7 +486,10 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Result<Vec<&'a 
     let mut needed: BTreeSet<&str> = BTreeSet::new();
     let mut todo: Vec<&str> = roots.to_vec();
     while let Some(n) = todo.pop() {
-        if let Some((name, r)) = catalog.recipes.get_key_value(n)
+        if let Some((name, r)) = catalog
+            .recipes
+            .get_key_value(n)
+            .or_else(|| catalog.test_recipes.get_key_value(n))
             && needed.insert(name.as_str())
         {
             todo.extend(r.all_depends().map(|d| d.as_str()));
@@ -493,7 +498,9 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Result<Vec<&'a 
     let mut remaining: BTreeMap<&str, usize> = BTreeMap::new();
     let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for &n in &needed {
-        let r = &catalog.recipes[n];
+        let r = catalog
+            .get(n)
+            .expect("planned components are in the catalog");
         remaining.insert(n, r.all_depends().count());
         for d in r.all_depends() {
             dependents.entry(d.as_str()).or_default().push(n);

@@ -37,6 +37,12 @@ pub struct Recipe {
     pub patches: Patches,
     pub build: Build,
     pub test: Option<Test>,
+    /// The test client is built apart, as `<name>-tests` only (the line's `tests = false`):
+    /// the library's own build leaves it out.
+    pub tests_apart: bool,
+    /// What `<name>-tests` sets on top of the library's arguments to switch its test client
+    /// on: the base line's test switches that a `tests = false` line turned off.
+    pub test_args: Vec<String>,
     pub resources: Resources,
     /// Files fetched with the source so configure never needs the network.
     pub inputs: Vec<ExtraInput>,
@@ -511,6 +517,8 @@ pub fn parse(
         patches,
         build: build?,
         test,
+        tests_apart: false,
+        test_args: Vec::new(),
         resources,
         inputs,
         derive,
@@ -541,7 +549,8 @@ pub struct Override {
     /// `Some("")` removes the base's post-install.
     pub post_install: Option<String>,
     pub inputs: Option<Vec<ExtraInput>>,
-    /// `tests = false`: the line builds no test client (its test data cannot be had).
+    /// `tests = false`: the library's build leaves its test client out (hours of compiling);
+    /// `<name>-tests` builds it when asked for.
     pub tests: Option<bool>,
     /// The line's own hints: its image and flags build at their own speed.
     pub resources: ResourceHints,
@@ -725,6 +734,68 @@ impl Recipe {
         self.build_depends.iter().any(|b| b.value == dependency)
     }
 
+    /// The suffix of a component's test-client artifact: `rocrand-tests`.
+    pub const TESTS_SUFFIX: &'static str = "-tests";
+
+    /// `<name>-tests`: the test client built as its own artifact, from the same source,
+    /// patches and flags as the library (plus the test switches a `tests = false` line turned
+    /// off). It depends on the library, so the library's content key is part of its hash input,
+    /// and it keeps only what the library's tree lacks (the client, its CTestTestfile and its
+    /// data), so at run time it uses the library artifact's shared libraries. None without a
+    /// `[test]` table or for a build rocforge cannot switch (a copy).
+    pub fn tests_artifact(&self) -> Option<Recipe> {
+        let test = self.test.as_ref()?;
+        let BuildSystem::Cmake {
+            pre_configure,
+            post_install,
+        } = &self.build.system
+        else {
+            return None;
+        };
+        let mut r = self.clone();
+        let name = format!("{}{}", self.name.value, Self::TESTS_SUFFIX);
+        r.name = Sp::new(name.clone(), self.name.span.clone());
+        r.summary = format!("the test client of {}", self.name.value);
+        r.depends = std::iter::once(Sp::new(self.name.value.clone(), self.name.span.clone()))
+            .chain(self.depends.iter().cloned())
+            .collect();
+        for a in &self.test_args {
+            let var = cmake_var(a);
+            match r.build.args.iter_mut().find(|b| cmake_var(b) == var) {
+                Some(b) => *b = a.clone(),
+                None => r.build.args.push(a.clone()),
+            }
+        }
+        let keep = test.client.trim_end_matches('/');
+        let prune = format!(
+            "# Only what the library's tree lacks is this artifact's: the client, its\n\
+             # CTestTestfile and its data. The library's files come from the library artifact.\n\
+             keep={keep}\n\
+             cd \"$DESTDIR$PREFIX\"\n\
+             find . ! -type d | while IFS= read -r f; do\n\
+             \x20 f=${{f#./}}\n\
+             \x20 case \"$f\" in \"$keep\"|\"$keep\"/*) continue ;; esac\n\
+             \x20 if [ -e \"$ROCFORGE_DEPS/$f\" ] || [ -L \"$ROCFORGE_DEPS/$f\" ]; then rm -f \"$f\"; fi\n\
+             done\n\
+             find . -depth -mindepth 1 -type d -empty -exec rmdir {{}} \\;\n\
+             if [ ! -e \"$keep\" ]; then\n\
+             \x20 echo \"{name}: the build installed no $keep: is the test client switched on?\" >&2\n\
+             \x20 exit 1\n\
+             fi\n",
+            keep = crate::process::shell_quote(keep),
+        );
+        r.build.system = BuildSystem::Cmake {
+            pre_configure: pre_configure.clone(),
+            post_install: Some(match post_install {
+                Some(p) => format!("{p}\n{prune}"),
+                None => prune,
+            }),
+        };
+        r.tests_apart = false;
+        r.test_args = Vec::new();
+        Some(r)
+    }
+
     /// The base line's recipe with an override applied.
     pub fn with_override(mut self, o: &Override, base_line: &str) -> Recipe {
         if let Some(v) = &o.version {
@@ -754,6 +825,16 @@ impl Recipe {
         }
         for a in &o.args {
             let var = cmake_var(a);
+            if o.tests == Some(false)
+                && let Some(base) = self
+                    .build
+                    .args
+                    .iter()
+                    .find(|b| var.is_some() && cmake_var(b) == var)
+                && crate::corpus::installed::switches_tests_on(base)
+            {
+                self.test_args.push(base.clone());
+            }
             match self
                 .build
                 .args
@@ -782,8 +863,9 @@ impl Recipe {
         if let Some(i) = &o.inputs {
             self.inputs = i.clone();
         }
+        // The client stays described: `<name>-tests` builds it when asked for.
         if o.tests == Some(false) {
-            self.test = None;
+            self.tests_apart = true;
         }
         self.resources = o.resources.over(self.resources);
         self.overrides = Some(o.file.clone());

@@ -770,6 +770,8 @@ fn evil_tarball(
 ) {
     let m = Manifest {
         schema: MANIFEST_SCHEMA.into(),
+        kind: Default::default(),
+        tests: None,
         id: rocforge::ids::ArtifactId {
             name: name.parse().unwrap(),
             version: "1.0".into(),

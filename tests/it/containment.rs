@@ -152,6 +152,8 @@ impl Tarball {
     fn write(&self, dir: &Path) {
         let m = Manifest {
             schema: MANIFEST_SCHEMA.into(),
+            kind: Default::default(),
+            tests: None,
             id: rocforge::ids::ArtifactId {
                 name: self.name.parse().unwrap(),
                 version: self.version.into(),

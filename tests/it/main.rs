@@ -25,4 +25,5 @@ mod publish;
 mod real_rocm;
 mod reproduce;
 mod sources;
+mod test_artifacts;
 mod testrun;

@@ -73,16 +73,21 @@ fn rf(dir: &Path, args: &[&str]) -> Out {
 }
 
 /// The machines: a KFD topology (and /proc, /dev, amdgpu parameters) per GPU, and one without.
-struct Node {
-    version: u32,
-    simds: u32,
-    simd_per_cu: u32,
-    device_id: u32,
-    wave: u32,
-    mem: u64,
+pub(crate) struct Node {
+    pub(crate) version: u32,
+    pub(crate) simds: u32,
+    pub(crate) simd_per_cu: u32,
+    pub(crate) device_id: u32,
+    pub(crate) wave: u32,
+    pub(crate) mem: u64,
 }
 
-fn write_machine(root: &Path, gpu: Option<Node>, noretry: Option<&str>, driver: Option<&str>) {
+pub(crate) fn write_machine(
+    root: &Path,
+    gpu: Option<Node>,
+    noretry: Option<&str>,
+    driver: Option<&str>,
+) {
     let topo = root.join("sys/class/kfd/kfd/topology/nodes");
     std::fs::create_dir_all(topo.join("0/mem_banks/0")).unwrap();
     std::fs::write(
