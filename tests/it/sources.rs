@@ -2208,3 +2208,100 @@ fn content_keys_follow_every_input_by_content() {
         "{digest}"
     );
 }
+
+/// A tarball that carries a live `.git` (an fsmonitor command in its config, a post-commit
+/// hook) and a setuid file: `fetch` keeps neither the repository nor the mode, and `dev`, which
+/// runs git on the host, runs none of the tarball's commands.
+#[test]
+fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = world();
+    let srv_dir = w.path().join("served");
+    let pkg = srv_dir.join("pkg-1.0");
+    let marker = w.path().join("ran");
+    let script = format!("#!/bin/sh\necho ran >> '{}'\n", marker.display());
+    let monitor = w.path().join("monitor.sh");
+    std::fs::write(&monitor, &script).unwrap();
+    std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(pkg.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(pkg.join("sub/.Hg")).unwrap();
+    std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(
+        pkg.join(".git/config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {}\n",
+            monitor.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(pkg.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(pkg.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(pkg.join(".git/refs")).unwrap();
+    for hook in ["post-commit", "pre-commit", "post-checkout"] {
+        std::fs::write(pkg.join(".git/hooks").join(hook), &script).unwrap();
+        std::fs::set_permissions(
+            pkg.join(".git/hooks").join(hook),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    std::fs::write(pkg.join("tool.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(pkg.join("tool.sh"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+    std::fs::write(pkg.join("shared.txt"), "x\n").unwrap();
+    std::fs::set_permissions(
+        pkg.join("shared.txt"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
+    let server = HttpServer::start(&srv_dir);
+    w.mirror_downloads(&server);
+    w.recipe(
+        "pkg",
+        &format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg-1.0.tar.gz\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+            sha256_file(&srv_dir.join("pkg-1.0.tar.gz"))
+        ),
+    );
+    let tree = w.fetch("pkg");
+    assert!(tree.join("CMakeLists.txt").is_file());
+    assert!(
+        std::fs::symlink_metadata(tree.join(".git")).is_err(),
+        "the fetched tree has no .git"
+    );
+    assert!(
+        !tree.join("sub/.Hg").exists(),
+        "nor other VCS dirs, any case"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&tree.join("tool.sh")), 0o755, "setuid dropped");
+    assert_eq!(mode(&tree.join("shared.txt")), 0o644, "world-write dropped");
+
+    let out = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "dev",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--dir",
+            "dev-src",
+        ],
+    );
+    let checkout = w.path().join(out.trim());
+    assert_eq!(
+        git(&checkout, &["log", "--format=%s"]),
+        "pkg 1.0 pristine source"
+    );
+    assert!(
+        !marker.exists(),
+        "a command of the tarball ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert!(
+        !checkout.join(".git/hooks/post-commit").exists(),
+        "the checkout's hooks are rocforge's own (none)"
+    );
+}
