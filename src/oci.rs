@@ -1,6 +1,8 @@
 //! Just enough of the OCI distribution API to pin an image tag to its manifest digest, and to
 //! push and pull artifacts (blobs, image manifests, tags) for publishing and the build cache.
 
+use std::path::Path;
+
 use reqwest::blocking::Client;
 use reqwest::header::{
     ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
@@ -652,17 +654,54 @@ impl Remote {
     }
 
     /// Every tag of the repository (`/v2/<name>/tags/list`, following `Link: <…>; rel="next"`
-    /// pages); empty when the repository does not exist.
+    /// pages); empty when the repository does not exist. A registry that pages for ever is cut
+    /// off after [`MAX_TAG_PAGES`] pages, [`MAX_TAG_BYTES`] bytes or [`TAG_LIST_DEADLINE`].
     pub fn list_tags(&self) -> Result<Vec<String>, OciError> {
+        self.list_tags_within(MAX_TAG_PAGES, TAG_LIST_DEADLINE)
+    }
+
+    /// [`Remote::list_tags`] with other page and time limits.
+    pub fn list_tags_within(
+        &self,
+        max_pages: usize,
+        deadline: std::time::Duration,
+    ) -> Result<Vec<String>, OciError> {
         #[derive(serde::Deserialize)]
         struct Tags {
             #[serde(default)]
             tags: Option<Vec<String>>,
         }
+        let invalid = |message: String| OciError::Invalid {
+            reference: self.repo.reference("tags/list"),
+            message,
+        };
+        let started = std::time::Instant::now();
+        let base = self.repo.base_url();
         let mut url = self.url("tags/list?n=1000");
         let mut out = Vec::new();
-        loop {
-            let resp = self.send("tags/list", &|c| c.get(&url))?;
+        let mut read = 0u64;
+        for page in 1.. {
+            if page > max_pages {
+                return Err(invalid(format!(
+                    "the tag list goes on past {max_pages} pages; stopped"
+                )));
+            }
+            if started.elapsed() > deadline {
+                return Err(invalid(format!(
+                    "the tag list is not done after {:.1} s; stopped",
+                    deadline.as_secs_f64()
+                )));
+            }
+            // The registry's credentials go to its own origin only: a next page elsewhere is
+            // asked for without them, and a challenge from there is not answered.
+            let resp = if same_origin(&url, &base) {
+                self.send("tags/list", &|c| c.get(&url))?
+            } else {
+                self.client
+                    .get(&url)
+                    .send()
+                    .map_err(|e| self.err_unreachable("tags/list", e))?
+            };
             match resp.status().as_u16() {
                 200 => {}
                 404 => return Ok(out),
@@ -674,22 +713,23 @@ impl Remote {
                 .and_then(|v| v.to_str().ok())
                 .filter(|l| l.contains("rel=\"next\""))
                 .and_then(|l| Some(l[l.find('<')? + 1..l.find('>')?].to_string()));
-            let bytes = read_capped(resp, 64 << 20).map_err(|e| OciError::Invalid {
-                reference: self.repo.reference("tags/list"),
-                message: e.to_string(),
+            let left = MAX_TAG_BYTES.saturating_sub(read);
+            let bytes = read_capped(resp, left).map_err(|_| {
+                invalid(format!(
+                    "the tag list is larger than {MAX_TAG_BYTES} bytes; stopped"
+                ))
             })?;
-            let tags: Tags = serde_json::from_slice(&bytes).map_err(|e| OciError::Invalid {
-                reference: self.repo.reference("tags/list"),
-                message: e.to_string(),
-            })?;
+            read += bytes.len() as u64;
+            let tags: Tags = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
             out.extend(tags.tags.unwrap_or_default());
             match next {
                 // The link is absolute or relative to the registry.
                 Some(n) if n.starts_with("http") => url = n,
-                Some(n) => url = format!("{}{n}", self.repo.base_url()),
+                Some(n) => url = format!("{base}{n}"),
                 None => return Ok(out),
             }
         }
+        unreachable!("the loop returns")
     }
 
     /// A blob's bytes as a stream. The caller checks the digest (see [`DigestReader`]).
@@ -700,6 +740,46 @@ impl Remote {
             return Err(self.err_status(digest, resp.status().as_u16()));
         }
         Ok(resp)
+    }
+
+    /// Streams a blob into a new file at `path`, at most `cap` bytes, checked against its digest
+    /// as it is written; on any failure the file is removed. Returns its size.
+    pub fn get_blob_to_file(&self, digest: &str, cap: u64, path: &Path) -> Result<u64, OciError> {
+        use std::io::{Read, Write};
+        let invalid = |message: String| OciError::Invalid {
+            reference: self.repo.reference(digest),
+            message,
+        };
+        let resp = self.get_blob(digest)?;
+        let result = (|| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| invalid(format!("cannot write {}: {e}", path.display())))?;
+            let mut reader = DigestReader::new(resp.take(cap + 1));
+            let mut buf = vec![0u8; 256 << 10];
+            loop {
+                let n = reader.read(&mut buf).map_err(|e| invalid(e.to_string()))?;
+                if n == 0 {
+                    break;
+                }
+                if reader.bytes > cap {
+                    return Err(invalid(format!("larger than {cap} bytes; stopped")));
+                }
+                file.write_all(&buf[..n])
+                    .map_err(|e| invalid(format!("cannot write {}: {e}", path.display())))?;
+            }
+            let (got, size) = reader.finish().map_err(|e| invalid(e.to_string()))?;
+            if got != digest {
+                return Err(invalid("the blob does not match its digest".into()));
+            }
+            Ok(size)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        result
     }
 
     /// A small blob (at most `cap` bytes), checked against its digest.
@@ -716,6 +796,21 @@ impl Remote {
             });
         }
         Ok(bytes)
+    }
+}
+
+/// The most pages [`Remote::list_tags`] follows (1000 tags a page).
+pub const MAX_TAG_PAGES: usize = 1000;
+/// The most bytes of tag-list pages [`Remote::list_tags`] reads in all.
+pub const MAX_TAG_BYTES: u64 = 64 << 20;
+/// The longest [`Remote::list_tags`] keeps paging.
+pub const TAG_LIST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Whether `url` has the scheme, host and port of `base` (both absolute URLs).
+fn same_origin(url: &str, base: &str) -> bool {
+    match (reqwest::Url::parse(url), reqwest::Url::parse(base)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
     }
 }
 
@@ -856,5 +951,102 @@ mod tests {
         let auth = req.headers().get(AUTHORIZATION).unwrap();
         assert_eq!(auth.to_str().unwrap(), "Basic dXNlcjpwdw==");
         assert!(auth.is_sensitive());
+    }
+
+    /// A registry that sends one tag a page, slowly, with a next page every time: the time
+    /// limit stops the listing even though the page limit is far away.
+    #[test]
+    fn tag_paging_stops_at_the_time_limit() {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let mut w = conn;
+                    loop {
+                        let mut line = String::new();
+                        while line != "\r\n" {
+                            line.clear();
+                            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        let body = r#"{"tags":["t"]}"#;
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\nLink: </v2/x/tags/list?last=t>; rel=\"next\"\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if w.write_all(resp.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo);
+        let started = std::time::Instant::now();
+        let err = remote
+            .list_tags_within(100_000, std::time::Duration::from_millis(500))
+            .unwrap_err();
+        assert!(err.to_string().contains("is not done after"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// A blob larger than the limit is stopped at the limit and leaves no file; one that does
+    /// not match its digest leaves none either; one within both is written whole.
+    #[test]
+    fn blobs_are_streamed_to_disk_within_a_limit() {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let body = vec![b'x'; 100_000];
+        let served = body.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let body = served.clone();
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let mut w = conn;
+                    let mut line = String::new();
+                    while line != "\r\n" {
+                        line.clear();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = w.write_all(head.as_bytes());
+                    let _ = w.write_all(&body);
+                });
+            }
+        });
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo);
+        let dir = tempfile::tempdir().unwrap();
+        let digest = digest_of(&body);
+        let path = dir.path().join("blob");
+        let err = remote.get_blob_to_file(&digest, 1000, &path).unwrap_err();
+        assert!(err.to_string().contains("larger than 1000 bytes"), "{err}");
+        assert!(!path.exists());
+        let err = remote
+            .get_blob_to_file(&digest_of(b"other"), 1 << 20, &path)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("does not match its digest"),
+            "{err}"
+        );
+        assert!(!path.exists());
+        assert_eq!(
+            remote.get_blob_to_file(&digest, 1 << 20, &path).unwrap(),
+            100_000
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), body);
     }
 }

@@ -126,11 +126,24 @@ pub fn parse_rfc3339(s: &str) -> Result<u64, DateError> {
         value: s.to_string(),
         why,
     };
-    let ts: jiff::Timestamp = s
-        .trim()
-        .parse()
-        .map_err(|e: jiff::Error| err(e.to_string()))?;
-    u64::try_from(ts.as_second()).map_err(|_| err("it is before 1970".into()))
+    let secs = match s.trim().parse::<jiff::Timestamp>() {
+        Ok(ts) => ts.as_second(),
+        // jiff's timestamps end at 9999-12-30T22:00:00Z; a "never expires" date after that
+        // (`9999-12-31T23:59:59Z`) is still a valid RFC 3339 date, counted from its parts.
+        Err(e) => beyond_timestamps(s.trim()).ok_or_else(|| err(e.to_string()))?,
+    };
+    u64::try_from(secs).map_err(|_| err("it is before 1970".into()))
+}
+
+/// Seconds since the epoch of an RFC 3339 date with a time and an offset, from its civil parts
+/// (so dates past [`jiff::Timestamp::MAX`] work too).
+fn beyond_timestamps(s: &str) -> Option<i64> {
+    let pieces = jiff::fmt::temporal::Pieces::parse(s).ok()?;
+    let time = pieces.time()?;
+    let offset = pieces.to_numeric_offset()?;
+    let epoch = jiff::civil::date(1970, 1, 1).at(0, 0, 0, 0);
+    let since = pieces.date().to_datetime(time).duration_since(epoch);
+    Some(since.as_secs() - i64::from(offset.seconds()))
 }
 
 #[cfg(test)]
@@ -167,6 +180,14 @@ mod tests {
             let e = parse_rfc3339(bad).unwrap_err();
             assert_eq!(e.value, bad);
         }
+        // "Never expires" dates past jiff's last timestamp parse too.
+        assert_eq!(parse_rfc3339("9999-12-31T23:59:59Z"), Ok(253_402_300_799));
+        assert_eq!(
+            parse_rfc3339("9999-12-31T23:59:59+01:00"),
+            Ok(253_402_297_199)
+        );
+        assert!(parse_rfc3339("9999-12-31").is_err());
+        assert!(parse_rfc3339("9999-12-32T00:00:00Z").is_err());
         // A damaged number never panics: it is written as the last date jiff knows.
         assert_eq!(rfc3339(u64::MAX), "9999-12-30T22:00:00Z");
     }

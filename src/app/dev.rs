@@ -54,8 +54,32 @@ pub fn checkout(session: &Session, component: &str, dest: &Path) -> Result<usize
             "check free disk space and permissions",
         )
     })?;
+    // The source cache keeps no `.git`; a tree that still has one (a cache written by an older
+    // rocforge) is refused rather than trusted, as `git init` would keep its config and hooks.
+    if let Some(found) = std::fs::read_dir(dest)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|e| crate::source::tree::is_vcs_name(&e.file_name()))
+    {
+        return Err(Diagnostic::new(format!(
+            "{} holds repository state from the source: {}",
+            dest.display(),
+            found.file_name().to_string_lossy()
+        ))
+        .hint("remove the source cache entry (`rocforge gc`, or delete it) and run `rocforge dev` again")
+        .into());
+    }
+    // Hooks and fsmonitor are off and the repository starts from an empty template: nothing in
+    // the source, the template directory or the user's config runs a command here.
     let git = |args: &[&str]| {
         Cmd::new("git")
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+            ])
             .arg("-C")
             .arg(dest)
             .args(args.iter().copied())
@@ -68,7 +92,7 @@ pub fn checkout(session: &Session, component: &str, dest: &Path) -> Result<usize
             .run()
             .map_err(|e| Error::hinted(e, "is git installed?"))
     };
-    git(&["init", "-q"])?;
+    git(&["init", "-q", "--template="])?;
     git(&["add", "-A", "-f"])?;
     let subject = format!(
         "{component} {} pristine source{}",

@@ -273,8 +273,23 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
             if client.is_none() {
                 client = Some(http_client()?);
             }
-            let pulled =
-                share::pull_all(client.as_ref().expect("just set"), &repo).map_err(share_err)?;
+            // Pulled bundles go to disk beside the report, not to memory (nor to a /tmp that
+            // may be memory).
+            let parent = match out.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let pulls = tempfile::Builder::new()
+                .prefix(".rocforge-pull-")
+                .tempdir_in(&parent)
+                .map_err(|e| {
+                    one(
+                        format!("cannot write in {}: {e}", parent.display()),
+                        "check free disk space and permissions",
+                    )
+                })?;
+            let pulled = share::pull_all(client.as_ref().expect("just set"), &repo, pulls.path())
+                .map_err(share_err)?;
             if pulled.is_empty() {
                 return Err(one(
                     format!(
@@ -293,8 +308,14 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
             let trust = trust.as_ref().expect("just set");
             let (mut signed, mut unsigned, mut refused) = (0, 0, 0);
             for p in pulled {
+                let results = std::fs::read(&p.results).map_err(|e| {
+                    one(
+                        format!("cannot read {}: {e}", p.results.display()),
+                        "check free disk space and permissions",
+                    )
+                })?;
                 match &p.signature {
-                    Some(sig) => match trust.verify_bytes(&p.results, sig, &p.reference) {
+                    Some(sig) => match trust.verify_bytes(&results, sig, &p.reference) {
                         Ok(v) => {
                             signed += 1;
                             if !g.quiet {
@@ -323,8 +344,7 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
                         continue;
                     }
                 }
-                bundles
-                    .push(report::parse(&p.results, &p.reference).map_err(|e| one(&e, e.hint()))?);
+                bundles.push(report::parse(&results, &p.reference).map_err(|e| one(&e, e.hint()))?);
             }
             note!(
                 g,

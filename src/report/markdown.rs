@@ -76,4 +76,34 @@ mod tests {
         let md = super::render(&r).unwrap();
         insta::assert_snapshot!(md);
     }
+
+    /// A machine, version or test name from a bundle cannot steer the summary it lands in: no
+    /// heading, link, image, HTML or extra table cell comes out of it, and a test name with
+    /// backticks stays inside its code span. The snapshot shows what a reader sees.
+    #[test]
+    fn strings_from_bundles_are_escaped() {
+        let key = "a".repeat(64);
+        let bundles = vec![bundle(
+            ("rocsparse", "1.0](http://evil.example)|x", &key),
+            "gfx90c",
+            (
+                "\n# Owned\n![i](http://evil.example/p.png) [link](http://evil.example) <img src=x> *b* ~~s~~",
+                "gfx90c",
+            ),
+            false,
+            &[("T.`<b>`` x", "failed", Some("assertion"))],
+        )];
+        let r = super::super::build(&bundles);
+        let md = super::render(&r).unwrap();
+        for bad in ["\n# Owned", "![i]", "[link](", "<img", "*b*", "~~s~~"] {
+            assert!(!md.contains(bad), "{bad} unescaped:\n{md}");
+        }
+        assert!(
+            md.contains("\\# Owned \\!\\[i\\](http://evil.example/p.png)"),
+            "{md}"
+        );
+        assert!(md.contains("1.0\\](http://evil.example)\\|x"), "{md}");
+        assert!(md.contains("- ```T.`<b>`` x```: failed"), "{md}");
+        insta::assert_snapshot!(md);
+    }
 }

@@ -34,9 +34,50 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// A markdown table cell: `|` escaped, newlines folded.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// `s` as markdown text that stays text: the characters that start emphasis, code, links,
+/// images, headings, tables, strike-through and HTML are escaped (`<`, `>` and `&` as entities,
+/// the others with a backslash) and newlines folded, so a string from a bundle cannot add a
+/// heading, a link or an image to a CI job summary. Every value the markdown template inserts
+/// goes through this, as every value of the HTML one goes through [`esc`].
+pub fn md(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '!' | '|' | '~' => {
+                o.push('\\');
+                o.push(c);
+            }
+            '\n' | '\r' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A markdown code span holding `s` literally: fenced by more backticks than any run inside it
+/// (backslashes mean nothing in a code span), newlines folded.
+fn code(s: &str) -> minijinja::Value {
+    let s = s.replace(['\n', '\r'], " ");
+    let (mut run, mut longest) = (0, 0);
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    minijinja::Value::from_safe_string(format!("{fence}{pad}{s}{pad}{fence}"))
+}
+
+/// A fenced code block's body: a line of three backticks cannot close the fence early.
+fn fenced(s: &str) -> minijinja::Value {
+    minijinja::Value::from_safe_string(s.replace("```", "\'\'\'"))
 }
 
 /// Renders `template` (`report.html` or `report.md`) for `view`. Templates whose name ends in
@@ -51,15 +92,20 @@ pub fn render(name: &'static str, view: &View) -> Result<String, RenderError> {
         crate::template::Delimiters::Jinja,
     )?;
     env.set_formatter(|out, state, value| {
-        if *state.auto_escape() == AutoEscape::Html && !value.is_safe() {
-            out.write_str(&esc(&value.to_string())).map_err(|_| {
-                minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "formatting failed")
-            })
+        let fail =
+            |_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "formatting failed");
+        if value.is_safe() || value.is_number() {
+            minijinja::escape_formatter(out, state, value)
+        } else if *state.auto_escape() == AutoEscape::Html {
+            out.write_str(&esc(&value.to_string())).map_err(fail)
+        } else if state.name().ends_with(".md") {
+            out.write_str(&md(&value.to_string())).map_err(fail)
         } else {
             minijinja::escape_formatter(out, state, value)
         }
     });
-    env.add_filter("cell", |s: String| cell(&s));
+    env.add_filter("code", |s: String| code(&s));
+    env.add_filter("fenced", |s: String| fenced(&s));
     crate::template::render(&env, name, view)
 }
 

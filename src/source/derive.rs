@@ -28,6 +28,12 @@ pub enum DeriveError {
     },
     #[error("overlay {spec}: {why}")]
     Overlay { spec: String, why: String },
+    /// A path the source tree itself would lead out of the tree, through a link it planted.
+    #[error("{what}: {source}")]
+    Outside {
+        what: String,
+        source: Box<super::tree::Escape>,
+    },
     #[error("cannot write {path}: {source}")]
     Io {
         path: String,
@@ -41,6 +47,7 @@ impl DeriveError {
             DeriveError::MissingFrom { .. } => "the upstream layout changed: fix `from` in the recipe's [[derive]]".into(),
             DeriveError::Exists { .. } => "upstream now ships this target's files: drop the [[derive]] for it".into(),
             DeriveError::Overlay { .. } => "write --overlay COMPONENT:PATH_IN_SOURCE=LOCAL_DIR, e.g. rocblas:library/src/blas3/Tensile/Logic/asm_full/gfx90c=./my-logic".into(),
+            DeriveError::Outside { .. } => "a derivation or overlay writes and reads only inside the source: point it at a real directory of the source, not one reached through a link".into(),
             DeriveError::Io { .. } => "check free disk space".into(),
         }
     }
@@ -59,16 +66,25 @@ pub fn apply(
     for d in derives {
         for arch in arches.iter().filter(|a| d.arches.iter().any(|x| x == *a)) {
             let vars = vars_for(arch, table, d);
-            let from = tree.join(&d.from);
-            if !from.exists() {
+            let outside = |what: &str| {
+                let what = what.to_string();
+                move |source| DeriveError::Outside {
+                    what: format!("derivation for {arch}: {what}"),
+                    source: Box::new(source),
+                }
+            };
+            // The source's own links must not take a read or a write out of the tree: a host
+            // file would be copied into the artifact, or a file created outside the cache.
+            let from = super::tree::inside(tree, &d.from, false).map_err(outside("from"))?;
+            if std::fs::symlink_metadata(&from).is_err() {
                 return Err(DeriveError::MissingFrom {
                     component: component.into(),
                     from: d.from.clone(),
                 });
             }
             let to_rel = substitute(&d.to, &vars);
-            let to = tree.join(&to_rel);
-            if to.exists() {
+            let to = super::tree::inside(tree, &to_rel, true).map_err(outside("to"))?;
+            if std::fs::symlink_metadata(&to).is_ok() {
                 return Err(DeriveError::Exists {
                     component: component.into(),
                     arch: arch.to_string(),
@@ -195,7 +211,13 @@ impl Overlay {
     }
 
     pub fn apply(&self, tree: &Path) -> Result<(), DeriveError> {
-        let dest = tree.join(&self.dest);
+        // The destination is removed, then written: neither may go through a link the source
+        // planted (it would delete or fill a directory outside the tree).
+        let dest =
+            super::tree::inside(tree, &self.dest, true).map_err(|source| DeriveError::Outside {
+                what: format!("overlay {}", self.dest),
+                source: Box::new(source),
+            })?;
         if dest.exists() {
             crate::fsutil::remove_tree(&dest).map_err(io(&dest))?;
         }

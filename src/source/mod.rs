@@ -8,5 +8,6 @@ pub mod pairing;
 pub mod patch;
 pub mod prepare;
 pub mod series;
+pub mod tree;
 pub mod verify;
 pub mod version;

@@ -685,6 +685,25 @@ fn fetch_origin(
     staging: &Path,
 ) -> Result<i64, SourceError> {
     let component = recipe.name.value.as_str();
+    let epoch = fetch_origin_raw(s, recipe, origin, tree, staging)?;
+    // Whatever the origin, the tree keeps no repository state and no setuid or shared-write
+    // modes (a git checkout writes neither, a tarball or a local directory may carry both).
+    super::tree::sanitize(tree).map_err(|source| SourceError::Io {
+        component: component.to_string(),
+        path: tree.display().to_string(),
+        source,
+    })?;
+    Ok(epoch)
+}
+
+fn fetch_origin_raw(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    origin: &Origin,
+    tree: &Path,
+    staging: &Path,
+) -> Result<i64, SourceError> {
+    let component = recipe.name.value.as_str();
     match (&recipe.source, origin) {
         (
             Source::Git {
@@ -811,6 +830,11 @@ fn fetch_inputs(
                     source,
                 })?;
             unpack_tar(component, &file, staged.path(), false)?;
+            super::tree::sanitize(staged.path()).map_err(|source| SourceError::Io {
+                component: component.to_string(),
+                path: dir.display().to_string(),
+                source,
+            })?;
             // Another process may have won the race (the commit fails, ours is removed); its
             // copy is identical.
             let _ = staged.commit();

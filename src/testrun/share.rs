@@ -9,7 +9,7 @@
 //!   with `.minisig` when signed; `Authorization: Bearer $ROCFORGE_SUBMIT_TOKEN` when set.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use reqwest::blocking::Client;
 
@@ -239,14 +239,18 @@ fn put(client: &Client, url: &str, path: &Path) -> Result<(), ShareError> {
 pub struct Pulled {
     /// `REGISTRY/REPO:TAG`.
     pub reference: String,
-    pub results: Vec<u8>,
+    /// results.json, streamed to disk (within the size limit, digest checked): read it only
+    /// after deciding to trust it.
+    pub results: PathBuf,
     /// The minisign signature of `results` pushed with it, when the submitter signed.
     pub signature: Option<String>,
 }
 
 /// Every results bundle the repository holds (tags starting with `results-`), in tag order.
-/// Signatures are returned, not checked: which keys to trust is the caller's decision.
-pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<Pulled>, ShareError> {
+/// Signatures are returned, not checked: which keys to trust is the caller's decision. Each
+/// results.json is streamed into `dir` (held to [`MAX_RESULTS`] and its digest as it arrives),
+/// so no bundle is held in memory before it is trusted.
+pub fn pull_all(client: &Client, repo: &Repository, dir: &Path) -> Result<Vec<Pulled>, ShareError> {
     let remote = Remote::new(client.clone(), repo.clone());
     let mut out = Vec::new();
     for tag in remote.list_tags()? {
@@ -292,8 +296,10 @@ pub fn pull_all(client: &Client, repo: &Repository) -> Result<Vec<Pulled>, Share
                 }
                 _ => None,
             };
+        let file = dir.join(format!("{}.json", out.len()));
+        remote.get_blob_to_file(&layer.digest, MAX_RESULTS, &file)?;
         out.push(Pulled {
-            results: remote.get_blob_bytes(&layer.digest, MAX_RESULTS)?,
+            results: file,
             reference,
             signature,
         });

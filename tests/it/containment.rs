@@ -941,3 +941,163 @@ fn a_secret_key_given_as_text_is_used_and_never_echoed() {
         assert!(!all.contains(&damaged[..40]), "the key was echoed: {all}");
     }
 }
+
+/// One answer of a [`registry_server`]: status, extra header lines, body.
+type RegAnswer = (u16, Vec<String>, String);
+/// What a [`registry_server`] was asked: each request's target and Authorization header.
+type RegLog = Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// A registry that answers `/v2/…` requests with `answer(target, authorization)`, recording
+/// each request's target and Authorization header.
+fn registry_server(
+    answer: impl Fn(&str, Option<&str>) -> RegAnswer + Send + Sync + 'static,
+) -> (u16, RegLog) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (seen, answer) = (log.clone(), Arc::new(answer));
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let (seen, answer) = (seen.clone(), answer.clone());
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let target = line
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or_default()
+                        .to_string();
+                    let mut auth = None;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let h = h.trim_end();
+                        if h.is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':')
+                            && k.eq_ignore_ascii_case("authorization")
+                        {
+                            auth = Some(v.trim().to_string());
+                        }
+                    }
+                    let (status, headers, body) = answer(&target, auth.as_deref());
+                    seen.lock().unwrap().push((target, auth));
+                    let mut resp = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+                        body.len()
+                    );
+                    for h in headers {
+                        resp.push_str(&h);
+                        resp.push_str("\r\n");
+                    }
+                    resp.push_str("\r\n");
+                    resp.push_str(&body);
+                    if w.write_all(resp.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, log)
+}
+
+/// `rocforge report oci://…` with registry credentials, killed after a minute if still running.
+fn report_from(dir: &Path, url: &str) -> (Option<i32>, String) {
+    let mut cmd = rocforge_command(
+        dir,
+        &[
+            ("ROCFORGE_REGISTRY_USER", Path::new("reg-user")),
+            ("ROCFORGE_REGISTRY_PASSWORD", Path::new("reg-secret-pw")),
+        ],
+        &["report", url, "--out", "rep", "--allow-unsigned"],
+    );
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (code, err)
+}
+
+/// A registry whose tag list pages for ever is cut off with a message; a next page on another
+/// host (here another port of 127.0.0.1) never receives the registry's credentials, not even
+/// when it asks for them.
+#[test]
+fn a_hostile_registry_can_neither_page_for_ever_nor_collect_credentials_for_another_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let basic = "Basic cmVnLXVzZXI6cmVnLXNlY3JldC1wdw=="; // reg-user:reg-secret-pw
+    let challenge = || vec!["WWW-Authenticate: Basic realm=\"r\"".to_string()];
+
+    let (endless, endless_log) = registry_server(move |target, auth| {
+        if auth != Some(basic) {
+            return (401, challenge(), "{}".into());
+        }
+        let n: u64 = target
+            .rsplit('=')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        (
+            200,
+            vec![format!(
+                "Link: </v2/x/tags/list?n=1000&last={}>; rel=\"next\"",
+                n + 1
+            )],
+            format!("{{\"name\":\"x\",\"tags\":[\"results-{n}\"]}}"),
+        )
+    });
+    let (code, err) = report_from(dir, &format!("oci://127.0.0.1:{endless}/x"));
+    assert_eq!(code, Some(1), "stopped with an error, not killed: {err}");
+    assert!(
+        err.contains("the tag list goes on past 1000 pages"),
+        "{err}"
+    );
+    assert!(endless_log.lock().unwrap().len() <= 1002);
+
+    let (other, other_log) = registry_server(move |_, _| (401, challenge(), "{}".into()));
+    let (first, _) = registry_server(move |_, auth| {
+        if auth != Some(basic) {
+            return (401, challenge(), "{}".into());
+        }
+        (
+            200,
+            vec![format!(
+                "Link: <http://127.0.0.1:{other}/v2/x/tags/list?n=1000&last=a>; rel=\"next\""
+            )],
+            "{\"name\":\"x\",\"tags\":[\"results-a\"]}".into(),
+        )
+    });
+    let (code, err) = report_from(dir, &format!("oci://127.0.0.1:{first}/x"));
+    assert_eq!(code, Some(1), "{err}");
+    let asked = other_log.lock().unwrap().clone();
+    assert!(!asked.is_empty(), "the next page was asked for");
+    assert!(
+        asked.iter().all(|(_, auth)| auth.is_none()),
+        "credentials went to another host: {asked:?}"
+    );
+    assert!(!err.contains("reg-secret-pw"), "{err}");
+}

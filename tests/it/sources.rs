@@ -2208,3 +2208,196 @@ fn content_keys_follow_every_input_by_content() {
         "{digest}"
     );
 }
+
+/// A tarball that carries a live `.git` (an fsmonitor command in its config, a post-commit
+/// hook) and a setuid file: `fetch` keeps neither the repository nor the mode, and `dev`, which
+/// runs git on the host, runs none of the tarball's commands.
+#[test]
+fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = world();
+    let srv_dir = w.path().join("served");
+    let pkg = srv_dir.join("pkg-1.0");
+    let marker = w.path().join("ran");
+    let script = format!("#!/bin/sh\necho ran >> '{}'\n", marker.display());
+    let monitor = w.path().join("monitor.sh");
+    std::fs::write(&monitor, &script).unwrap();
+    std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(pkg.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(pkg.join("sub/.Hg")).unwrap();
+    std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(
+        pkg.join(".git/config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {}\n",
+            monitor.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(pkg.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(pkg.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(pkg.join(".git/refs")).unwrap();
+    for hook in ["post-commit", "pre-commit", "post-checkout"] {
+        std::fs::write(pkg.join(".git/hooks").join(hook), &script).unwrap();
+        std::fs::set_permissions(
+            pkg.join(".git/hooks").join(hook),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    std::fs::write(pkg.join("tool.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(pkg.join("tool.sh"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+    std::fs::write(pkg.join("shared.txt"), "x\n").unwrap();
+    std::fs::set_permissions(
+        pkg.join("shared.txt"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
+    let server = HttpServer::start(&srv_dir);
+    w.mirror_downloads(&server);
+    w.recipe(
+        "pkg",
+        &format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg-1.0.tar.gz\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+            sha256_file(&srv_dir.join("pkg-1.0.tar.gz"))
+        ),
+    );
+    let tree = w.fetch("pkg");
+    assert!(tree.join("CMakeLists.txt").is_file());
+    assert!(
+        std::fs::symlink_metadata(tree.join(".git")).is_err(),
+        "the fetched tree has no .git"
+    );
+    assert!(
+        !tree.join("sub/.Hg").exists(),
+        "nor other VCS dirs, any case"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&tree.join("tool.sh")), 0o755, "setuid dropped");
+    assert_eq!(mode(&tree.join("shared.txt")), 0o644, "world-write dropped");
+
+    let out = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "dev",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--dir",
+            "dev-src",
+        ],
+    );
+    let checkout = w.path().join(out.trim());
+    assert_eq!(
+        git(&checkout, &["log", "--format=%s"]),
+        "pkg 1.0 pristine source"
+    );
+    assert!(
+        !marker.exists(),
+        "a command of the tarball ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert!(
+        !checkout.join(".git/hooks/post-commit").exists(),
+        "the checkout's hooks are rocforge's own (none)"
+    );
+}
+
+/// A tarball that plants a link to a directory outside the source tree: a `[[derive]]` that
+/// writes or reads through it and an `--overlay` whose destination lies beyond it are refused,
+/// naming the path and the link, and nothing outside changes.
+#[test]
+fn derive_and_overlay_never_follow_a_planted_link_out_of_the_tree() {
+    let w = world();
+    let outside = w.path().join("outside");
+    std::fs::create_dir_all(outside.join("keep")).unwrap();
+    std::fs::write(outside.join("keep/users-file"), "mine\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "host secret\n").unwrap();
+    let srv_dir = w.path().join("served");
+    let pkg = srv_dir.join("pkg-1.0");
+    std::fs::create_dir_all(pkg.join("data")).unwrap();
+    std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(pkg.join("data/f.txt"), "vega10\n").unwrap();
+    std::os::unix::fs::symlink(&outside, pkg.join("out")).unwrap();
+    tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
+    let server = HttpServer::start(&srv_dir);
+    w.mirror_downloads(&server);
+    let sha = sha256_file(&srv_dir.join("pkg-1.0.tar.gz"));
+    let recipe = |derive: &str| {
+        format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg-1.0.tar.gz\"\nsha256 = \"{sha}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n{derive}"
+        )
+    };
+    let snapshot = || {
+        fn walk(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    out.push((p.display().to_string(), Vec::new()));
+                    walk(&p, out);
+                } else {
+                    out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+        let mut seen = Vec::new();
+        walk(&outside, &mut seen);
+        seen.sort();
+        seen
+    };
+    let before = snapshot();
+
+    w.recipe(
+        "pkg",
+        &recipe("\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"data\"\nto = \"out/derived\"\n"),
+    );
+    let err = w.fetch_fails("pkg");
+    assert!(
+        err.contains(
+            "derivation for gfx90c: to: out/derived leaves the source tree: out is a symbolic link"
+        ) && err.contains(&outside.display().to_string()),
+        "{err}"
+    );
+    w.recipe(
+        "pkg",
+        &recipe("\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"out/secret.txt\"\nto = \"data/copied.txt\"\n"),
+    );
+    let err = w.fetch_fails("pkg");
+    assert!(
+        err.contains("derivation for gfx90c: from: out/secret.txt leaves the source tree: out is a symbolic link"),
+        "{err}"
+    );
+
+    w.recipe("pkg", &recipe(""));
+    let mine = w.path().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("tuned.txt"), "tuned\n").unwrap();
+    let o = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "pkg",
+            "--arch",
+            "gfx90c",
+            "--overlay",
+            &format!("pkg:out/keep={}", mine.display()),
+        ],
+    );
+    assert_ne!(o.code, 0, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("overlay out/keep: out/keep leaves the source tree: out is a symbolic link"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(snapshot(), before, "nothing outside the tree changed");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep/users-file")).unwrap(),
+        "mine\n"
+    );
+}
