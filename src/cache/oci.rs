@@ -573,6 +573,57 @@ mod tests {
         (format!("127.0.0.1:{port}"), sent)
     }
 
+    /// Ninja compares an output's mtime with its log: a checkpoint carries each file's own
+    /// time and the puller gives it back, and rocforge's marker stays out of it.
+    #[test]
+    fn a_checkpoint_keeps_each_files_mtime_through_the_safe_extractor() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = dir.path().join("build");
+        std::fs::create_dir_all(build.join("obj")).unwrap();
+        std::fs::write(build.join(".rocforge-build"), b"").unwrap();
+        let times = [
+            ("obj/a.o", 1_000_000_000u64),
+            ("build.ninja", 1_500_000_000),
+        ];
+        for (name, t) in times {
+            let f = build.join(name);
+            std::fs::write(&f, name).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .unwrap()
+                .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t))
+                .unwrap();
+        }
+        let key = "cd".repeat(32);
+        let checkpoint = Checkpoint {
+            key: key.clone(),
+            component: "rocblas".into(),
+            steps_done: Some(1),
+        };
+        let tar = dir.path().join("cp.tar.zst");
+        let out = std::fs::File::create(&tar).unwrap();
+        let (sha, size) = write_checkpoint_tar(&checkpoint, &build, &out).unwrap();
+        drop(out);
+        let bytes = std::fs::read(&tar).unwrap();
+        assert_eq!(
+            (digest_of(&bytes), size),
+            (format!("sha256:{sha}"), bytes.len() as u64)
+        );
+        let dest = dir.path().join("pulled");
+        std::fs::create_dir_all(&dest).unwrap();
+        let dec = zstd::stream::read::Decoder::new(std::fs::File::open(&tar).unwrap()).unwrap();
+        let got = crate::package::extract::extract(dec, &dest, "checkpoint", 1 << 20).unwrap();
+        assert_eq!(got.manifest.key, key.as_str());
+        restore_mtimes(std::fs::File::open(&tar).unwrap(), &dest).unwrap();
+        for (name, t) in times {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(dest.join(name)).unwrap();
+            assert_eq!(m.mtime() as u64, t, "{name}");
+        }
+        assert!(!dest.join(".rocforge-build").exists());
+    }
+
     #[test]
     fn a_forged_tree_is_refused_before_it_is_parsed() {
         let dir = tempfile::tempdir().unwrap();
