@@ -40,6 +40,8 @@ pub struct Request<'a> {
     pub cache: Option<&'a str>,
     /// The secret key that signs pushed cache entries.
     pub cache_key: Option<&'a Path>,
+    /// `--time-limit`: stop the build (as Ctrl-C does) once it has run this long.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// The plan of a build, before anything runs: what `--dry-run` shows.
@@ -70,6 +72,7 @@ pub struct Build {
     running: Arc<Mutex<Vec<String>>>,
     /// Keys whose old entries `--rebuild` set aside: settled when the run ends.
     aside: Vec<String>,
+    time_limit: Option<std::time::Duration>,
 }
 
 /// Stops a running build from a signal handler.
@@ -96,6 +99,8 @@ pub struct Outcome {
     pub report: BuildReport,
     /// Interrupted: finished components are in the store, the next run continues from there.
     pub stopped: bool,
+    /// Stopped by `--time-limit` (then `stopped` too).
+    pub timed_out: bool,
     /// The store trees of the requested components.
     pub trees: Vec<PathBuf>,
 }
@@ -187,6 +192,7 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         stop: Arc::default(),
         running: Arc::default(),
         aside,
+        time_limit: req.time_limit,
     })
 }
 
@@ -254,7 +260,29 @@ impl Build {
     }
 
     pub fn run(&self, session: &Session) -> Result<Outcome> {
-        let outcome = self.run_plan(session);
+        let timed_out = AtomicBool::new(false);
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let outcome = std::thread::scope(|s| {
+            if let (Some(limit), Some(interrupt)) = (self.time_limit, self.interrupt()) {
+                let timed_out = &timed_out;
+                s.spawn(move || {
+                    // Woken early when the run ends (the sender is dropped).
+                    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        finished.recv_timeout(limit)
+                    {
+                        timed_out.store(true, Ordering::SeqCst);
+                        interrupt.interrupt();
+                    }
+                });
+            }
+            let outcome = self.run_plan(session);
+            drop(done);
+            outcome
+        });
+        let outcome = outcome.map(|mut o| {
+            o.timed_out = timed_out.load(Ordering::SeqCst);
+            o
+        });
         for key in &self.aside {
             if let Err(e) = session.store.settle_aside(key, true) {
                 session
@@ -319,6 +347,7 @@ impl Build {
         Ok(Outcome {
             report,
             stopped: self.stop.load(Ordering::SeqCst),
+            timed_out: false,
             trees,
         })
     }

@@ -332,6 +332,11 @@ impl Builder<'_> {
             },
             Err(StepError::Stopped { .. }) => {
                 let scratch = resume::Scratch::new(self.scratch_dir(step));
+                if scratch.resumable()
+                    && let Some(cache) = self.cache
+                {
+                    self.push_checkpoint(cache, step, &scratch);
+                }
                 StepResult::Interrupted {
                     resumes: scratch.resumable().then(|| scratch.build()),
                 }
@@ -380,6 +385,83 @@ impl Builder<'_> {
                 None
             }
         }
+    }
+
+    /// Pushes the build directory of a stopped build as its key's checkpoint; says what
+    /// happened in a note (a failed push does not change how the build ended).
+    fn push_checkpoint(
+        &self,
+        cache: &dyn crate::cache::BuildCache,
+        step: &Step,
+        scratch: &resume::Scratch,
+    ) {
+        let component = step.component.as_str();
+        if !cache.can_push() {
+            self.reporter.note(&format!(
+                "{component}: no checkpoint pushed to {}: no cache signing key (--cache-key or ROCFORGE_CACHE_KEY)",
+                cache.describe()
+            ));
+            return;
+        }
+        let checkpoint = crate::cache::Checkpoint {
+            key: step.key.to_string(),
+            component: component.into(),
+            steps_done: resume::ninja_steps(&scratch.build()),
+        };
+        let done = checkpoint
+            .steps_done
+            .map(|n| format!(" ({n} ninja steps done)"))
+            .unwrap_or_default();
+        self.reporter.note(
+            &match cache.push_checkpoint(&checkpoint, &scratch.build()) {
+                Ok(()) => format!(
+                    "{component}: checkpoint pushed to {} as {}{done}",
+                    cache.describe(),
+                    crate::cache::oci::checkpoint_tag(&step.key)
+                ),
+                Err(e) => format!(
+                    "{component}: no checkpoint pushed to {}: {e} ({})",
+                    cache.describe(),
+                    e.hint()
+                ),
+            },
+        );
+    }
+
+    /// On a machine without the build directory of a stopped build, the checkpoint another
+    /// one pushed becomes it. One that is refused is a note: the build starts clean.
+    fn pull_checkpoint(&self, step: &Step, work: &resume::Scratch) -> std::io::Result<()> {
+        let Some(cache) = self.cache else {
+            return Ok(());
+        };
+        if self.options.fresh || work.resumable() {
+            return Ok(());
+        }
+        let component = step.component.as_str();
+        crate::fsutil::remove_tree(&work.root)?;
+        std::fs::create_dir_all(&work.root)?;
+        match cache.pull_checkpoint(&step.key, component, &work.build()) {
+            Ok(None) => crate::fsutil::remove_tree(&work.root)?,
+            Ok(Some(pulled)) => {
+                // Marked last: a pull cut short leaves an unmarked directory, discarded.
+                work.mark()?;
+                self.reporter.note(&format!(
+                    "{component}: pulled the checkpoint {} from {} (signed by {})",
+                    crate::cache::oci::checkpoint_tag(&step.key),
+                    cache.describe(),
+                    pulled.signer
+                ));
+            }
+            Err(e) => {
+                crate::fsutil::remove_tree(&work.root)?;
+                self.reporter.note(&format!(
+                    "{component}: not using the checkpoint in {}: {e}; starting the build clean ({})",
+                    cache.describe(),
+                    e.hint()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Some(seconds) when built here, None when another process committed it meanwhile.
@@ -464,6 +546,8 @@ impl Builder<'_> {
             }
             _ => {
                 let work = resume::Scratch::new(self.scratch_dir(step));
+                self.pull_checkpoint(step, &work)
+                    .map_err(io("build directory"))?;
                 let start = work
                     .prepare(self.options.fresh)
                     .map_err(io("build directory"))?;

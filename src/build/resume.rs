@@ -72,6 +72,11 @@ impl Scratch {
         Ok(start)
     }
 
+    /// Marks a build directory made elsewhere (a pulled checkpoint) as resumable.
+    pub fn mark(&self) -> io::Result<()> {
+        std::fs::write(self.build().join(MARKER), b"")
+    }
+
     /// After a successful build nothing of it is needed again.
     pub fn remove(&self) -> io::Result<()> {
         crate::fsutil::remove_tree(&self.root)
@@ -80,7 +85,7 @@ impl Scratch {
 
 /// Ninja's log lists one line per finished step after its header; a step rebuilt twice has two
 /// lines, so this is an upper bound of the distinct steps, good enough to tell a person.
-fn ninja_steps(build: &Path) -> Option<usize> {
+pub fn ninja_steps(build: &Path) -> Option<usize> {
     let log = std::fs::read_to_string(build.join(".ninja_log")).ok()?;
     let mut outputs: Vec<&str> = log
         .lines()

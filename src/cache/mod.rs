@@ -69,6 +69,21 @@ pub struct Fetched {
     pub signer: String,
 }
 
+/// An unfinished build to push as a checkpoint.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    pub key: String,
+    pub component: String,
+    pub steps_done: Option<usize>,
+}
+
+/// A checkpoint unpacked as a build directory.
+#[derive(Debug, Clone)]
+pub struct PulledCheckpoint {
+    pub signer: String,
+    pub steps_done: Option<usize>,
+}
+
 pub trait BuildCache: Sync {
     /// `oci://…`, for messages.
     fn describe(&self) -> String;
@@ -81,6 +96,17 @@ pub trait BuildCache: Sync {
     fn can_push(&self) -> bool;
     /// Pushes the store entry `key`.
     fn push(&self, store: &Store, key: &str) -> Result<(), CacheError>;
+    /// Pushes the build directory `build` of a stopped build, signed, as the checkpoint of its
+    /// key (replacing an older one).
+    fn push_checkpoint(&self, checkpoint: &Checkpoint, build: &Path) -> Result<(), CacheError>;
+    /// Unpacks the checkpoint of `key` into `build` (an empty or missing directory), checked
+    /// against the trusted keys, the key and the component; None when there is none.
+    fn pull_checkpoint(
+        &self,
+        key: &str,
+        component: &str,
+        build: &Path,
+    ) -> Result<Option<PulledCheckpoint>, CacheError>;
 }
 
 /// What a pull did.

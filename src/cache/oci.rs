@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BuildCache, CacheError, CacheHit, Fetched};
+use super::{BuildCache, CacheError, CacheHit, Checkpoint, Fetched, PulledCheckpoint};
 use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository, SIGNATURE_TYPE};
 use crate::sign::{PublicKey, SecretKey};
 use crate::store::{EntryMeta, Store};
@@ -31,6 +31,135 @@ pub struct EntryConfig {
     pub meta: EntryMeta,
     pub hash_input: serde_json::Value,
     pub tree: crate::oci::Descriptor,
+}
+
+pub const CHECKPOINT_CONFIG_TYPE: &str = "application/vnd.rocforge.checkpoint.config.v1+json";
+pub const CHECKPOINT_TREE_TYPE: &str = "application/vnd.rocforge.checkpoint.v1.tar+zstd";
+pub const CHECKPOINT_SCHEMA: &str = "rocforge.checkpoint/1";
+
+/// The signed statement of a checkpoint: which build directory it is and the digest of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointConfig {
+    pub schema: String,
+    pub key: String,
+    pub component: String,
+    /// Ninja steps the stopped build had done (None for other build tools).
+    pub steps_done: Option<usize>,
+    pub tree: crate::oci::Descriptor,
+}
+
+/// The tag of the checkpoint of the unfinished build of `key`.
+pub fn checkpoint_tag(key: &str) -> String {
+    format!("checkpoint-{key}")
+}
+
+/// Writes the build directory `build` as a zstd tar into `out`, manifest first (the format the
+/// safe extractor reads), each entry with its file's own mtime: ninja compares output times
+/// with its log, so a build directory unpacked with one time for all would rebuild. rocforge's
+/// own marker is left out (the extractor refuses `.rocforge` names; the puller writes it anew).
+/// Returns the sha256 hex and size of what was written.
+fn write_checkpoint_tar(
+    checkpoint: &Checkpoint,
+    build: &Path,
+    out: &std::fs::File,
+) -> Result<(String, u64), CacheError> {
+    use crate::package::tarball;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CacheError::Io { path, source }
+    };
+    let mut scan = tarball::scan(build, &[])?;
+    scan.files
+        .retain(|f| !crate::package::manifest::has_reserved(&f.path));
+    let manifest: crate::package::manifest::Manifest = serde_json::from_value(serde_json::json!({
+        "schema": crate::package::manifest::MANIFEST_SCHEMA,
+        "name": checkpoint.component,
+        "version": "checkpoint",
+        "targets": [],
+        "key": checkpoint.key,
+        "installed_size": scan.files.iter().map(|f| f.size).sum::<u64>(),
+        "files": scan.files,
+    }))
+    .map_err(|e| OciCache::invalid(&checkpoint.key, format!("checkpoint manifest: {e}")))?;
+    let mut hashed = Hashing {
+        inner: std::io::BufWriter::with_capacity(1 << 20, out),
+        hasher: <sha2::Sha256 as sha2::Digest>::new(),
+        bytes: 0,
+    };
+    {
+        // Fast over small: a build directory is pushed when a job's time is up.
+        let mut enc = zstd::stream::write::Encoder::new(&mut hashed, 3).map_err(io(build))?;
+        enc.multithread(tarball::zstd_workers())
+            .map_err(io(build))?;
+        let mut b = tar::Builder::new(enc);
+        b.follow_symlinks(false);
+        let json = serde_json::to_vec_pretty(&manifest).expect("plain data");
+        let mut h = tarball::header(tar::EntryType::Regular, 0o644, json.len() as u64, 0);
+        b.append_data(&mut h, crate::package::manifest::MANIFEST_NAME, &json[..])
+            .map_err(io(build))?;
+        for f in &manifest.files {
+            let p = build.join(&f.path);
+            let mtime = std::fs::symlink_metadata(&p)
+                .map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    m.mtime().max(0) as u64
+                })
+                .map_err(io(&p))?;
+            tarball::append_files(&mut b, build, std::slice::from_ref(f), "", mtime)?;
+        }
+        b.into_inner()
+            .and_then(|enc| enc.finish())
+            .map_err(io(build))?;
+    }
+    std::io::Write::flush(&mut hashed.inner).map_err(io(build))?;
+    Ok((
+        hex::encode(<sha2::Sha256 as sha2::Digest>::finalize(hashed.hasher)),
+        hashed.bytes,
+    ))
+}
+
+struct Hashing<W> {
+    inner: W,
+    hasher: sha2::Sha256,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Gives the regular files unpacked from a checkpoint (already checked and written by the safe
+/// extractor) the mtimes their tar entries carry. Opened without following a symlink.
+fn restore_mtimes(blob: std::fs::File, build: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dec = zstd::stream::read::Decoder::new(blob)?;
+    let mut ar = tar::Archive::new(dec);
+    for entry in ar.entries()? {
+        let entry = entry?;
+        let h = entry.header();
+        if h.entry_type() != tar::EntryType::Regular {
+            continue;
+        }
+        let path = entry.path()?.into_owned();
+        if path.as_os_str() == crate::package::manifest::MANIFEST_NAME {
+            continue;
+        }
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(h.mtime()?);
+        std::fs::File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(build.join(&path))?
+            .set_modified(time)?;
+    }
+    Ok(())
 }
 
 pub struct OciCache {
@@ -67,6 +196,105 @@ impl OciCache {
             message: message.into(),
         }
     }
+
+    /// The manifest at `reference`, of config type `config_type`, with its config blob checked
+    /// against its signature by a trusted key: the config's bytes and the signer's key ID.
+    fn signed_config(
+        &self,
+        key: &str,
+        reference: &str,
+        config_type: &str,
+        what: &str,
+    ) -> Result<(Vec<u8>, String), CacheError> {
+        let (_, bytes) = self
+            .remote
+            .get_manifest(reference)?
+            .ok_or_else(|| Self::invalid(key, "the manifest disappeared"))?;
+        let manifest: ImageManifest = serde_json::from_slice(&bytes)
+            .map_err(|e| Self::invalid(key, format!("unreadable manifest: {e}")))?;
+        if manifest.config.media_type != config_type {
+            return Err(Self::invalid(
+                key,
+                format!("not a {config_type} ({})", manifest.config.media_type),
+            ));
+        }
+        let sig = manifest
+            .layers
+            .iter()
+            .find(|l| l.media_type == SIGNATURE_TYPE)
+            .ok_or_else(|| Self::invalid(key, "it is not signed"))?;
+        let sig = self.remote.get_blob_bytes(&sig.digest, 64 << 10)?;
+        let config = self
+            .remote
+            .get_blob_bytes(&manifest.config.digest, 16 << 20)?;
+        let verified =
+            crate::sign::verify_bytes(&self.trusted, &config, &String::from_utf8_lossy(&sig), what)
+                .map_err(|source| CacheError::Signature {
+                    key: key.into(),
+                    source,
+                })?;
+        Ok((config, verified.key_id))
+    }
+
+    /// Downloads the signed tree `desc` and unpacks it into `tree` (made empty if missing);
+    /// returns the downloaded blob, rewound, for a second read.
+    fn extract_verified(
+        &self,
+        key: &str,
+        desc: &crate::oci::Descriptor,
+        tree: &Path,
+        what: &str,
+    ) -> Result<std::fs::File, CacheError> {
+        // The tree's bytes are checked against the signed digest and size before any of them is
+        // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
+        // beside the tree (never more than the signed size), not in memory.
+        let io = |source| CacheError::Io {
+            path: tree.to_path_buf(),
+            source,
+        };
+        let parent = tree
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(io)?;
+        let mut blob = tempfile::tempfile_in(parent).map_err(io)?;
+        let resp = self.remote.get_blob(&desc.digest)?;
+        let mut reader = DigestReader::new(resp.take(desc.size.saturating_add(1)));
+        std::io::copy(&mut reader, &mut blob)
+            .map_err(|e| Self::invalid(key, format!("the tree's download failed: {e}")))?;
+        let (digest, size) = reader
+            .finish()
+            .map_err(|e| Self::invalid(key, e.to_string()))?;
+        if digest != desc.digest || size != desc.size {
+            return Err(Self::invalid(
+                key,
+                format!(
+                    "the tree's bytes are {digest} ({size} bytes), the signed config says {} ({} bytes)",
+                    desc.digest, desc.size
+                ),
+            ));
+        }
+        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        std::fs::create_dir_all(tree).map_err(io)?;
+        let extracted = {
+            let mut dec =
+                zstd::stream::read::Decoder::new(blob.try_clone().map_err(io)?).map_err(io)?;
+            crate::package::extract::extract(&mut dec, tree, what, self.max_bytes).map_err(
+                |source| CacheError::Extract {
+                    key: key.into(),
+                    source,
+                },
+            )?
+        };
+        if extracted.manifest.key != key {
+            return Err(Self::invalid(
+                key,
+                format!("the tree's manifest names key {}", extracted.manifest.key),
+            ));
+        }
+        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+        Ok(blob)
+    }
 }
 
 impl BuildCache for OciCache {
@@ -89,41 +317,8 @@ impl BuildCache for OciCache {
 
     fn fetch(&self, hit: &CacheHit, tree: &Path) -> Result<Fetched, CacheError> {
         let key = hit.key.as_str();
-        let (_, bytes) = self
-            .remote
-            .get_manifest(&hit.reference)?
-            .ok_or_else(|| Self::invalid(key, "the manifest disappeared"))?;
-        let manifest: ImageManifest = serde_json::from_slice(&bytes)
-            .map_err(|e| Self::invalid(key, format!("unreadable manifest: {e}")))?;
-        if manifest.config.media_type != CONFIG_TYPE {
-            return Err(Self::invalid(
-                key,
-                format!(
-                    "not a rocforge cache entry ({})",
-                    manifest.config.media_type
-                ),
-            ));
-        }
-        let sig = manifest
-            .layers
-            .iter()
-            .find(|l| l.media_type == SIGNATURE_TYPE)
-            .ok_or_else(|| Self::invalid(key, "it is not signed"))?;
-        let sig = self.remote.get_blob_bytes(&sig.digest, 64 << 10)?;
-        let config = self
-            .remote
-            .get_blob_bytes(&manifest.config.digest, 16 << 20)?;
         let what = format!("cache entry {key}");
-        let verified = crate::sign::verify_bytes(
-            &self.trusted,
-            &config,
-            &String::from_utf8_lossy(&sig),
-            &what,
-        )
-        .map_err(|source| CacheError::Signature {
-            key: key.into(),
-            source,
-        })?;
+        let (config, signer) = self.signed_config(key, &hit.reference, CONFIG_TYPE, &what)?;
         // From here on only signed data is believed.
         let config: EntryConfig = serde_json::from_slice(&config)
             .map_err(|e| Self::invalid(key, format!("unreadable config: {e}")))?;
@@ -136,56 +331,104 @@ impl BuildCache for OciCache {
                 ),
             ));
         }
-        // The tree's bytes are checked against the signed digest and size before any of them is
-        // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
-        // beside the tree (never more than the signed size), not in memory.
-        let io = |source| CacheError::Io {
-            path: tree.to_path_buf(),
-            source,
-        };
-        let parent = tree
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(io)?;
-        let mut blob = tempfile::tempfile_in(parent).map_err(io)?;
-        let resp = self.remote.get_blob(&config.tree.digest)?;
-        let mut reader = DigestReader::new(resp.take(config.tree.size.saturating_add(1)));
-        std::io::copy(&mut reader, &mut blob)
-            .map_err(|e| Self::invalid(key, format!("the tree's download failed: {e}")))?;
-        let (digest, size) = reader
-            .finish()
-            .map_err(|e| Self::invalid(key, e.to_string()))?;
-        if digest != config.tree.digest || size != config.tree.size {
-            return Err(Self::invalid(
-                key,
-                format!(
-                    "the tree's bytes are {digest} ({size} bytes), the signed config says {} ({} bytes)",
-                    config.tree.digest, config.tree.size
-                ),
-            ));
-        }
-        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
-        let extracted = {
-            let mut dec = zstd::stream::read::Decoder::new(blob).map_err(io)?;
-            crate::package::extract::extract(&mut dec, tree, &what, self.max_bytes).map_err(
-                |source| CacheError::Extract {
-                    key: key.into(),
-                    source,
-                },
-            )?
-        };
-        if extracted.manifest.key != key {
-            return Err(Self::invalid(
-                key,
-                format!("the tree's manifest names key {}", extracted.manifest.key),
-            ));
-        }
+        self.extract_verified(key, &config.tree, tree, &what)?;
         Ok(Fetched {
             meta: config.meta,
             hash_input: config.hash_input,
-            signer: verified.key_id,
+            signer,
         })
+    }
+
+    fn push_checkpoint(&self, checkpoint: &Checkpoint, build: &Path) -> Result<(), CacheError> {
+        let Some(secret) = &self.key else {
+            return Ok(());
+        };
+        let key = checkpoint.key.as_str();
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CacheError::Io { path, source }
+        };
+        let parent = build.parent().unwrap_or(Path::new("."));
+        let tmp = crate::fsutil::temp_file_in(parent).map_err(io(parent))?;
+        let (sha256, size) = write_checkpoint_tar(checkpoint, build, tmp.as_file())?;
+        let tree = self
+            .remote
+            .push_file(CHECKPOINT_TREE_TYPE, tmp.path(), &sha256, size)?;
+        drop(tmp);
+        let config = CheckpointConfig {
+            schema: CHECKPOINT_SCHEMA.into(),
+            key: key.into(),
+            component: checkpoint.component.clone(),
+            steps_done: checkpoint.steps_done,
+            tree: tree.clone(),
+        };
+        let config_bytes = serde_json::to_vec_pretty(&config).expect("plain data");
+        let tag = checkpoint_tag(key);
+        let sig = crate::sign::sign_reader(secret, &config_bytes[..], &tag).map_err(|source| {
+            CacheError::Signature {
+                key: key.into(),
+                source,
+            }
+        })?;
+        let config_desc = self
+            .remote
+            .push_bytes(CHECKPOINT_CONFIG_TYPE, &config_bytes)?;
+        let sig_desc = self.remote.push_bytes(SIGNATURE_TYPE, sig.as_bytes())?;
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST.into(),
+            artifact_type: Some(CHECKPOINT_CONFIG_TYPE.into()),
+            config: config_desc,
+            layers: vec![tree, sig_desc],
+            annotations: [
+                (
+                    "org.opencontainers.image.title",
+                    checkpoint.component.clone(),
+                ),
+                ("rocforge.key", key.to_string()),
+                ("rocforge.signer", secret.key_id()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        };
+        self.remote.put_manifest(&tag, &manifest)?;
+        Ok(())
+    }
+
+    fn pull_checkpoint(
+        &self,
+        key: &str,
+        component: &str,
+        build: &Path,
+    ) -> Result<Option<PulledCheckpoint>, CacheError> {
+        let tag = checkpoint_tag(key);
+        let Some((digest, _)) = self.remote.get_manifest(&tag)? else {
+            return Ok(None);
+        };
+        let what = format!("checkpoint {key}");
+        let (config, signer) = self.signed_config(key, &digest, CHECKPOINT_CONFIG_TYPE, &what)?;
+        let config: CheckpointConfig = serde_json::from_slice(&config)
+            .map_err(|e| Self::invalid(key, format!("unreadable checkpoint config: {e}")))?;
+        if config.schema != CHECKPOINT_SCHEMA || config.key != key || config.component != component
+        {
+            return Err(Self::invalid(
+                key,
+                format!(
+                    "the signed checkpoint is {} of {} ({}), not this build's",
+                    config.key, config.component, config.schema
+                ),
+            ));
+        }
+        let blob = self.extract_verified(key, &config.tree, build, &what)?;
+        restore_mtimes(blob, build).map_err(|source| CacheError::Io {
+            path: build.to_path_buf(),
+            source,
+        })?;
+        Ok(Some(PulledCheckpoint {
+            signer,
+            steps_done: config.steps_done,
+        }))
     }
 
     fn can_push(&self) -> bool {
@@ -328,6 +571,57 @@ mod tests {
             }
         });
         (format!("127.0.0.1:{port}"), sent)
+    }
+
+    /// Ninja compares an output's mtime with its log: a checkpoint carries each file's own
+    /// time and the puller gives it back, and rocforge's marker stays out of it.
+    #[test]
+    fn a_checkpoint_keeps_each_files_mtime_through_the_safe_extractor() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = dir.path().join("build");
+        std::fs::create_dir_all(build.join("obj")).unwrap();
+        std::fs::write(build.join(".rocforge-build"), b"").unwrap();
+        let times = [
+            ("obj/a.o", 1_000_000_000u64),
+            ("build.ninja", 1_500_000_000),
+        ];
+        for (name, t) in times {
+            let f = build.join(name);
+            std::fs::write(&f, name).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .unwrap()
+                .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t))
+                .unwrap();
+        }
+        let key = "cd".repeat(32);
+        let checkpoint = Checkpoint {
+            key: key.clone(),
+            component: "rocblas".into(),
+            steps_done: Some(1),
+        };
+        let tar = dir.path().join("cp.tar.zst");
+        let out = std::fs::File::create(&tar).unwrap();
+        let (sha, size) = write_checkpoint_tar(&checkpoint, &build, &out).unwrap();
+        drop(out);
+        let bytes = std::fs::read(&tar).unwrap();
+        assert_eq!(
+            (digest_of(&bytes), size),
+            (format!("sha256:{sha}"), bytes.len() as u64)
+        );
+        let dest = dir.path().join("pulled");
+        std::fs::create_dir_all(&dest).unwrap();
+        let dec = zstd::stream::read::Decoder::new(std::fs::File::open(&tar).unwrap()).unwrap();
+        let got = crate::package::extract::extract(dec, &dest, "checkpoint", 1 << 20).unwrap();
+        assert_eq!(got.manifest.key, key.as_str());
+        restore_mtimes(std::fs::File::open(&tar).unwrap(), &dest).unwrap();
+        for (name, t) in times {
+            use std::os::unix::fs::MetadataExt;
+            let m = std::fs::metadata(dest.join(name)).unwrap();
+            assert_eq!(m.mtime() as u64, t, "{name}");
+        }
+        assert!(!dest.join(".rocforge-build").exists());
     }
 
     #[test]

@@ -52,6 +52,23 @@ pub struct BuildArgs {
     /// The secret key that signs the entries pushed to --cache (without it nothing is pushed)
     #[arg(long, value_name = "FILE", env = "ROCFORGE_CACHE_KEY")]
     cache_key: Option<PathBuf>,
+    /// Stop the build after this long (e.g. 5h30m), as Ctrl-C does, and exit 75; with --cache
+    /// and --cache-key each unfinished build directory is pushed as a checkpoint that the same
+    /// command continues on another machine
+    #[arg(long, value_name = "DURATION", value_parser = parse_time_limit)]
+    time_limit: Option<std::time::Duration>,
+}
+
+/// The exit code of a build stopped by --time-limit: run the same command again to continue.
+pub const TIME_LIMIT_EXIT: u8 = 75;
+
+fn parse_time_limit(s: &str) -> std::result::Result<std::time::Duration, String> {
+    match rocforge::units::parse_duration(s) {
+        Some(secs) if secs > 0 => Ok(std::time::Duration::from_secs(secs)),
+        _ => Err(format!(
+            "`{s}` is not a duration: write e.g. 45m, 5h30m or 90s"
+        )),
+    }
 }
 
 pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
@@ -74,6 +91,7 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         allow_spoof: a.allow_spoof.as_deref(),
         cache: a.cache.as_deref(),
         cache_key: a.cache_key.as_deref(),
+        time_limit: a.time_limit,
     };
     let planned = build::plan(&session, &req)?;
     if a.dry_run {
@@ -93,15 +111,18 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         print_json(
             &serde_json::json!({"schema": "rocforge.build/1", "ok": ok, "steps": outcome.report.steps}),
         );
+        if outcome.timed_out {
+            return Ok(ExitCode::from(TIME_LIMIT_EXIT));
+        }
         if outcome.stopped {
             return Ok(ExitCode::from(130));
         }
         return Ok(exit_code(ok));
     }
-    Ok(render_text(g, &outcome))
+    Ok(render_text(g, &outcome, a.time_limit))
 }
 
-fn render_text(g: &Global, outcome: &Outcome) -> ExitCode {
+fn render_text(g: &Global, outcome: &Outcome, limit: Option<std::time::Duration>) -> ExitCode {
     for (component, r) in &outcome.report.steps {
         match r {
             StepResult::Cached { .. } => note!(g, "  {component:<20} cached"),
@@ -153,6 +174,14 @@ fn render_text(g: &Global, outcome: &Outcome) -> ExitCode {
                 eprintln!("  = help: {hint}\n");
             }
         }
+    }
+    if outcome.timed_out {
+        eprintln!(
+            "stopped at the time limit ({}): {}",
+            rocforge::units::format_duration(limit.map_or(0, |l| l.as_secs())),
+            rocforge::build::CONTINUE_HINT
+        );
+        return ExitCode::from(TIME_LIMIT_EXIT);
     }
     if outcome.stopped {
         eprintln!("interrupted: {}", rocforge::build::CONTINUE_HINT);

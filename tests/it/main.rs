@@ -9,6 +9,7 @@ mod attest;
 mod build;
 mod cache;
 mod catalog;
+mod checkpoint;
 mod ci;
 mod cli;
 mod containment;

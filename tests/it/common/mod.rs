@@ -384,6 +384,18 @@ impl Registry {
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+
+    /// Where the registry keeps the bytes of blob `digest` (`sha256:…`): for tests that damage
+    /// what it serves.
+    pub fn blob_file(&self, digest: &str) -> PathBuf {
+        let hex = digest.trim_start_matches("sha256:");
+        self._dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
 }
 
 impl Drop for Registry {

@@ -1,0 +1,324 @@
+//! `build --time-limit` with `--cache oci://…`: a build stopped at its time limit pushes its
+//! build directory as a signed checkpoint to a real registry (Debian's docker-registry on
+//! 127.0.0.1); a build on a machine with an empty store and cache pulls it and continues
+//! without redoing the finished ninja step, to the same key and tree as a build that never
+//! stopped. Checkpoints signed by an untrusted key, made for another key or cut short are
+//! refused with the reason, and the build starts clean.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    rel: PathBuf,
+    counter: PathBuf,
+    flag: PathBuf,
+}
+
+impl Fx {
+    fn build(&self, config: &str, extra: &[&str]) -> Out {
+        let config = self.root.join(config);
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "build",
+            "resumable",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ];
+        args.extend_from_slice(extra);
+        rocforge_env(&self.root, &[("ROCFORGE_CONFIG", config.as_path())], &args)
+    }
+
+    /// How often the first ninja step has run, over every build so far.
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.counter)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// A fresh machine: no store, no source cache, no build directory.
+    fn wipe(&self) {
+        for d in ["store", "cache"] {
+            let _ = std::fs::remove_dir_all(self.root.join(d));
+        }
+    }
+
+    fn write_recipe(&self, extra_arg: &str) {
+        std::fs::write(
+            self.rel.join("resumable.toml"),
+            format!(
+                "name = \"resumable\"\nversion = \"1.0\"\nsummary = \"two ninja steps\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/resumable\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCOUNTER={}\", \"-DFLAG={}\"{extra_arg}]\n",
+                self.counter.display(),
+                self.flag.display()
+            ),
+        )
+        .unwrap();
+    }
+}
+
+/// Two ninja steps: the first appends to a counter outside the build; the second waits two
+/// minutes unless `flag` exists, so a short time limit stops the build in it.
+fn fixture() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("w");
+    let rel = test_release(&root, "localhost/rocforge-none:1");
+    let src = rel.join("src/resumable");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        src.join("first.sh"),
+        "echo ran >> \"$1\"\necho one > first.txt\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("second.sh"),
+        "test -e \"$1\" || sleep 120\ncat first.txt > second.txt\necho two >> second.txt\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.16)\nproject(resumable NONE)\n\
+         add_custom_command(OUTPUT first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/first.sh ${COUNTER} VERBATIM)\n\
+         add_custom_command(OUTPUT second.txt DEPENDS first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/second.sh ${FLAG} VERBATIM)\n\
+         add_custom_target(steps ALL DEPENDS second.txt)\n\
+         install(FILES ${CMAKE_BINARY_DIR}/second.txt DESTINATION share/resumable)\n",
+    )
+    .unwrap();
+    let fx = Fx {
+        counter: root.join("first-step-runs"),
+        flag: root.join("second-step-may-run"),
+        _tmp: tmp,
+        root,
+        rel,
+    };
+    fx.write_recipe("");
+    std::fs::write(fx.root.join("empty.toml"), "").unwrap();
+    for (dir, trust) in [("keys", "trust.toml"), ("other-keys", "other.toml")] {
+        let o = rocforge(&fx.root, &["key", "generate", "--out", dir]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        std::fs::write(
+            fx.root.join(trust),
+            format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
+        )
+        .unwrap();
+    }
+    fx
+}
+
+/// The store key and tree of the one component a successful build printed.
+fn built(o: &Out) -> (String, Vec<(String, Vec<u8>)>) {
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let tree = PathBuf::from(o.stdout.lines().last().unwrap().trim());
+    let key = tree
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    (key, tree_contents(&tree))
+}
+
+fn planned_key(fx: &Fx) -> String {
+    let o = rocforge(
+        &fx.root,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "resumable",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--dry-run",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    plan["steps"][0]["key"].as_str().unwrap().to_string()
+}
+
+fn manifest_url(host: &str, tag: &str) -> String {
+    format!("http://{host}/v2/rocforge/ckpt/manifests/{tag}")
+}
+
+#[test]
+fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpoint() {
+    if !require("cmake and ninja", which("cmake") && which("ninja")) {
+        return;
+    }
+    let Some(reg) = registry() else {
+        return;
+    };
+    let fx = fixture();
+    let cache = format!("oci://{}/rocforge/ckpt", reg.host());
+    let key_file = fx.root.join("keys/rocforge.key").display().to_string();
+    let key = planned_key(&fx);
+    let tag = format!("checkpoint-{key}");
+
+    // Machine A: the limit is reached while the second step waits.
+    let started = std::time::Instant::now();
+    let stopped = fx.build(
+        "trust.toml",
+        &[
+            "--cache",
+            &cache,
+            "--cache-key",
+            &key_file,
+            "--time-limit",
+            "8s",
+        ],
+    );
+    assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(100),
+        "the build was not stopped at its limit"
+    );
+    assert!(
+        stopped.stderr.contains("stopped at the time limit (8s)"),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        stopped.stderr.contains(&format!(
+            "resumable: checkpoint pushed to {cache} as {tag} ("
+        )),
+        "{}",
+        stopped.stderr
+    );
+    assert_eq!(fx.runs(), 1, "{}", stopped.stderr);
+    let client = reqwest::blocking::Client::new();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &client
+            .get(manifest_url(&reg.host(), &tag))
+            .header("Accept", MANIFEST)
+            .send()
+            .unwrap()
+            .bytes()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.rocforge.checkpoint.config.v1+json"
+    );
+    std::fs::write(&fx.flag, "").unwrap();
+
+    // Machine B trusts another key only: the checkpoint is refused, the build starts clean.
+    fx.wipe();
+    let untrusted = fx.build("other.toml", &["--cache", &cache]);
+    assert_eq!(untrusted.code, 0, "{}", untrusted.stderr);
+    assert!(
+        untrusted.stderr.contains(&format!(
+            "resumable: not using the checkpoint in {cache}: cache entry {key}:"
+        )) && untrusted.stderr.contains("starting the build clean"),
+        "{}",
+        untrusted.stderr
+    );
+    assert_eq!(fx.runs(), 2, "an untrusted checkpoint was used");
+
+    // Machine C trusts the signer: it continues where A stopped.
+    fx.wipe();
+    let resumed = fx.build("trust.toml", &["--cache", &cache]);
+    assert!(
+        resumed.stderr.contains(&format!(
+            "resumable: pulled the checkpoint {tag} from {cache} (signed by"
+        )) && resumed
+            .stderr
+            .contains("resumable: continuing the build that stopped in"),
+        "{}",
+        resumed.stderr
+    );
+    let (resumed_key, resumed_tree) = built(&resumed);
+    assert_eq!(fx.runs(), 2, "the resumed build redid the first step");
+
+    // An uninterrupted build of the same inputs: the same key and the same tree.
+    fx.wipe();
+    let whole = built(&fx.build("trust.toml", &[]));
+    assert_eq!(fx.runs(), 3);
+    assert_eq!((resumed_key.clone(), resumed_tree), whole);
+    assert_eq!(resumed_key, key);
+
+    // A's checkpoint put under another build's tag: refused as not this build's.
+    fx.write_recipe(", \"-DOTHER=1\"");
+    let other = planned_key(&fx);
+    assert_ne!(other, key);
+    let bytes = client
+        .get(manifest_url(&reg.host(), &tag))
+        .header("Accept", MANIFEST)
+        .send()
+        .unwrap()
+        .bytes()
+        .unwrap();
+    let put = client
+        .put(manifest_url(&reg.host(), &format!("checkpoint-{other}")))
+        .header("Content-Type", MANIFEST)
+        .body(bytes)
+        .send()
+        .unwrap();
+    assert!(put.status().is_success(), "{:?}", put.status());
+    fx.wipe();
+    let misfiled = fx.build("trust.toml", &["--cache", &cache]);
+    assert_eq!(misfiled.code, 0, "{}", misfiled.stderr);
+    assert!(
+        misfiled.stderr.contains(&format!(
+            "the signed checkpoint is {key} of resumable (rocforge.checkpoint/1), not this build's; starting the build clean"
+        )),
+        "{}",
+        misfiled.stderr
+    );
+    assert_eq!(fx.runs(), 4, "another key's checkpoint was used");
+    fx.write_recipe("");
+
+    // The registry serves the checkpoint's tree cut short: refused before it is unpacked.
+    let blob = reg.blob_file(manifest["layers"][0]["digest"].as_str().unwrap());
+    let full = std::fs::read(&blob).unwrap();
+    std::fs::write(&blob, &full[..full.len() / 2]).unwrap();
+    fx.wipe();
+    let truncated = fx.build("trust.toml", &["--cache", &cache]);
+    assert_eq!(truncated.code, 0, "{}", truncated.stderr);
+    assert!(
+        truncated.stderr.contains("the signed config says")
+            && truncated.stderr.contains("starting the build clean"),
+        "{}",
+        truncated.stderr
+    );
+    assert_eq!(fx.runs(), 5, "a truncated checkpoint was used");
+    assert!(
+        !Path::new(&fx.root.join("cache/builds")).exists()
+            || std::fs::read_dir(fx.root.join("cache/builds"))
+                .unwrap()
+                .count()
+                == 0,
+        "a finished build leaves no build directory"
+    );
+}
+
+#[test]
+fn a_time_limit_that_is_not_a_duration_is_refused_with_the_form_it_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bad in ["soon", "0s", "5x"] {
+        let o = rocforge(tmp.path(), &["build", "rocprim", "--time-limit", bad]);
+        assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
+        assert!(
+            o.stderr.contains(&format!(
+                "`{bad}` is not a duration: write e.g. 45m, 5h30m or 90s"
+            )),
+            "{}",
+            o.stderr
+        );
+    }
+}
