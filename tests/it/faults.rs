@@ -789,7 +789,14 @@ fn kill_during_publish_and_the_rerun_pushes_everything_intact() {
             .into_keys()
             .map(|n| {
                 let tag = n.strip_suffix(".tar.zst").unwrap().to_string();
-                let files = vec![dist.join(&n), dist.join(format!("{n}.minisig"))];
+                let mut files = vec![dist.join(&n), dist.join(format!("{n}.minisig"))];
+                // Its SBOM and provenance travel in the same artifact, each with its signature.
+                for doc in [format!("{tag}.spdx.json"), format!("{tag}.intoto.json")] {
+                    if dist.join(&doc).is_file() {
+                        files.push(dist.join(&doc));
+                        files.push(dist.join(format!("{doc}.minisig")));
+                    }
+                }
                 (tag, files)
             })
             .collect();

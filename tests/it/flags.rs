@@ -72,6 +72,20 @@ fn required_args(dir: &Path, path: &[String]) -> Vec<String> {
             i += 2;
             continue;
         }
+        // A required group, `<--base <REF>|--kind <KIND>>`: its first member.
+        if let Some(flag) = w.strip_prefix("<--") {
+            let v = words
+                .get(i + 1)
+                .and_then(|v| v.split('|').next())
+                .unwrap_or("");
+            out.push(format!("--{flag}"));
+            out.push(value(v));
+            while i < words.len() && !words[i].ends_with(">>") {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
         if w.starts_with('<') {
             out.push(value(w));
         }
