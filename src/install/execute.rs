@@ -281,6 +281,35 @@ impl Staging {
     }
 }
 
+/// Whether `rel` is a directory (not a link) holding nothing but files of the components
+/// being replaced, at any depth: a version that turns it into a file may take its place, the
+/// merge removing it first (merge::apply).
+fn given_up_dir(
+    prefix: &Path,
+    rel: &str,
+    owner: &BTreeMap<&str, &str>,
+    replacing: &BTreeSet<&str>,
+) -> bool {
+    let dir = prefix.join(rel);
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return false;
+    };
+    rd.flatten().all(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let child = format!("{rel}/{name}");
+        match e.file_type() {
+            Ok(t) if t.is_dir() => given_up_dir(prefix, &child, owner, replacing),
+            Ok(_) => owner
+                .get(child.as_str())
+                .is_some_and(|o| replacing.contains(o)),
+            Err(_) => false,
+        }
+    })
+}
+
 /// Refuses a merge that would put a file where another component's file or directory is, or
 /// a directory where a file is; the components being replaced (`replacing`) give up theirs.
 fn check_conflicts(
@@ -317,6 +346,7 @@ fn check_conflicts(
             }
             if std::fs::symlink_metadata(prefix.join(f)).is_ok()
                 && !owner.get(f.as_str()).is_some_and(|o| replacing.contains(o))
+                && !given_up_dir(prefix, f, &owner, replacing)
             {
                 return Err(conflict(f));
             }

@@ -84,6 +84,27 @@ fn make_dirs(prefix: &Path, rel: &str, removable: &BTreeSet<&str>) -> std::io::R
     Ok(())
 }
 
+/// Removes the directory `rel` of `prefix` and what is in it, which must all be files the
+/// journal removes; anything else stops the merge with the path (the next run finds the same).
+fn clear_dir(prefix: &Path, rel: &str, removable: &BTreeSet<&str>) -> std::io::Result<()> {
+    let dir = prefix.join(rel);
+    for e in std::fs::read_dir(&dir)? {
+        let e = e?;
+        let child = format!("{rel}/{}", e.file_name().to_string_lossy());
+        if e.file_type()?.is_dir() {
+            clear_dir(prefix, &child, removable)?;
+        } else if removable.contains(child.as_str()) {
+            std::fs::remove_file(e.path())?;
+        } else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{child} is in the way of the file {rel} and is not being replaced"),
+            ));
+        }
+    }
+    std::fs::remove_dir(&dir)
+}
+
 /// Writes the receipts, moves every staged entry into `prefix`, removes the replaced files.
 pub fn apply(staging: &Path, prefix: &Path, journal: &Journal) -> std::io::Result<()> {
     journal
@@ -108,14 +129,10 @@ pub fn apply(staging: &Path, prefix: &Path, journal: &Journal) -> std::io::Resul
                 make_dirs(prefix, parent, &removable)?;
             }
             let to = prefix.join(f);
-            if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir())
-                && removable.contains(f.as_str())
-            {
-                // Cannot happen from a receipt (files and dirs are apart); kept strict anyway.
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{f} is a directory in the prefix"),
-                ));
+            if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
+                // A directory of the replaced version becomes this file: it goes, with the
+                // replaced files in it (install checked it holds nothing else).
+                clear_dir(prefix, f, &removable)?;
             }
             std::fs::rename(&from, &to)?;
             crate::fault::point("install");

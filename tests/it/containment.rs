@@ -799,6 +799,56 @@ fn downgrades_are_refused_unless_asked_for_and_file_to_dir_upgrades_work() {
     assert_eq!(std::fs::read(fx.prefix().join("pkg.txt")).unwrap(), b"1");
 }
 
+/// The reverse of the upgrade above: a directory of the old version (with its files) becomes a
+/// file; the directory goes with the old files, and one holding another component's file is
+/// refused with the prefix unchanged.
+#[test]
+fn an_upgrade_that_turns_a_directory_into_a_file_installs() {
+    let fx = Fx::new();
+    let mut tool = Tarball::new(
+        "tool",
+        vec![
+            dir("share"),
+            dir("share/x"),
+            dir("share/x/deep"),
+            file("share/x/deep/y", b"v1"),
+        ],
+        vec![
+            e_dir("share"),
+            e_dir("share/x"),
+            e_dir("share/x/deep"),
+            e_file("share/x/deep/y", b"v1"),
+        ],
+    );
+    let old = fx.release("old", &[tool_clone(&tool)]);
+    tool.version = "2.0";
+    tool.listed = vec![dir("share"), file("share/x", b"v2")];
+    tool.entries = vec![e_dir("share"), e_file("share/x", b"v2")];
+    let new = fx.release("new", &[tool]);
+    let (o, n) = (old.display().to_string(), new.display().to_string());
+    assert_eq!(fx.install("tool", &o, &[]).code, 0);
+    // A file of the user's in the directory: refused, nothing changed.
+    let mine = fx.prefix().join("share/x/mine.txt");
+    std::fs::write(&mine, b"mine").unwrap();
+    let refused = fx.install("tool", &n, &[]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("share/x already exists in the prefix"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read(fx.prefix().join("share/x/deep/y")).unwrap(),
+        b"v1"
+    );
+    std::fs::remove_file(&mine).unwrap();
+    let up = fx.install("tool", &n, &[]);
+    assert_eq!(up.code, 0, "{}", up.stderr);
+    assert_eq!(std::fs::read(fx.prefix().join("share/x")).unwrap(), b"v2");
+}
+
 fn tool_clone(t: &Tarball) -> Tarball {
     Tarball {
         name: t.name,
