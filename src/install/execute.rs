@@ -141,11 +141,29 @@ fn unpack(
     task.finish(&format!("{}: unpacked", step.name));
     crate::fault::point("install");
     let m = &x.manifest;
-    if m.key != step.key || m.name != step.name {
+    // Everything the index says the artifact is, the tarball must say too: a signed index's
+    // entry is what was checked, so a tarball for other targets (or another version) is not it.
+    let said = |id: &crate::ids::ArtifactId| {
+        format!(
+            "{} {} for {} ({})",
+            id.name,
+            id.version,
+            crate::arch::comma_list(&id.targets),
+            id.key
+        )
+    };
+    let same_release =
+        m.id.release.is_empty() || step.id.release.is_empty() || m.id.release == step.id.release;
+    if m.key != step.key
+        || m.name != step.name
+        || m.id.version != step.id.version
+        || m.id.targets != step.id.targets
+        || !same_release
+    {
         return Err(InstallError::ManifestMismatch {
             artifact: extract::shown(&step.file),
-            expected: format!("{} {}", step.name, step.key),
-            found: extract::shown(&format!("{} {}", m.name, m.key)),
+            expected: said(&step.id),
+            found: extract::shown(&said(&m.id)),
         });
     }
     Ok(Unpacked {

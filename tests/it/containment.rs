@@ -849,6 +849,37 @@ fn an_upgrade_that_turns_a_directory_into_a_file_installs() {
     assert_eq!(std::fs::read(fx.prefix().join("share/x")).unwrap(), b"v2");
 }
 
+/// A signed index entry is what install checks: a tarball whose manifest names other targets
+/// (or another version) than its entry is refused, naming both, and nothing is installed.
+#[test]
+fn a_manifest_that_disagrees_with_its_index_entry_is_refused() {
+    let fx = Fx::new();
+    let tool = Tarball::new("tool", vec![file("t", b"t")], vec![e_file("t", b"t")]);
+    let rel = fx.release("rel", &[tool]);
+    edit_index(&rel, |v| {
+        v["artifacts"][0]["targets"] = serde_json::json!(["gfx902", "gfx90c"]);
+    });
+    fx.resign(&rel);
+    let p = fx.p();
+    let from = rel.display().to_string();
+    let err = fx.fails(&[
+        "install",
+        "tool",
+        "--arch",
+        "gfx90c,gfx902",
+        "--from",
+        &from,
+        "--prefix",
+        &p,
+    ]);
+    assert!(
+        err.contains("the manifest says tool 1.0 for gfx90c (")
+            && err.contains("the index says tool 1.0 for gfx902,gfx90c ("),
+        "{err}"
+    );
+    assert!(!fx.prefix().join("t").exists());
+}
+
 fn tool_clone(t: &Tarball) -> Tarball {
     Tarball {
         name: t.name,
