@@ -18,16 +18,36 @@ pub fn wheel_files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
         path: dir.to_path_buf(),
         source,
     })?;
-    let mut out: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_file()
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.ends_with(".whl") && !n.starts_with('.'))
-        })
-        .collect();
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let p = e.path();
+        let is_wheel = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".whl") && !n.starts_with('.'));
+        if !is_wheel {
+            continue;
+        }
+        // Not followed: a link's target would be hashed, listed and uploaded in its place.
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_file() => out.push(p),
+            Ok(m) => {
+                let what = if m.file_type().is_symlink() {
+                    format!(
+                        "a symlink (to {})",
+                        std::fs::read_link(&p).map_or("?".into(), |t| t.display().to_string())
+                    )
+                } else {
+                    "not a regular file".into()
+                };
+                return Err(PublishError::Invalid {
+                    path: p.display().to_string(),
+                    message: format!("{what}: a wheel must be a regular file of the directory"),
+                });
+            }
+            Err(source) => return Err(PublishError::Io { path: p, source }),
+        }
+    }
     out.sort();
     Ok(out)
 }
@@ -74,6 +94,13 @@ pub fn normalize(name: &str) -> String {
     }
     out
 }
+
+/// What a wheel file name keeps unencoded in a link: RFC 3986's unreserved characters.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -146,7 +173,10 @@ pub fn pages(dir: &Path, extra_targets: &[String]) -> Result<Vec<(PathBuf, Strin
             );
             for (file, sha) in files {
                 let f = html_escape(file);
-                page += &format!("<a href=\"../../{f}#sha256={sha}\">{f}</a><br>\n");
+                // `+` (a local version label) and anything else outside a path segment's safe
+                // set is percent-encoded, as PEP 503 links are read as URLs.
+                let href = percent_encoding::utf8_percent_encode(file, SEGMENT).to_string();
+                page += &format!("<a href=\"../../{href}#sha256={sha}\">{f}</a><br>\n");
             }
             page += "</body></html>\n";
             out.push((tdir.join(project).join("index.html"), page));
@@ -170,6 +200,32 @@ fn write(path: &Path, text: &str) -> Result<(), PublishError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_are_percent_encoded_and_a_symlinked_wheel_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let name = "torch-2.6.0+rocm6.4.gfx90c-cp313-cp313-linux_x86_64.whl";
+        std::fs::write(d.path().join(name), b"wheel").unwrap();
+        let pages = pages(d.path(), &[]).unwrap();
+        let (_, page) = pages
+            .iter()
+            .find(|(p, _)| p.ends_with("gfx90c/torch/index.html"))
+            .unwrap();
+        assert!(
+            page.contains(
+                "href=\"../../torch-2.6.0%2Brocm6.4.gfx90c-cp313-cp313-linux_x86_64.whl#sha256="
+            ),
+            "{page}"
+        );
+        assert!(page.contains(&format!(">{name}</a>")), "{page}");
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("evil-1.0-py3-none-any.whl"))
+            .unwrap();
+        let e = wheel_files(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("evil-1.0-py3-none-any.whl") && e.contains("a symlink (to /etc/passwd)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn wheel_names() {

@@ -767,7 +767,12 @@ fn every_link_of_the_pages_wheel_index_resolves() {
             .skip(1)
             .map(|s| &s[..s.find('"').unwrap()])
         {
-            let path = href.split('#').next().unwrap();
+            // Links are percent-encoded (a local version's `+` is `%2B`); the site's files are not.
+            let path = percent_encoding::percent_decode_str(href.split('#').next().unwrap())
+                .decode_utf8()
+                .unwrap()
+                .into_owned();
+            let path = path.as_str();
             let mut target = page.parent().unwrap().join(path);
             // A project link is a directory, served as its index.html (as pip asks for it).
             if path.ends_with('/') {
