@@ -244,6 +244,28 @@ pub fn classify(e: &Evidence<'_>, max: usize) -> (Option<Class>, String) {
     {
         return (Some(Class::NoGpu), around(i));
     }
+    // So is an abort right after the client says so itself (rocRAND's "rocRAND internal error:
+    // hipErrorNoDevice in function …", then abort()): only its last lines count.
+    if e.signal == Some(6) {
+        let from = e.lines.len().saturating_sub(3);
+        if let Some(i) = (from..e.lines.len())
+            .rev()
+            .find(|&i| NO_GPU.iter().any(|p| e.lines[i].contains(p)))
+        {
+            return (Some(Class::NoGpu), around(i));
+        }
+    }
+    // A GoogleTest expectation that a HIP call returns hipSuccess, which got 100: HIP's
+    // hipErrorNoDevice by number (rocRAND's tests print the code, not its name).
+    if e.outcome == Outcome::Failed
+        && e.signal.is_none()
+        && let Some(i) = (0..e.lines.len()).find(|&i| {
+            e.lines[i].trim() == "Which is: 100"
+                && e.lines.get(i + 1).is_some_and(|l| l.trim() == "hipSuccess")
+        })
+    {
+        return (Some(Class::NoGpu), around(i));
+    }
     if let Some(i) = find(&|l| NO_CODE.iter().any(|p| l.contains(p)) || tensile_missing(l)) {
         return (Some(Class::NoCodeObject), around(i));
     }
@@ -415,15 +437,45 @@ mod tests {
             Some(Class::OutOfMemory),
             "not an abort: the message's bad_alloc is what is left"
         );
+        // rocRAND's tests without a device: an abort after its own no-device message, and an
+        // expectation of hipSuccess that got 100 (hipErrorNoDevice).
         assert_eq!(
             c(
                 Crashed,
                 None,
                 Some(6),
-                &["  what():  std::bad_alloc", "hipErrorNoDevice"]
+                &[
+                    "[ RUN      ] rocrand_basic_tests.rocrand_create_destroy_generator_test/0",
+                    "rocRAND internal error: hipErrorNoDevice in function ~poisson_distribution_manager at poisson.hpp:215",
+                ]
             ),
-            Some(Class::OutOfMemory),
-            "an abort for memory, with no device named in its message"
+            Some(Class::NoGpu)
+        );
+        let expectation = [
+            "../src/test/test_rocrand_kernel_xorwow.cpp:458: Failure",
+            "Expected equality of these values:",
+            "  hipMallocHelper(&output, output_size * sizeof(unsigned int))",
+            "    Which is: 100",
+            "  hipSuccess",
+            "    Which is: 0",
+        ];
+        assert_eq!(c(Failed, Some(1), None, &expectation), Some(Class::NoGpu));
+        let other = expectation.map(|l| l.replace("Which is: 100", "Which is: 2"));
+        let other: Vec<&str> = other.iter().map(String::as_str).collect();
+        assert_eq!(
+            c(Failed, Some(1), None, &other),
+            Some(Class::Assertion),
+            "another HIP error (hipErrorOutOfMemory is 2) is the library's"
+        );
+        // A no-device line long before an abort is not what the abort was about.
+        assert_eq!(
+            c(
+                Crashed,
+                None,
+                Some(6),
+                &["hipErrorNoDevice", "a", "b", "c", "Assertion `x' failed."]
+            ),
+            Some(Class::Crash)
         );
         assert!(is_reset_line(
             "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!"
