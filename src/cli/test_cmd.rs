@@ -450,8 +450,20 @@ fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
         out.display(),
         if all.signed { " (signed)" } else { "" }
     );
+    let submitted = all
+        .components
+        .iter()
+        .filter(|c| c.submitted.is_some())
+        .count();
     match &a.submit {
-        Some(dest) => println!("submitted to {}", rocforge::redact::url(dest)),
+        Some(dest) if submitted == all.components.len() => {
+            println!("submitted to {}", rocforge::redact::url(dest))
+        }
+        Some(dest) => println!(
+            "submitted {submitted} of {} component(s) to {}; `--resume` with the same flags sends the rest without running their tests again",
+            all.components.len(),
+            rocforge::redact::url(dest)
+        ),
         None => {
             let mut cmd = format!(
                 "rocforge test --all --from {} --arch {} --out {} --resume --submit oci://REGISTRY/REPO",
@@ -459,6 +471,11 @@ fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
                 all.target,
                 out.display()
             );
+            // The same machine and device tree, so the resumed run names the same bundle.
+            if let Some(r) = &a.sysfs_root {
+                cmd += &format!(" --sysfs-root {}", r.display());
+            }
+            cmd += &format!(" --machine {}", all.machine);
             if let Some(k) = &a.key {
                 cmd += &format!(" --sign-key {}", k.display());
             }

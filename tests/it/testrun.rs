@@ -2474,7 +2474,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
         o.stdout
     );
     let submit = format!(
-        "submit:  rocforge test --all --from {} --arch gfx90c --out {} --resume --submit oci://REGISTRY/REPO --sign-key {}",
+        "submit:  rocforge test --all --from {} --arch gfx90c --out {} --resume --submit oci://REGISTRY/REPO --sysfs-root {root} --machine volunteer-a --sign-key {}",
         server.url(),
         bundle.display(),
         secret.display()
@@ -2520,6 +2520,52 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
         ]);
         assert_eq!(o.code, 0, "{file}: {}\n{}", o.stdout, o.stderr);
     }
+    // The printed command, with a real destination, sends the bundle without running again.
+    let (put_url, got) = put_server();
+    let journals = |b: &Path| {
+        ["demos", "unit"].map(|c| std::fs::read_to_string(b.join(c).join("journal.jsonl")).unwrap())
+    };
+    let before = journals(&bundle);
+    let printed = submit
+        .strip_prefix("submit:  rocforge ")
+        .unwrap()
+        .replace("oci://REGISTRY/REPO", &put_url);
+    let mut words: Vec<&str> = vec!["--recipes", "recipes", "--quiet"];
+    words.extend(printed.split(' '));
+    let o = base_cmd(&work, &words)
+        .env("ROCFORGE_STORE", &store)
+        .env("ROCFORGE_CACHE", bundle.with_extension("cache"))
+        .env("ROCFORGE_CONFIG", &config)
+        .output()
+        .unwrap();
+    let o = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains(&format!("submitted to {put_url}")),
+        "{}",
+        o.stdout
+    );
+    let paths: Vec<String> = got.lock().unwrap().iter().map(|(p, _)| p.clone()).collect();
+    for c in ["demos", "unit"] {
+        assert!(
+            paths.iter().any(
+                |p| p.starts_with(&format!("/volunteer-a-{c}-gfx90c-")) && p.ends_with(".json")
+            ),
+            "{c}'s results sent, and signed: {paths:?}"
+        );
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.contains(&format!("-{c}-")) && p.ends_with(".json.minisig")),
+            "{paths:?}"
+        );
+    }
+    assert_eq!(journals(&bundle), before, "no test ran again");
+
     // The report reads the bundle's directory: one row per component, no GPU apart.
     let rep = work.join("report");
     let o = rfw(&[
