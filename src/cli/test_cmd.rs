@@ -59,7 +59,7 @@ pub struct TestArgs {
     /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
     #[arg(long, value_name = "DEST")]
     pub submit: Option<String>,
-    /// Sign the submitted results.json and junit.xml with this secret key file (with --all: also the bundle on disk)
+    /// Sign the submitted results.json and junit.xml with this secret key file (with --all: the bundle on disk too, and by default $ROCFORGE_SIGNING_KEY or the default key when there)
     #[arg(long = "sign-key", alias = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// Install from this artifact index (URL or directory) when the store lacks the component
@@ -408,6 +408,8 @@ fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
     if a.key.is_some() {
         super::warn_old_key_flag();
     }
+    // As `package` signs: --sign-key, else $ROCFORGE_SIGNING_KEY, else the default key if there.
+    let key = super::artifact_cmd::signing_key_path(a.key.as_deref());
     let out = a
         .out
         .clone()
@@ -419,7 +421,7 @@ fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
         sysfs_root: a.sysfs_root.as_deref(),
         machine: a.machine.as_deref(),
         submit: a.submit.as_deref(),
-        key: a.key.as_deref(),
+        key: key.as_deref(),
     };
     let all = test::run_all(&session, &req)?;
     if g.format == Format::Json {
@@ -476,7 +478,7 @@ fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
                 cmd += &format!(" --sysfs-root {}", r.display());
             }
             cmd += &format!(" --machine {}", all.machine);
-            if let Some(k) = &a.key {
+            if let Some(k) = &key {
                 cmd += &format!(" --sign-key {}", k.display());
             }
             println!("submit:  {cmd}");

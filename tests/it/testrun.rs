@@ -2437,6 +2437,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
             .env("ROCFORGE_STORE", &store)
             .env("ROCFORGE_CACHE", out.with_extension("cache"))
             .env("ROCFORGE_CONFIG", &config)
+            .env_remove("ROCFORGE_SIGNING_KEY")
             .output()
             .unwrap();
         Out {
