@@ -2642,6 +2642,24 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
         !broken.join("summary.json.minisig").exists(),
         "unsigned without a key"
     );
+    // --format json prints summary.json's content, the failed install's error with it.
+    let o = all(
+        &server.url(),
+        &work.join("bundle-json"),
+        &["--arch", "gfx90c", "--format", "json"],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rocforge.test-all/1");
+    assert_eq!(v["components"][0]["status"], "install-failed");
+    assert!(
+        v["components"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("demos-"),
+        "{v:#}"
+    );
+    assert_eq!(v["components"][1]["summary"]["passed"], 3);
 
     // Nothing testable for the target: refused with what the index holds and a hint.
     let plain_dist = work.join("dist-plain");
