@@ -179,7 +179,7 @@ fn password() -> Option<String> {
 }
 
 /// The signing key: --key, else $ROCFORGE_SIGNING_KEY, else the default key file if present.
-fn signing_key_path(key: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn signing_key_path(key: Option<&Path>) -> Option<PathBuf> {
     key.map(Path::to_path_buf)
         .or_else(|| std::env::var_os("ROCFORGE_SIGNING_KEY").map(PathBuf::from))
         .or_else(|| {

@@ -382,7 +382,15 @@ HSA_OVERRIDE_GFX_VERSION), the results directory and scratch prefix, the client 
 arguments, timeout and environment, and each shard (gtest's sharding variables, or the programs \
 it runs); --format json prints it as rocforge.test-plan/1. Nothing is installed, run or written.
 
+--all --from INDEX is a volunteer's whole run: the GPU detected (or --arch), every component of the \
+index that carries a test client for it (a COMPONENT-tests artifact, or a component such as \
+rocm-examples whose own tree holds its programs) installed with its dependencies and run in turn, \
+into one bundle: OUT/<component>/results.json per component and OUT/summary.json, each signed \
+with --sign-key. A component that fails to install or run is recorded and the next one runs. \
+The end says how each went and the command that submits the bundle; `rocforge report OUT` reads it.
+
 Examples:
+  rocforge test --all --from https://example.org/rocm/gfx90c/index.json
   rocforge test rocsparse --arch gfx90c
   rocforge test rocsparse --arch gfx900 --spoof   # the gfx900 build, spoofed
   rocforge test rocsparse --arch gfx90c --resume  # go on after Ctrl-C
@@ -398,6 +406,7 @@ results.json files are your own and are read as they are.
 
 Examples:
   rocforge report rocforge-results/*/results.json --out report/
+  rocforge report rocforge-results/all-gfx90c --out report/  # a `test --all` bundle
   rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… \\
       --out report/")]
     Report(test_cmd::ReportArgs),

@@ -36,7 +36,11 @@ pub struct ReportArgs {
 #[derive(clap::Args, Debug)]
 pub struct TestArgs {
     /// The component whose test client to run
-    pub component: String,
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub component: Option<String>,
+    /// Every component of --from's index that carries a test client for this GPU, into one bundle
+    #[arg(long, requires = "from", conflicts_with_all = ["spoof", "dry_run"])]
+    pub all: bool,
     /// Run the nearest target's artifact on this GPU under HSA_OVERRIDE_GFX_VERSION
     #[arg(long)]
     pub spoof: bool,
@@ -46,7 +50,7 @@ pub struct TestArgs {
     /// A directory standing for / (a recorded machine)
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
-    /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed]]
+    /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed], with --all ./rocforge-results/all-<target>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// This machine's name in reports [default: the hostname]
@@ -55,13 +59,8 @@ pub struct TestArgs {
     /// Share the results: oci://REGISTRY/REPO (an artifact tagged results-<component>-<target>-<machine>-<time>) or an http(s) URL (PUT URL/<machine>-<run>.json)
     #[arg(long, value_name = "DEST")]
     pub submit: Option<String>,
-    /// Sign the submitted results.json and junit.xml with this secret key file
-    #[arg(
-        long = "sign-key",
-        alias = "key",
-        value_name = "FILE",
-        requires = "submit"
-    )]
+    /// Sign the submitted results.json and junit.xml with this secret key file (with --all: the bundle on disk too, and by default $ROCFORGE_SIGNING_KEY or the default key when there)
+    #[arg(long = "sign-key", alias = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
     /// Install from this artifact index (URL or directory) when the store lacks the component
     #[arg(long, value_name = "INDEX")]
@@ -183,9 +182,18 @@ fn http_client() -> Result<reqwest::blocking::Client> {
 }
 
 pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
+    let Some(component) = a.component.as_deref() else {
+        return test_all(g, a);
+    };
+    if a.key.is_some() && a.submit.is_none() {
+        return Err(one(
+            "--sign-key signs what --submit sends",
+            "add --submit oci://REGISTRY/REPO (or an http(s) URL), or use --all, which signs its bundle on disk",
+        ));
+    }
     let session = super::session(g)?;
     let req = test::Request {
-        component: &a.component,
+        component,
         spoof: a.spoof,
         resume: a.resume,
         sysfs_root: a.sysfs_root.as_deref(),
@@ -358,6 +366,10 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
             }
             continue;
         }
+        if r.is_dir() {
+            bundles.extend(report::load_dir(r).map_err(|e| one(&e, e.hint()))?);
+            continue;
+        }
         bundles.push(report::load(r).map_err(|e| one(&e, e.hint()))?);
     }
     let rep = report::build(&bundles);
@@ -379,4 +391,98 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
     println!("{}", h.display());
     println!("{}", m.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `test --all`: the target detected unless --arch names it, then every testable component.
+fn test_all(g: &Global, a: &TestArgs) -> Result<ExitCode> {
+    let from = a.from.as_deref().expect("clap requires --from with --all");
+    let mut options = super::options(g);
+    if options.arch.is_none() {
+        let table = super::arch_cmd::arch_table(g)?;
+        let target = test::detect_target(&table, a.sysfs_root.as_deref())?;
+        note!(g, "GPU detected: {target}");
+        options.arch = Some(target);
+    }
+    let arch = options.arch.clone().unwrap_or_default();
+    let session = rocforge::app::Session::open(options, super::reporter(g))?;
+    if a.key.is_some() {
+        super::warn_old_key_flag();
+    }
+    // As `package` signs: --sign-key, else $ROCFORGE_SIGNING_KEY, else the default key if there.
+    let key = super::artifact_cmd::signing_key_path(a.key.as_deref());
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("rocforge-results").join(format!("all-{arch}")));
+    let req = test::AllRequest {
+        from,
+        out: &out,
+        resume: a.resume,
+        sysfs_root: a.sysfs_root.as_deref(),
+        machine: a.machine.as_deref(),
+        submit: a.submit.as_deref(),
+        key: key.as_deref(),
+    };
+    let all = test::run_all(&session, &req)?;
+    if g.format == Format::Json {
+        print_json(&all);
+        return Ok(exit_code(all.ok()));
+    }
+    for c in &all.components {
+        println!("{:<24} {}", c.component, c.verdict());
+        if let Some(e) = &c.error {
+            for l in e.lines() {
+                println!("    {l}");
+            }
+        }
+    }
+    let no_gpu: usize = all
+        .components
+        .iter()
+        .filter_map(|c| c.summary.as_ref())
+        .map(|s| s.no_gpu)
+        .sum();
+    if no_gpu > 0 {
+        println!(
+            "  {no_gpu} test(s) found no GPU (no /dev/kfd or no device): they did not run on a GPU, which says nothing about the libraries; run where the GPU is, with /dev/kfd and /dev/dri passed into any container"
+        );
+    }
+    println!(
+        "bundle:  {}{}",
+        out.display(),
+        if all.signed { " (signed)" } else { "" }
+    );
+    let submitted = all
+        .components
+        .iter()
+        .filter(|c| c.submitted.is_some())
+        .count();
+    match &a.submit {
+        Some(dest) if submitted == all.components.len() => {
+            println!("submitted to {}", rocforge::redact::url(dest))
+        }
+        Some(dest) => println!(
+            "submitted {submitted} of {} component(s) to {}; `--resume` with the same flags sends the rest without running their tests again",
+            all.components.len(),
+            rocforge::redact::url(dest)
+        ),
+        None => {
+            let mut cmd = format!(
+                "rocforge test --all --from {} --arch {} --out {} --resume --submit oci://REGISTRY/REPO",
+                rocforge::redact::url(from),
+                all.target,
+                out.display()
+            );
+            // The same machine and device tree, so the resumed run names the same bundle.
+            if let Some(r) = &a.sysfs_root {
+                cmd += &format!(" --sysfs-root {}", r.display());
+            }
+            cmd += &format!(" --machine {}", all.machine);
+            if let Some(k) = &key {
+                cmd += &format!(" --sign-key {}", k.display());
+            }
+            println!("submit:  {cmd}");
+        }
+    }
+    Ok(exit_code(all.ok()))
 }

@@ -7,7 +7,7 @@ pub mod markdown;
 pub mod view;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::testrun::bundle::{Bundle, Summary, TestResult};
 use crate::testrun::classify::{Class, Outcome};
@@ -85,6 +85,28 @@ pub fn load(path: &Path) -> Result<Bundle, LoadError> {
     };
     let text = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     parse(&text, &path.display().to_string())
+}
+
+/// Every component's results of a `rocforge test --all` bundle: DIR/<component>/results.json,
+/// by component name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Bundle>, LoadError> {
+    let err = |why: String| LoadError {
+        path: dir.display().to_string(),
+        why,
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| err(e.to_string()))?
+        .flatten()
+        .map(|e| e.path().join("results.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        return Err(err(
+            "holds no <component>/results.json (not a `rocforge test --all` bundle)".into(),
+        ));
+    }
+    found.iter().map(|p| load(p)).collect()
 }
 
 /// A results bundle from its bytes; `what` names it in errors (a path or an OCI reference).

@@ -121,7 +121,9 @@ fn every_command_writes_json_or_refuses_it() {
             "build" => &["--dry-run"],
             "doctor" => &["--runtime", "host"],
             "lock" => &["--check"],
-            "test" | "detect" => &["--sysfs-root", "absent"],
+            "detect" => &["--sysfs-root", "absent"],
+            // COMPONENT is optional in the usage line (`test --all` runs every one).
+            "test" => &["absent", "--sysfs-root", "absent"],
             "install" => &["--from", "absent"],
             _ => &[],
         };

@@ -2307,3 +2307,404 @@ fn build_on_host(dir: &Path, component: &str) -> Out {
         ],
     )
 }
+
+// ---------------------------------------------------------------- a volunteer's run (test --all)
+
+/// `test --all --from INDEX`: the GPU detected from the recorded gfx90c tree, every testable
+/// component of a signed index (a gtest client that passes, an example corpus whose program
+/// finds no device; not the component without a client) installed into an empty store's
+/// machine and run into one signed bundle that `report` reads; a component whose tarball is
+/// gone is recorded and the next runs; an index with nothing to test, or unreachable, is refused.
+#[test]
+fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
+    let Some(f) = fixture() else { return };
+    if !require("python3 (http.server)", which("python3")) {
+        return;
+    }
+    let work = f.dir.join("test-all");
+    let _ = std::fs::remove_dir_all(&work);
+    let rel = work.join("recipes/hw-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::write(work.join("no-user-config.toml"), "").unwrap();
+    std::fs::copy(
+        manifest().join("recipes/arches.toml"),
+        work.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    let copy_recipe = |name: &str, test: &str| {
+        format!(
+            "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"fake\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/{name}\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n{test}"
+        )
+    };
+    for name in ["unit", "demos", "plain"] {
+        std::fs::create_dir_all(rel.join("src").join(name)).unwrap();
+    }
+    let list = work.join("unit.txt");
+    std::fs::write(&list, "Unit.a pass\nUnit.b pass\nUnit.c pass\n").unwrap();
+    std::fs::copy(f.dir.join("bin/fakegtest"), rel.join("src/unit/fakegtest")).unwrap();
+    std::fs::copy(f.dir.join("bin/example"), rel.join("src/demos/ex_nogpu")).unwrap();
+    std::fs::write(rel.join("src/plain/README"), "no client\n").unwrap();
+    std::fs::write(
+        rel.join("unit.toml"),
+        copy_recipe(
+            "unit",
+            &format!(
+                "\n[test]\nclient = \"bin/fakegtest\"\nshards = 2\ntimeout = \"5s\"\nenv = {{ FAKE_TESTS = \"{}\" }}\n",
+                list.display()
+            ),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("demos.toml"),
+        copy_recipe(
+            "demos",
+            "\n[test]\nkind = \"each-binary\"\ndir = \"bin/ex_*\"\ntimeout = \"5s\"\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(rel.join("plain.toml"), copy_recipe("plain", "")).unwrap();
+    let rfw = |args: &[&str]| {
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        rf(&work, &full)
+    };
+    let o = rfw(&[
+        "build",
+        "unit",
+        "demos",
+        "plain",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let keys = work.join("keys");
+    let o = rfw(&["key", "generate", "--out", keys.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let config = work.join("trust.toml");
+    std::fs::write(
+        &config,
+        format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
+    )
+    .unwrap();
+    let secret = keys.join("rocforge.key");
+    let package = |components: &[&str], dist: &Path| {
+        let mut args = vec!["package"];
+        args.extend_from_slice(components);
+        args.extend([
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--out",
+            dist.to_str().unwrap(),
+        ]);
+        args.extend(["--sign-key", secret.to_str().unwrap()]);
+        let o = rfw(&args);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    };
+    let dist = work.join("dist");
+    package(&["unit", "demos", "plain"], &dist);
+    let server = common::HttpServer::start(&dist);
+    let store = work.join("empty-store");
+    let root = f.root("m-gfx90c");
+    let all = |from: &str, out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "--quiet",
+            "test",
+            "--all",
+            "--from",
+            from,
+            "--sysfs-root",
+            &root,
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "volunteer-a",
+        ];
+        args.extend_from_slice(extra);
+        // A cache of its own: a tarball gone from the server is not found in an earlier run's.
+        let o = base_cmd(&work, &args)
+            .env("ROCFORGE_STORE", &store)
+            .env("ROCFORGE_CACHE", out.with_extension("cache"))
+            .env("ROCFORGE_CONFIG", &config)
+            .env_remove("ROCFORGE_SIGNING_KEY")
+            .output()
+            .unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    };
+    let bundle = work.join("bundle");
+    let o = all(
+        &server.url(),
+        &bundle,
+        &["--sign-key", secret.to_str().unwrap()],
+    );
+    // A test that found no GPU is not a pass: the run is not ok.
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["demos", "1", "no", "GPU"],
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["unit", "3", "passed"],
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("1 test(s) found no GPU"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains(&format!("bundle:  {} (signed)", bundle.display())),
+        "{}",
+        o.stdout
+    );
+    let submit = format!(
+        "submit:  rocforge test --all --from {} --arch gfx90c --out {} --resume --submit oci://REGISTRY/REPO --sysfs-root {root} --machine volunteer-a --sign-key {}",
+        server.url(),
+        bundle.display(),
+        secret.display()
+    );
+    assert!(o.stdout.contains(&submit), "{}", o.stdout);
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema"], "rocforge.test-all/1");
+    assert_eq!(
+        summary["target"], "gfx90c",
+        "detected from the recorded tree"
+    );
+    let names: Vec<&str> = summary["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["demos", "unit"], "plain has no client: {summary:#}");
+    let demos = results(&bundle.join("demos"));
+    let t = by_name(&demos, "bin/ex_nogpu");
+    assert_eq!(
+        (t["outcome"].as_str(), t["class"].as_str()),
+        (Some("no-gpu"), Some("no-gpu"))
+    );
+    assert_eq!(demos["summary"]["passed"], 0);
+    assert_eq!(demos["summary"]["failed"], 0);
+    assert_eq!(demos["component"]["runtime"], "index");
+    assert_eq!(results(&bundle.join("unit"))["summary"]["passed"], 3);
+    // Signed on disk, each file by the key that was passed.
+    let pubkey = keys.join("rocforge.pub");
+    for file in [
+        "summary.json",
+        "demos/results.json",
+        "demos/junit.xml",
+        "unit/results.json",
+    ] {
+        let o = rfw(&[
+            "verify",
+            bundle.join(file).to_str().unwrap(),
+            "--key",
+            pubkey.to_str().unwrap(),
+        ]);
+        assert_eq!(o.code, 0, "{file}: {}\n{}", o.stdout, o.stderr);
+    }
+    // The printed command, with a real destination, sends the bundle without running again.
+    let (put_url, got) = put_server();
+    let journals = |b: &Path| {
+        ["demos", "unit"].map(|c| std::fs::read_to_string(b.join(c).join("journal.jsonl")).unwrap())
+    };
+    let before = journals(&bundle);
+    let printed = submit
+        .strip_prefix("submit:  rocforge ")
+        .unwrap()
+        .replace("oci://REGISTRY/REPO", &put_url);
+    let mut words: Vec<&str> = vec!["--recipes", "recipes", "--quiet"];
+    words.extend(printed.split(' '));
+    let o = base_cmd(&work, &words)
+        .env("ROCFORGE_STORE", &store)
+        .env("ROCFORGE_CACHE", bundle.with_extension("cache"))
+        .env("ROCFORGE_CONFIG", &config)
+        .output()
+        .unwrap();
+    let o = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains(&format!("submitted to {put_url}")),
+        "{}",
+        o.stdout
+    );
+    let paths: Vec<String> = got.lock().unwrap().iter().map(|(p, _)| p.clone()).collect();
+    for c in ["demos", "unit"] {
+        assert!(
+            paths.iter().any(
+                |p| p.starts_with(&format!("/volunteer-a-{c}-gfx90c-")) && p.ends_with(".json")
+            ),
+            "{c}'s results sent, and signed: {paths:?}"
+        );
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.contains(&format!("-{c}-")) && p.ends_with(".json.minisig")),
+            "{paths:?}"
+        );
+    }
+    assert_eq!(journals(&bundle), before, "no test ran again");
+
+    // The report reads the bundle's directory: one row per component, no GPU apart.
+    let rep = work.join("report");
+    let o = rfw(&[
+        "report",
+        bundle.to_str().unwrap(),
+        "--out",
+        rep.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    // The keys follow the recipes, which name this run's scratch paths; the day is today.
+    let mut redacted = md.clone();
+    for c in ["demos", "unit"] {
+        let key = results(&bundle.join(c))["component"]["key"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        redacted = redacted.replace(&key[..8], "[KEY]");
+    }
+    let is_day = |w: &[u8]| {
+        w.len() == 10
+            && w.iter().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    *b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+    };
+    let days: Vec<String> = redacted
+        .as_bytes()
+        .windows(10)
+        .filter(|w| is_day(w))
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    assert!(!days.is_empty(), "the runs' finishing day is shown: {md}");
+    for d in days {
+        redacted = redacted.replace(&d, "[DAY]");
+    }
+    insta::assert_snapshot!("test_all_report", redacted);
+
+    // The demos tarball is gone from the index's server: recorded, and unit still runs.
+    let demos_tarball = std::fs::read_dir(&dist)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("demos-") && n.ends_with(".tar.zst")
+        })
+        .unwrap();
+    std::fs::remove_file(&demos_tarball).unwrap();
+    let broken = work.join("bundle-broken");
+    let o = all(&server.url(), &broken, &["--arch", "gfx90c"]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .starts_with("demos                    install failed\n"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("404"), "the error is shown: {}", o.stdout);
+    assert!(
+        o.stdout.contains("\nunit                     3 passed\n"),
+        "{}",
+        o.stdout
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(broken.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["components"][0]["status"], "install-failed");
+    assert_eq!(summary["components"][1]["status"], "ran");
+    assert!(
+        !broken.join("summary.json.minisig").exists(),
+        "unsigned without a key"
+    );
+    // --format json prints summary.json's content, the failed install's error with it.
+    let o = all(
+        &server.url(),
+        &work.join("bundle-json"),
+        &["--arch", "gfx90c", "--format", "json"],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "rocforge.test-all/1");
+    assert_eq!(v["components"][0]["status"], "install-failed");
+    assert!(
+        v["components"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("demos-"),
+        "{v:#}"
+    );
+    assert_eq!(v["components"][1]["summary"]["passed"], 3);
+
+    // Nothing testable for the target: refused with what the index holds and a hint.
+    let plain_dist = work.join("dist-plain");
+    package(&["plain"], &plain_dist);
+    let o = all(plain_dist.to_str().unwrap(), &work.join("b-plain"), &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(
+            "has nothing to test for gfx90c: its artifacts for it (plain) carry no test client"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("rocforge package COMPONENT-tests"),
+        "{}",
+        o.stderr
+    );
+    assert!(!work.join("b-plain").exists(), "nothing written");
+    // An unreachable index names its URL.
+    let o = all("http://127.0.0.1:9/index.json", &work.join("b-gone"), &[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("127.0.0.1:9"), "{}", o.stderr);
+    assert!(!work.join("b-gone").exists(), "nothing written");
+    // A machine without a GPU and no --arch: nothing to detect.
+    let none = f.root("m-none");
+    let o = base_cmd(
+        &work,
+        &[
+            "--recipes",
+            "recipes",
+            "test",
+            "--all",
+            "--from",
+            &server.url(),
+            "--sysfs-root",
+            &none,
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no GPU found under") && stderr.contains("--arch gfx90c"),
+        "{stderr}"
+    );
+}
