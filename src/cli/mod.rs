@@ -406,7 +406,7 @@ results.json files are your own and are read as they are.
 
 Examples:
   rocforge report rocforge-results/*/results.json --out report/
-  rocforge report rocforge-results/all-gfx90c --out report/  # a `test --all` bundle
+  rocforge report rocforge-results/all-gfx90c --out report/  # of test --all
   rocforge report oci://ghcr.io/me/rocforge-results --key RWQ… \\
       --out report/")]
     Report(test_cmd::ReportArgs),

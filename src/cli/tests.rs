@@ -38,7 +38,12 @@ fn minimal_argv(path: &str, leaf: &clap::Command) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec!["rocforge".into()];
     argv.extend(path.split(' ').map(OsString::from));
     for arg in leaf.get_arguments() {
-        if !arg.is_required_set() || arg.is_global_set() {
+        // A positional that is required unless a flag it conflicts with is given (`test COMPONENT`
+        // unless `--all`) reads as optional to clap's API: given a value like the required ones.
+        let either = arg.get_long().is_none()
+            && arg.get_short().is_none()
+            && !leaf.get_arg_conflicts_with(arg).is_empty();
+        if !(arg.is_required_set() || either) || arg.is_global_set() {
             continue;
         }
         let value = arg
