@@ -45,6 +45,8 @@ pub struct Request<'a> {
     pub key: Option<&'a Path>,
     /// An artifact index to install from when the store lacks the component.
     pub from: Option<&'a str>,
+    /// Only the plan (`--dry-run`): a machine without the GPU may plan for `--arch`.
+    pub plan_only: bool,
 }
 
 fn now() -> u64 {
@@ -140,7 +142,14 @@ fn plan_for(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
     let target = targets[0].clone();
     let table = &session.catalog.arches;
     let profile = profile(table, req.sysfs_root);
-    let device = pick_device(&profile, table, &target.arch, req.spoof, req.component)?.map(summary);
+    // A plan needs no GPU: planning on one machine what another will run is what `--dry-run
+    // --arch` is for. Running it does.
+    let planned_without_gpu = req.plan_only && !req.spoof && profile.devices.is_empty();
+    let device = if planned_without_gpu {
+        None
+    } else {
+        pick_device(&profile, table, &target.arch, req.spoof, req.component)?.map(summary)
+    };
     let hsa_override = if req.spoof {
         table.get(&target.arch).map(|x| x.hsa_override())
     } else {
@@ -157,6 +166,12 @@ fn plan_for(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
     });
     let prefix = std::path::absolute(out.join("prefix")).unwrap_or_else(|_| out.join("prefix"));
     let (corpus, mut notes) = planned_corpus(session, req, &spec, &chosen)?;
+    if planned_without_gpu {
+        notes.push(format!(
+            "no GPU here (none under {}): this is the plan for {}; running it needs that GPU, with /dev/kfd and /dev/dri",
+            profile.root, target.arch
+        ));
+    }
     if req.resume {
         notes.push(
             "--resume: the shards and tests the journal in OUT records as finished are not run again"
@@ -1035,6 +1050,7 @@ pub fn run_all(session: &Session, req: &AllRequest<'_>) -> Result<AllOutcome> {
             submit: req.submit,
             key: req.key,
             from: Some(req.from),
+            plan_only: false,
         };
         let failed = |status, e: Error| ComponentRun {
             component: name.clone(),

@@ -207,6 +207,7 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
             a.key.as_deref()
         },
         from: a.from.as_deref(),
+        plan_only: a.dry_run,
     };
     let plan = test::test_plan(&session, &req)?;
     if a.dry_run {

@@ -1034,6 +1034,46 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     assert_eq!(listing(dir), before, "a dry run writes nothing");
     assert!(!dir.join("res").exists());
 
+    // On a machine without the GPU the plan for --arch is still made, and says so; running it
+    // is refused.
+    let none = f.root("m-none");
+    let on_none = |extra: &[&str]| {
+        let mut args = vec![
+            "--recipes",
+            "recipes",
+            "test",
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+        ];
+        args.push(none.as_str());
+        args.extend(["--out", "res"]);
+        args.extend_from_slice(extra);
+        rf(dir, &args)
+    };
+    let o = on_none(&["--dry-run"]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("device   no GPU\n"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains(
+            "no GPU here (none under [FIXTURE]"
+                .replace("[FIXTURE]", &f.dir.display().to_string())
+                .as_str()
+        ),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("this is the plan for gfx90c"),
+        "{}",
+        o.stdout
+    );
+    let o = on_none(&[]);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("no GPU found under"), "{}", o.stderr);
+    assert_eq!(listing(dir), before, "nothing written either way");
+
     let o = dry(&["--format", "json", "test", "passing", "--arch", "gfx90c"]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let plan: Value = serde_json::from_str(&o.stdout).unwrap();
