@@ -1309,27 +1309,7 @@ fn a_failed_build_resumes_from_its_build_directory_and_fresh_starts_over() {
     let counter = root.join("first-step-runs");
     let flag = root.join("second-step-may-run");
     let src = rel.join("src/resumable");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
-    std::fs::write(
-        src.join("first.sh"),
-        "echo ran >> \"$1\"\necho one > first.txt\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("second.sh"),
-        "test -e \"$1\" || exit 1\necho two > second.txt\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.16)\nproject(resumable NONE)\n\
-         add_custom_command(OUTPUT first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/first.sh ${COUNTER} VERBATIM)\n\
-         add_custom_command(OUTPUT second.txt DEPENDS first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/second.sh ${FLAG} VERBATIM)\n\
-         add_custom_target(steps ALL DEPENDS second.txt)\n\
-         install(FILES ${CMAKE_BINARY_DIR}/second.txt DESTINATION share/resumable)\n",
-    )
-    .unwrap();
+    two_step_source(&src, "test -e \"$1\" || exit 1\necho two > second.txt\n");
     std::fs::write(
         rel.join("resumable.toml"),
         format!(

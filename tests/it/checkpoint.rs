@@ -73,27 +73,10 @@ fn fixture() -> Fx {
     let root = tmp.path().join("w");
     let rel = test_release(&root, "localhost/rocforge-none:1");
     let src = rel.join("src/resumable");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
-    std::fs::write(
-        src.join("first.sh"),
-        "echo ran >> \"$1\"\necho one > first.txt\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("second.sh"),
+    two_step_source(
+        &src,
         "test -e \"$1\" || sleep 120\ncat first.txt > second.txt\necho two >> second.txt\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.16)\nproject(resumable NONE)\n\
-         add_custom_command(OUTPUT first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/first.sh ${COUNTER} VERBATIM)\n\
-         add_custom_command(OUTPUT second.txt DEPENDS first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/second.sh ${FLAG} VERBATIM)\n\
-         add_custom_target(steps ALL DEPENDS second.txt)\n\
-         install(FILES ${CMAKE_BINARY_DIR}/second.txt DESTINATION share/resumable)\n",
-    )
-    .unwrap();
+    );
     let fx = Fx {
         counter: root.join("first-step-runs"),
         flag: root.join("second-step-may-run"),

@@ -599,3 +599,26 @@ pub fn listing(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// A CMake project of two ninja steps in `src`, for the tests of stopped and resumed builds:
+/// the first appends a line to the file `-DCOUNTER=` names (so its runs are counted), the second
+/// runs `second` (a shell script given `-DFLAG=`'s path as `$1`) and makes what is installed.
+pub fn two_step_source(src: &Path, second: &str) {
+    std::fs::create_dir_all(src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(
+        src.join("first.sh"),
+        "echo ran >> \"$1\"\necho one > first.txt\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("second.sh"), second).unwrap();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.16)\nproject(resumable NONE)\n\
+         add_custom_command(OUTPUT first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/first.sh ${COUNTER} VERBATIM)\n\
+         add_custom_command(OUTPUT second.txt DEPENDS first.txt COMMAND sh ${CMAKE_SOURCE_DIR}/second.sh ${FLAG} VERBATIM)\n\
+         add_custom_target(steps ALL DEPENDS second.txt)\n\
+         install(FILES ${CMAKE_BINARY_DIR}/second.txt DESTINATION share/resumable)\n",
+    )
+    .unwrap();
+}
