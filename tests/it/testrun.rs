@@ -247,14 +247,7 @@ fn fixture() -> Option<&'static Fixture> {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
         machines(&dir);
-        let rel = dir.join("recipes/hw-1.0");
-        std::fs::create_dir_all(&rel).unwrap();
-        std::fs::copy(manifest().join("recipes/arches.toml"), dir.join("recipes/arches.toml")).unwrap();
-        std::fs::write(
-            rel.join("release.toml"),
-            "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-        )
-        .unwrap();
+        let rel = hw_release(&dir);
         // The gtest client, and a client linked against a library that is not installed.
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
@@ -2055,18 +2048,7 @@ fn ctest_fixture() -> Option<&'static Fixture> {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
         machines(&dir);
-        let rel = dir.join("recipes/hw-1.0");
-        std::fs::create_dir_all(&rel).unwrap();
-        std::fs::copy(
-            manifest().join("recipes/arches.toml"),
-            dir.join("recipes/arches.toml"),
-        )
-        .unwrap();
-        std::fs::write(
-            rel.join("release.toml"),
-            "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-        )
-        .unwrap();
+        let rel = hw_release(&dir);
         let exe = |p: &Path, text: &str| {
             use std::os::unix::fs::PermissionsExt;
             std::fs::write(p, text).unwrap();
@@ -2363,19 +2345,8 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     }
     let work = f.dir.join("test-all");
     let _ = std::fs::remove_dir_all(&work);
-    let rel = work.join("recipes/hw-1.0");
-    std::fs::create_dir_all(&rel).unwrap();
+    let rel = hw_release(&work);
     std::fs::write(work.join("no-user-config.toml"), "").unwrap();
-    std::fs::copy(
-        manifest().join("recipes/arches.toml"),
-        work.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("release.toml"),
-        "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
-    )
-    .unwrap();
     let copy_recipe = |name: &str, test: &str| {
         format!(
             "name = \"{name}\"\nversion = \"1.0\"\nsummary = \"fake\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/{name}\"\n\n[build]\nsystem = \"copy\"\ndest = \"bin\"\n{test}"
@@ -2747,4 +2718,22 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
         stderr.contains("no GPU found under") && stderr.contains("--arch gfx90c"),
         "{stderr}"
     );
+}
+
+/// The test release line `hw-1.0` (the shipped GPU table, gfx90c) under `dir/recipes`; returns
+/// its recipe directory.
+fn hw_release(dir: &Path) -> PathBuf {
+    let rel = dir.join("recipes/hw-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::copy(
+        manifest().join("recipes/arches.toml"),
+        dir.join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        rel.join("release.toml"),
+        "name = \"hw-1.0\"\nversion = \"1.0\"\nimage = \"localhost/none:1\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\n",
+    )
+    .unwrap();
+    rel
 }
