@@ -1,6 +1,8 @@
 //! Publishing to a GitHub release through the REST API: find the release for the tag or create
 //! it, list its assets, upload each file (skipping one already there with the same size,
 //! replacing one whose size differs), so a re-run after an interruption finishes the job.
+//! An asset GitHub has finished (`state: uploaded`) and whose `digest` names other bytes is
+//! another release under the same tag: refused before anything is uploaded.
 //! The token goes only into the Authorization header: never into URLs, messages or logs.
 
 use std::path::PathBuf;
@@ -24,6 +26,8 @@ struct Asset {
     id: u64,
     name: String,
     size: u64,
+    /// GitHub's `digest` (`sha256:HEX`) of a finished upload; older servers send none.
+    digest: Option<String>,
 }
 
 impl std::fmt::Debug for GitHub {
@@ -164,10 +168,19 @@ impl GitHub {
                 if let (Some(id), Some(name), Some(size)) =
                     (a["id"].as_u64(), a["name"].as_str(), a["size"].as_u64())
                 {
+                    // An interrupted upload (`state` other than uploaded) is the size rule's to
+                    // replace, whatever digest it carries.
+                    let finished = a["state"].as_str().is_none_or(|s| s == "uploaded");
+                    let digest = a["digest"]
+                        .as_str()
+                        .and_then(|d| d.strip_prefix("sha256:"))
+                        .filter(|_| finished)
+                        .map(str::to_ascii_lowercase);
                     out.push(Asset {
                         id,
                         name: name.into(),
                         size,
+                        digest,
                     });
                 }
             }
@@ -176,6 +189,41 @@ impl GitHub {
             }
         }
         Ok(out)
+    }
+
+    /// The release for `tag` already holds a file of this name whose digest is not this file's:
+    /// refused before the first upload, so a release is never half one and half another.
+    fn refuse_other_content(
+        &self,
+        tag: &str,
+        files: &[PathBuf],
+        existing: &[Asset],
+    ) -> Result<(), PublishError> {
+        let mut differ = Vec::new();
+        for path in files {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let Some(theirs) = existing
+                .iter()
+                .find(|a| a.name == name)
+                .and_then(|a| a.digest.as_deref())
+            else {
+                continue;
+            };
+            let (ours, _) = super::sha256_file(path)?;
+            if ours != theirs {
+                differ.push(format!("{name} (sha256 {theirs} there, {ours} here)"));
+            }
+        }
+        if differ.is_empty() {
+            return Ok(());
+        }
+        Err(PublishError::TagTaken {
+            release: format!("{}/{}@{tag}", self.owner, self.repo),
+            assets: differ,
+        })
     }
 
     /// Uploads `files` to the release for `tag`.
@@ -197,6 +245,7 @@ impl GitHub {
         } else {
             self.assets(id)?
         };
+        self.refuse_other_content(tag, files, &existing)?;
         let mut out = Vec::new();
         for path in files {
             let name = path

@@ -25,6 +25,11 @@ pub enum PublishError {
         status: u16,
         message: String,
     },
+    #[error("the release {release} already holds other content under these names: {}", assets.join(", "))]
+    TagTaken {
+        release: String,
+        assets: Vec<String>,
+    },
     #[error(transparent)]
     Oci(#[from] crate::oci::OciError),
     #[error(transparent)]
@@ -52,6 +57,9 @@ impl PublishError {
                 "the token was refused: it needs contents: write on the repository".into()
             }
             PublishError::GitHub { .. } => "check OWNER/REPO and the tag".into(),
+            PublishError::TagTaken { .. } => {
+                "nothing was uploaded; a published release's files are never replaced: publish this directory under a new tag (e.g. the release's -2), or delete the old release on GitHub first if it was never used".into()
+            }
             PublishError::Oci(e) => e.hint(),
             PublishError::Package(e) => e.hint(),
             PublishError::Io { .. } => "check the release directory".into(),

@@ -276,6 +276,8 @@ struct GhState {
     requests: Vec<Req>,
     /// Answer every request with 401 (a revoked token).
     refuse: bool,
+    /// The `digest` GitHub gives a finished asset, by name (none: an older server).
+    digests: BTreeMap<String, String>,
 }
 
 struct FakeGitHub {
@@ -401,7 +403,10 @@ fn answer(req: &Req, port: u16, st: &Mutex<GhState>) -> (u16, serde_json::Value)
             let list: Vec<_> = s
                 .assets
                 .iter()
-                .map(|(id, name, size)| serde_json::json!({"id": id, "name": name, "size": size}))
+                .map(|(id, name, size)| match s.digests.get(name) {
+                    Some(d) => serde_json::json!({"id": id, "name": name, "size": size, "state": "uploaded", "digest": d}),
+                    None => serde_json::json!({"id": id, "name": name, "size": size}),
+                })
                 .collect();
             (200, serde_json::Value::Array(list))
         }
@@ -567,6 +572,63 @@ fn github_publish_creates_the_release_uploads_once_replaces_changed_assets_and_h
         assert!(!o.stdout.contains(TOKEN) && !o.stderr.contains(TOKEN));
         assert!(!o.stderr.contains("test-secret"));
     }
+}
+
+/// A tag whose release already holds other bytes under a file's name (GitHub's `digest` says
+/// so, even at the same size) is refused before any upload, naming the release, the file and
+/// both digests; the same bytes are `present`.
+#[test]
+fn github_publish_refuses_a_tag_that_holds_other_content_and_uploads_nothing() {
+    let fx = fixture();
+    let gh = FakeGitHub::start();
+    let api = format!("http://127.0.0.1:{}", gh.port);
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("ROCFORGE_GITHUB_API", api.as_str()),
+    ];
+    fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    gh.take();
+    let index = std::fs::read(fx.dist().join("index.json")).unwrap();
+    let ours = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&index));
+    let other = "ab".repeat(32);
+    {
+        let mut s = gh.state.lock().unwrap();
+        s.digests
+            .insert("index.json".into(), format!("sha256:{other}"));
+        s.digests
+            .insert("SHA256SUMS".into(), "sha256:".to_string() + &"0".repeat(64));
+    }
+    let o = fx.run(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "the release o/r@v1 already holds other content under these names: SHA256SUMS (sha256 {} there,",
+            "0".repeat(64)
+        )) && o.stderr.contains(&format!("index.json (sha256 {other} there, {ours} here)")),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("under a new tag"), "{}", o.stderr);
+    let methods: Vec<String> = gh.take().iter().map(|r| r.method.clone()).collect();
+    assert_eq!(
+        methods,
+        ["GET", "GET"],
+        "only the release and its assets were read"
+    );
+
+    // GitHub's digests of these very bytes: nothing to do.
+    {
+        let mut s = gh.state.lock().unwrap();
+        s.digests.clear();
+        s.digests
+            .insert("index.json".into(), format!("sha256:{ours}"));
+    }
+    let o = fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
+    assert!(
+        o.stdout.lines().all(|l| l.starts_with("present")),
+        "{}",
+        o.stdout
+    );
 }
 
 /// Writes a pure-Python wheel by hand (PEP 427: the package, METADATA, WHEEL, RECORD).
