@@ -427,8 +427,45 @@ pub fn run(
         result.shards.push(summary);
     }
     result.shards.sort_by_key(|s| s.shard);
+    no_gpu_in_process(&mut result.tests);
     Ok(result)
 }
+
+/// A GoogleTest client enumerates devices once per process: when one of its tests shows that
+/// there was no device, every test that failed in that same process (one shard's attempt) ran
+/// without one too, and its failure says nothing about the library. rocFFT's client, started
+/// with no /dev/kfd, fails `rocfft_plan_create` and its buffer allocations with messages that
+/// name no device, beside tests whose `hipSuccess` expectation got 100. Crashes, hangs and
+/// missing libraries stay what they are: those are the client's whatever the device.
+/// Applied to every record, replayed ones included, so a resumed run settles the same way.
+fn no_gpu_in_process(tests: &mut [TestRecord]) {
+    let mut witness: std::collections::BTreeMap<(u32, u32), String> = Default::default();
+    for t in tests.iter() {
+        if t.class == Some(Class::NoGpu) && !t.excerpt.starts_with(SAME_PROCESS) {
+            witness
+                .entry((t.shard, t.attempt))
+                .or_insert_with(|| t.name.clone());
+        }
+    }
+    for t in tests.iter_mut() {
+        let Some(w) = witness.get(&(t.shard, t.attempt)) else {
+            continue;
+        };
+        if t.outcome != Outcome::Failed || t.class == Some(Class::MissingLibrary) {
+            continue;
+        }
+        let was = t.class.map(|c| c.name()).unwrap_or("failed");
+        t.excerpt = format!(
+            "{SAME_PROCESS} {w} found no GPU in this client process; this test failed without one (read alone: {was})\n{}",
+            t.excerpt
+        );
+        t.outcome = Outcome::NoGpu;
+        t.class = Some(Class::NoGpu);
+    }
+}
+
+/// How an excerpt starts when its test is no-gpu by another test's evidence.
+const SAME_PROCESS: &str = "no GPU in the same process:";
 
 /// Which tests one start of the client runs.
 enum Selection {

@@ -192,6 +192,20 @@ Mixed.after_hang pass
 Mixed.last pass
 ";
 
+/// rocFFT's client started without a device: one test's message names no device (HIP's 100),
+/// the others of that process fail in ways that name none. Sharded round-robin: `NoDev.*` run
+/// in shard 0's process, `Other.*` in shard 1's; `NoDev.after_segv` in shard 0's second start.
+const NODEV: &str = "NoDev.callback nodevice
+Other.plan fail
+NoDev.plan fail
+Other.host pass
+NoDev.alloc oom
+Other.last pass
+NoDev.segv segv
+Other.end pass
+NoDev.after_segv fail
+";
+
 struct Fixture {
     dir: PathBuf,
 }
@@ -270,6 +284,7 @@ fn fixture() -> Option<&'static Fixture> {
             ("passing", "fakegtest", 3, "5s", passing.as_str()),
             ("mixed", "fakegtest", 2, "2s", MIXED),
             ("slow", "fakegtest", 1, "10s", slow.as_str()),
+            ("nodev", "fakegtest", 2, "5s", NODEV),
             ("missing", "missing-test", 1, "5s", "Never.runs pass\n"),
         ] {
             let src = rel.join("src").join(name);
@@ -295,7 +310,7 @@ fn fixture() -> Option<&'static Fixture> {
         )
         .unwrap();
         for arch in ["gfx90c", "gfx900", "gfx902"] {
-            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "missing", "examples", "--arch", arch, "--runtime", "host"]);
+            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "nodev", "missing", "examples", "--arch", arch, "--runtime", "host"]);
             assert_eq!(o.code, 0, "build for {arch}:\n{}\n{}", o.stdout, o.stderr);
         }
         Some(Fixture { dir })
@@ -520,6 +535,69 @@ fn hangs_and_crashes_restart_the_shard_and_every_failure_is_classified() {
     );
     assert_eq!(v["classes"]["no-code-object"], 2);
     assert_eq!(v["kernel_log"], "read");
+}
+
+#[test]
+fn failures_in_a_process_that_found_no_gpu_are_no_gpu() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-nodev");
+    let o = test_run(
+        f,
+        &[
+            "nodev",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    let v = results(&out);
+    for (name, outcome, class) in [
+        ("NoDev.callback", "no-gpu", "no-gpu"),
+        ("NoDev.plan", "no-gpu", "no-gpu"),
+        ("NoDev.alloc", "no-gpu", "no-gpu"),
+        // A crash is the client's whatever the device; the test after it ran in a new process
+        // that showed nothing, and another shard's process showed nothing either.
+        ("NoDev.segv", "crashed", "crash"),
+        ("NoDev.after_segv", "failed", "assertion"),
+        ("Other.plan", "failed", "assertion"),
+        ("Other.host", "passed", ""),
+    ] {
+        let t = by_name(&v, name);
+        assert_eq!(t["outcome"], outcome, "{name}: {t:#}");
+        assert_eq!(t["class"].as_str().unwrap_or(""), class, "{name}: {t:#}");
+    }
+    let plan = by_name(&v, "NoDev.plan")["excerpt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        plan.starts_with("no GPU in the same process: NoDev.callback found no GPU in this client process; this test failed without one (read alone: assertion)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Which is: 1.5"),
+        "the test's own lines are kept: {plan}"
+    );
+    // Resuming replays the journal and settles the same way.
+    let again = test_run(
+        f,
+        &[
+            "nodev",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ],
+    );
+    assert_eq!(again.code, 1, "{}\n{}", again.stdout, again.stderr);
+    assert_eq!(results(&out)["tests"], v["tests"]);
 }
 
 #[test]
