@@ -678,14 +678,24 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         note!(g, "  {n:<20} already installed");
     }
     for r in &report.installed {
-        note!(
-            g,
-            "  {:<20} {} for {} installed ({} files)",
-            r.name,
-            r.version,
-            r.target_list(),
-            r.files.len()
-        );
+        match report.repaired.iter().find(|(n, _)| *n == r.name.as_str()) {
+            Some((_, missing)) => note!(
+                g,
+                "  {:<20} {} for {} repaired ({missing} of {} files were missing)",
+                r.name,
+                r.version,
+                r.target_list(),
+                r.files.len()
+            ),
+            None => note!(
+                g,
+                "  {:<20} {} for {} installed ({} files)",
+                r.name,
+                r.version,
+                r.target_list(),
+                r.files.len()
+            ),
+        }
     }
     match &report.signer {
         Some(k) => note!(g, "index signature: good, key {k}"),
@@ -715,7 +725,7 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
 /// receipts about to be read tell the truth. Waits for a running install when `wait` (and then
 /// returns the prefix's lock, held until dropped), else leaves the prefix to it.
 fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
-    let pending = !install::merge::staging(prefix).is_empty();
+    let pending = install::merge::pending(prefix);
     if !pending && (!wait || !prefix.is_dir()) {
         return Ok(None);
     }
@@ -733,7 +743,11 @@ fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
     })
     .map_err(err)?;
     if lock.is_some() {
-        for name in install::merge::recover(prefix).map_err(err)? {
+        let done = install::merge::recover(prefix).map_err(err)?;
+        for name in &done.uninstalled {
+            eprintln!("completed the uninstall of {name} that a killed run had begun");
+        }
+        for name in &done.installed {
             eprintln!("completed the install of {name} that a killed run had begun");
         }
     }
@@ -768,12 +782,19 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
         .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, false)?;
     let all = receipt::read_all(&prefix);
+    let missing: Vec<usize> = all
+        .iter()
+        .map(|r| receipt::missing_files(&prefix, r))
+        .collect();
     if g.format == Format::Json {
         let items: Vec<_> = all
             .iter()
-            .map(|r| {
+            .zip(&missing)
+            .map(|(r, &m)| {
                 json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
-                "files": r.files.len(), "installed": r.installed, "signed_by": r.signed_by,
+                "files": r.files.len(), "missing": m,
+                "state": if m == 0 { "installed" } else { "damaged" },
+                "installed": r.installed, "signed_by": r.signed_by,
                 "needs": r.needs, "provides": r.provides})
             })
             .collect();
@@ -790,14 +811,25 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
         note!(g, "nothing installed in {}", prefix.display());
         return Ok(ExitCode::SUCCESS);
     }
-    for r in &all {
+    for (r, &m) in all.iter().zip(&missing) {
         println!(
-            "{:<20} {:<10} {:<20} {}  {} files",
+            "{:<20} {:<10} {:<20} {}  {} files{}",
             r.name,
             r.version,
             r.target_list(),
             r.key.get(..12).unwrap_or(&r.key),
-            r.files.len()
+            r.files.len(),
+            if m == 0 {
+                String::new()
+            } else {
+                format!("  DAMAGED (files missing {m})")
+            }
+        );
+    }
+    if missing.iter().any(|&m| m > 0) {
+        eprintln!(
+            "hint: `rocforge install NAME --from INDEX --prefix {}` puts a damaged component's missing files back",
+            prefix.display()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -30,12 +30,18 @@ pub(super) fn execute(
 ) -> Result<Report, InstallError> {
     let mut report = Report {
         installed: Vec::new(),
+        repaired: Vec::new(),
         already: Vec::new(),
         signer: plan.signer.clone(),
         unsigned_reason: plan.unsigned_reason.clone(),
     };
     let (todo, kept): (Vec<&Step>, Vec<&Step>) = plan.steps.iter().partition(|s| s.changes());
     report.already = kept.iter().map(|s| s.name.to_string()).collect();
+    report.repaired = todo
+        .iter()
+        .filter(|s| s.action == super::plan::Action::Repair)
+        .map(|s| (s.name.to_string(), s.missing))
+        .collect();
     if todo.is_empty() {
         return Ok(report);
     }

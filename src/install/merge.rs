@@ -205,10 +205,40 @@ pub fn staging(prefix: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Finishes the merges and removes the staging that killed runs left beside `prefix`; the
-/// caller holds [`lock`]. Returns the components whose install was completed.
-pub fn recover(prefix: &Path) -> std::io::Result<Vec<String>> {
-    let mut completed = Vec::new();
+/// What [`recover`] finished of the runs a kill cut short.
+#[derive(Debug, Default, PartialEq)]
+pub struct Recovered {
+    /// Components whose install was completed.
+    pub installed: Vec<String>,
+    /// Components whose uninstall was completed.
+    pub uninstalled: Vec<String>,
+}
+
+/// Whether a killed run left anything in `prefix` for [`recover`] to finish (or a running one
+/// is at work).
+pub fn pending(prefix: &Path) -> bool {
+    !staging(prefix).is_empty() || receipt::uninstall_journal(prefix).exists()
+}
+
+/// Finishes the uninstall, then the merges, and removes the staging that killed runs left
+/// beside `prefix`; the caller holds [`lock`]. (Every run recovers first under the lock, so at
+/// most one run's leftovers are ever pending.)
+pub fn recover(prefix: &Path) -> std::io::Result<Recovered> {
+    let mut done = Recovered::default();
+    if let Some(j) = receipt::pending_uninstall(prefix)? {
+        receipt::finish_uninstall(prefix, &j).map_err(|e| match e {
+            receipt::UninstallError::Io { path, source } => std::io::Error::new(
+                source.kind(),
+                format!(
+                    "finishing an interrupted uninstall: {}: {source}",
+                    path.display()
+                ),
+            ),
+            other => std::io::Error::other(other.to_string()),
+        })?;
+        done.uninstalled
+            .extend(j.receipts.iter().map(|r| r.name.to_string()));
+    }
     for dir in staging(prefix) {
         let mut bytes = Vec::new();
         let journal: Option<Journal> = std::fs::File::open(dir.join(JOURNAL))
@@ -223,12 +253,14 @@ pub fn recover(prefix: &Path) -> std::io::Result<Vec<String>> {
                 .is_ok()
         }) {
             apply(&dir, prefix, &j)?;
-            completed.extend(j.receipts.iter().map(|r| r.name.to_string()));
+            done.installed
+                .extend(j.receipts.iter().map(|r| r.name.to_string()));
         }
         crate::fsutil::remove_tree(&dir)?;
     }
     crate::fsutil::reap_temp(&receipt::dir(prefix), ".tmp-");
-    Ok(completed)
+    crate::fsutil::reap_temp(&prefix.join(".rocforge"), ".tmp-");
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -264,7 +296,7 @@ mod tests {
         std::fs::write(unpacking.join("lib/libx.so.1"), "partial").unwrap();
 
         assert_eq!(staging(&prefix).len(), 2);
-        assert_eq!(recover(&prefix).unwrap(), ["x"]);
+        assert_eq!(recover(&prefix).unwrap().installed, ["x"]);
         assert_eq!(staging(&prefix).len(), 0);
         assert_eq!(std::fs::read_to_string(prefix.join("bin/x")).unwrap(), "x");
         assert_eq!(
@@ -274,6 +306,6 @@ mod tests {
         assert!(!prefix.join("lib/libx.so.0").exists());
         assert_eq!(receipt::read_all(&prefix)[0].version, "2");
         // Nothing left to do: a second recovery changes nothing.
-        assert!(recover(&prefix).unwrap().is_empty());
+        assert_eq!(recover(&prefix).unwrap(), Recovered::default());
     }
 }

@@ -559,6 +559,8 @@ pub enum RuntimeCheck {
 
 pub struct Report {
     pub installed: Vec<Receipt>,
+    /// Those of `installed` that were installed already with files missing, and how many.
+    pub repaired: Vec<(String, usize)>,
     pub already: Vec<String>,
     pub signer: Option<String>,
     pub unsigned_reason: Option<String>,
@@ -603,9 +605,9 @@ pub fn plan(req: &Request<'_>) -> Result<InstallPlan, InstallError> {
     let existing = receipt::read_all(req.prefix);
     let mut plan = plan::make(&loaded, req, &existing)?;
     let mut notes = index_notes(&loaded);
-    if !merge::staging(req.prefix).is_empty() {
+    if merge::pending(req.prefix) {
         notes.push(format!(
-            "an install into {} was cut short or is running; the next install completes it first, which may change this plan",
+            "an install or uninstall in {} was cut short or is running; the next install completes it first, which may change this plan",
             req.prefix.display()
         ));
     }
@@ -630,7 +632,13 @@ pub fn install(req: &Request<'_>, reporter: &dyn Reporter) -> Result<Report, Ins
         ))
     })
     .map_err(ioe(req.prefix))?;
-    for name in merge::recover(req.prefix).map_err(ioe(req.prefix))? {
+    let done = merge::recover(req.prefix).map_err(ioe(req.prefix))?;
+    for name in &done.uninstalled {
+        reporter.note(&format!(
+            "completed the uninstall of {name} that a killed run had begun"
+        ));
+    }
+    for name in &done.installed {
         reporter.note(&format!(
             "completed the install of {name} that a killed run had begun"
         ));

@@ -56,6 +56,9 @@ pub struct Step {
     /// The installed version it replaces (action `replace`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// Files the installed receipt lists that are not in the prefix (action `repair`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub missing: usize,
     /// Where the tarball comes from, without credentials.
     pub url: String,
     pub sha256: crate::ids::Sha256,
@@ -86,6 +89,9 @@ pub enum Action {
     Replace,
     /// Installed already with the same content key: left as it is.
     Keep,
+    /// Installed with the same content key, but files its receipt lists are gone (an
+    /// interrupted removal, a user's `rm`): unpacked again and merged over it.
+    Repair,
 }
 
 impl Step {
@@ -122,7 +128,7 @@ pub(super) fn make(
     let steps: Vec<Step> = chosen
         .iter()
         .zip(urls)
-        .map(|(a, u)| step(a, u, existing, &dl_dir))
+        .map(|(a, u)| step(a, u, existing, req.prefix, &dl_dir))
         .collect();
     let todo = || steps.iter().filter(|s| s.changes());
     let unpack_bytes: u64 = todo().map(|s| s.installed_size).sum();
@@ -157,8 +163,16 @@ pub(super) fn make(
     })
 }
 
-fn step(a: &Artifact, source: Url, existing: &[Receipt], dl_dir: &Path) -> Step {
-    let (action, replaces) = if existing.iter().any(|r| r.key == a.key) {
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn step(a: &Artifact, source: Url, existing: &[Receipt], prefix: &Path, dl_dir: &Path) -> Step {
+    let same = existing.iter().find(|r| r.key == a.key);
+    let missing = same.map_or(0, |r| super::receipt::missing_files(prefix, r));
+    let (action, replaces) = if let Some(r) = same.filter(|_| missing > 0) {
+        (Action::Repair, Some(r.version.clone()))
+    } else if same.is_some() {
         (Action::Keep, None)
     } else if let Some(r) = existing.iter().find(|r| r.name == a.name) {
         (Action::Replace, Some(r.version.clone()))
@@ -174,6 +188,7 @@ fn step(a: &Artifact, source: Url, existing: &[Receipt], dl_dir: &Path) -> Step 
         id: a.id.clone(),
         action,
         replaces,
+        missing,
         url: crate::source::download::redact_url(source.as_str()),
         sha256: a.sha256.clone(),
         size: a.size,
@@ -318,6 +333,7 @@ impl InstallPlan {
                     format!("replace {}", st.replaces.as_deref().unwrap_or_default())
                 }
                 Action::Keep => "keep (installed)".to_string(),
+                Action::Repair => format!("repair ({} files missing)", st.missing),
             };
             s += &format!(
                 "{:<20} {:<10} {:<14} {action}\n",

@@ -217,7 +217,87 @@ pub struct Removed {
     pub missing: usize,
 }
 
-/// Removes the components `names` (together, so they may depend on each other).
+/// An uninstall under way: `<prefix>/.rocforge/uninstall.json`, the receipts of the components
+/// being removed. Written (and synced) before the first file goes, removed after the last, so a
+/// kill -9 in between leaves it for the next command on the prefix ([`super::merge::recover`])
+/// to finish: removing is idempotent, and a half-removed component is never left looking
+/// installed.
+pub const UNINSTALL_JOURNAL: &str = "uninstall.json";
+
+pub fn uninstall_journal(prefix: &Path) -> PathBuf {
+    prefix.join(".rocforge").join(UNINSTALL_JOURNAL)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UninstallJournal {
+    pub receipts: Vec<Receipt>,
+}
+
+/// The most an uninstall journal may hold: a few hundred thousand paths.
+const MAX_UNINSTALL_JOURNAL_BYTES: u64 = 256 << 20;
+
+/// The uninstall a killed run left in `prefix`, if any, its receipts checked like any read
+/// from disk; a journal that breaks the rules is reported as an error naming it.
+pub fn pending_uninstall(prefix: &Path) -> std::io::Result<Option<UninstallJournal>> {
+    use std::io::Read;
+    let p = uninstall_journal(prefix);
+    let f = match std::fs::File::open(&p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let bad = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {why}", p.display()),
+        )
+    };
+    if !f.metadata()?.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_UNINSTALL_JOURNAL_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_UNINSTALL_JOURNAL_BYTES {
+        return Err(bad(format!(
+            "larger than {MAX_UNINSTALL_JOURNAL_BYTES} bytes"
+        )));
+    }
+    let j: UninstallJournal = match serde_json::from_slice(&bytes) {
+        Ok(j) => j,
+        // A torn journal cannot be: it is written to a temporary file and renamed. Unreadable
+        // JSON was not written by an uninstall; it names nothing to remove.
+        Err(e) => {
+            tracing::warn!("{}: not an uninstall journal ({e}); dropped", p.display());
+            std::fs::remove_file(&p)?;
+            return Ok(None);
+        }
+    };
+    // One that breaks the receipt rules was not written by an uninstall either (its paths
+    // could lead out of the prefix): dropped unapplied, as a forged merge journal is.
+    if let Some(e) = j.receipts.iter().find_map(|r| r.check().err()) {
+        tracing::warn!("{}: uninstall journal not applied: {e}", p.display());
+        std::fs::remove_file(&p)?;
+        return Ok(None);
+    }
+    Ok(Some(j))
+}
+
+/// What a component's receipt lists that is no longer in the prefix as it was installed: a
+/// file or symlink gone (or now a directory, or reached through a symlink).
+pub fn missing_files(prefix: &Path, r: &Receipt) -> usize {
+    r.files
+        .iter()
+        .filter(|f| {
+            !no_link_above(prefix, f)
+                || !std::fs::symlink_metadata(prefix.join(f)).is_ok_and(|m| !m.is_dir())
+        })
+        .count()
+}
+
+/// Removes the components `names` (together, so they may depend on each other). The caller
+/// holds the prefix's lock ([`super::merge::lock`]) and has let [`super::merge::recover`]
+/// finish what a killed run left.
 pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallError> {
     let all = read_all(prefix);
     let mut chosen = Vec::new();
@@ -246,14 +326,47 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
             });
         }
     }
+    let journal = UninstallJournal { receipts: chosen };
+    let jp = uninstall_journal(prefix);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UninstallError::Io { path, source }
+    };
+    crate::fsutil::write_atomic(&jp, &serde_json::to_vec(&journal).expect("plain data"))
+        .map_err(io(&jp))?;
+    crate::fault::point("uninstall");
+    finish_uninstall(prefix, &journal)
+}
+
+/// Carries out `journal` (again): the receipts go first, so a reader that does not recover
+/// never sees a half-removed component as installed, then the files, then the directories
+/// nothing else lists, then the journal. Every step skips what is already gone.
+pub fn finish_uninstall(
+    prefix: &Path,
+    journal: &UninstallJournal,
+) -> Result<Removed, UninstallError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| UninstallError::Io { path, source }
+    };
+    let leaving = |name: &str| journal.receipts.iter().any(|r| r.name.as_str() == name);
+    for r in &journal.receipts {
+        let rp = path(prefix, &r.name);
+        match std::fs::remove_file(&rp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&rp)(e)),
+            _ => {}
+        }
+    }
+    crate::fsutil::sync_dir(&dir(prefix));
     // Directories another remaining component also lists stay.
-    let kept_dirs: std::collections::BTreeSet<&String> = all
+    let remaining = read_all(prefix);
+    let kept_dirs: std::collections::BTreeSet<&String> = remaining
         .iter()
-        .filter(|o| !names.iter().any(|n| o.name == *n))
+        .filter(|o| !leaving(&o.name))
         .flat_map(|o| o.dirs.iter())
         .collect();
     let mut removed = Removed::default();
-    for r in &chosen {
+    for r in &journal.receipts {
         for f in &r.files {
             let Some(f) = normalize(f) else { continue };
             if !no_link_above(prefix, &f) {
@@ -265,11 +378,14 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
             let p = prefix.join(&f);
             match std::fs::symlink_metadata(&p) {
                 Ok(m) if !m.is_dir() => {
-                    std::fs::remove_file(&p).map_err(|source| UninstallError::Io {
-                        path: p.clone(),
-                        source,
-                    })?;
+                    match std::fs::remove_file(&p) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(io(&p)(e));
+                        }
+                        _ => {}
+                    }
                     removed.files += 1;
+                    crate::fault::point("uninstall");
                 }
                 _ => removed.missing += 1,
             }
@@ -285,8 +401,12 @@ pub fn uninstall(prefix: &Path, names: &[String]) -> Result<Removed, UninstallEr
                 removed.dirs += 1;
             }
         }
-        let rp = path(prefix, &r.name);
-        std::fs::remove_file(&rp).map_err(|source| UninstallError::Io { path: rp, source })?;
     }
+    let jp = uninstall_journal(prefix);
+    match std::fs::remove_file(&jp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&jp)(e)),
+        _ => {}
+    }
+    crate::fsutil::sync_dir(&prefix.join(".rocforge"));
     Ok(removed)
 }

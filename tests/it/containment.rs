@@ -1182,3 +1182,73 @@ fn a_hostile_registry_can_neither_page_for_ever_nor_collect_credentials_for_anot
     );
     assert!(!err.contains("reg-secret-pw"), "{err}");
 }
+
+/// A kill -9 part way through an uninstall of many files (the finding: files left and the
+/// receipt, the component listed as installed, install saying "already installed"): the next
+/// command on the prefix finishes it. A component whose files were removed by hand is listed
+/// as damaged and install puts them back.
+#[test]
+fn an_uninstall_killed_part_way_is_finished_and_a_damaged_component_repaired() {
+    let fx = Fx::new();
+    let n = 3000;
+    let names: Vec<String> = (0..n).map(|i| format!("share/f{i}")).collect();
+    let mut listed = vec![dir("share")];
+    let mut entries = vec![e_dir("share")];
+    for p in &names {
+        listed.push(file(p, p.as_bytes()));
+        entries.push(e_file(p, p.as_bytes()));
+    }
+    let many = Tarball::new("many", listed, entries);
+    let rel = fx.release("rel", &[many]);
+    let from = rel.display().to_string();
+    let o = fx.install("many", &from, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let count = || std::fs::read_dir(fx.prefix().join("share")).map_or(0, |d| d.count());
+    assert_eq!(count(), n);
+
+    let killed = rocforge_command(
+        &fx.root,
+        &[("ROCFORGE_FAULT_AT", Path::new("uninstall:1500"))],
+        &["uninstall", "many", "--prefix", &fx.p()],
+    )
+    .output()
+    .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(killed.status.signal(), Some(libc::SIGKILL), "{killed:?}");
+    let left = count();
+    assert!(left > 0 && left < n, "{left} files left");
+
+    let list = fx.ok(&["list", "--installed", "--prefix", &fx.p()]);
+    assert!(!list.stdout.contains("many"), "{}", list.stdout);
+    assert!(
+        list.stderr
+            .contains("completed the uninstall of many that a killed run had begun"),
+        "{}",
+        list.stderr
+    );
+    assert!(!fx.prefix().join("share").exists());
+    assert!(!fx.prefix().join(".rocforge/uninstall.json").exists());
+
+    // Damaged by hand: listed as such, repaired by install.
+    assert_eq!(fx.install("many", &from, &[]).code, 0);
+    for p in &names[..3] {
+        std::fs::remove_file(fx.prefix().join(p)).unwrap();
+    }
+    let list = fx.ok(&["list", "--installed", "--prefix", &fx.p()]);
+    assert!(
+        list.stdout.contains("DAMAGED (files missing 3)"),
+        "{}",
+        list.stdout
+    );
+    let o = fx.install("many", &from, &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("repaired (3 of 3000 files were missing)"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(count(), n);
+    let list = fx.ok(&["list", "--installed", "--prefix", &fx.p()]);
+    assert!(!list.stdout.contains("DAMAGED"), "{}", list.stdout);
+    fx.outside_intact();
+}
