@@ -471,11 +471,11 @@ impl Builder<'_> {
                     })
                     .unwrap_or_default();
                 self.reporter.note(&format!(
-                    "{component}: pulled the checkpoint {} from {} (signed by {}{compiled}) in {}",
+                    "{component}: pulled the checkpoint {} from {} (signed by {}{compiled}) in {:.1}s",
                     crate::cache::oci::checkpoint_tag(&step.key),
                     cache.describe(),
                     pulled.signer,
-                    format!("{:.1}s", began.elapsed().unwrap_or_default().as_secs_f64())
+                    began.elapsed().unwrap_or_default().as_secs_f64()
                 ));
             }
             Err(e) => {

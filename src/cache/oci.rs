@@ -790,6 +790,7 @@ mod tests {
             key: key.clone(),
             component: "rocblas".into(),
             steps_done: Some(1),
+            ccache: None,
         };
         let tar = dir.path().join("cp.tar.zst");
         let out = std::fs::File::create(&tar).unwrap();
