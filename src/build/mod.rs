@@ -407,6 +407,11 @@ impl Builder<'_> {
             key: step.key.to_string(),
             component: component.into(),
             steps_done: resume::ninja_steps(&scratch.build()),
+            ccache: scratch.began().map(|since| crate::cache::CompilerCache {
+                dir: self.ccache_dir(),
+                since,
+                max_bytes: crate::cache::CompilerCache::DEFAULT_MAX_BYTES,
+            }),
         };
         let done = checkpoint
             .steps_done
@@ -414,10 +419,19 @@ impl Builder<'_> {
             .unwrap_or_default();
         self.reporter.note(
             &match cache.push_checkpoint(&checkpoint, &scratch.build()) {
-                Ok(()) => format!(
-                    "{component}: checkpoint pushed to {} as {}{done}",
+                Ok(p) => format!(
+                    "{component}: checkpoint pushed to {} as {}{done}: build directory {}, compiler cache {}",
                     cache.describe(),
-                    crate::cache::oci::checkpoint_tag(&step.key)
+                    crate::cache::oci::checkpoint_tag(&step.key),
+                    crate::units::format_size(p.tree_bytes),
+                    match (p.ccache_files, p.ccache_left_out) {
+                        (0, _) => "none".to_string(),
+                        (n, 0) => format!("{n} files, {}", crate::units::format_size(p.ccache_bytes)),
+                        (n, left) => format!(
+                            "{n} files, {} ({left} older ones over the cap left out)",
+                            crate::units::format_size(p.ccache_bytes)
+                        ),
+                    }
                 ),
                 Err(e) => format!(
                     "{component}: no checkpoint pushed to {}: {e} ({})",
@@ -440,16 +454,28 @@ impl Builder<'_> {
         let component = step.component.as_str();
         crate::fsutil::remove_tree(&work.root)?;
         std::fs::create_dir_all(&work.root)?;
-        match cache.pull_checkpoint(&step.key, component, &work.build()) {
+        let began = SystemTime::now();
+        let ccache = self.ccache_dir();
+        match cache.pull_checkpoint(&step.key, component, &work.build(), Some(&ccache)) {
             Ok(None) => crate::fsutil::remove_tree(&work.root)?,
             Ok(Some(pulled)) => {
                 // Marked last: a pull cut short leaves an unmarked directory, discarded.
-                work.mark()?;
+                work.mark(began)?;
+                let compiled = pulled
+                    .ccache
+                    .map(|(n, b)| {
+                        format!(
+                            ", {n} compiler cache entries ({}) restored",
+                            crate::units::format_size(b)
+                        )
+                    })
+                    .unwrap_or_default();
                 self.reporter.note(&format!(
-                    "{component}: pulled the checkpoint {} from {} (signed by {})",
+                    "{component}: pulled the checkpoint {} from {} (signed by {}{compiled}) in {:.1}s",
                     crate::cache::oci::checkpoint_tag(&step.key),
                     cache.describe(),
-                    pulled.signer
+                    pulled.signer,
+                    began.elapsed().unwrap_or_default().as_secs_f64()
                 ));
             }
             Err(e) => {
@@ -586,11 +612,7 @@ impl Builder<'_> {
                         hint: m.hint(),
                     });
                 }
-                let ccache = self.sources.cache.root().join("ccache").join(
-                    &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
-                        self.image_for_run().as_bytes(),
-                    ))[..16],
-                );
+                let ccache = self.ccache_dir();
                 std::fs::create_dir_all(&ccache).map_err(io("ccache"))?;
                 let mut mounts = vec![
                     Mount {
@@ -822,6 +844,15 @@ impl Builder<'_> {
 
 impl Builder<'_> {
     /// Where a step builds, kept when it stops so the next run continues there.
+    /// The compiler cache of the builds made with this run's builder image.
+    fn ccache_dir(&self) -> PathBuf {
+        self.sources.cache.root().join("ccache").join(
+            &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                self.image_for_run().as_bytes(),
+            ))[..16],
+        )
+    }
+
     fn scratch_dir(&self, step: &Step) -> PathBuf {
         self.sources.cache.root().join("builds").join(&step.key)
     }

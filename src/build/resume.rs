@@ -72,9 +72,23 @@ impl Scratch {
         Ok(start)
     }
 
-    /// Marks a build directory made elsewhere (a pulled checkpoint) as resumable.
-    pub fn mark(&self) -> io::Result<()> {
-        std::fs::write(self.build().join(MARKER), b"")
+    /// Marks a build directory made elsewhere (a pulled checkpoint) as resumable, as begun
+    /// here at `began` (when its pull started).
+    pub fn mark(&self, began: std::time::SystemTime) -> io::Result<()> {
+        let marker = self.build().join(MARKER);
+        std::fs::write(&marker, b"")?;
+        std::fs::File::options()
+            .write(true)
+            .open(&marker)?
+            .set_modified(began)
+    }
+
+    /// When this build directory was begun on this machine (made fresh, or pulled): the
+    /// compiler cache entries touched since are this build's.
+    pub fn began(&self) -> Option<std::time::SystemTime> {
+        std::fs::metadata(self.build().join(MARKER))
+            .and_then(|m| m.modified())
+            .ok()
     }
 
     /// After a successful build nothing of it is needed again.

@@ -75,6 +75,37 @@ pub struct Checkpoint {
     pub key: String,
     pub component: String,
     pub steps_done: Option<usize>,
+    /// The compiler cache the build used, whose entries it read or wrote go with the build
+    /// directory.
+    pub ccache: Option<CompilerCache>,
+}
+
+/// A ccache directory shared by the builds of one builder image. The entries of one build are
+/// those touched since it started (ccache gives a hit's files a new mtime, as its own
+/// clean-up needs), newest first up to `max_bytes`: a resume on an empty machine then gets
+/// what the stopped build compiled without the other builds' entries.
+#[derive(Debug, Clone)]
+pub struct CompilerCache {
+    pub dir: PathBuf,
+    pub since: std::time::SystemTime,
+    pub max_bytes: u64,
+}
+
+impl CompilerCache {
+    /// The cap on a checkpoint's compiler cache: a big library's objects for two targets fit
+    /// (rocBLAS's are about 1 GiB), and a push stays short at the end of a job.
+    pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+}
+
+/// What a checkpoint push sent.
+#[derive(Debug, Clone, Default)]
+pub struct PushedCheckpoint {
+    /// Compressed bytes of the build directory and of the compiler cache entries.
+    pub tree_bytes: u64,
+    pub ccache_bytes: u64,
+    /// Compiler cache entries sent, and those left out by the cap.
+    pub ccache_files: usize,
+    pub ccache_left_out: usize,
 }
 
 /// A checkpoint unpacked as a build directory.
@@ -82,6 +113,9 @@ pub struct Checkpoint {
 pub struct PulledCheckpoint {
     pub signer: String,
     pub steps_done: Option<usize>,
+    /// Compiler cache entries put into the local ccache directory (entries it already had are
+    /// kept as they are): (files, bytes). None when the checkpoint carries none.
+    pub ccache: Option<(usize, u64)>,
 }
 
 pub trait BuildCache: Sync {
@@ -98,14 +132,20 @@ pub trait BuildCache: Sync {
     fn push(&self, store: &Store, key: &str) -> Result<(), CacheError>;
     /// Pushes the build directory `build` of a stopped build, signed, as the checkpoint of its
     /// key (replacing an older one).
-    fn push_checkpoint(&self, checkpoint: &Checkpoint, build: &Path) -> Result<(), CacheError>;
+    fn push_checkpoint(
+        &self,
+        checkpoint: &Checkpoint,
+        build: &Path,
+    ) -> Result<PushedCheckpoint, CacheError>;
     /// Unpacks the checkpoint of `key` into `build` (an empty or missing directory), checked
-    /// against the trusted keys, the key and the component; None when there is none.
+    /// against the trusted keys, the key and the component; None when there is none. Its
+    /// compiler cache entries go into `ccache` only once all of it has been checked.
     fn pull_checkpoint(
         &self,
         key: &str,
         component: &str,
         build: &Path,
+        ccache: Option<&Path>,
     ) -> Result<Option<PulledCheckpoint>, CacheError>;
 }
 

@@ -14,8 +14,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BuildCache, CacheError, CacheHit, Checkpoint, Fetched, PulledCheckpoint};
+use super::{
+    BuildCache, CacheError, CacheHit, Checkpoint, CompilerCache, Fetched, PulledCheckpoint,
+    PushedCheckpoint,
+};
 use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository, SIGNATURE_TYPE};
+use crate::package::manifest::{FileEntry, Kind};
 use crate::sign::{PublicKey, SecretKey};
 use crate::store::{EntryMeta, Store};
 
@@ -35,6 +39,7 @@ pub struct EntryConfig {
 
 pub const CHECKPOINT_CONFIG_TYPE: &str = "application/vnd.rocforge.checkpoint.config.v1+json";
 pub const CHECKPOINT_TREE_TYPE: &str = "application/vnd.rocforge.checkpoint.v1.tar+zstd";
+pub const CHECKPOINT_CCACHE_TYPE: &str = "application/vnd.rocforge.checkpoint.ccache.v1.tar+zstd";
 pub const CHECKPOINT_SCHEMA: &str = "rocforge.checkpoint/1";
 
 /// The signed statement of a checkpoint: which build directory it is and the digest of it.
@@ -46,6 +51,9 @@ pub struct CheckpointConfig {
     /// Ninja steps the stopped build had done (None for other build tools).
     pub steps_done: Option<usize>,
     pub tree: crate::oci::Descriptor,
+    /// The build's compiler cache entries, in the same format as the tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccache: Option<crate::oci::Descriptor>,
 }
 
 /// The tag of the checkpoint of the unfinished build of `key`.
@@ -63,22 +71,32 @@ fn write_checkpoint_tar(
     build: &Path,
     out: &std::fs::File,
 ) -> Result<(String, u64), CacheError> {
+    let mut scan = crate::package::tarball::scan(build, &[])?;
+    scan.files
+        .retain(|f| !crate::package::manifest::has_reserved(&f.path));
+    write_files_tar(checkpoint, build, scan.files, out)
+}
+
+/// `files` of `root` (sorted, directories before what they hold) as a checkpoint tar.
+fn write_files_tar(
+    checkpoint: &Checkpoint,
+    root: &Path,
+    files: Vec<FileEntry>,
+    out: &std::fs::File,
+) -> Result<(String, u64), CacheError> {
     use crate::package::tarball;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CacheError::Io { path, source }
     };
-    let mut scan = tarball::scan(build, &[])?;
-    scan.files
-        .retain(|f| !crate::package::manifest::has_reserved(&f.path));
     let manifest: crate::package::manifest::Manifest = serde_json::from_value(serde_json::json!({
         "schema": crate::package::manifest::MANIFEST_SCHEMA,
         "name": checkpoint.component,
         "version": "checkpoint",
         "targets": [],
         "key": checkpoint.key,
-        "installed_size": scan.files.iter().map(|f| f.size).sum::<u64>(),
-        "files": scan.files,
+        "installed_size": files.iter().map(|f| f.size).sum::<u64>(),
+        "files": files,
     }))
     .map_err(|e| OciCache::invalid(&checkpoint.key, format!("checkpoint manifest: {e}")))?;
     let mut hashed = Hashing {
@@ -88,34 +106,149 @@ fn write_checkpoint_tar(
     };
     {
         // Fast over small: a build directory is pushed when a job's time is up.
-        let mut enc = zstd::stream::write::Encoder::new(&mut hashed, 3).map_err(io(build))?;
-        enc.multithread(tarball::zstd_workers())
-            .map_err(io(build))?;
+        let mut enc = zstd::stream::write::Encoder::new(&mut hashed, 3).map_err(io(root))?;
+        enc.multithread(tarball::zstd_workers()).map_err(io(root))?;
         let mut b = tar::Builder::new(enc);
         b.follow_symlinks(false);
         let json = serde_json::to_vec_pretty(&manifest).expect("plain data");
         let mut h = tarball::header(tar::EntryType::Regular, 0o644, json.len() as u64, 0);
         b.append_data(&mut h, crate::package::manifest::MANIFEST_NAME, &json[..])
-            .map_err(io(build))?;
+            .map_err(io(root))?;
         for f in &manifest.files {
-            let p = build.join(&f.path);
+            let p = root.join(&f.path);
             let mtime = std::fs::symlink_metadata(&p)
                 .map(|m| {
                     use std::os::unix::fs::MetadataExt;
                     m.mtime().max(0) as u64
                 })
                 .map_err(io(&p))?;
-            tarball::append_files(&mut b, build, std::slice::from_ref(f), "", mtime)?;
+            tarball::append_files(&mut b, root, std::slice::from_ref(f), "", mtime)?;
         }
         b.into_inner()
             .and_then(|enc| enc.finish())
-            .map_err(io(build))?;
+            .map_err(io(root))?;
     }
-    std::io::Write::flush(&mut hashed.inner).map_err(io(build))?;
+    std::io::Write::flush(&mut hashed.inner).map_err(io(root))?;
     Ok((
         hex::encode(<sha2::Sha256 as sha2::Digest>::finalize(hashed.hasher)),
         hashed.bytes,
     ))
+}
+
+/// The entries of `cc` that belong in a checkpoint: ccache's result and manifest files (the
+/// files two directory levels down, `a/b/<hash>R`; its statistics, locks and temporary files
+/// are elsewhere) touched since the build started, newest first while they fit in the cap.
+/// Returns them as manifest entries with their directories, and how many were left out.
+fn ccache_entries(cc: &CompilerCache) -> std::io::Result<(Vec<FileEntry>, usize)> {
+    let one_char = |e: &std::fs::DirEntry| e.file_name().len() == 1;
+    let mut found = Vec::new();
+    let level = |dir: &Path| -> std::io::Result<Vec<std::fs::DirEntry>> {
+        match std::fs::read_dir(dir) {
+            Ok(rd) => rd.collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    };
+    for a in level(&cc.dir)? {
+        if !one_char(&a) || !a.file_type()?.is_dir() {
+            continue;
+        }
+        for b in level(&a.path())? {
+            if !one_char(&b) || !b.file_type()?.is_dir() {
+                continue;
+            }
+            for f in level(&b.path())? {
+                if !f.file_type()?.is_file() {
+                    continue;
+                }
+                let m = f.metadata()?;
+                let modified = m.modified()?;
+                if modified < cc.since {
+                    continue;
+                }
+                let Some(name) = f.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let rel = format!(
+                    "{}/{}/{name}",
+                    a.file_name().to_string_lossy(),
+                    b.file_name().to_string_lossy()
+                );
+                found.push((modified, rel, m.len()));
+            }
+        }
+    }
+    found.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
+    let mut total = 0u64;
+    let mut kept = Vec::new();
+    let mut left_out = 0;
+    for (_, rel, size) in found {
+        if total + size > cc.max_bytes {
+            left_out += 1;
+            continue;
+        }
+        total += size;
+        kept.push((rel, size));
+    }
+    let mut entries = std::collections::BTreeMap::new();
+    for (rel, size) in kept {
+        let mut hashed = Hashing {
+            inner: std::io::sink(),
+            hasher: <sha2::Sha256 as sha2::Digest>::new(),
+            bytes: 0,
+        };
+        std::io::copy(&mut std::fs::File::open(cc.dir.join(&rel))?, &mut hashed)?;
+        let hasher = hashed.hasher;
+        for (i, _) in rel.match_indices('/') {
+            let dir = rel[..i].to_string();
+            entries.entry(dir.clone()).or_insert(FileEntry {
+                path: dir,
+                kind: Kind::Dir,
+                size: 0,
+                sha256: None,
+                executable: false,
+                target: None,
+            });
+        }
+        entries.insert(
+            rel.clone(),
+            FileEntry {
+                path: rel,
+                kind: Kind::File,
+                size,
+                sha256: Some(hex::encode(<sha2::Sha256 as sha2::Digest>::finalize(
+                    hasher,
+                ))),
+                executable: false,
+                target: None,
+            },
+        );
+    }
+    Ok((entries.into_values().collect(), left_out))
+}
+
+/// Moves the files unpacked into `staging` into the ccache directory `into`, each by a rename
+/// (a crash leaves whole entries or none); an entry `into` has already is kept as it is, for
+/// ccache names an entry by what it was made from. Returns (files, bytes) moved.
+fn restore_ccache(
+    staging: &Path,
+    entries: &[FileEntry],
+    into: &Path,
+) -> std::io::Result<(usize, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    for e in entries.iter().filter(|e| e.kind == Kind::File) {
+        let dest = into.join(&e.path);
+        if dest.symlink_metadata().is_ok() {
+            continue;
+        }
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(staging.join(&e.path), &dest)?;
+        files += 1;
+        bytes += e.size;
+    }
+    Ok((files, bytes))
 }
 
 struct Hashing<W> {
@@ -237,14 +370,14 @@ impl OciCache {
     }
 
     /// Downloads the signed tree `desc` and unpacks it into `tree` (made empty if missing);
-    /// returns the downloaded blob, rewound, for a second read.
+    /// returns the downloaded blob, rewound, for a second read, and the entries written.
     fn extract_verified(
         &self,
         key: &str,
         desc: &crate::oci::Descriptor,
         tree: &Path,
         what: &str,
-    ) -> Result<std::fs::File, CacheError> {
+    ) -> Result<(std::fs::File, Vec<FileEntry>), CacheError> {
         // The tree's bytes are checked against the signed digest and size before any of them is
         // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
         // beside the tree (never more than the signed size), not in memory.
@@ -293,7 +426,7 @@ impl OciCache {
             ));
         }
         blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
-        Ok(blob)
+        Ok((blob, extracted.entries))
     }
 }
 
@@ -339,9 +472,13 @@ impl BuildCache for OciCache {
         })
     }
 
-    fn push_checkpoint(&self, checkpoint: &Checkpoint, build: &Path) -> Result<(), CacheError> {
+    fn push_checkpoint(
+        &self,
+        checkpoint: &Checkpoint,
+        build: &Path,
+    ) -> Result<PushedCheckpoint, CacheError> {
         let Some(secret) = &self.key else {
-            return Ok(());
+            return Ok(PushedCheckpoint::default());
         };
         let key = checkpoint.key.as_str();
         let io = |path: &Path| {
@@ -349,18 +486,43 @@ impl BuildCache for OciCache {
             move |source| CacheError::Io { path, source }
         };
         let parent = build.parent().unwrap_or(Path::new("."));
+        let mut pushed = PushedCheckpoint::default();
         let tmp = crate::fsutil::temp_file_in(parent).map_err(io(parent))?;
         let (sha256, size) = write_checkpoint_tar(checkpoint, build, tmp.as_file())?;
         let tree = self
             .remote
             .push_file(CHECKPOINT_TREE_TYPE, tmp.path(), &sha256, size)?;
         drop(tmp);
+        pushed.tree_bytes = size;
+        let ccache = match &checkpoint.ccache {
+            Some(cc) => {
+                let (entries, left_out) = ccache_entries(cc).map_err(io(&cc.dir))?;
+                pushed.ccache_left_out = left_out;
+                pushed.ccache_files = entries.iter().filter(|e| e.kind == Kind::File).count();
+                if pushed.ccache_files == 0 {
+                    None
+                } else {
+                    let tmp = crate::fsutil::temp_file_in(parent).map_err(io(parent))?;
+                    let (sha256, size) =
+                        write_files_tar(checkpoint, &cc.dir, entries, tmp.as_file())?;
+                    pushed.ccache_bytes = size;
+                    Some(self.remote.push_file(
+                        CHECKPOINT_CCACHE_TYPE,
+                        tmp.path(),
+                        &sha256,
+                        size,
+                    )?)
+                }
+            }
+            None => None,
+        };
         let config = CheckpointConfig {
             schema: CHECKPOINT_SCHEMA.into(),
             key: key.into(),
             component: checkpoint.component.clone(),
             steps_done: checkpoint.steps_done,
             tree: tree.clone(),
+            ccache: ccache.clone(),
         };
         let config_bytes = serde_json::to_vec_pretty(&config).expect("plain data");
         let tag = checkpoint_tag(key);
@@ -379,7 +541,10 @@ impl BuildCache for OciCache {
             media_type: IMAGE_MANIFEST.into(),
             artifact_type: Some(CHECKPOINT_CONFIG_TYPE.into()),
             config: config_desc,
-            layers: vec![tree, sig_desc],
+            layers: std::iter::once(tree)
+                .chain(ccache)
+                .chain(std::iter::once(sig_desc))
+                .collect(),
             annotations: [
                 (
                     "org.opencontainers.image.title",
@@ -393,7 +558,7 @@ impl BuildCache for OciCache {
             .collect(),
         };
         self.remote.put_manifest(&tag, &manifest)?;
-        Ok(())
+        Ok(pushed)
     }
 
     fn pull_checkpoint(
@@ -401,6 +566,7 @@ impl BuildCache for OciCache {
         key: &str,
         component: &str,
         build: &Path,
+        ccache: Option<&Path>,
     ) -> Result<Option<PulledCheckpoint>, CacheError> {
         let tag = checkpoint_tag(key);
         let Some((digest, _)) = self.remote.get_manifest(&tag)? else {
@@ -420,14 +586,38 @@ impl BuildCache for OciCache {
                 ),
             ));
         }
-        let blob = self.extract_verified(key, &config.tree, build, &what)?;
+        let (blob, _) = self.extract_verified(key, &config.tree, build, &what)?;
         restore_mtimes(blob, build).map_err(|source| CacheError::Io {
             path: build.to_path_buf(),
             source,
         })?;
+        // Checked whole before one entry reaches the ccache directory: a damaged part refuses
+        // the checkpoint, and the caller drops the build directory with it.
+        let restored = match (&config.ccache, ccache) {
+            (Some(desc), Some(into)) => {
+                let io = |source| CacheError::Io {
+                    path: into.to_path_buf(),
+                    source,
+                };
+                let parent = into.parent().unwrap_or(Path::new("."));
+                std::fs::create_dir_all(parent).map_err(io)?;
+                let staging = crate::fsutil::temp_dir_in(parent).map_err(io)?;
+                let unpacked = staging.path().join("ccache");
+                let (_, entries) = self.extract_verified(
+                    key,
+                    desc,
+                    &unpacked,
+                    &format!("checkpoint {key} compiler cache"),
+                )?;
+                std::fs::create_dir_all(into).map_err(io)?;
+                Some(restore_ccache(&unpacked, &entries, into).map_err(io)?)
+            }
+            _ => None,
+        };
         Ok(Some(PulledCheckpoint {
             signer,
             steps_done: config.steps_done,
+            ccache: restored,
         }))
     }
 
@@ -600,6 +790,7 @@ mod tests {
             key: key.clone(),
             component: "rocblas".into(),
             steps_done: Some(1),
+            ccache: None,
         };
         let tar = dir.path().join("cp.tar.zst");
         let out = std::fs::File::create(&tar).unwrap();

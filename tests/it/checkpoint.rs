@@ -77,6 +77,13 @@ fn fixture() -> Fx {
         &src,
         "test -e \"$1\" || sleep 120\ncat first.txt > second.txt\necho two >> second.txt\n",
     );
+    // The first step stands for a compile: it leaves an entry where ccache would (a result
+    // file two levels down), which must reach the resuming machine with the build directory.
+    std::fs::write(
+        src.join("first.sh"),
+        "echo ran >> \"$1\"\necho one > first.txt\nmkdir -p \"$CCACHE_DIR/a/b\"\necho object > \"$CCACHE_DIR/a/b/0123R\"\n",
+    )
+    .unwrap();
     let fx = Fx {
         counter: root.join("first-step-runs"),
         flag: root.join("second-step-may-run"),
@@ -227,6 +234,24 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
     );
     let (resumed_key, resumed_tree) = built(&resumed);
     assert_eq!(fx.runs(), 2, "the resumed build redid the first step");
+    assert!(
+        resumed
+            .stderr
+            .contains("1 compiler cache entries (7 B) restored"),
+        "{}",
+        resumed.stderr
+    );
+    let restored: Vec<_> = std::fs::read_dir(fx.root.join("cache/ccache"))
+        .unwrap()
+        .map(|d| d.unwrap().path().join("a/b/0123R"))
+        .filter(|p| p.is_file())
+        .collect();
+    assert_eq!(
+        restored.len(),
+        1,
+        "the compiler cache entry was not restored"
+    );
+    assert_eq!(std::fs::read_to_string(&restored[0]).unwrap(), "object\n");
 
     // An uninterrupted build of the same inputs: the same key and the same tree.
     fx.wipe();
