@@ -20,7 +20,7 @@ use crate::ids::ComponentName;
 use crate::plan::StoreView;
 use crate::plan::{Plan, Step};
 use crate::progress::{BuildEnd, Reporter, Task};
-use crate::recipe::BuildSystem;
+use crate::recipe::{BuildSystem, Recipe};
 use crate::runtime::{ContainerRuntime, Kind, Mount, RunSpec};
 use crate::source::prepare::{self, Sources};
 use crate::store::{EntryMeta, Store};
@@ -781,6 +781,10 @@ impl Builder<'_> {
             ));
         }
         let coverage = match &recipe.build.system {
+            _ if recipe.gpu_code != crate::recipe::gpu_code::GpuCode::AheadOfTime => {
+                phase("checking the declared GPU code");
+                Some(self.verdict_gate(component, recipe, &staging.tree())?)
+            }
             BuildSystem::Copy { .. } => None,
             _ if !recipe.build.device_code => None,
             _ => {
@@ -855,6 +859,62 @@ impl Builder<'_> {
 
     fn scratch_dir(&self, step: &Step) -> PathBuf {
         self.sources.cache.root().join("builds").join(&step.key)
+    }
+
+    /// The gate of a component whose `[coverage]` kind is not ahead-of-time: its verdict must
+    /// hold (a runtime-compiled proof for each target, no GPU code in a host-only one), and it
+    /// is recorded under its kind, never as code-object coverage.
+    fn verdict_gate(
+        &self,
+        component: &str,
+        recipe: &Recipe,
+        tree: &Path,
+    ) -> Result<serde_json::Value, StepError> {
+        let report = crate::inspect::coverage(
+            &[tree.to_path_buf()],
+            &self.plan.targets,
+            &self.sources.catalog.arches,
+        )
+        .map_err(|e| StepError::Coverage {
+            component: component.into(),
+            table: format!("  {e}"),
+        })?;
+        let v = crate::inspect::verdict::verdict(&recipe.gpu_code, &report, &self.plan.targets)
+            .expect("not ahead-of-time");
+        let strip = |s: &str| s.replace(&format!("{}/", tree.display()), "");
+        let gaps: Vec<String> = v
+            .gaps
+            .iter()
+            .filter(|(t, _)| {
+                t.as_ref().is_none_or(|t| {
+                    !crate::inspect::coverage::allows(&self.options.allow_missing, t)
+                })
+            })
+            .map(|(_, g)| format!("  {}", strip(g)))
+            .collect();
+        if !gaps.is_empty() {
+            return Err(StepError::Coverage {
+                component: component.into(),
+                table: format!(
+                    "{} (declared in {})\n{}",
+                    v.kind,
+                    recipe.display_file(),
+                    gaps.join("\n")
+                )
+                .trim()
+                .to_string(),
+            });
+        }
+        for line in &v.lines {
+            self.reporter.note(&format!("{component}: {}", strip(line)));
+        }
+        Ok(serde_json::json!({
+            "kind": v.kind,
+            "targets": self.plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+            "declared": recipe.gpu_code,
+            "verdict": v.lines.iter().map(|l| strip(l)).collect::<Vec<_>>(),
+            "missing_allowed": v.gaps.iter().map(|(_, g)| strip(g)).collect::<Vec<_>>(),
+        }))
     }
 
     /// The coverage gate: every library with device code must carry each requested target.

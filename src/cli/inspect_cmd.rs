@@ -24,6 +24,10 @@ pub struct InspectArgs {
     /// under HSA_OVERRIDE_GFX_VERSION)
     #[arg(long, value_name = "LIST", requires = "against")]
     pub allow_spoof: Option<String>,
+    /// With --against: judge the files as this component of the release line, by the GPU
+    /// code its recipe declares ([coverage]: host-only, runtime-compiled, declined)
+    #[arg(long, value_name = "NAME", requires = "against")]
+    pub component: Option<String>,
 }
 
 fn fail(e: inspect::InspectError) -> super::CliError {
@@ -48,6 +52,57 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
             None => Vec::new(),
         };
         let report = inspect::coverage(paths, &requested, &table).map_err(fail)?;
+        if let Some(name) = &a.component {
+            let catalog = rocforge::catalog::Catalog::load(super::root(g), g.release.as_deref())?;
+            let Some(recipe) = catalog.recipes.get(name) else {
+                return Err(Diagnostic::new(format!(
+                    "no component \"{name}\" in release line {}",
+                    catalog.release.name
+                ))
+                .hint(format!(
+                    "`rocforge --release {} list` shows its components",
+                    catalog.release.name
+                ))
+                .into());
+            };
+            if let Some(v) = inspect::verdict::verdict(&recipe.gpu_code, &report, &requested) {
+                let holds = v.holds();
+                if g.format == Format::Json {
+                    let out = json!({
+                        "schema": "rocforge.verdict/1",
+                        "component": name,
+                        "declared": recipe.gpu_code,
+                        "holds": holds,
+                        "lines": v.lines,
+                        "gaps": v.gaps.iter().map(|(_, g)| g).collect::<Vec<_>>(),
+                        "code_object_libraries": v.code_object_libraries,
+                    });
+                    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+                } else {
+                    println!("{name}: {} (declared in {})", v.kind, recipe.display_file());
+                    for l in &v.lines {
+                        println!("  {l}");
+                    }
+                    for (_, gap) in &v.gaps {
+                        println!("  FAILS: {gap}");
+                    }
+                    println!(
+                        "ahead-of-time coverage: none counted ({} is not compiled ahead of time for {})",
+                        name,
+                        requested
+                            .iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+                return Ok(if holds {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
+        }
         let complete = report.complete_allowing(&spoof_ok);
         if g.format == Format::Json {
             let mut v = serde_json::to_value(&report).unwrap_or_default();

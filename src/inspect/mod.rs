@@ -12,6 +12,7 @@ pub mod codeobject;
 pub mod coverage;
 pub mod offload_binary;
 pub mod tensile;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -5,6 +5,7 @@
 //! catalog.
 
 pub mod derive_vars;
+pub mod gpu_code;
 pub mod release;
 
 use std::collections::BTreeMap;
@@ -51,6 +52,8 @@ pub struct Recipe {
     /// Patch series shipped in pinned archives (a distribution's `debian.tar.xz`), applied
     /// before the catalog's own patches.
     pub series: Vec<Series>,
+    /// How the GPU code reaches the targets (`[coverage]`): ahead of time unless said.
+    pub gpu_code: gpu_code::GpuCode,
     pub file: Arc<SourceFile>,
     /// In a line with a `base`: the file whose `[source]`, `version`, `[patches]` and
     /// `[[series]]` replaced the base line's (`file` is then the base line's recipe).
@@ -479,6 +482,9 @@ pub fn parse(
         .opt_table_array("series", d)
         .map(|ts| read_series(ts, d))
         .unwrap_or_default();
+    let coverage = r
+        .opt_table("coverage", d)
+        .map(|t| gpu_code::read(t, arches, d));
     r.finish(d);
     if build.as_ref().is_some_and(|b| !b.device_code) {
         // A component without device code is built once for every target set: nothing of its
@@ -523,6 +529,10 @@ pub fn parse(
         inputs,
         derive,
         series,
+        gpu_code: match coverage {
+            Some(c) => c?,
+            None => gpu_code::GpuCode::AheadOfTime,
+        },
         file: file.clone(),
         overrides: None,
         depends_file: None,
@@ -554,6 +564,8 @@ pub struct Override {
     pub tests: Option<bool>,
     /// The line's own hints: its image and flags build at their own speed.
     pub resources: ResourceHints,
+    /// The line's own `[coverage]`: how its source's GPU code reaches the targets.
+    pub gpu_code: Option<gpu_code::GpuCode>,
     pub file: Arc<SourceFile>,
 }
 
@@ -569,6 +581,7 @@ pub const OVERRIDE_KEYS: &[&str] = &[
     "inputs",
     "tests",
     "resources",
+    "coverage",
 ];
 
 /// Reads a component file of a line whose release.toml names a `base` line; `component` is
@@ -649,6 +662,9 @@ pub fn parse_override(
         .opt_table("resources", d)
         .map(|t| read_resource_hints(t, d))
         .unwrap_or_default();
+    let gpu_code = r
+        .opt_table("coverage", d)
+        .and_then(|t| gpu_code::read(t, arches, d));
     // Not `r.finish`: unknown keys were reported above, with the override's own hint.
     d.sort_from(before);
     if d.len() > before {
@@ -668,6 +684,7 @@ pub fn parse_override(
         inputs,
         tests,
         resources,
+        gpu_code,
         file: file.clone(),
     })
 }
@@ -868,6 +885,9 @@ impl Recipe {
             self.tests_apart = true;
         }
         self.resources = o.resources.over(self.resources);
+        if let Some(g) = &o.gpu_code {
+            self.gpu_code = g.clone();
+        }
         self.overrides = Some(o.file.clone());
         self
     }

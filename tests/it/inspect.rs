@@ -758,3 +758,114 @@ fn tensile_catalogs_decide_what_a_target_gets() {
         o.stdout
     );
 }
+
+/// The verdicts of the non-ahead-of-time kinds, on files compiled here: a host-only library
+/// with GPU code fails; a runtime-compiled proof covers only the targets it records; a declined
+/// library's code objects are never counted as coverage.
+#[test]
+fn coverage_kinds_on_real_builds() {
+    use rocforge::inspect::verdict::verdict;
+    use rocforge::recipe::gpu_code::{GpuCode, ProofCount};
+    let Some(b) = hipcc_built() else { return };
+    let Some(cc) = require("cc") else { return };
+    let t = table();
+    let both = [tid("gfx90c"), tid("gfx902")];
+    let host_dir = tempfile::tempdir().unwrap();
+    let c = host_dir.path().join("h.c");
+    std::fs::write(&c, "int host_only(int x) { return x + 1; }\n").unwrap();
+    std::fs::create_dir(host_dir.path().join("lib")).unwrap();
+    run(Command::new(&cc)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(host_dir.path().join("lib/libh.so"))
+        .arg(&c));
+    let host_only = GpuCode::HostOnly {
+        reason: "links rocRAND".into(),
+    };
+
+    let plain = inspect::coverage(&[host_dir.path().join("lib")], &both, &t).unwrap();
+    let v = verdict(&host_only, &plain, &both).unwrap();
+    assert!(v.holds(), "{v:?}");
+    assert!(v.lines[0].starts_with("host-only: no GPU code"), "{v:?}");
+
+    let gpu = inspect::coverage(&[b.path("prefix/lib/libab.so")], &both, &t).unwrap();
+    assert!(gpu.complete());
+    let v = verdict(&host_only, &gpu, &both).unwrap();
+    assert!(!v.holds());
+    assert!(
+        v.gaps[0]
+            .1
+            .contains("carries GPU code, yet the recipe declares host-only"),
+        "{v:?}"
+    );
+
+    let proof = [(
+        "gfx90c".to_string(),
+        ProofCount {
+            compiled: 131,
+            failed: 0,
+        },
+    )]
+    .into();
+    let rt = GpuCode::RuntimeCompiled {
+        reason: "kernels built by comgr".into(),
+        method: "clang -x hip".into(),
+        proof,
+    };
+    let v = verdict(&rt, &gpu, &both).unwrap();
+    assert_eq!(v.gaps.len(), 1, "{v:?}");
+    assert_eq!(v.gaps[0].0, Some(tid("gfx902")));
+    assert!(
+        v.lines
+            .iter()
+            .any(|l| l
+                == "gfx90c: runtime-compiled, 131 of 131 kernel sources compile (clang -x hip)"),
+        "{v:?}"
+    );
+    assert!(
+        v.lines
+            .iter()
+            .any(|l| l.contains("are not counted as coverage")),
+        "{v:?}"
+    );
+    let failing = [
+        (
+            "gfx90c".to_string(),
+            ProofCount {
+                compiled: 130,
+                failed: 1,
+            },
+        ),
+        (
+            "gfx902".to_string(),
+            ProofCount {
+                compiled: 131,
+                failed: 0,
+            },
+        ),
+    ]
+    .into();
+    let rt = GpuCode::RuntimeCompiled {
+        reason: "r".into(),
+        method: "m".into(),
+        proof: failing,
+    };
+    let v = verdict(&rt, &plain, &both).unwrap();
+    assert_eq!(v.gaps.len(), 1);
+    assert!(
+        v.gaps[0].1.contains("1 of 131 kernel sources failed"),
+        "{v:?}"
+    );
+
+    let declined = GpuCode::Declined {
+        reason: "kernels only for matrix-core GPUs".into(),
+        fallback: "hipBLAS".into(),
+    };
+    let v = verdict(&declined, &gpu, &both).unwrap();
+    assert!(v.holds());
+    assert!(
+        v.lines[0].contains("falls back to hipBLAS") || v.lines[0].contains("fall back to hipBLAS"),
+        "{v:?}"
+    );
+    assert_eq!(v.code_object_libraries, 1);
+    assert!(verdict(&GpuCode::AheadOfTime, &gpu, &both).is_none());
+}
