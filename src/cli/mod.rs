@@ -278,8 +278,10 @@ Examples:
     #[command(after_help = "\
 github://OWNER/REPO@TAG: finds or creates the release, uploads the tarballs, signatures, \
 SHA256SUMS, index.json and wheels; files already there with the same size are skipped, so a \
-re-run finishes an interrupted publish. The token comes from GITHUB_TOKEN (never printed); \
-ROCFORGE_GITHUB_API overrides https://api.github.com.
+re-run finishes an interrupted publish. A file GitHub already holds under that name whose digest \
+is not this file's means the tag is another release: refused before anything is uploaded (publish \
+under a new tag). The token comes from GITHUB_TOKEN (never printed); ROCFORGE_GITHUB_API \
+overrides https://api.github.com.
 
 oci://REGISTRY/REPO: each tarball an artifact tagged <name>-<version>-<targets>-<key8>, the \
 signed index tagged by the release (ROCFORGE_REGISTRY_USER/ROCFORGE_REGISTRY_PASSWORD for \

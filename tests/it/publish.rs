@@ -5,13 +5,11 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
+use common::github::FakeGitHub;
 use common::*;
 
 struct Fx {
@@ -257,179 +255,6 @@ fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// A GitHub-like server: exactly the release endpoints the publisher uses.
-
-#[derive(Debug, Clone)]
-struct Req {
-    method: String,
-    target: String,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
-}
-
-#[derive(Default)]
-struct GhState {
-    release: bool,
-    assets: Vec<(u64, String, u64)>,
-    next_id: u64,
-    requests: Vec<Req>,
-    /// Answer every request with 401 (a revoked token).
-    refuse: bool,
-    /// The `digest` GitHub gives a finished asset, by name (none: an older server).
-    digests: BTreeMap<String, String>,
-}
-
-struct FakeGitHub {
-    port: u16,
-    state: Arc<Mutex<GhState>>,
-}
-
-impl FakeGitHub {
-    fn start() -> FakeGitHub {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let state = Arc::new(Mutex::new(GhState {
-            next_id: 100,
-            ..Default::default()
-        }));
-        let st = state.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { return };
-                let st = st.clone();
-                std::thread::spawn(move || serve(conn, port, &st));
-            }
-        });
-        FakeGitHub { port, state }
-    }
-
-    fn take(&self) -> Vec<Req> {
-        std::mem::take(&mut self.state.lock().unwrap().requests)
-    }
-}
-
-fn serve(conn: TcpStream, port: u16, st: &Mutex<GhState>) {
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut w = conn;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut parts = line.split_whitespace();
-        let (method, target) = (
-            parts.next().unwrap_or_default().to_string(),
-            parts.next().unwrap_or_default().to_string(),
-        );
-        let mut headers = BTreeMap::new();
-        loop {
-            let mut h = String::new();
-            r.read_line(&mut h).unwrap();
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            let (k, v) = h.split_once(':').unwrap();
-            headers.insert(k.to_ascii_lowercase(), v.trim().to_string());
-        }
-        let len: usize = headers
-            .get("content-length")
-            .map_or(0, |l| l.parse().unwrap());
-        let mut body = vec![0; len];
-        r.read_exact(&mut body).unwrap();
-        let req = Req {
-            method,
-            target,
-            headers,
-            body,
-        };
-        let (status, json) = answer(&req, port, st);
-        st.lock().unwrap().requests.push(req);
-        let text = json.to_string();
-        let reason = match status {
-            200 => "OK",
-            201 => "Created",
-            204 => "No Content",
-            401 => "Unauthorized",
-            _ => "Not Found",
-        };
-        let resp = if status == 204 {
-            format!("HTTP/1.1 204 {reason}\r\n\r\n")
-        } else {
-            format!(
-                "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
-                text.len()
-            )
-        };
-        if w.write_all(resp.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-fn release_json(port: u16) -> serde_json::Value {
-    serde_json::json!({
-        "id": 7,
-        "tag_name": "v1",
-        "upload_url": format!("http://127.0.0.1:{port}/uploads/repos/o/r/releases/7/assets{{?name,label}}"),
-    })
-}
-
-fn answer(req: &Req, port: u16, st: &Mutex<GhState>) -> (u16, serde_json::Value) {
-    let mut s = st.lock().unwrap();
-    if s.refuse {
-        return (
-            401,
-            serde_json::json!({"message": "Bad credentials", "status": "401"}),
-        );
-    }
-    let t = req.target.as_str();
-    match req.method.as_str() {
-        "GET" if t == "/repos/o/r/releases/tags/v1" => {
-            if s.release {
-                (200, release_json(port))
-            } else {
-                (404, serde_json::json!({"message": "Not Found"}))
-            }
-        }
-        "POST" if t == "/repos/o/r/releases" => {
-            s.release = true;
-            (201, release_json(port))
-        }
-        "GET" if t.starts_with("/repos/o/r/releases/7/assets?") => {
-            let list: Vec<_> = s
-                .assets
-                .iter()
-                .map(|(id, name, size)| match s.digests.get(name) {
-                    Some(d) => serde_json::json!({"id": id, "name": name, "size": size, "state": "uploaded", "digest": d}),
-                    None => serde_json::json!({"id": id, "name": name, "size": size}),
-                })
-                .collect();
-            (200, serde_json::Value::Array(list))
-        }
-        "POST" if t.starts_with("/uploads/repos/o/r/releases/7/assets?name=") => {
-            let name = t.split_once("?name=").unwrap().1.to_string();
-            let id = s.next_id;
-            s.next_id += 1;
-            let size = req.body.len() as u64;
-            s.assets.push((id, name.clone(), size));
-            (
-                201,
-                serde_json::json!({"id": id, "name": name, "size": size}),
-            )
-        }
-        "DELETE" if t.starts_with("/repos/o/r/releases/assets/") => {
-            let id: u64 = t.rsplit('/').next().unwrap().parse().unwrap();
-            s.assets.retain(|a| a.0 != id);
-            (204, serde_json::Value::Null)
-        }
-        _ => (404, serde_json::json!({"message": "Not Found"})),
-    }
-}
-
 const TOKEN: &str = "ghp_test-secret-token-0123456789";
 
 #[test]
@@ -502,6 +327,33 @@ fn github_publish_creates_the_release_uploads_once_replaces_changed_assets_and_h
         first.stdout
     );
 
+    // What was uploaded is what a user downloads, from the URL the listing gives.
+    let client = reqwest::blocking::Client::new();
+    let listing: Vec<serde_json::Value> = serde_json::from_slice(
+        &client
+            .get(format!("{api}/repos/o/r/releases/7/assets?per_page=100"))
+            .send()
+            .unwrap()
+            .bytes()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(listing.len(), files.len());
+    for f in &files {
+        let n = f.file_name().unwrap().to_string_lossy();
+        let a = listing.iter().find(|a| a["name"] == *n).unwrap();
+        let url = a["browser_download_url"].as_str().unwrap();
+        assert_eq!(url, format!("{api}/o/r/releases/download/v1/{n}"));
+        let got = client.get(url).send().unwrap();
+        assert_eq!(got.status(), 200, "{url}");
+        assert_eq!(
+            got.bytes().unwrap().to_vec(),
+            std::fs::read(f).unwrap(),
+            "{n}"
+        );
+    }
+    gh.take();
+
     // A re-run uploads nothing.
     let second = fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
     let summary: Vec<(String, String)> = gh
@@ -528,9 +380,13 @@ fn github_publish_creates_the_release_uploads_once_replaces_changed_assets_and_h
     // An asset whose size differs (an interrupted upload) is deleted and uploaded again.
     let sums_id = {
         let mut s = gh.state.lock().unwrap();
-        let a = s.assets.iter_mut().find(|a| a.1 == "SHA256SUMS").unwrap();
-        a.2 = 3;
-        a.0
+        let a = s
+            .assets
+            .iter_mut()
+            .find(|a| a.name == "SHA256SUMS")
+            .unwrap();
+        a.size = 3;
+        a.id
     };
     fx.ok(&env, &["publish", "dist", "--to", "github://o/r@v1"]);
     let summary: Vec<(String, String)> = gh

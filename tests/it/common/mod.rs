@@ -2,6 +2,8 @@
 //! serving them on 127.0.0.1.
 #![allow(dead_code)]
 
+pub mod github;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
