@@ -675,6 +675,16 @@ fn two_concurrent_builds_build_each_component_once() {
 
 #[test]
 fn ctrl_c_stops_the_build_and_its_container() {
+    interrupted_build_stops_its_container(libc::SIGINT);
+}
+
+/// What a CI runner cancelling a job, `kill`, or the end of a login session sends.
+#[test]
+fn sigterm_stops_the_build_and_its_container() {
+    interrupted_build_stops_its_container(libc::SIGTERM);
+}
+
+fn interrupted_build_stops_its_container(signal: i32) {
     if !podman_ready(IMAGE) {
         return;
     }
@@ -712,8 +722,8 @@ fn ctrl_c_stops_the_build_and_its_container() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let pid = child.id();
-    // SAFETY: sending SIGINT to our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(pid as i32, signal) };
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
