@@ -5,8 +5,9 @@ use serde::Serialize;
 use super::runtime::{RuntimeChoice, open_runtime, runtime_image};
 use super::{Error, Result, Session};
 use crate::build::jobs;
+use crate::catalog::Catalog;
 use crate::plan::{Plan, key::RuntimeKind};
-use crate::runtime::Kind;
+use crate::runtime::{ContainerRuntime, Kind, RuntimeError};
 use crate::testrun::detect::Profile;
 use crate::units::format_size;
 
@@ -54,32 +55,16 @@ pub fn doctor(
     let image = runtime_image(catalog, lock, config, choice, RuntimeKind::Container);
     let plan = session.plan(components, RuntimeKind::Container, image, Vec::new())?;
     let mut checks = Vec::new();
+    let mut notes = Vec::new();
     match open_runtime(choice, config) {
-        Ok(rt) => {
-            let version = rt.version().unwrap_or_default();
-            let (uid, _) = crate::runtime::container::ids();
-            let rootless = if uid == 0 { "" } else { " (rootless)" };
-            checks.push(check(
-                "container runtime",
-                true,
-                format!("{version}{rootless}"),
-            ));
-            let present = rt.image_id(&catalog.release.image);
-            let detail = match &present {
-                Some(id) => format!(
-                    "{} present ({})",
-                    catalog.release.image,
-                    &id[..19.min(id.len())]
-                ),
-                None => format!(
-                    "{} is not present: `rocforge build` makes it first; {}",
-                    catalog.release.image,
-                    crate::build::image::advice(catalog)
-                ),
-            };
-            let ok = present.is_some() || rt.kind() == Kind::Host;
-            checks.push(check("builder image", ok, detail));
-        }
+        Ok(rt) => runtime_checks(
+            rt.as_ref(),
+            catalog,
+            lock.image(&catalog.release.name, &catalog.release.image)
+                .map(|l| l.digest.as_str()),
+            &mut checks,
+            &mut notes,
+        ),
         Err(e) => {
             let detail = match e {
                 Error::One(d) => format!("{}; {}", d.message, d.hint.unwrap_or_default()),
@@ -95,7 +80,7 @@ pub fn doctor(
         &catalog.arches,
         std::env::var("HSA_XNACK").ok(),
     );
-    let notes = gpu_notes(&gpu, &plan);
+    notes.extend(gpu_notes(&gpu, &plan));
     Ok(Report {
         ok: checks.iter().all(|c| c.ok),
         checks,
@@ -103,6 +88,112 @@ pub fn doctor(
         notes,
         schema: "rocforge.doctor/1",
     })
+}
+
+/// The runtime answers (docker: its daemon), the builder image is there or can be made, and a
+/// container starts with the flags builds use: what a build needs before its first step.
+fn runtime_checks(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    pinned: Option<&str>,
+    checks: &mut Vec<Check>,
+    notes: &mut Vec<Note>,
+) {
+    if rt.kind() == Kind::Host {
+        checks.push(check(
+            "container runtime",
+            true,
+            "none: --runtime host builds on this machine (not reproducible)".into(),
+        ));
+        return;
+    }
+    let version = match rt.version() {
+        Ok(v) => v,
+        Err(e) => {
+            let said = match &e {
+                RuntimeError::Unusable { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            let failure = rt.start_failure(&said);
+            checks.push(check(
+                "container runtime",
+                false,
+                format!("{e}; {}", failure.fix.unwrap_or_else(|| e.hint())),
+            ));
+            return;
+        }
+    };
+    let (uid, _) = crate::runtime::container::ids();
+    let rootless = if uid == 0 { "" } else { " (rootless)" };
+    checks.push(check(
+        "container runtime",
+        true,
+        format!("{version}{rootless}"),
+    ));
+    let image = &catalog.release.image;
+    let present = rt.image_id(image);
+    // The container start is tried with the builder image, else with the image it is built
+    // FROM: the same runtime flags either way, which is what fails on a misconfigured host.
+    let probe = match &present {
+        Some(id) => {
+            checks.push(check(
+                "builder image",
+                true,
+                format!("{image} present ({})", &id[..19.min(id.len())]),
+            ));
+            Some(image.clone())
+        }
+        None => {
+            let (can, how) = crate::build::image::makeable(rt, catalog, pinned);
+            notes.push(Note {
+                check: "builder image".into(),
+                detail: format!("{image} is not present; {how}"),
+            });
+            if !can {
+                notes.push(Note {
+                    check: "builder image".into(),
+                    detail: crate::build::image::advice(catalog),
+                });
+            }
+            crate::build::image::containerfile(catalog)
+                .and_then(|f| crate::runtime::debootstrap::from_of(&f.text))
+                .filter(|from| rt.image_id(from).is_some())
+        }
+    };
+    match probe {
+        Some(probe) => match rt.start_check(&probe) {
+            Ok(()) => checks.push(check(
+                "container start",
+                true,
+                format!("a container of {probe} starts with the flags builds use"),
+            )),
+            Err(f) => checks.push(check(
+                "container start",
+                false,
+                format!(
+                    "a container of {probe} did not start with the flags builds use: {}; {}",
+                    last_line(&f.message),
+                    f.hint()
+                ),
+            )),
+        },
+        None => notes.push(Note {
+            check: "container start".into(),
+            detail:
+                "not tried: no image to start yet (`rocforge build` tries it when it has made one)"
+                    .into(),
+        }),
+    }
+}
+
+/// The runtime's last words, where it says why (podman prints the OCI error last).
+fn last_line(message: &str) -> &str {
+    message
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(message)
+        .trim()
 }
 
 /// Disk at the store and memory per compile job, against the plan's estimate.

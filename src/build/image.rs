@@ -263,6 +263,62 @@ pub fn advice(catalog: &Catalog) -> String {
     }
 }
 
+/// Whether `build` can make the missing builder image on this machine, and how: from the
+/// line's Containerfile, its base present, made with debootstrap, or pulled. `pinned`: the
+/// digest rocforge.lock pins it by, pulled instead.
+pub fn makeable(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    pinned: Option<&str>,
+) -> (bool, String) {
+    if let Some(digest) = pinned {
+        return (
+            true,
+            format!(
+                "`rocforge build` pulls it first by the digest rocforge.lock pins ({}), if its registry can be reached",
+                &digest[..19.min(digest.len())]
+            ),
+        );
+    }
+    let Some(file) = containerfile(catalog) else {
+        return (
+            false,
+            format!("it cannot be made here: {}", advice(catalog)),
+        );
+    };
+    let made = format!("`rocforge build` makes it first from {}", file.shown);
+    let Some(from) = debootstrap::from_of(&file.text) else {
+        return (true, made);
+    };
+    if rt.image_id(&from).is_some() {
+        return (true, format!("{made} (its base {from} is present)"));
+    }
+    match &catalog.release.image_base {
+        Some(base) if base.name == from => {
+            if crate::process::on_path("debootstrap") {
+                (
+                    true,
+                    format!(
+                        "{made}, its base {from} with debootstrap --variant={} {} (needs the Debian mirror)",
+                        base.variant, base.suite
+                    ),
+                )
+            } else {
+                (
+                    false,
+                    format!(
+                        "it cannot be made here yet: its base {from} is made with debootstrap, which is not installed (`sudo apt install debootstrap`)"
+                    ),
+                )
+            }
+        }
+        _ => (
+            true,
+            format!("{made}, pulling its base {from} (needs its registry)"),
+        ),
+    }
+}
+
 /// ` --release NAME` (and `--recipes DIR`) as the command line must repeat them.
 fn release_flag(catalog: &Catalog) -> String {
     let mut out = String::new();

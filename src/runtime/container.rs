@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{ContainerRuntime, Exit, Kind, LABEL, LABEL_PID, RunSpec, RuntimeArgs, RuntimeError};
+use super::{
+    ContainerRuntime, Exit, Kind, LABEL, LABEL_PID, RunSpec, RuntimeArgs, RuntimeError,
+    StartFailure,
+};
 use crate::process::{Cmd, pid_alive, shell_quote};
 
 pub struct Container {
@@ -218,6 +221,37 @@ impl ContainerRuntime for Container {
             message: e.to_string(),
         })?;
         Ok(Exit(out.status.code()))
+    }
+
+    fn start_check(&self, image: &str) -> Result<(), StartFailure> {
+        let spec = RunSpec {
+            name: format!("rocforge-doctor-{}", std::process::id()),
+            image: image.to_string(),
+            mounts: Vec::new(),
+            env: Default::default(),
+            workdir: "/".into(),
+            script: "true".into(),
+            network: false,
+            labels: Default::default(),
+        };
+        let args = self.run_args(&spec);
+        match Cmd::new(&args[0]).args(&args[1..]).run() {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let said = match e.stderr().trim() {
+                    "" => e.to_string(),
+                    s => s.to_string(),
+                };
+                Err(self.start_failure(&said))
+            }
+        }
+    }
+
+    fn start_failure(&self, message: &str) -> StartFailure {
+        StartFailure {
+            message: message.trim().to_string(),
+            fix: super::start_fix(self.kind, message, &self.args),
+        }
     }
 
     fn pull(&self, image: &str, log: &Path) -> Result<Exit, RuntimeError> {

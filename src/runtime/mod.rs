@@ -67,6 +67,105 @@ impl RuntimeError {
     }
 }
 
+/// A container that did not start: the runtime's own words and, when they say why, the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartFailure {
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl StartFailure {
+    /// The hint a user reads: the fix, else where to look.
+    pub fn hint(&self) -> String {
+        self.fix.clone().unwrap_or_else(|| {
+            "run `rocforge doctor`: it starts a container with the flags builds use and says what fails".into()
+        })
+    }
+}
+
+/// The fix for a container start failure `message` of `kind`, given the `[runtime]` arguments
+/// in use (`global` before the subcommand, `run` after `run`): the exact rocforge.toml lines.
+pub fn start_fix(kind: Kind, message: &str, args: &RuntimeArgs) -> Option<String> {
+    let lower = message.to_lowercase();
+    let (global_key, run_key) = match kind {
+        Kind::Docker => ("docker", "docker-run"),
+        _ => ("podman", "podman-run"),
+    };
+    let toml = |key: &str, values: Vec<String>| {
+        let list = values
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "add to rocforge.toml (or ~/.config/rocforge/config.toml):\n  [runtime]\n  {key} = [{list}]"
+        )
+    };
+    if lower.contains("cannot connect to the docker daemon") || lower.contains("docker daemon") {
+        return Some("start the docker daemon (`sudo systemctl start docker`), or point DOCKER_HOST at one that runs; or use --runtime podman".into());
+    }
+    if lower.contains("rlimit") || lower.contains("ulimit") {
+        // A container may not raise a limit above the host's hard one, and podman 4.3 asks for
+        // more than many hosts allow: both limits are set to what this host permits.
+        let mut run = without_ulimits(&args.run);
+        for (name, resource) in [
+            ("nofile", libc::RLIMIT_NOFILE),
+            ("nproc", libc::RLIMIT_NPROC),
+        ] {
+            let limit = hard_limit(resource);
+            run.push("--ulimit".into());
+            run.push(format!("{name}={limit}:{limit}"));
+        }
+        return Some(toml(run_key, run));
+    }
+    if kind == Kind::Podman && lower.contains("crun") {
+        // crun fails on hosts with a hybrid cgroup v1 hierarchy; runc works there.
+        let mut global: Vec<String> = Vec::new();
+        let mut it = args.global.iter();
+        while let Some(a) = it.next() {
+            if a == "--runtime" {
+                it.next();
+            } else if !a.starts_with("--runtime=") {
+                global.push(a.clone());
+            }
+        }
+        global.extend(["--runtime".to_string(), "runc".to_string()]);
+        return Some(toml(global_key, global));
+    }
+    None
+}
+
+/// `args` without its `--ulimit` flags, which the fix replaces.
+fn without_ulimits(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--ulimit" {
+            it.next();
+        } else if !a.starts_with("--ulimit=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// This host's hard limit of `resource`; an unlimited one as the soft one, else 65536, since
+/// a container runtime takes a number.
+fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: r is a valid out-pointer.
+    if unsafe { libc::getrlimit(resource, &mut r) } != 0 {
+        return 65536;
+    }
+    [r.rlim_max, r.rlim_cur]
+        .into_iter()
+        .find(|&v| v != libc::RLIM_INFINITY)
+        .unwrap_or(65536)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
@@ -115,6 +214,20 @@ pub trait ContainerRuntime: Send + Sync {
             runtime: self.kind().to_string(),
             image: image.to_string(),
         })
+    }
+    /// Starts one throw-away container of `image` with the flags builds use (no network, the
+    /// user mapping, rocforge.toml's run arguments) running `true`: what `doctor` checks so a
+    /// host whose runtime cannot start containers is told before a build fails.
+    fn start_check(&self, _image: &str) -> Result<(), StartFailure> {
+        Ok(())
+    }
+    /// What the runtime printed when a container did not start, with the rocforge.toml lines
+    /// that fix it when the message says which.
+    fn start_failure(&self, message: &str) -> StartFailure {
+        StartFailure {
+            message: message.trim().to_string(),
+            fix: None,
+        }
     }
     /// Builds an image from a Containerfile.
     fn build_image(
