@@ -199,6 +199,17 @@ impl ArchTable {
 
     /// Validates a target ID against the table (known processor, features it supports).
     pub fn resolve(&self, id: &str) -> Result<TargetId, TargetError> {
+        // LLVM spells target IDs in lower case only; the fix is exact, so say it rather than
+        // reporting a malformed ID.
+        if id.chars().any(|c| c.is_ascii_uppercase()) {
+            let lower = id.to_ascii_lowercase();
+            if self.resolve(&lower).is_ok() {
+                return Err(TargetError::UpperCase {
+                    id: id.to_string(),
+                    lower,
+                });
+            }
+        }
         let target: TargetId = id.parse()?;
         let Some(arch) = self.arches.get(&target.arch) else {
             let hint = did_you_mean(&target.arch, self.names());
@@ -225,6 +236,16 @@ impl ArchTable {
     /// Parses a comma list of target IDs (`gfx90c,gfx902:xnack-`), sorted and deduplicated so
     /// that the order a user types does not change what is built.
     pub fn resolve_list(&self, list: &str) -> Result<Vec<TargetId>, TargetError> {
+        // `--arch gfx90c, gfx902`: the shell ends the value at the space, leaving "gfx90c,".
+        if let Some(head) = list.trim_end().strip_suffix(',')
+            && !head.trim().is_empty()
+            && !head.split(',').any(|p| p.trim().is_empty())
+        {
+            return Err(TargetError::TrailingComma {
+                list: list.to_string(),
+                head: head.trim().to_string(),
+            });
+        }
         let mut out = Vec::new();
         for part in list.split(',').map(str::trim) {
             if part.is_empty() {
@@ -503,6 +524,10 @@ impl Serialize for TargetId {
 pub enum TargetError {
     #[error("malformed target ID \"{id}\": {why}")]
     Malformed { id: String, why: String },
+    #[error("the target list \"{list}\" ends in a comma")]
+    TrailingComma { list: String, head: String },
+    #[error("target ID \"{id}\" is not in lower case")]
+    UpperCase { id: String, lower: String },
     #[error("unknown GPU target \"{arch}\"")]
     UnknownArch { arch: String, hint: Option<String> },
     #[error("{arch} does not support the {feature} feature")]
@@ -517,6 +542,13 @@ impl TargetError {
             TargetError::Malformed { .. } => {
                 "a target ID is a processor with optional features, e.g. gfx90c or gfx90c:xnack-"
                     .into()
+            }
+            TargetError::TrailingComma { head, .. } => format!(
+                "a space after the comma ends the value in the shell: write the list without \
+                 spaces, `--arch {head},NEXT`, or quote it, `--arch \"{head}, NEXT\"`"
+            ),
+            TargetError::UpperCase { lower, .. } => {
+                format!("target IDs are lower case, as LLVM spells them: write {lower}")
             }
             TargetError::UnknownArch { hint, .. } => hint
                 .clone()

@@ -64,6 +64,8 @@ pub enum InstallError {
         component: String,
         targets: String,
         available: Vec<String>,
+        /// A near name the index does hold, when the component is not there at all.
+        near: Option<String>,
     },
     #[error("{artifact} depends on {dependency} (key {key}), which the index does not list")]
     MissingDependency {
@@ -150,6 +152,7 @@ impl InstallError {
             InstallError::Trust(e) => e.hint(),
             InstallError::Expired { .. } => "fetch a current index from the publisher; an expired index is never used".into(),
             InstallError::BadDate { .. } => "the index's issued/expires must be RFC 3339 UTC, e.g. 2025-06-01T00:00:00Z".into(),
+            InstallError::NotInIndex { near: Some(near), .. } => format!("did you mean \"{near}\"? (a name the index holds)"),
             InstallError::NotInIndex { .. } => "check the component name and --arch against the index".into(),
             InstallError::MissingDependency { .. } => "the index is incomplete; the publisher must package the dependency too".into(),
             InstallError::OtherHost { .. } => "pass --allow-host HOST if you trust that host".into(),

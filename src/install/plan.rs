@@ -441,6 +441,13 @@ pub fn resolve<'a>(
                     .iter()
                     .map(|a| format!("{} {} for {}", a.name, a.version, a.target_list()))
                     .collect(),
+                near: candidates
+                    .is_empty()
+                    .then(|| {
+                        crate::diag::suggest(c, index.artifacts.iter().map(|a| a.name.as_str()))
+                    })
+                    .flatten()
+                    .map(str::to_string),
             });
         };
         visit(index, best, &mut order, &mut seen)?;

@@ -2018,6 +2018,22 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
         "{}",
         o.stderr
     );
+    // A typo of a name the index holds is answered with that name.
+    let o = fx.run(&[
+        "install",
+        "greeet",
+        "--from",
+        &url,
+        "--prefix",
+        &p,
+        "--dry-run",
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("help: did you mean \"greet\"?"),
+        "{}",
+        o.stderr
+    );
 }
 
 /// A component without device code (hipBLAS over rocBLAS) is keyed by its dependencies'

@@ -439,6 +439,10 @@ fn bad_flags_get_clear_errors() {
         &["plan", "rocsparse", "--arch", "gfx90c:sramecc+"],
         &["plan", "rocsparse", "--arch", "gfx90c:xnack"],
         &["plan", "rocsparse", "--arch", "gfx90c:xnack-,gfx90c:xnack+"],
+        // What the shell makes of `--arch gfx90c, gfx902`.
+        &["plan", "rocsparse", "--arch", "gfx90c,", "gfx902"],
+        &["plan", "rocsparse", "--arch", "GFX90C"],
+        &["plan", "rocsparse", "--arch", "gfx90c,gfx902:XNACK-"],
         &["plan", "rocsparce", "--arch", "gfx90c"],
         &["plan", "--release", "rocm-6.4.3"],
         &["arch", "show", "gfx9000"],
