@@ -870,15 +870,7 @@ impl Builder<'_> {
         recipe: &Recipe,
         tree: &Path,
     ) -> Result<serde_json::Value, StepError> {
-        let report = crate::inspect::coverage(
-            &[tree.to_path_buf()],
-            &self.plan.targets,
-            &self.sources.catalog.arches,
-        )
-        .map_err(|e| StepError::Coverage {
-            component: component.into(),
-            table: format!("  {e}"),
-        })?;
+        let report = self.tree_coverage(component, tree)?;
         let v = crate::inspect::verdict::verdict(&recipe.gpu_code, &report, &self.plan.targets)
             .expect("not ahead-of-time");
         let strip = |s: &str| s.replace(&format!("{}/", tree.display()), "");
@@ -917,9 +909,13 @@ impl Builder<'_> {
         }))
     }
 
-    /// The coverage gate: every library with device code must carry each requested target.
-    fn gate(&self, component: &str, tree: &Path) -> Result<serde_json::Value, StepError> {
-        let report = crate::inspect::coverage(
+    /// What code objects the built tree carries for the plan's targets.
+    fn tree_coverage(
+        &self,
+        component: &str,
+        tree: &Path,
+    ) -> Result<crate::inspect::CoverageReport, StepError> {
+        crate::inspect::coverage(
             &[tree.to_path_buf()],
             &self.plan.targets,
             &self.sources.catalog.arches,
@@ -927,7 +923,12 @@ impl Builder<'_> {
         .map_err(|e| StepError::Coverage {
             component: component.into(),
             table: format!("  {e}"),
-        })?;
+        })
+    }
+
+    /// The coverage gate: every library with device code must carry each requested target.
+    fn gate(&self, component: &str, tree: &Path) -> Result<serde_json::Value, StepError> {
+        let report = self.tree_coverage(component, tree)?;
         let strip = |lib: &str| {
             lib.strip_prefix(&format!("{}/", tree.display()))
                 .unwrap_or(lib)
