@@ -47,6 +47,55 @@ pub fn staging_dir(target: &Path) -> io::Result<PathBuf> {
     Ok(dir.keep())
 }
 
+/// Whether `dir` is a mount point (a bind mount given to a container, above all): a rename can
+/// neither replace it (EBUSY) nor move anything into it from outside (EXDEV), so whatever is
+/// staged for it must be staged inside it. A device unlike the parent's says so; a bind mount of
+/// the parent's own filesystem keeps the device, and the kernel's mount table says so.
+pub fn is_mount_point(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(canon) = dir.canonicalize() else {
+        return false;
+    };
+    let (Ok(meta), Some(parent)) = (std::fs::metadata(&canon), canon.parent()) else {
+        return false;
+    };
+    if !meta.is_dir() {
+        return false;
+    }
+    if std::fs::metadata(parent).is_ok_and(|p| p.dev() != meta.dev()) {
+        return true;
+    }
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|table| {
+        table
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .any(|m| Path::new(&unescape_mountinfo(m)) == canon)
+    })
+}
+
+/// The kernel writes a space, tab, newline and backslash in a mount table path as `\ooo`.
+fn unescape_mountinfo(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A temporary file in `dir` named `.tmp-<pid>-…`: when a kill -9 leaves it behind,
 /// [`reap_temp`] can tell it from one a live process is still writing.
 pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {

@@ -253,7 +253,13 @@ struct Staging(Staged);
 
 impl Staging {
     fn new(prefix: &Path) -> Result<Staging, InstallError> {
-        Staged::dir_beside(prefix).map(Staging).map_err(ioe(prefix))
+        if crate::fsutil::is_mount_point(prefix) {
+            Staged::dir_in(&merge::staging_inside(prefix), ".tmp-", prefix)
+        } else {
+            Staged::dir_beside(prefix)
+        }
+        .map(Staging)
+        .map_err(ioe(prefix))
     }
 
     fn path(&self) -> &Path {
@@ -269,11 +275,13 @@ impl Staging {
         receipts: &[Receipt],
         existing: &[Receipt],
     ) -> Result<(), InstallError> {
-        let empty = match std::fs::read_dir(prefix) {
-            Ok(mut rd) => rd.next().is_none(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-            Err(e) => return Err(ioe(prefix)(e)),
-        };
+        // Staged inside the prefix (a mount point), the tree is merged in, never renamed.
+        let empty = !self.path().starts_with(prefix)
+            && match std::fs::read_dir(prefix) {
+                Ok(mut rd) => rd.next().is_none(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+                Err(e) => return Err(ioe(prefix)(e)),
+            };
         if empty {
             for r in receipts {
                 receipt::write(self.path(), r).map_err(ioe(self.path()))?;
@@ -301,7 +309,11 @@ impl Staging {
         // emptied by the merge, is still removed when `self` drops.
         merge::begin(self.path(), &journal).map_err(ioe(self.path()))?;
         crate::fault::point("install");
-        merge::apply(self.path(), prefix, &journal).map_err(ioe(prefix))
+        merge::apply(self.path(), prefix, &journal).map_err(ioe(prefix))?;
+        drop(self);
+        // Staged inside the prefix: the directory that held it goes once empty.
+        let _ = std::fs::remove_dir(merge::staging_inside(prefix));
+        Ok(())
     }
 }
 

@@ -188,17 +188,28 @@ fn parts(prefix: &Path) -> (PathBuf, String) {
     (parent, name)
 }
 
-/// The staging directories beside `prefix` (`.<name>.tmp-…`): a running install's, or what a
-/// killed one left.
+/// Where installs into a prefix that is a mount point stage, inside it: see
+/// [`crate::fsutil::is_mount_point`]. Merged from there, never renamed over the prefix.
+pub fn staging_inside(prefix: &Path) -> PathBuf {
+    prefix.join(".rocforge").join("staging")
+}
+
+/// The staging directories of `prefix` (`.<name>.tmp-…` beside it, `.tmp-…` in
+/// [`staging_inside`]): a running install's, or what a killed one left.
 pub fn staging(prefix: &Path) -> Vec<PathBuf> {
     let (parent, name) = parts(prefix);
-    let start = format!(".{name}.tmp-");
-    let Ok(rd) = std::fs::read_dir(&parent) else {
+    let mut out = dirs_named(&parent, &format!(".{name}.tmp-"));
+    out.extend(dirs_named(&staging_inside(prefix), ".tmp-"));
+    out
+}
+
+fn dirs_named(parent: &Path, start: &str) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
     rd.flatten()
         .filter(|e| {
-            e.file_name().to_string_lossy().starts_with(&start)
+            e.file_name().to_string_lossy().starts_with(start)
                 && e.file_type().is_ok_and(|t| t.is_dir())
         })
         .map(|e| e.path())
@@ -258,6 +269,7 @@ pub fn recover(prefix: &Path) -> std::io::Result<Recovered> {
         }
         crate::fsutil::remove_tree(&dir)?;
     }
+    let _ = std::fs::remove_dir(staging_inside(prefix));
     crate::fsutil::reap_temp(&receipt::dir(prefix), ".tmp-");
     crate::fsutil::reap_temp(&prefix.join(".rocforge"), ".tmp-");
     Ok(done)

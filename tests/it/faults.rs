@@ -1166,3 +1166,73 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
     );
     ctx.ok(&limited);
 }
+
+/// A prefix that is itself a mount point, as a bind mount given to a container is (README's
+/// "Install a release"): a rename can neither replace it (EBUSY) nor move a tree into it from
+/// beside it (EXDEV). The install stages inside it and merges, the prefix ends up holding the
+/// component and nothing of the staging, and uninstall leaves the mount point in place. Both a
+/// filesystem of its own and a bind mount of the parent's filesystem (same device).
+#[test]
+fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
+    let fx = fixture("localhost/rocforge-none:1");
+    let probe = Tmpfs::mount(&fx.root.join("probe-mount"), "64k");
+    if !require("root, to mount a small tmpfs", probe.is_some()) {
+        return;
+    }
+    drop(probe);
+    let ctx = fx.ctx("mount-prefix");
+    let host = ["--arch", "gfx90c", "--runtime", "host"];
+    ctx.ok(&[&["build", "base"][..], &host].concat());
+    ctx.ok(&[&["package", "base"][..], &host, &["--out", "dist-mount"]].concat());
+    let tmpfs = Tmpfs::mount(&fx.root.join("mounted"), "16m").unwrap();
+    let shared = fx.root.join("bind-source");
+    std::fs::create_dir_all(&shared).unwrap();
+    let bound = fx.root.join("bound");
+    std::fs::create_dir_all(&bound).unwrap();
+    assert!(
+        Command::new("mount")
+            .arg("--bind")
+            .args([&shared, &bound])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _unbind = Tmpfs(bound.clone());
+    for prefix in [tmpfs.0.clone(), bound.clone()] {
+        let p = prefix.display().to_string();
+        let o = ctx.run(&[
+            "install",
+            "base",
+            "--arch",
+            "gfx90c",
+            "--from",
+            "dist-mount",
+            "--prefix",
+            &p,
+            "--allow-unsigned",
+        ]);
+        assert_eq!(o.code, 0, "{p}: {}", o.stderr);
+        let state = prefix_state(&prefix);
+        assert!(
+            state.contains_key(".rocforge/receipts/base.json"),
+            "{p}: {state:?}"
+        );
+        assert!(
+            state.keys().all(|k| !k.starts_with(".rocforge/staging/")),
+            "{p}: staging left in the prefix: {state:?}"
+        );
+        let o = ctx.run(&["list", "--installed", "--prefix", &p]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(o.stdout.contains("base"), "{}", o.stdout);
+        assert!(!o.stdout.contains("DAMAGED"), "{}", o.stdout);
+        let o = ctx.run(&["uninstall", "base", "--prefix", &p]);
+        assert_eq!(o.code, 0, "{p}: {}", o.stderr);
+        assert!(prefix.is_dir(), "{p}: the mount point stays");
+    }
+    // The bind mount shows what the installs wrote through it, and nothing else.
+    assert!(
+        listing(&shared).keys().all(|k| k.starts_with(".rocforge/")),
+        "{:?}",
+        listing(&shared)
+    );
+}
