@@ -999,6 +999,28 @@ pub fn export_embedded(dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
         .collect())
 }
 
+/// A `path` source of the built-in catalog: the directory `recipes/<release>/<path>` compiled
+/// into the binary, so a line's own programs build from any directory as its recipes do.
+/// `..` steps out of the line's directory as on disk (a based line's recipe names its base
+/// line's directory so); nothing leaves `recipes/`.
+pub fn embedded_path_source(release: &str, path: &str) -> Option<&'static Dir<'static>> {
+    let mut rel = PathBuf::new();
+    for c in Path::new(release).join(path).components() {
+        match c {
+            std::path::Component::Normal(n) => rel.push(n),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if rel.pop() => {}
+            _ => return None,
+        }
+    }
+    EMBEDDED_RECIPES.get_dir(rel)
+}
+
+/// Writes a directory of the built-in catalog to `dest` (files mode 0644, as `catalog export`).
+pub fn write_embedded(dir: &Dir<'_>, dest: &Path) -> io::Result<()> {
+    write_dir(dir, dest, &mut Vec::new())
+}
+
 fn write_dir(dir: &Dir<'_>, dest: &Path, written: &mut Vec<PathBuf>) -> io::Result<()> {
     std::fs::create_dir_all(dest)?;
     for f in dir.files() {

@@ -331,12 +331,15 @@ mod tests {
     fn every_shipped_component_is_mapped_or_known_unmapped() {
         let c = Catalog::load(crate::catalog::CatalogRoot::Embedded, None).unwrap();
         for name in c.recipes.keys() {
-            // No rocmPackages attribute: rocm-examples has none in nixpkgs; torch and
-            // torchvision are python3Packages.{torch,torchvision} with rocmSupport, outside
-            // the rocmPackages scope this overlay overrides (docs/nix.md).
+            // No rocmPackages attribute: rocm-examples has none in nixpkgs, nor has rocm-smoke
+            // (this project's own program); roctx is host code that rocmPackages.roctracer
+            // carries unchanged, nothing for a GPU target to override; torch and torchvision
+            // are python3Packages.{torch,torchvision} with rocmSupport, outside the
+            // rocmPackages scope this overlay overrides (docs/nix.md).
             assert!(
                 attribute(name).is_some()
-                    || ["rocm-examples", "torch", "torchvision"].contains(&name.as_str()),
+                    || ["rocm-examples", "rocm-smoke", "roctx", "torch", "torchvision"]
+                        .contains(&name.as_str()),
                 "{name} has no rocmPackages mapping"
             );
         }

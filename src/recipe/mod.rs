@@ -415,19 +415,7 @@ pub fn parse(
         d,
         "add the SPDX license of the component, e.g. license = \"MIT\"",
     );
-    let license_files = r.opt_str_list("license-files", d).unwrap_or_default();
-    for p in &license_files {
-        if let Some(problem) = path_problem(p) {
-            d.push(
-                Diagnostic::new(format!(
-                    "license file \"{}\" must be a path inside the source",
-                    p.value
-                ))
-                .at(file, p.span.clone(), problem)
-                .hint("write a path relative to the top of the source, e.g. \"LICENSE.md\""),
-            );
-        }
-    }
+    let license_files = read_license_files(&mut r, file, d).unwrap_or_default();
     let homepage = r.opt_str("homepage", d);
     let depends = r.opt_str_list("depends", d).unwrap_or_default();
     let build_depends = r.opt_str_list(BUILD_DEPENDS, d).unwrap_or_default();
@@ -545,6 +533,8 @@ pub fn parse(
 #[derive(Debug, Clone)]
 pub struct Override {
     pub version: Option<Sp<String>>,
+    /// Where the licence is in this line's source, when its source is laid out differently.
+    pub license_files: Option<Vec<Sp<String>>>,
     pub depends: Option<Vec<Sp<String>>>,
     pub build_depends: Option<Vec<Sp<String>>>,
     pub source: Option<Source>,
@@ -558,6 +548,9 @@ pub struct Override {
     pub pre_configure: Option<String>,
     /// `Some("")` removes the base's post-install.
     pub post_install: Option<String>,
+    /// A script build's commands, replaced whole: the line takes the component from
+    /// somewhere else (a distribution's binary package) and installs it its own way.
+    pub script: Option<Sp<String>>,
     pub inputs: Option<Vec<ExtraInput>>,
     /// `tests = false`: the library's build leaves its test client out (hours of compiling);
     /// `<name>-tests` builds it when asked for.
@@ -572,6 +565,7 @@ pub struct Override {
 /// The keys an override may hold, for the "cannot override" hint.
 pub const OVERRIDE_KEYS: &[&str] = &[
     "version",
+    "license-files",
     "depends",
     BUILD_DEPENDS,
     "source",
@@ -586,6 +580,28 @@ pub const OVERRIDE_KEYS: &[&str] = &[
 
 /// Reads a component file of a line whose release.toml names a `base` line; `component` is
 /// the one it overrides (the file's name).
+/// `license-files`: paths inside the source, each checked.
+fn read_license_files(
+    r: &mut TableReader<'_, '_>,
+    file: &Arc<SourceFile>,
+    d: &mut Diagnostics,
+) -> Option<Vec<Sp<String>>> {
+    let license_files = r.opt_str_list("license-files", d)?;
+    for p in &license_files {
+        if let Some(problem) = path_problem(p) {
+            d.push(
+                Diagnostic::new(format!(
+                    "license file \"{}\" must be a path inside the source",
+                    p.value
+                ))
+                .at(file, p.span.clone(), problem)
+                .hint("write a path relative to the top of the source, e.g. \"LICENSE.md\""),
+            );
+        }
+    }
+    Some(license_files)
+}
+
 pub fn parse_override(
     file: &Arc<SourceFile>,
     component: &str,
@@ -615,6 +631,7 @@ pub fn parse_override(
     if let Some(v) = &version {
         check_version(file, v, d);
     }
+    let license_files = read_license_files(&mut r, file, d);
     let source = r.opt_table("source", d).and_then(|t| read_source(t, d));
     let patches = r.opt_table("patches", d).map(|t| {
         let mut p = read_patches(t, arches, d);
@@ -637,6 +654,7 @@ pub fn parse_override(
     let mut env = BTreeMap::new();
     let mut pre_configure = None;
     let mut post_install = None;
+    let mut script = None;
     if let Some(mut b) = r.opt_table("build", d) {
         for a in b.opt_str_list("args", d).unwrap_or_default() {
             if !a.starts_with("-D") || !a.contains('=') {
@@ -654,6 +672,7 @@ pub fn parse_override(
             .unwrap_or_default();
         pre_configure = b.opt_str("pre-configure", d).map(|p| p.value);
         post_install = b.opt_str("post-install", d).map(|p| p.value);
+        script = b.opt_str("script", d);
         b.finish(d);
     }
     let inputs = r.opt_table_array("inputs", d).map(|ts| read_inputs(ts, d));
@@ -672,6 +691,7 @@ pub fn parse_override(
     }
     Some(Override {
         version,
+        license_files,
         depends,
         build_depends,
         source,
@@ -681,6 +701,7 @@ pub fn parse_override(
         env,
         pre_configure,
         post_install,
+        script,
         inputs,
         tests,
         resources,
@@ -694,6 +715,19 @@ impl Override {
     /// which the override keeps, has it: the merged recipe would list it in both. (An override
     /// that sets both lists was checked whole by [`parse_override`].)
     pub fn check_against(&self, base: &Recipe, base_line: &str, d: &mut Diagnostics) {
+        if let Some(script) = &self.script
+            && !matches!(base.build.system, BuildSystem::Script { .. })
+        {
+            d.push(
+                Diagnostic::new(format!(
+                    "[build] script replaces the commands of a script build, and {} in {base_line} is not one",
+                    base.name.value
+                ))
+                .at(&self.file, script.span.clone(), "a script for a cmake or copy build")
+                .related(&base.file, base.name.span.clone(), format!("{base_line}'s recipe"))
+                .hint("a line changes a cmake build through [build] args, env, pre-configure and post-install"),
+            );
+        }
         let (ours, key, theirs, other) = match (&self.depends, &self.build_depends) {
             (Some(run), None) => (run, "depends", &base.build_depends, BUILD_DEPENDS),
             (None, Some(build)) => (build, BUILD_DEPENDS, &base.depends, "depends"),
@@ -818,8 +852,17 @@ impl Recipe {
         if let Some(v) = &o.version {
             self.version = v.value.clone();
         }
-        if let Some(s) = &o.source {
-            self.source = s.clone();
+        if let Some(l) = &o.license_files {
+            self.license_files = l.clone();
+        }
+        match &o.source {
+            Some(s) => self.source = s.clone(),
+            // A path source resolves against the directory of the line that declared it.
+            None => {
+                if let Source::Path { path } = &mut self.source {
+                    *path = format!("../{base_line}/{path}");
+                }
+            }
         }
         match &o.patches {
             Some(p) => self.patches = p.clone(),
@@ -876,6 +919,9 @@ impl Recipe {
             if let Some(p) = &o.post_install {
                 *post_install = (!p.trim().is_empty()).then(|| p.clone());
             }
+        }
+        if let (BuildSystem::Script { script }, Some(ours)) = (&mut self.build.system, &o.script) {
+            *script = ours.value.clone();
         }
         if let Some(i) = &o.inputs {
             self.inputs = i.clone();

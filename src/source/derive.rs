@@ -233,6 +233,36 @@ pub fn hash_tree(dir: &Path) -> std::io::Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
+/// [`hash_tree`] of a directory of the built-in catalog: the digest its exported copy has
+/// (`catalog export` writes plain files, none executable), so a path source keys the same
+/// whether it is read from the binary or from an exported catalog.
+pub fn hash_embedded(dir: &include_dir::Dir<'_>) -> String {
+    let mut h = Sha256::new();
+    hash_embedded_into(dir.path(), dir, &mut h);
+    hex::encode(h.finalize())
+}
+
+fn hash_embedded_into(root: &Path, dir: &include_dir::Dir<'_>, h: &mut Sha256) {
+    let mut entries: Vec<&include_dir::DirEntry<'_>> = dir.entries().iter().collect();
+    entries.sort_by_key(|e| e.path().file_name().map(|n| n.to_os_string()));
+    for e in entries {
+        // Relative to the source's root, as hash_tree's walk names them.
+        let name = e.path().strip_prefix(root).unwrap_or(e.path());
+        let name = name.to_string_lossy();
+        match e {
+            include_dir::DirEntry::Dir(d) => {
+                h.update(format!("d {name}\0").as_bytes());
+                hash_embedded_into(root, d, h);
+            }
+            include_dir::DirEntry::File(f) => {
+                let bytes = f.contents();
+                h.update(format!("f {name}\0{}\0{}\0", 0u8, bytes.len()).as_bytes());
+                h.update(bytes);
+            }
+        }
+    }
+}
+
 fn hash_into(root: &Path, rel: &Path, h: &mut Sha256) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))?.collect::<Result<_, _>>()?;

@@ -648,28 +648,46 @@ pub fn path_tree_digest(
     component: &str,
     path: &str,
 ) -> Result<String, SourceError> {
-    let dir = path_source_dir(catalog, component, path)?;
-    hash_tree(&dir).map_err(|source| SourceError::Io {
-        component: component.to_string(),
-        path: dir.display().to_string(),
-        source,
-    })
+    match path_source_dir(catalog, component, path)? {
+        PathSource::Embedded(dir) => Ok(derive::hash_embedded(dir)),
+        PathSource::Dir(dir) => hash_tree(&dir).map_err(|source| SourceError::Io {
+            component: component.to_string(),
+            path: dir.display().to_string(),
+            source,
+        }),
+    }
 }
 
-fn path_source_dir(catalog: &Catalog, component: &str, path: &str) -> Result<PathBuf, SourceError> {
+/// Where a `path` source's tree is: a directory beside the line's recipes, or compiled into the
+/// binary with the built-in catalog.
+enum PathSource {
+    Dir(PathBuf),
+    Embedded(&'static include_dir::Dir<'static>),
+}
+
+fn path_source_dir(
+    catalog: &Catalog,
+    component: &str,
+    path: &str,
+) -> Result<PathSource, SourceError> {
     let err = |why: String| SourceError::Path {
         component: component.to_string(),
         path: path.to_string(),
         why,
     };
     match &catalog.root {
-        CatalogRoot::Embedded => Err(err(
-            "the built-in catalog has no directory to resolve it against".into(),
-        )),
+        CatalogRoot::Embedded => crate::catalog::embedded_path_source(&catalog.release.name, path)
+            .map(PathSource::Embedded)
+            .ok_or_else(|| {
+                err(format!(
+                    "the built-in catalog has no directory recipes/{}/{path}",
+                    catalog.release.name
+                ))
+            }),
         CatalogRoot::Dir(recipes) => {
             let dir = recipes.join(&catalog.release.name).join(path);
             if dir.is_dir() {
-                Ok(dir)
+                Ok(PathSource::Dir(dir))
             } else {
                 Err(err(format!("{} is not a directory", dir.display())))
             }
@@ -745,16 +763,27 @@ fn fetch_origin_raw(
             let _ = staging;
             newest_entry(component, &file)
         }
-        (Source::Path { path }, _) => {
-            let dir = path_source_dir(s.catalog, component, path)?;
-            let io = |source| SourceError::Io {
-                component: component.to_string(),
-                path: dir.display().to_string(),
-                source,
-            };
-            crate::fsutil::copy_tree(&dir, tree).map_err(io)?;
-            newest_file(&dir).map_err(io)
-        }
+        (Source::Path { path }, _) => match path_source_dir(s.catalog, component, path)? {
+            PathSource::Dir(dir) => {
+                let io = |source| SourceError::Io {
+                    component: component.to_string(),
+                    path: dir.display().to_string(),
+                    source,
+                };
+                crate::fsutil::copy_tree(&dir, tree).map_err(io)?;
+                newest_file(&dir).map_err(io)
+            }
+            PathSource::Embedded(dir) => {
+                crate::catalog::write_embedded(dir, tree).map_err(|source| SourceError::Io {
+                    component: component.to_string(),
+                    path: tree.display().to_string(),
+                    source,
+                })?;
+                // The binary keeps no file times: one fixed date, so the tree's files and what is
+                // packaged from them are the same bytes from every build of rocforge.
+                Ok(0)
+            }
+        },
         _ => unreachable!("origin is built from the same source"),
     }
 }
@@ -950,6 +979,8 @@ fn unpack_tar(
         .map_err(|e| err(e.to_string()))?
         .flatten()
         .collect();
+    // A Debian package's files sit at their installed paths (usr/…): nothing to strip.
+    let strip_top = strip_top && !super::series::is_deb(file);
     let root =
         if strip_top && entries.len() == 1 && entries[0].file_type().is_ok_and(|t| t.is_dir()) {
             entries[0].path()

@@ -79,12 +79,56 @@ fn entries(text: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// A Debian binary package (`.deb`): an `ar` archive whose `data.tar.*` member holds the files.
+pub fn is_deb(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"!<arch>\n")
+}
+
+/// The `data.tar.*` member of a Debian binary package, as a reader of its compressed bytes.
+fn deb_data(path: &Path) -> std::io::Result<Box<dyn Read>> {
+    use object::read::archive::ArchiveFile;
+    use std::io::{Seek, SeekFrom};
+    let bad = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let file = std::fs::File::open(path)?;
+    let cache = object::ReadCache::new(file);
+    let ar = ArchiveFile::parse(&cache).map_err(|e| bad(format!("not a Debian package: {e}")))?;
+    for member in ar.members() {
+        let member = member.map_err(|e| bad(format!("not a Debian package: {e}")))?;
+        if member.name().starts_with(b"data.tar") {
+            let (offset, size) = member.file_range();
+            let mut f = std::fs::File::open(path)?;
+            f.seek(SeekFrom::Start(offset))?;
+            return Ok(Box::new(f.take(size)));
+        }
+    }
+    Err(bad("a Debian package without a data.tar member".into()))
+}
+
 /// A tar archive's bytes, decompressed by what its first bytes say: xz, gzip, zstd or none.
-/// Source tarballs and packaging archives both come this way.
+/// Source tarballs and packaging archives both come this way, and so do the files of a Debian
+/// binary package (its `data.tar.*`).
 pub fn open_archive(path: &Path) -> std::io::Result<Box<dyn Read>> {
+    let raw: Box<dyn Read> = if is_deb(path) {
+        deb_data(path)?
+    } else {
+        Box::new(std::fs::File::open(path)?)
+    };
+    decompress(raw)
+}
+
+fn decompress(mut raw: Box<dyn Read>) -> std::io::Result<Box<dyn Read>> {
     let mut magic = [0u8; 6];
-    let n = std::fs::File::open(path)?.read(&mut magic)?;
-    let f = std::fs::File::open(path)?;
+    let mut n = 0;
+    while n < magic.len() {
+        match raw.read(&mut magic[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let f = std::io::Cursor::new(magic[..n].to_vec()).chain(raw);
     Ok(if n >= 6 && magic == [0xfd, b'7', b'z', b'X', b'Z', 0] {
         Box::new(liblzma::read::XzDecoder::new(f))
     } else if n >= 2 && magic[..2] == [0x1f, 0x8b] {

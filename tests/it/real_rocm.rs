@@ -264,7 +264,102 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     );
     assert!(text.contains("exit=3"), "no GPU here: {text}");
 
-    images_of_the_build(d, &env);
+    let Some(reg) = registry() else {
+        return;
+    };
+    let runtime_tag = images_of_the_build(d, &env, &reg);
+    readme_install_a_release(d, &env, &reg);
+    let _ = podman(&["rmi", "-f", &runtime_tag]);
+}
+
+/// README's "Install a release" block, run word for word with the two addresses swapped for a
+/// release published here: the maintainer's side publishes rocRAND and rocm-smoke with
+/// scripts/publish-line.sh to a GitHub-like server (the runtime image is in the registry from
+/// [`images_of_the_build`]); the user's side points the index at it, pulls the image, installs
+/// into a bind-mounted prefix from inside it and runs the smoke test, which finds no GPU, runs
+/// its CPU halves and exits 3. The release key in `[trust] keys` stands for the project's key.
+fn readme_install_a_release(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
+    let o = rocforge_env(
+        d,
+        env,
+        &[
+            "--release",
+            "debian-6.4",
+            "build",
+            "rocm-smoke",
+            "--arch",
+            "gfx90c,gfx902",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let gh = common::github::FakeGitHub::start_release("rocforge", "rocforge", "debian-6.4-1");
+    let api = gh.url();
+    let publish = format!(
+        "GITHUB_TOKEN=ghp_test ROCFORGE_GITHUB_API={api} bash {}/scripts/publish-line.sh \
+         --arch gfx90c,gfx902 --out release --github github://rocforge/rocforge@debian-6.4-1 \
+         -- rocrand rocm-smoke",
+        manifest().display()
+    );
+    let o = readme_line(d, env, &publish);
+    assert_eq!(o.code, 0, "publish-line.sh: {}{}", o.stdout, o.stderr);
+
+    let keys = d.join(".config/rocforge");
+    let public = std::fs::read_to_string(keys.join("keys/rocforge.pub")).unwrap();
+    let key = public.lines().nth(1).expect("a minisign public key line");
+    std::fs::write(
+        keys.join("config.toml"),
+        format!("[trust]\nkeys = [\"{key}\"]\n"),
+    )
+    .unwrap();
+    let registries = d.join("registries.conf");
+    std::fs::write(
+        &registries,
+        format!(
+            "[[registry]]\nlocation = \"{}\"\ninsecure = true\n",
+            reg.host()
+        ),
+    )
+    .unwrap();
+    let lines = readme_block("## Install a release");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("rocforge install rocm-smoke")),
+        "README's Install a release block: {lines:#?}"
+    );
+    let script = lines
+        .iter()
+        .map(|l| {
+            l.replace("https://github.com", &api)
+                .replace("ghcr.io", &reg.host())
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut env = env.to_vec();
+    env.push(("CONTAINERS_REGISTRIES_CONF", &registries));
+    let o = readme_line(d, &env, &script);
+    let text = format!("{}{}", o.stdout, o.stderr);
+    eprintln!("README's Install a release block:\n{text}");
+    assert!(text.contains("index signature: good"), "{text}");
+    assert!(
+        text.contains("rocm-smoke 1.0.0"),
+        "the smoke test ran: {text}"
+    );
+    assert!(text.contains("no GPU: hipGetDeviceCount"), "{text}");
+    assert!(
+        text.contains("cpu-only random   rocRAND") && text.contains("cpu-only kernel   HIP"),
+        "its CPU halves passed: {text}"
+    );
+    assert_eq!(o.code, 3, "no GPU here, the CPU halves passed: {text}");
+    // Installed into the bind-mounted prefix, with nothing of the staging left.
+    let prefix = d.join("rocm/debian-6.4");
+    for f in [
+        "bin/rocm-smoke",
+        "lib/librocrand.so",
+        ".rocforge/receipts/rocm-smoke.json",
+    ] {
+        assert!(prefix.join(f).exists(), "{f}");
+    }
 }
 
 /// The reproducibility promise (docs/reproducibility.md) on a real component: rocPRIM of the
@@ -365,10 +460,15 @@ fn rocprim_built_twice_from_cold_caches_packages_to_the_same_bytes() {
 
 /// The commands of README's first `sh` block under "What works today", comments dropped.
 fn readme_commands() -> Vec<String> {
+    readme_block("## What works today")
+}
+
+/// The commands of README's first `sh` block under `heading`, comments dropped.
+fn readme_block(heading: &str) -> Vec<String> {
     let text = std::fs::read_to_string(manifest().join("README.md")).unwrap();
     let from = text
-        .find("## What works today")
-        .expect("README: What works today");
+        .find(heading)
+        .unwrap_or_else(|| panic!("README: {heading}"));
     let rest = &text[from..];
     let block = &rest[rest.find("```sh\n").expect("an sh block") + 6..];
     let block = &block[..block.find("```").expect("the block's end")];
@@ -421,10 +521,7 @@ fn podman(args: &[&str]) -> std::process::Output {
 /// runtime image, where every library the stack links resolves and `inspect --against` passes.
 /// Created twice, pushed to a registry on 127.0.0.1, the runtime image has one digest. A base
 /// without HIP's runtime is refused.
-fn images_of_the_build(d: &Path, env: &[(&str, &Path)]) {
-    let Some(reg) = registry() else {
-        return;
-    };
+fn images_of_the_build(d: &Path, env: &[(&str, &Path)], reg: &Registry) -> String {
     let create = |extra: &[&str]| {
         let mut args = vec![
             "--release",
@@ -571,9 +668,8 @@ fn images_of_the_build(d: &Path, env: &[(&str, &Path)]) {
             .status
             .success()
     );
-    for t in [&runtime_tag, &devel_tag] {
-        let _ = podman(&["rmi", "-f", t]);
-    }
+    let _ = podman(&["rmi", "-f", &devel_tag]);
+    runtime_tag
 }
 
 /// Links rocRAND and HIP, then asks for a device: on a machine without an AMD GPU it reports

@@ -2401,3 +2401,145 @@ fn derive_and_overlay_never_follow_a_planted_link_out_of_the_tree() {
         "mine\n"
     );
 }
+
+/// A Debian binary package (`.deb`) made here with dpkg-deb: `files` (path, text) at their
+/// installed paths.
+fn deb(out: &Path, name: &str, files: &[(&str, &str)]) {
+    let root = out.with_extension("root");
+    std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        format!("Package: {name}\nVersion: 1.1-1\nArchitecture: amd64\nMaintainer: t <t@example.invalid>\nDescription: test\n"),
+    )
+    .unwrap();
+    for (path, text) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let o = std::process::Command::new("dpkg-deb")
+        .args(["--root-owner-group", "-Zxz", "--build"])
+        .arg(&root)
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A line takes a component from a distribution's binary packages: the source is one `.deb`
+/// (its files at their installed paths, nothing stripped), an input is another, unpacked, and
+/// the line's own script replaces the base recipe's commands, with the licence where the
+/// package puts it. A script given for a cmake build is refused, naming both files.
+#[test]
+fn a_derived_line_takes_a_component_from_debian_binary_packages() {
+    if !require("dpkg-deb", which("dpkg-deb")) {
+        return;
+    }
+    let w = world();
+    let srv_dir = w.path().join("served");
+    std::fs::create_dir_all(&srv_dir).unwrap();
+    deb(
+        &srv_dir.join("libtool1_1.1-1_amd64.deb"),
+        "libtool1",
+        &[
+            ("usr/lib/x86_64-linux-gnu/libtool.so.1", "ELF-ish\n"),
+            (
+                "usr/share/doc/libtool1/copyright",
+                "MIT, the tool's authors\n",
+            ),
+        ],
+    );
+    deb(
+        &srv_dir.join("libtool-dev_1.1-1_amd64.deb"),
+        "libtool-dev",
+        &[("usr/include/tool.h", "int tool(void);\n")],
+    );
+    let server = HttpServer::start(&srv_dir);
+    w.mirror_downloads(&server);
+    w.recipe(
+        "tool",
+        "name = \"tool\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/tool\"\n\n[build]\nsystem = \"script\"\ndevice-code = false\nscript = \"mkdir -p \\\"$DESTDIR$PREFIX/bin\\\" && cp tool.sh \\\"$DESTDIR$PREFIX/bin/\\\"\"\n",
+    );
+    std::fs::create_dir_all(w.path().join("src/tool")).unwrap();
+    std::fs::write(w.path().join("src/tool/tool.sh"), "echo tool\n").unwrap();
+    w.local_pkg("");
+    let line = w.line_based_on_line_1();
+    std::fs::write(line.join("pkg.toml"), "").unwrap();
+    let sha = |f: &str| sha256_file(&srv_dir.join(f));
+    std::fs::write(
+        line.join("tool.toml"),
+        format!(
+            "version = \"1.1\"\nlicense-files = [\"usr/share/doc/libtool1/copyright\"]\n\n[source]\nurl = \"https://example.invalid/dl/libtool1_1.1-1_amd64.deb\"\nsha256 = \"{}\"\n\n[[inputs]]\nname = \"libtool-dev\"\nurl = \"https://example.invalid/dl/libtool-dev_1.1-1_amd64.deb\"\nsha256 = \"{}\"\nunpack = true\n\n[build]\nscript = '''\nD=\"$DESTDIR$PREFIX\"\nmkdir -p \"$D/lib\" \"$D/include\"\ncp usr/lib/x86_64-linux-gnu/libtool.so.1 \"$D/lib/\"\ncp \"$INPUTS/libtool-dev/usr/include/tool.h\" \"$D/include/\"\n'''\n",
+            sha("libtool1_1.1-1_amd64.deb"),
+            sha("libtool-dev_1.1-1_amd64.deb"),
+        ),
+    )
+    .unwrap();
+    ok(w.path(), &["--recipes", "recipes", "check"]);
+    let v = w.fetch_json("tool");
+    let tree = PathBuf::from(v["tree"].as_str().unwrap());
+    assert!(
+        tree.join("usr/lib/x86_64-linux-gnu/libtool.so.1").is_file(),
+        "the package's files at their installed paths: {:?}",
+        listing(&tree)
+    );
+    let o = rocforge(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "--format",
+            "json",
+            "build",
+            "tool",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(!o.stderr.contains("no license file"), "{}", o.stderr);
+    let out = ok(
+        w.path(),
+        &[
+            "--recipes",
+            "recipes",
+            "--release",
+            "line-2.0",
+            "store",
+            "path",
+            "tool",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    let built = PathBuf::from(out.trim());
+    assert_eq!(
+        std::fs::read_to_string(built.join("lib/libtool.so.1")).unwrap(),
+        "ELF-ish\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(built.join("include/tool.h")).unwrap(),
+        "int tool(void);\n"
+    );
+    assert!(
+        !built.join("bin/tool.sh").exists(),
+        "the base's script did not run"
+    );
+
+    // A script for a cmake build: refused, pointing at the override and the base recipe.
+    std::fs::write(line.join("pkg.toml"), "[build]\nscript = \"true\"\n").unwrap();
+    let err = fails(w.path(), &["--recipes", "recipes", "check"]);
+    assert!(
+        err.contains(
+            "[build] script replaces the commands of a script build, and pkg in line-1.0 is not one"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("line-2.0/pkg.toml"), "{err}");
+}
