@@ -337,6 +337,18 @@ fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
         .filter(|_| d.is_empty());
     let mut out = Vec::new();
     for r in &report.installed {
+        if let Some(d) = &r.declined {
+            out.push(NotNative {
+                component: r.name.to_string(),
+                advice: format!(
+                    "declines {} by design ({}): its consumers fall back to {} there",
+                    r.target_list(),
+                    d.reason,
+                    d.fallback
+                ),
+            });
+            continue;
+        }
         for (target, nearest) in &r.not_native {
             let advice = match table.as_ref().and_then(|t| t.get(nearest)) {
                 Some(n) if !nearest.is_empty() => format!(

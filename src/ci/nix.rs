@@ -338,8 +338,14 @@ mod tests {
             // rocmPackages scope this overlay overrides (docs/nix.md).
             assert!(
                 attribute(name).is_some()
-                    || ["rocm-examples", "rocm-smoke", "roctx", "torch", "torchvision"]
-                        .contains(&name.as_str()),
+                    || [
+                        "rocm-examples",
+                        "rocm-smoke",
+                        "roctx",
+                        "torch",
+                        "torchvision"
+                    ]
+                    .contains(&name.as_str()),
                 "{name} has no rocmPackages mapping"
             );
         }

@@ -84,6 +84,21 @@ pub fn verdict(code: &GpuCode, report: &CoverageReport, targets: &[TargetId]) ->
             }
         }
         GpuCode::Declined { reason, fallback } => {
+            // Declined means no code for the target: a build that has some is covered ahead of
+            // time, and saying otherwise would send its users to the fallback for nothing.
+            for row in &report.rows {
+                for cell in &row.targets {
+                    if matches!(cell.status, super::coverage::Status::Present { .. }) {
+                        gaps.push((
+                            Some(cell.target.clone()),
+                            format!(
+                                "{}: carries code for {}, yet the recipe declares declined",
+                                row.library, cell.target
+                            ),
+                        ));
+                    }
+                }
+            }
             lines.push(format!(
                 "declined: the library does not run on {names} ({reason}); its consumers fall back to {fallback}"
             ));

@@ -65,6 +65,7 @@ pub(super) fn execute(
         r.url = step.url.clone();
         r.installed = now.clone();
         r.not_native = receipt::not_native(x.manifest.coverage.as_ref());
+        r.declined = receipt::declined(x.manifest.coverage.as_ref());
         r.signed_by = plan.signer.clone();
         receipts.push(r);
     }
@@ -193,6 +194,7 @@ fn receipt_of(m: &Manifest, entries: &[crate::package::manifest::FileEntry]) -> 
         needs: m.needs.clone(),
         provides: m.provides.clone(),
         not_native: Default::default(),
+        declined: None,
         signed_by: None,
         files: Vec::new(),
         dirs: Vec::new(),

@@ -41,6 +41,29 @@ pub fn not_native(
     out
 }
 
+/// A component whose build declared `declined` coverage: its own dispatch declines its
+/// targets, so it carries no code for them by design.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Declined {
+    pub reason: String,
+    /// What its consumers use on those targets instead.
+    pub fallback: String,
+}
+
+/// [`Declined`] from the manifest's coverage record, when its build declared it.
+pub fn declined(coverage: Option<&serde_json::Value>) -> Option<Declined> {
+    let c = coverage?;
+    if c.get("kind")?.as_str()? != "declined" {
+        return None;
+    }
+    let declared = c.get("declared")?;
+    let text = |k: &str| declared.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    Some(Declined {
+        reason: text("reason")?,
+        fallback: text("fallback")?,
+    })
+}
+
 /// An installed component's record in `<prefix>/.rocforge/receipts/<name>.json`: what was
 /// installed from where, and every path it put there (uninstall removes exactly these).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -67,6 +90,9 @@ pub struct Receipt {
     /// HSA_OVERRIDE_GFX_VERSION), or "" when it carries none.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub not_native: std::collections::BTreeMap<String, String>,
+    /// Set when its build declared that it declines its targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<Declined>,
     /// Who signed the index it came from (a key ID), or None when installed unsigned.
     #[serde(default)]
     pub signed_by: Option<String>,

@@ -1685,6 +1685,34 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
 "#,
     )
     .unwrap();
+    // A library whose own dispatch declines gfx90c (as hipBLASLt does): gfx900 code only, and
+    // the recipe says so.
+    std::fs::write(
+        rel.join("lt.toml"),
+        r#"name = "lt"
+version = "1.0"
+summary = "a HIP library with kernels for another processor only"
+license = "MIT"
+
+[source]
+path = "../../src/spoof"
+
+[build]
+system = "script"
+arch-vars = ["GPU_TARGETS"]
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib"
+hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/liblt.so" k.hip
+"""
+
+[coverage]
+kind = "declined"
+reason = "kernels for matrix-core GPUs only"
+fallback = "hipBLAS"
+"#,
+    )
+    .unwrap();
     let fx = Fx { _tmp: tmp, root };
     let o = fx.run(&["build", "spoof", "--arch", "gfx90c", "--runtime", "host"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
@@ -1705,12 +1733,20 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
         "--allow-spoof",
         "gfx90c",
     ]);
+    let o = fx.ok(&["build", "lt", "--arch", "gfx90c", "--runtime", "host"]);
+    assert!(
+        o.stderr
+            .contains("declined: the library does not run on gfx90c (kernels for matrix-core GPUs only); its consumers fall back to hipBLAS"),
+        "{}",
+        o.stderr
+    );
     fx.trust_a_new_key();
-    let dist = fx.package_signed(&["spoof"], "dist", &fx.key());
+    let dist = fx.package_signed(&["spoof", "lt"], "dist", &fx.key());
     let prefix = fx.root.join("prefix");
     let o = fx.ok(&[
         "install",
         "spoof",
+        "lt",
         "--arch",
         "gfx90c",
         "--from",
@@ -1731,6 +1767,23 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
         "{}",
         o.stderr
     );
+    // Declined: no override advice, the consumers' fallback instead; the receipt keeps it.
+    assert!(
+        o.stderr.contains(
+            "lt                   declines gfx90c by design (kernels for matrix-core GPUs only): its consumers fall back to hipBLAS there"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !o.stderr.contains("lt                   carries"),
+        "{}",
+        o.stderr
+    );
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(prefix.join(".rocforge/receipts/lt.json")).unwrap())
+            .unwrap();
+    assert_eq!(receipt["declined"]["fallback"], "hipBLAS", "{receipt}");
 }
 
 /// `rocforge install C --arch T` needs no URL: the config's `[install] index`, else the

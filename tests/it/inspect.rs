@@ -860,12 +860,24 @@ fn coverage_kinds_on_real_builds() {
         reason: "kernels only for matrix-core GPUs".into(),
         fallback: "hipBLAS".into(),
     };
-    let v = verdict(&declined, &gpu, &both).unwrap();
-    assert!(v.holds());
+    // Another processor's code only (gfx900): the library does not run on ours, as declared.
+    let old = inspect::coverage(&[b.path("prefix/lib/libold.so")], &both, &t).unwrap();
+    let v = verdict(&declined, &old, &both).unwrap();
+    assert!(v.holds(), "{v:?}");
     assert!(
         v.lines[0].contains("falls back to hipBLAS") || v.lines[0].contains("fall back to hipBLAS"),
         "{v:?}"
     );
     assert_eq!(v.code_object_libraries, 1);
+    // Code for our targets is not declined: declaring it so is refused, target by target.
+    let v = verdict(&declined, &gpu, &both).unwrap();
+    assert!(!v.holds());
+    assert_eq!(v.gaps.len(), 2, "{v:?}");
+    assert!(
+        v.gaps[0]
+            .1
+            .ends_with("carries code for gfx90c, yet the recipe declares declined"),
+        "{v:?}"
+    );
     assert!(verdict(&GpuCode::AheadOfTime, &gpu, &both).is_none());
 }
