@@ -468,6 +468,14 @@ impl StoreView for Store {
             .filter(|d| *d > 0.0)
     }
 
+    fn measured(&self, component: &str) -> Option<crate::plan::Measured> {
+        let m = self.newest().get(component)?;
+        (m.duration_secs > 0.0).then_some(crate::plan::Measured {
+            secs: m.duration_secs,
+            targets: m.targets.len(),
+        })
+    }
+
     fn local_image(&self, release: &str) -> Option<LocalImage> {
         self.local_image_record(release)
     }

@@ -16,7 +16,7 @@ use crate::catalog::Overlay;
 use crate::catalog::lock::{Lockfile, Pin};
 use crate::diag::Diagnostic;
 use crate::recipe::{BuildSystem, Recipe, Resources};
-pub use store_view::{EmptyStore, LocalImage, StoreView};
+pub use store_view::{EmptyStore, LocalImage, Measured, StoreView};
 
 use key::{
     BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput,
@@ -91,6 +91,11 @@ pub struct Step {
     pub status: Status,
     pub gpu_flags: GpuFlags,
     pub resources: Resources,
+    /// For a step to build: its last build on this machine, in seconds, scaled to this plan's
+    /// target count (a component with device code compiles it once per target). Absent when
+    /// the store has no build of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_secs: Option<f64>,
     #[serde(skip)]
     pub hash_input: HashInput,
 }
@@ -111,6 +116,16 @@ pub struct Estimate {
     pub build_hours_total: f64,
     /// The longest chain of dependent builds: the wall time with unlimited machines.
     pub build_hours_critical_path: f64,
+    /// How many of the components to build were built on this machine before, and their
+    /// measured time ([`Step::measured_secs`]) summed. Absent when none was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub measured_components: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_secs: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -268,6 +283,10 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 .filter(|d| r.is_build_only(d))
                 .map(|d| d.to_string())
                 .collect(),
+            measured_secs: matches!(status, Status::Build { .. })
+                .then(|| store.measured(name))
+                .flatten()
+                .map(|m| scaled(m, r.build.device_code, req.targets.len())),
             status,
             gpu_flags: gpu_flags(r, &req.targets),
             resources: r.resources,
@@ -547,6 +566,16 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Result<Vec<&'a 
     Ok(order)
 }
 
+/// A measured build's time for `targets` targets: its device code is compiled once per target,
+/// so the time grows with their number (the host part does not: a rough upper bound).
+fn scaled(m: Measured, device_code: bool, targets: usize) -> f64 {
+    if device_code && m.targets > 0 && targets > 0 {
+        m.secs * targets as f64 / m.targets as f64
+    } else {
+        m.secs
+    }
+}
+
 fn estimate(steps: &[Step]) -> Estimate {
     let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
     let mut e = Estimate {
@@ -556,6 +585,8 @@ fn estimate(steps: &[Step]) -> Estimate {
         memory_per_job_bytes: 0,
         build_hours_total: 0.0,
         build_hours_critical_path: 0.0,
+        measured_components: 0,
+        measured_secs: None,
     };
     for s in steps {
         let own = if s.needs_build() {
@@ -575,6 +606,10 @@ fn estimate(steps: &[Step]) -> Estimate {
             e.disk_bytes += s.resources.disk_bytes;
             e.memory_per_job_bytes = e.memory_per_job_bytes.max(s.resources.memory_bytes);
             e.build_hours_total += s.resources.hours;
+            if let Some(m) = s.measured_secs {
+                e.measured_components += 1;
+                *e.measured_secs.get_or_insert(0.0) += m;
+            }
         } else {
             e.components_cached += 1;
         }
@@ -585,6 +620,30 @@ fn estimate(steps: &[Step]) -> Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_build_scales_with_the_targets_it_compiles_for() {
+        let m = Measured {
+            secs: 100.0,
+            targets: 2,
+        };
+        assert_eq!(scaled(m, true, 1), 50.0);
+        assert_eq!(scaled(m, true, 4), 200.0);
+        // Built once for every target set.
+        assert_eq!(scaled(m, false, 1), 100.0);
+        // An entry that recorded no targets is taken as it is.
+        assert_eq!(
+            scaled(
+                Measured {
+                    secs: 7.0,
+                    targets: 0
+                },
+                true,
+                2
+            ),
+            7.0
+        );
+    }
 
     fn plan_of(components: &[&str]) -> Plan {
         let catalog =

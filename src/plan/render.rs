@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Plan, Reason, Status, Step};
 use crate::recipe::Resources;
-use crate::units::{format_hours, format_size};
+use crate::units::{format_duration, format_hours, format_size};
 
 pub const MATRIX_SCHEMA: &str = "rocforge.github-matrix/1";
 /// GitHub Actions refuses a matrix with more entries than this.
@@ -164,6 +164,16 @@ pub fn text(plan: &Plan) -> String {
         format_hours(e.build_hours_total),
         format_hours(e.build_hours_critical_path)
     );
+    if let Some(secs) = e.measured_secs {
+        let _ = writeln!(
+            out,
+            "  here    {} for the {} of {} built on this machine before (their last build, scaled to {} target(s))",
+            format_duration(secs.round() as u64),
+            e.measured_components,
+            e.components_to_build,
+            plan.targets.len()
+        );
+    }
     out
 }
 

@@ -12,6 +12,10 @@ pub trait StoreView {
     fn duration(&self, _component: &str) -> Option<f64> {
         None
     }
+    /// The newest build of `component` recorded here, for the plan's estimate.
+    fn measured(&self, _component: &str) -> Option<Measured> {
+        None
+    }
     /// A builder image built locally by `rocforge image build` for this release line.
     fn local_image(&self, _release: &str) -> Option<LocalImage> {
         None
@@ -29,6 +33,13 @@ pub struct LocalImage {
     /// against the Containerfile's pins when it was built.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<String>,
+}
+
+/// A build's wall time as the store recorded it, and how many targets it was for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub secs: f64,
+    pub targets: usize,
 }
 
 /// A store that has nothing: every component is new.

@@ -2370,3 +2370,66 @@ fn rebuild_replaces_an_entry_keeps_it_on_failure_and_store_rm_removes_it() {
     assert!(!tree.parent().unwrap().exists());
     assert_eq!(rocforge(root, &["store", "list"]).stdout, "");
 }
+
+/// `plan` estimates a component built here before from its measured build: after a build, a
+/// changed source plans a rebuild whose `measured_secs` is the stored build's duration, and the
+/// text says how many of the components to build that covers.
+#[test]
+fn plan_estimates_from_the_builds_measured_here() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let rel = test_release(root, "localhost/rocforge-none:1");
+    std::fs::create_dir_all(rel.join("src/slow")).unwrap();
+    std::fs::write(rel.join("src/slow/VERSION"), "1.0\n").unwrap();
+    std::fs::write(
+        rel.join("slow.toml"),
+        "name = \"slow\"\nversion = \"1.0\"\nsummary = \"a build that takes a while\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/slow\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nsleep 2\nP=\"$DESTDIR$PREFIX\"\nmkdir -p \"$P/share/slow\"\ncp VERSION \"$P/share/slow/VERSION\"\n\"\"\"\n\n[resources]\nhours = 3\n",
+    )
+    .unwrap();
+    let args = |cmd: &'static str| -> Vec<&'static str> {
+        vec![
+            "--recipes",
+            "recipes",
+            cmd,
+            "slow",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ]
+    };
+    let fresh = ok(root, &args("plan"));
+    assert!(!fresh.contains("  here "), "no history yet: {fresh}");
+    ok(root, &args("build"));
+    let o = rocforge(
+        root,
+        &["--recipes", "recipes", "--format", "json", "store", "list"],
+    );
+    let listed: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let entries = listed["entries"].as_array().or(listed.as_array()).cloned();
+    let entry = entries
+        .unwrap_or_default()
+        .into_iter()
+        .find(|e| e["component"] == "slow")
+        .unwrap_or_else(|| panic!("{listed}"));
+    let measured = entry["duration_secs"].as_f64().unwrap();
+    assert!(measured >= 2.0, "{entry}");
+
+    std::fs::write(rel.join("src/slow/VERSION"), "1.1\n").unwrap();
+    let mut json = vec!["--format", "json"];
+    json.extend(args("plan"));
+    let plan: serde_json::Value = serde_json::from_str(&ok(root, &json)).unwrap();
+    assert_eq!(plan["steps"][0]["status"], "build", "{plan}");
+    assert_eq!(plan["steps"][0]["measured_secs"].as_f64(), Some(measured));
+    assert_eq!(plan["estimate"]["measured_components"], 1);
+    let text = ok(root, &args("plan"));
+    assert!(
+        text.contains(&format!(
+            "  here    {}s for the 1 of 1 built on this machine before",
+            measured.round()
+        )),
+        "{text}"
+    );
+    // The hint (3 h on the reference machine) is still what the plan sizes runners by.
+    assert!(text.contains("time    3h of builds"), "{text}");
+}
