@@ -96,6 +96,66 @@ fn unescape_mountinfo(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Opens `path` for reading only when it is a regular file (a link to one is followed). A FIFO
+/// would block the open until some writer came and a device could be read forever: the open is
+/// non-blocking, so it returns at once whatever the file is, and anything but a regular file is
+/// refused, saying what it is. (Reads of a regular file never block, the flag or not.)
+pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let t = f.metadata()?.file_type();
+    if t.is_file() {
+        return Ok(f);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file but {}", file_kind(t)),
+    ))
+}
+
+/// What a file is, in words: for refusals of special files.
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "a special file"
+    }
+}
+
+/// The bytes of the regular file `path` ([`open_regular`]), refused past `limit` bytes: what
+/// is read from outside is never read without end.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    open_regular(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "larger than {}, the limit for it",
+                crate::units::format_size(limit)
+            ),
+        ));
+    }
+    Ok(buf)
+}
+
 /// A temporary file in `dir` named `.tmp-<pid>-…`: when a kill -9 leaves it behind,
 /// [`reap_temp`] can tell it from one a live process is still writing.
 pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {

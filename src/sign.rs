@@ -373,8 +373,15 @@ pub fn verify_file(
     path: &Path,
     sig_path: &Path,
 ) -> Result<Verified, SignError> {
-    let sig = std::fs::read_to_string(sig_path).map_err(io(sig_path))?;
-    let f = std::fs::File::open(path).map_err(io(path))?;
+    // Both come from outside (a release directory, a download): regular files only, the
+    // signature small.
+    let sig = crate::fsutil::read_regular(sig_path, 64 << 10)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })
+        .map_err(io(sig_path))?;
+    let f = crate::fsutil::open_regular(path).map_err(io(path))?;
     verify(
         keys,
         std::io::BufReader::with_capacity(1 << 20, f),

@@ -274,6 +274,9 @@ pub trait ListSource {
     fn describe(&self, name: &str) -> String;
 }
 
+/// A minisign signature is a few hundred bytes.
+const MAX_SIG_BYTES: u64 = 64 << 10;
+
 /// Key lists in a local directory.
 pub struct DirSource {
     pub dir: PathBuf,
@@ -283,7 +286,7 @@ impl ListSource for DirSource {
     fn fetch(&mut self, name: &str) -> Result<Option<Fetched>, String> {
         use std::io::Read;
         let p = self.dir.join(name);
-        let f = match std::fs::File::open(&p) {
+        let f = match crate::fsutil::open_regular(&p) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", p.display())),
@@ -292,7 +295,9 @@ impl ListSource for DirSource {
         f.take(MAX_KEY_LIST_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("{}: {e}", p.display()))?;
-        let signature = std::fs::read_to_string(sign::signature_path(&p)).ok();
+        let signature = crate::fsutil::read_regular(&sign::signature_path(&p), MAX_SIG_BYTES)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok());
         Ok(Some(Fetched { bytes, signature }))
     }
 
@@ -360,7 +365,10 @@ impl Resolved {
 
     pub fn verify_file(&self, path: &Path, sig_path: &Path) -> Result<sign::Verified, TrustError> {
         let r = sign::verify_file(&self.keys, path, sig_path);
-        let sig = std::fs::read_to_string(sig_path).unwrap_or_default();
+        let sig = crate::fsutil::read_regular(sig_path, MAX_SIG_BYTES)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default();
         self.explain(r, &sig, &path.display().to_string())
     }
 

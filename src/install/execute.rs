@@ -131,7 +131,7 @@ fn unpack(
 ) -> Result<Unpacked, InstallError> {
     let task = reporter.task(&format!("unpacking {}", step.file), Some(step.size), true);
     let file = &step.download;
-    let f = std::fs::File::open(file).map_err(ioe(file))?;
+    let f = crate::fsutil::open_regular(file).map_err(ioe(file))?;
     let counted = Progress {
         inner: f,
         task: task.as_ref(),

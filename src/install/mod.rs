@@ -354,10 +354,7 @@ fn fetch_small(
         let p = url
             .to_file_path()
             .map_err(|()| "bad file URL".to_string())?;
-        return match std::fs::File::open(&p) {
-            Ok(f) if f.metadata().is_ok_and(|m| !m.is_file()) => {
-                Err(format!("{}: not a regular file", p.display()).into())
-            }
+        return match crate::fsutil::open_regular(&p) {
             Ok(f) => Ok(Some(read_small(f, start)?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", p.display()).into()),

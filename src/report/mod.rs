@@ -77,13 +77,17 @@ impl LoadError {
     }
 }
 
+/// The most of a results.json read: a whole volunteer's run of every corpus is a few MiB.
+const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
 /// Reads a results bundle.
 pub fn load(path: &Path) -> Result<Bundle, LoadError> {
     let err = |why: String| LoadError {
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let text =
+        crate::fsutil::read_regular(path, MAX_RESULTS_BYTES).map_err(|e| err(e.to_string()))?;
     parse(&text, &path.display().to_string())
 }
 

@@ -742,14 +742,8 @@ fn copy_file(url: &str, src: &Path, part: &mut Part, task: &dyn Task) -> Result<
         path: src.into(),
         source,
     };
-    let mut file = File::open(src).map_err(src_err)?;
+    let mut file = crate::fsutil::open_regular(src).map_err(src_err)?;
     let meta = file.metadata().map_err(src_err)?;
-    if !meta.is_file() {
-        return Err(src_err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
-    }
     part.reset().map_err(|e| part.io_err(url, e))?;
     task.set_total(meta.len());
     let mut buf = vec![0u8; FILE_CHUNK];

@@ -184,7 +184,7 @@ pub fn found(tree: &Path, package: &str) -> Option<Found> {
         (name.eq_ignore_ascii_case(package) && path.is_file()).then_some((name, path))
     });
     if let Some((dir, path)) = init
-        && let Ok(text) = std::fs::read_to_string(&path)
+        && let Some(text) = read_text(&path)
         && let Some((version, line)) = python_version(&text)
     {
         return Some(Found {
@@ -192,10 +192,18 @@ pub fn found(tree: &Path, package: &str) -> Option<Found> {
             at: format!("{dir}/__init__.py:{line}"),
         });
     }
-    version::declared(tree).map(|d| Found {
+    // A CMakeLists.txt that cannot be read (a special file, too large) tells no version.
+    version::declared(tree).ok().flatten().map(|d| Found {
         version: d.version,
         at: format!("CMakeLists.txt:{}", d.line),
     })
+}
+
+/// A version file of a source or an install tree: regular, small and text, else nothing (a
+/// FIFO or a device planted by the source must not block or fill memory).
+fn read_text(path: &Path) -> Option<String> {
+    let bytes = crate::fsutil::read_regular(path, 1 << 20).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// Whether `found` satisfies `want` as find_package would: EXACT is equality of the numeric
@@ -263,7 +271,7 @@ fn config_version_files(
                 config_version_files(root, &e.path(), package, depth + 1, out);
             }
         } else if names.iter().any(|n| n.eq_ignore_ascii_case(&name))
-            && let Ok(text) = std::fs::read_to_string(e.path())
+            && let Some(text) = read_text(&e.path())
         {
             let rel = e
                 .path()

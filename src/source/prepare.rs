@@ -606,7 +606,14 @@ pub fn check_version(recipe: &Recipe, tree: &Path) -> Result<(), SourceError> {
         } => format!("{s}/"),
         _ => String::new(),
     };
-    let Some(declared) = super::version::declared(&tree.join(&top)) else {
+    let cmakelists = tree.join(&top).join("CMakeLists.txt");
+    let declared =
+        super::version::declared(&tree.join(&top)).map_err(|source| SourceError::Io {
+            component: recipe.name.value.clone(),
+            path: cmakelists.display().to_string(),
+            source,
+        })?;
+    let Some(declared) = declared else {
         return Ok(());
     };
     if super::version::matches(&recipe.version, &declared.version) {

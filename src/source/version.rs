@@ -28,10 +28,18 @@ pub(crate) struct Command {
     pub args: Vec<(String, usize)>,
 }
 
-/// The version `dir/CMakeLists.txt` declares, if it can be told without running CMake.
-pub fn declared(dir: &Path) -> Option<Declared> {
-    let text = std::fs::read(dir.join("CMakeLists.txt")).ok()?;
-    declared_in(&String::from_utf8_lossy(&text))
+/// The most of a CMakeLists.txt read: the largest ROCm ones are tens of KiB.
+const MAX_CMAKELISTS_BYTES: u64 = 4 << 20;
+
+/// The version `dir/CMakeLists.txt` declares, if it can be told without running CMake; None
+/// without the file. The file comes from the source, so it is read only if it is a regular
+/// file and within a size limit: an error otherwise, naming what it is.
+pub fn declared(dir: &Path) -> std::io::Result<Option<Declared>> {
+    match crate::fsutil::read_regular(&dir.join("CMakeLists.txt"), MAX_CMAKELISTS_BYTES) {
+        Ok(text) => Ok(declared_in(&String::from_utf8_lossy(&text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 pub fn declared_in(text: &str) -> Option<Declared> {

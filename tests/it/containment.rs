@@ -1252,3 +1252,110 @@ fn an_uninstall_killed_part_way_is_finished_and_a_damaged_component_repaired() {
     assert!(!list.stdout.contains("DAMAGED"), "{}", list.stdout);
     fx.outside_intact();
 }
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.display().to_string()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+impl Fx {
+    /// `run`, failing the test instead of hanging it when the command blocks (on a FIFO).
+    fn run_bounded(&self, args: &[&str]) -> Out {
+        let env = [
+            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
+            ("ROCFORGE_STATE", self.root.join("state")),
+            ("ROCFORGE_CACHE", self.root.join("cache")),
+            ("XDG_CACHE_HOME", self.root.join("xdg-cache")),
+        ];
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        let mut child = rocforge_command(&self.root, &env, &full)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("{args:?} blocked (on a special file)");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Out::from(child.wait_with_output().unwrap())
+    }
+}
+
+/// A release directory or a results file whose entries are special files: a FIFO where the
+/// index, its signature, a tarball or a results.json is, or a link to /dev/zero. Each is
+/// refused at once, naming the file and what it is, never waited on or read without end; the
+/// prefix stays empty.
+#[test]
+fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_waited_on() {
+    let fx = Fx::new();
+    let tool = Tarball::new("tool", vec![file("t", b"t")], vec![e_file("t", b"t")]);
+    let rel = fx.release("rel", &[tool]);
+    let tarball = std::fs::read_dir(&rel)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".tar.zst"))
+        .unwrap();
+    let copy = |name: &str| {
+        let d = fx.root.join(name);
+        rocforge::fsutil::copy_tree(&rel, &d).unwrap();
+        d
+    };
+    let cases: [(&str, &str, &str); 4] = [
+        ("fifo-index", "index.json", "a FIFO"),
+        ("fifo-signature", "index.json.minisig", "a FIFO"),
+        ("fifo-tarball", tarball.as_str(), "a FIFO"),
+        ("zero-index", "index.json", "a character device"),
+    ];
+    for (name, entry, what) in cases {
+        let d = copy(name);
+        std::fs::remove_file(d.join(entry)).unwrap();
+        if what == "a FIFO" {
+            mkfifo(&d.join(entry));
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", d.join(entry)).unwrap();
+        }
+        let from = d.display().to_string();
+        let p = fx.p();
+        let o = fx.run_bounded(&[
+            "install", "tool", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+        ]);
+        assert_eq!(o.code, 1, "{name}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains(entry)
+                && o.stderr.contains(&format!("not a regular file but {what}")),
+            "{name}: {}",
+            o.stderr
+        );
+        assert!(!fx.prefix().join("t").exists(), "{name}");
+    }
+
+    // Results for `report`: a FIFO, and a link to /dev/zero.
+    let fifo = fx.root.join("results-fifo.json");
+    mkfifo(&fifo);
+    let zero = fx.root.join("results-zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for (f, what) in [(&fifo, "a FIFO"), (&zero, "a character device")] {
+        let out = fx.root.join("report-out");
+        let o = fx.run_bounded(&[
+            "report",
+            &f.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ]);
+        assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+        assert!(
+            o.stderr.contains(&f.display().to_string())
+                && o.stderr.contains(&format!("not a regular file but {what}")),
+            "{}",
+            o.stderr
+        );
+    }
+}

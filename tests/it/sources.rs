@@ -2543,3 +2543,41 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
     );
     assert!(err.contains("line-2.0/pkg.toml"), "{err}");
 }
+
+/// A source whose CMakeLists.txt is a link to /dev/zero: the version check on the host reads
+/// only regular files, so the fetch is refused at once, naming the file and what it is, instead
+/// of reading until memory runs out.
+#[test]
+fn a_cmakelists_linked_to_a_device_is_refused_not_read_without_end() {
+    let w = world();
+    w.local_pkg("");
+    let cmakelists = w.path().join("src/pkg/CMakeLists.txt");
+    std::fs::remove_file(&cmakelists).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &cmakelists).unwrap();
+    let mut child = rocforge_command(
+        w.path(),
+        &[],
+        &["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("fetch kept reading /dev/zero");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = Out::from(child.wait_with_output().unwrap());
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("CMakeLists.txt")
+            && o.stderr
+                .contains("not a regular file but a character device"),
+        "{}",
+        o.stderr
+    );
+}
