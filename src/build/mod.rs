@@ -115,6 +115,16 @@ enum StepError {
     Runtime(#[from] crate::runtime::RuntimeError),
     #[error("{component}: the build failed (exit {code})")]
     Failed { component: String, code: String },
+    #[error(
+        "{component}: the build's container did not start ({runtime} exited {code}): {message}"
+    )]
+    ContainerStart {
+        component: String,
+        runtime: String,
+        code: String,
+        message: String,
+        hint: String,
+    },
     #[error("{component}: the build installed nothing under {prefix}")]
     NothingInstalled { component: String, prefix: String },
     #[error("{component}: {what}: {source}")]
@@ -139,6 +149,35 @@ enum StepError {
     DependencyVersion { message: String, hint: String },
 }
 
+/// What the container runtime said, when the log written since `from` shows that the build's
+/// script never ran (no "==> " phase line): its last lines, without the command rocforge
+/// logged. None when the script ran, or the log cannot be read.
+fn runtime_words(log: &Path, from: u64) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(log).ok()?;
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.take(1 << 20).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    if text.lines().any(|l| l.starts_with("==> ")) {
+        return None;
+    }
+    // The logged command spans lines (the script is its last argument); podman and docker
+    // put their reason on a line with "Error".
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let said = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("Error") || l.contains("error:"))
+        .or(lines.last().filter(|l| !l.starts_with("$ ")))
+        .map_or("it printed nothing", |l| l);
+    Some(said.to_string())
+}
+
 impl StepError {
     fn hint(&self) -> String {
         match self {
@@ -146,6 +185,7 @@ impl StepError {
             StepError::Store(e) => e.hint(),
             StepError::Runtime(e) => e.hint(),
             StepError::Failed { .. } => "read the log; `rocforge fetch COMPONENT` gives the exact source tree to reproduce it. The build directory is kept: the same command continues from it, --fresh starts over".into(),
+            StepError::ContainerStart { hint, .. } => hint.clone(),
             StepError::NothingInstalled { .. } => "the install step must install under the release prefix (DESTDIR is set for you)".into(),
             StepError::Io { .. } => "check free disk space".into(),
             StepError::Stopped { .. } => CONTINUE_HINT.into(),
@@ -697,6 +737,7 @@ impl Builder<'_> {
                 };
                 phase("starting");
                 crate::fault::point("build");
+                let log_start = std::fs::metadata(log).map_or(0, |m| m.len());
                 self.running
                     .lock()
                     .expect("not poisoned")
@@ -713,11 +754,26 @@ impl Builder<'_> {
                     });
                 }
                 if !exit.success() {
+                    let code = exit
+                        .0
+                        .map_or("killed by a signal".into(), |c| c.to_string());
+                    // The driver's script announces each phase ("==> …") from its first line:
+                    // a run that printed none never got into its container.
+                    if self.runtime.kind() != crate::runtime::Kind::Host
+                        && let Some(said) = runtime_words(log, log_start)
+                    {
+                        let failure = self.runtime.start_failure(&said);
+                        return Err(StepError::ContainerStart {
+                            component: component.into(),
+                            runtime: self.runtime.kind().to_string(),
+                            code,
+                            message: failure.message.clone(),
+                            hint: failure.hint(),
+                        });
+                    }
                     return Err(StepError::Failed {
                         component: component.into(),
-                        code: exit
-                            .0
-                            .map_or("killed by a signal".into(), |c| c.to_string()),
+                        code,
                     });
                 }
                 crate::fault::point("build");

@@ -59,7 +59,7 @@ impl RuntimeError {
     pub fn hint(&self) -> String {
         match self {
             RuntimeError::NoneFound => "install podman (`sudo apt install podman`, `sudo dnf install podman`) or docker; or pass --runtime host to build without containers (not reproducible)".into(),
-            RuntimeError::Unusable { .. } => "run `rocforge doctor`; some hosts need extra runtime arguments in rocforge.toml ([runtime] podman-args = [\"--runtime\", \"runc\"])".into(),
+            RuntimeError::Unusable { .. } => "run `rocforge doctor`, which prints the [runtime] lines that fix it; some hosts need them in rocforge.toml, e.g. [runtime] podman = [\"--runtime\", \"runc\"] and podman-run = [\"--ulimit\", \"nofile=20000:20000\"]".into(),
             RuntimeError::Spawn { .. } => "check that the runtime is installed and on PATH".into(),
             RuntimeError::NoImage { image, .. } => format!("pull it, or build it locally with `rocforge image build` (image {image})"),
             RuntimeError::Log { .. } => "check free disk space".into(),

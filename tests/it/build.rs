@@ -2433,3 +2433,57 @@ fn plan_estimates_from_the_builds_measured_here() {
     // The hint (3 h on the reference machine) is still what the plan sizes runners by.
     assert!(text.contains("time    3h of builds"), "{text}");
 }
+
+/// A host whose container runtime cannot start the build's container (here: a file limit above
+/// what the kernel allows, which podman's `--ulimit` asks for and the OCI runtime refuses). The
+/// build says its container did not start, with the runtime's words and the exact [runtime]
+/// lines that fix it, not "the build failed … read the log"; `doctor` fails the same way and
+/// prints the same fix.
+#[test]
+fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    std::fs::write(
+        f.path().join("rocforge.toml"),
+        "[runtime]\npodman-run = [\"--ulimit\", \"nofile=999999999:999999999\"]\n",
+    )
+    .unwrap();
+    let o = f.build(&[], &["hipcore"]);
+    eprintln!("{}", o.stderr);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("hipcore: the build's container did not start (podman exited"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("the build failed"), "{}", o.stderr);
+    assert!(o.stderr.contains("[runtime]"), "the fix: {}", o.stderr);
+    assert!(
+        o.stderr.contains("podman-run = [\"--ulimit\", \"nofile="),
+        "{}",
+        o.stderr
+    );
+    let conf = containers_conf();
+    let doctor = rocforge_env(
+        f.path(),
+        &[("CONTAINERS_CONF", conf.as_path())],
+        &[
+            "--recipes",
+            "recipes",
+            "doctor",
+            "hipcore",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(doctor.code, 1, "{}\n{}", doctor.stdout, doctor.stderr);
+    let all = format!("{}{}", doctor.stdout, doctor.stderr);
+    assert!(all.contains("FAIL"), "{all}");
+    assert!(
+        all.contains("podman-run = [\"--ulimit\", \"nofile="),
+        "{all}"
+    );
+}
