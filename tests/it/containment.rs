@@ -39,17 +39,24 @@ impl Fx {
         std::fs::write(fx.root.join("outside/victim"), "precious").unwrap();
         fx
     }
-    fn run(&self, args: &[&str]) -> Out {
-        let env = [
+    /// The attacker's world: this fixture's config, state and caches.
+    fn env(&self) -> [(&'static str, PathBuf); 4] {
+        [
             ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
             ("ROCFORGE_STATE", self.root.join("state")),
             ("ROCFORGE_CACHE", self.root.join("cache")),
             ("XDG_CACHE_HOME", self.root.join("xdg-cache")),
-        ];
+        ]
+    }
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let env = self.env();
         let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
         let mut full = vec!["--recipes", "recipes"];
         full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
+        rocforge_command(&self.root, &env, &full)
+    }
+    fn run(&self, args: &[&str]) -> Out {
+        Out::from(self.command(args).output().unwrap())
     }
     fn ok(&self, args: &[&str]) -> Out {
         let o = self.run(args);
@@ -1262,16 +1269,8 @@ fn mkfifo(path: &Path) {
 impl Fx {
     /// `run`, failing the test instead of hanging it when the command blocks (on a FIFO).
     fn run_bounded(&self, args: &[&str]) -> Out {
-        let env = [
-            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
-            ("ROCFORGE_STATE", self.root.join("state")),
-            ("ROCFORGE_CACHE", self.root.join("cache")),
-            ("XDG_CACHE_HOME", self.root.join("xdg-cache")),
-        ];
-        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        let mut child = rocforge_command(&self.root, &env, &full)
+        let mut child = self
+            .command(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
