@@ -173,12 +173,33 @@ fn unpack(
             found: extract::shown(&said(&m.id)),
         });
     }
+    // Uninstall removes each file by its full path; a path the kernel would refuse there
+    // (ENAMETOOLONG) would stay behind, owned by nothing: such an artifact is not installed.
+    let prefix_len = req.prefix.as_os_str().len();
+    if let Some(long) = x
+        .entries
+        .iter()
+        .find(|e| prefix_len + 1 + e.path.len() >= PATH_MAX)
+    {
+        return Err(InstallError::Extract(extract::ExtractError::Unsafe {
+            artifact: extract::shown(&step.file),
+            path: extract::shown(&long.path),
+            reason: format!(
+                "its path in {} would be {} bytes, beyond the system's limit of {PATH_MAX}",
+                req.prefix.display(),
+                prefix_len + 1 + long.path.len()
+            ),
+        }));
+    }
     Ok(Unpacked {
         own,
         manifest: x.manifest,
         entries: x.entries,
     })
 }
+
+/// The longest path, with its terminating NUL, that system calls take (Linux's PATH_MAX).
+const PATH_MAX: usize = libc::PATH_MAX as usize;
 
 /// The receipt of a manifest's component, listing `entries`; where it came from (digest, URL,
 /// signer) and when are the caller's to fill in.

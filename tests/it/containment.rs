@@ -1358,3 +1358,47 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
         );
     }
 }
+
+/// A file whose path in the prefix would pass PATH_MAX (a deep path in the tarball, each name
+/// within NAME_MAX): extraction works relative to a directory and could write it, but uninstall
+/// removes files by their full path and would leave it behind, owned by nothing. Refused at
+/// install, naming the entry and the limit; the prefix stays empty.
+#[test]
+fn a_path_beyond_path_max_in_the_prefix_is_refused_at_install() {
+    let fx = Fx::new();
+    let deep = format!("{}libtool.so.1", format!("{}/", "d".repeat(250)).repeat(17));
+    let mut long = tar::Header::new_gnu();
+    long.set_entry_type(tar::EntryType::GNULongName);
+    long.set_size(deep.len() as u64 + 1);
+    long.set_mode(0o644);
+    long.set_cksum();
+    let mut name = deep.clone().into_bytes();
+    name.push(0);
+    let tool = Tarball::new(
+        "tool",
+        vec![file(&deep, b"t")],
+        vec![(long, name), e_file("x", b"t")],
+    );
+    let rel = fx.release("rel", &[tool]);
+    std::fs::create_dir_all(fx.prefix()).unwrap();
+    let from = rel.display().to_string();
+    let err = fx.fails(&[
+        "install",
+        "tool",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &from,
+        "--prefix",
+        &fx.p(),
+    ]);
+    let full = fx.p().len() + 1 + deep.len();
+    assert!(
+        err.contains(&format!(
+            "would be {full} bytes, beyond the system's limit of 4096"
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(fx.prefix()).unwrap().count(), 0);
+    fx.outside_intact();
+}
