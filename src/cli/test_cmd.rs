@@ -386,7 +386,9 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
     let md = rendered(report::markdown::render(&rep))?;
     let (h, m) = (out.join("report.html"), out.join("report.md"));
     for (p, text) in [(&h, &html), (&m, &md)] {
+        // A report is for others to read (a CI summary, a web page): 0644, not write_atomic's 0600.
         rocforge::fsutil::write_atomic(p, text.as_bytes())
+            .and_then(|()| rocforge::sign::readable(p))
             .map_err(|e| one(format!("{}: {e}", p.display()), "check --out"))?;
     }
     println!("{}", h.display());

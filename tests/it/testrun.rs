@@ -1564,6 +1564,15 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     let html = std::fs::read_to_string(report.join("report.html")).unwrap();
     assert!(html.contains("laptop-a"));
     assert!(!html.contains("laptop-b"), "unsigned results stay out");
+    // Reports are for others to read: world-readable, as a CI summary or a web page needs.
+    for f in ["report.html", "report.md"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(report.join(f))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644, "{f}");
+    }
     // --allow-unsigned: one report from the repository holds both machines.
     let o = report_from(
         &repo,
