@@ -705,10 +705,28 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
-    if outcome.not_native.is_empty() {
+    if report.installed.is_empty() {
+        // Nothing new: what is installed was said when it was installed.
+    } else if outcome.not_native.is_empty() && report.with_device_code.is_empty() {
         note!(
             g,
-            "these libraries carry native code for their targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)"
+            "none of these carries GPU code of its own (headers and host code): what includes or links them compiles its own"
+        );
+    } else if outcome.not_native.is_empty() {
+        note!(
+            g,
+            "{} {} native code for {} targets: no HSA_OVERRIDE_GFX_VERSION is needed (unset it)",
+            report.with_device_code.join(", "),
+            if report.with_device_code.len() == 1 {
+                "carries"
+            } else {
+                "carry"
+            },
+            if report.with_device_code.len() == 1 {
+                "its"
+            } else {
+                "their"
+            }
         );
     } else {
         eprintln!(

@@ -30,6 +30,7 @@ pub(super) fn execute(
 ) -> Result<Report, InstallError> {
     let mut report = Report {
         installed: Vec::new(),
+        with_device_code: Vec::new(),
         repaired: Vec::new(),
         already: Vec::new(),
         signer: plan.signer.clone(),
@@ -66,6 +67,9 @@ pub(super) fn execute(
         r.installed = now.clone();
         r.not_native = receipt::not_native(x.manifest.coverage.as_ref());
         r.declined = receipt::declined(x.manifest.coverage.as_ref());
+        if receipt::carries_code(x.manifest.coverage.as_ref()) {
+            report.with_device_code.push(r.name.to_string());
+        }
         r.signed_by = plan.signer.clone();
         receipts.push(r);
     }

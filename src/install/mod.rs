@@ -559,6 +559,8 @@ pub enum RuntimeCheck {
 
 pub struct Report {
     pub installed: Vec<Receipt>,
+    /// Those of `installed` whose build's coverage record lists libraries with GPU code.
+    pub with_device_code: Vec<String>,
     /// Those of `installed` that were installed already with files missing, and how many.
     pub repaired: Vec<(String, usize)>,
     pub already: Vec<String>,

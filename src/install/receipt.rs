@@ -41,6 +41,16 @@ pub fn not_native(
     out
 }
 
+/// Whether the coverage record lists any file with GPU code (header-only and host-code
+/// components list none).
+pub fn carries_code(coverage: Option<&serde_json::Value>) -> bool {
+    coverage
+        .and_then(|c| c.get("report"))
+        .and_then(|r| r.get("rows"))
+        .and_then(|r| r.as_array())
+        .is_some_and(|rows| !rows.is_empty())
+}
+
 /// A component whose build declared `declined` coverage: its own dispatch declines its
 /// targets, so it carries no code for them by design.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]

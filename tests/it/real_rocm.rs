@@ -342,6 +342,10 @@ fn readme_install_a_release(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
     eprintln!("README's Install a release block:\n{text}");
     assert!(text.contains("index signature: good"), "{text}");
     assert!(
+        text.contains("rocm-smoke carry native code for their targets"),
+        "{text}"
+    );
+    assert!(
         text.contains("rocm-smoke 1.0.0"),
         "the smoke test ran: {text}"
     );
