@@ -58,7 +58,7 @@ pub struct Session {
 impl Session {
     pub fn open(options: Options, reporter: Arc<dyn Reporter>) -> Result<Session> {
         let catalog = Catalog::load(options.root.clone(), options.release.as_deref())?;
-        let targets = targets(&catalog, options.arch.as_deref());
+        let targets = targets(&catalog, options.arch.as_deref(), reporter.as_ref());
         let lock = catalog
             .root
             .lockfile()
@@ -267,9 +267,36 @@ impl Session {
     }
 }
 
-fn targets(catalog: &Catalog, arch: Option<&str>) -> Result<Vec<TargetId>> {
+/// Where this machine's KFD topology is read for the default target: `/`, or the recorded tree
+/// `ROCFORGE_SYSFS_ROOT` names (as `--sysfs-root` does for `detect` and `test`).
+pub const SYSFS_ROOT_ENV: &str = "ROCFORGE_SYSFS_ROOT";
+
+/// The GPU this machine has, when the catalog's target table knows it: what a build without
+/// `--arch` is for. The first such device, by KFD node.
+fn detected_target(catalog: &Catalog) -> Option<(TargetId, u32)> {
+    let root = std::env::var_os(SYSFS_ROOT_ENV).map(PathBuf::from);
+    let profile = super::test::profile(&catalog.arches, root.as_deref());
+    profile.devices.iter().find_map(|d| {
+        let t: TargetId = d.target.as_deref()?.parse().ok()?;
+        catalog.arches.get(&t.arch)?;
+        Some((t, d.node))
+    })
+}
+
+fn targets(
+    catalog: &Catalog,
+    arch: Option<&str>,
+    reporter: &dyn Reporter,
+) -> Result<Vec<TargetId>> {
     match arch {
         None => {
+            if let Some((t, node)) = detected_target(catalog) {
+                reporter.note(&format!(
+                    "target {t}: the GPU of this machine (KFD node {node}); --arch builds for others (the line's: {})",
+                    crate::arch::comma_list(&catalog.release.arches)
+                ));
+                return Ok(vec![t]);
+            }
             if catalog.release.arches.is_empty() {
                 return Err(Diagnostic::new(format!(
                     "no --arch given and release {} names no default targets",

@@ -93,7 +93,7 @@ pub struct Global {
     /// The store of built install trees [default: $XDG_DATA_HOME/rocforge/store]
     #[arg(long, global = true, env = "ROCFORGE_STORE", value_name = "DIR")]
     pub store: Option<PathBuf>,
-    /// GPU targets as a comma list of target IDs, e.g. gfx90c or gfx90c,gfx902:xnack- [default: the release's]
+    /// GPU targets as a comma list of target IDs, e.g. gfx90c or gfx90c,gfx902:xnack- [default: this machine's GPU when it has one (ROCFORGE_SYSFS_ROOT: a recorded KFD tree), else the release's]
     #[arg(long, global = true, value_name = "LIST")]
     pub arch: Option<String>,
     /// Output format; a command refuses one it does not write (github-matrix is plan's alone)

@@ -905,3 +905,67 @@ fn help_pages() {
     insta::assert_snapshot!("rocforge_help", top);
     insta::assert_snapshot!("rocforge_build_help", build);
 }
+
+/// Without --arch, the GPU this machine has is the target, and the output says so; a machine
+/// without one gets the line's targets. The machines are recorded KFD trees
+/// (ROCFORGE_SYSFS_ROOT).
+#[test]
+fn the_detected_gpu_is_the_default_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    crate::testrun::machines(tmp.path());
+    let plan = |machine: &str| {
+        let root = tmp.path().join(machine);
+        crate::common::rocforge_env(
+            tmp.path(),
+            &[("ROCFORGE_SYSFS_ROOT", root.as_path())],
+            &[
+                "--release",
+                "debian-6.4",
+                "--format",
+                "json",
+                "plan",
+                "rocrand",
+            ],
+        )
+    };
+    let targets = |o: &crate::common::Out| -> serde_json::Value {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str::<serde_json::Value>(&o.stdout).unwrap()["targets"].clone()
+    };
+    let o = plan("m-gfx902");
+    assert_eq!(targets(&o), serde_json::json!(["gfx902"]));
+    assert!(
+        o.stderr.contains(
+            "target gfx902: the GPU of this machine (KFD node 1); --arch builds for others (the line's: gfx902,gfx90c)"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(targets(&plan("m-gfx90c")), serde_json::json!(["gfx90c"]));
+    // Any processor of the target table, not only the line's own.
+    assert_eq!(targets(&plan("m-gfx1151")), serde_json::json!(["gfx1151"]));
+    let o = plan("m-none");
+    assert_eq!(targets(&o), serde_json::json!(["gfx902", "gfx90c"]));
+    assert!(
+        !o.stderr.contains("the GPU of this machine"),
+        "{}",
+        o.stderr
+    );
+    // --arch wins over the detected GPU.
+    let root = tmp.path().join("m-gfx902");
+    let o = crate::common::rocforge_env(
+        tmp.path(),
+        &[("ROCFORGE_SYSFS_ROOT", root.as_path())],
+        &[
+            "--release",
+            "debian-6.4",
+            "--format",
+            "json",
+            "plan",
+            "rocrand",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(targets(&o), serde_json::json!(["gfx90c"]));
+}

@@ -135,7 +135,7 @@ pub(crate) fn write_machine(
     }
 }
 
-fn machines(base: &Path) {
+pub(crate) fn machines(base: &Path) {
     write_machine(
         &base.join("m-gfx90c"),
         Some(Node {
