@@ -300,10 +300,11 @@ pub fn download(
     if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     }
-    let label = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| url.to_string());
+    // What the user asked for, by its name (rocrand_6.4.3.orig.tar.gz), not by the cache's
+    // name for it (a digest).
+    let label = url_file_name(url)
+        .or_else(|| dest.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| redact_url(url));
 
     // A local copy is cheap: it always starts from zero, so the old bytes are not read.
     let mut part = Part::open(url, &part_path, origin.is_none())?;
@@ -426,7 +427,11 @@ pub fn download_md5(
     let mut part = Part::open(url, &part_path, false)?;
     part.md5 = Some(Md5::new());
     tracing::info!("download {}", redact_url(url));
-    let task = reporter.task(url, None, true);
+    let task = reporter.task(
+        &url_file_name(url).unwrap_or_else(|| redact_url(url)),
+        None,
+        true,
+    );
     let want = Want::Md5(&md5);
     let result = transfer(
         client,
@@ -1236,4 +1241,12 @@ mod tests {
         );
         assert_eq!(redact_url("https://host/x"), "https://host/x");
     }
+}
+
+/// The last segment of `url`'s path, when it names a file. Left percent-encoded: decoded, a
+/// hostile URL could put terminal escapes in a progress line.
+fn url_file_name(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let last = parsed.path_segments()?.next_back()?;
+    (!last.is_empty()).then(|| last.to_string())
 }

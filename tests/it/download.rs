@@ -209,10 +209,11 @@ fn respond(
 /// The progress task's (total, position, finish message).
 type Progress = Arc<Mutex<(Option<u64>, u64, Option<String>)>>;
 
-/// Records notes and the progress task's total and position.
+/// Records notes, the progress tasks' labels and the task's total and position.
 #[derive(Default, Clone)]
 struct Recorder {
     notes: Arc<Mutex<Vec<String>>>,
+    labels: Arc<Mutex<Vec<String>>>,
     progress: Progress,
 }
 
@@ -242,8 +243,9 @@ impl Task for RecTask {
 }
 
 impl Reporter for Recorder {
-    fn task(&self, _: &str, total: Option<u64>, bytes: bool) -> Box<dyn Task> {
+    fn task(&self, label: &str, total: Option<u64>, bytes: bool) -> Box<dyn Task> {
         assert!(bytes, "a download reports bytes");
+        self.labels.lock().expect("labels").push(label.to_string());
         if let Ok(mut p) = self.progress.lock() {
             p.0 = total;
         }
@@ -323,6 +325,11 @@ fn clean_download_verifies_and_renames() {
     assert_eq!((total, pos), (Some(SIZE as u64), SIZE as u64));
     assert_eq!(finish.as_deref(), Some("verified"));
     assert!(rec.notes().is_empty(), "{:?}", rec.notes());
+    // Labelled by the file asked for, not by the cache's digest name for it.
+    assert_eq!(
+        *rec.labels.lock().expect("labels"),
+        ["rocBLAS-6.2.4.tar.gz"]
+    );
 }
 
 #[test]
