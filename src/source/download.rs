@@ -1114,6 +1114,14 @@ fn describe_io(e: &io::Error) -> String {
     }
 }
 
+/// The last segment of `url`'s path, when it names a file. Left percent-encoded: decoded, a
+/// hostile URL could put terminal escapes in a progress line.
+fn url_file_name(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let last = parsed.path_segments()?.next_back()?;
+    (!last.is_empty()).then(|| last.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1241,12 +1249,4 @@ mod tests {
         );
         assert_eq!(redact_url("https://host/x"), "https://host/x");
     }
-}
-
-/// The last segment of `url`'s path, when it names a file. Left percent-encoded: decoded, a
-/// hostile URL could put terminal escapes in a progress line.
-fn url_file_name(url: &str) -> Option<String> {
-    let parsed = reqwest::Url::parse(url).ok()?;
-    let last = parsed.path_segments()?.next_back()?;
-    (!last.is_empty()).then(|| last.to_string())
 }
