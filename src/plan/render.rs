@@ -36,7 +36,30 @@ pub fn status_text(s: &Step) -> String {
         } => "build (new)".into(),
         Status::Build {
             reason: Reason::Changed { inputs },
-        } => format!("build ({} changed)", inputs.join(", ")),
+        } => format!(
+            "build ({} changed)",
+            inputs
+                .iter()
+                .map(|i| input_words(i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A changed input in words (the JSON plan keeps the dotted path): `component.patches` is the
+/// recipe's patches, `dependencies.rocrand` the build of rocrand.
+fn input_words(input: &str) -> String {
+    if let Some(field) = input.strip_prefix("component.") {
+        return match field {
+            "source_tree" => "source files".into(),
+            "derive_vars" => "derived files' values".into(),
+            other => other.replace('_', " "),
+        };
+    }
+    match input.strip_prefix("dependencies.") {
+        Some(dep) => format!("{dep}'s build"),
+        None => input.to_string(),
     }
 }
 
