@@ -1667,11 +1667,15 @@ fn install_advice_follows_what_the_artifact_carries() {
         "#include <hip/hip_runtime.h>\n__global__ void k(float *x) { x[0] = 1; }\n",
     )
     .unwrap();
-    std::fs::write(
-        rel.join("spoof.toml"),
-        r#"name = "spoof"
+    // Both build gfx900 code whatever is asked; lt's recipe says its own dispatch declines
+    // gfx90c (as hipBLASLt's does), spoof's says nothing.
+    let gfx900_library = |name: &str, summary: &str, coverage: &str| {
+        std::fs::write(
+            rel.join(format!("{name}.toml")),
+            format!(
+                r#"name = "{name}"
 version = "1.0"
-summary = "a HIP library built for gfx900 whatever is asked"
+summary = "{summary}"
 license = "MIT"
 
 [source]
@@ -1683,39 +1687,23 @@ arch-vars = ["GPU_TARGETS"]
 script = """
 P=/opt; P="$DESTDIR$P/rocm"
 mkdir -p "$P/lib"
-hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/libspoof.so" k.hip
+hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/lib{name}.so" k.hip
 """
-"#,
-    )
-    .unwrap();
-    // A library whose own dispatch declines gfx90c (as hipBLASLt does): gfx900 code only, and
-    // the recipe says so.
-    std::fs::write(
-        rel.join("lt.toml"),
-        r#"name = "lt"
-version = "1.0"
-summary = "a HIP library with kernels for another processor only"
-license = "MIT"
-
-[source]
-path = "../../src/spoof"
-
-[build]
-system = "script"
-arch-vars = ["GPU_TARGETS"]
-script = """
-P=/opt; P="$DESTDIR$P/rocm"
-mkdir -p "$P/lib"
-hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/liblt.so" k.hip
-"""
-
-[coverage]
-kind = "declined"
-reason = "kernels for matrix-core GPUs only"
-fallback = "hipBLAS"
-"#,
-    )
-    .unwrap();
+{coverage}"#
+            ),
+        )
+        .unwrap();
+    };
+    gfx900_library(
+        "spoof",
+        "a HIP library built for gfx900 whatever is asked",
+        "",
+    );
+    gfx900_library(
+        "lt",
+        "a HIP library with kernels for another processor only",
+        "\n[coverage]\nkind = \"declined\"\nreason = \"kernels for matrix-core GPUs only\"\nfallback = \"hipBLAS\"\n",
+    );
     let fx = Fx { _tmp: tmp, root };
     let o = fx.run(&["build", "spoof", "--arch", "gfx90c", "--runtime", "host"]);
     assert_eq!(o.code, 1, "{}", o.stderr);

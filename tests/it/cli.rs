@@ -913,21 +913,24 @@ fn help_pages() {
 fn the_detected_gpu_is_the_default_target() {
     let tmp = tempfile::tempdir().unwrap();
     crate::testrun::machines(tmp.path());
-    let plan = |machine: &str| {
+    let plan_on = |machine: &str, extra: &[&str]| {
         let root = tmp.path().join(machine);
+        let mut args = vec![
+            "--release",
+            "debian-6.4",
+            "--format",
+            "json",
+            "plan",
+            "rocrand",
+        ];
+        args.extend_from_slice(extra);
         crate::common::rocforge_env(
             tmp.path(),
             &[("ROCFORGE_SYSFS_ROOT", root.as_path())],
-            &[
-                "--release",
-                "debian-6.4",
-                "--format",
-                "json",
-                "plan",
-                "rocrand",
-            ],
+            &args,
         )
     };
+    let plan = |machine: &str| plan_on(machine, &[]);
     let targets = |o: &crate::common::Out| -> serde_json::Value {
         assert_eq!(o.code, 0, "{}", o.stderr);
         serde_json::from_str::<serde_json::Value>(&o.stdout).unwrap()["targets"].clone()
@@ -952,20 +955,6 @@ fn the_detected_gpu_is_the_default_target() {
         o.stderr
     );
     // --arch wins over the detected GPU.
-    let root = tmp.path().join("m-gfx902");
-    let o = crate::common::rocforge_env(
-        tmp.path(),
-        &[("ROCFORGE_SYSFS_ROOT", root.as_path())],
-        &[
-            "--release",
-            "debian-6.4",
-            "--format",
-            "json",
-            "plan",
-            "rocrand",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let o = plan_on("m-gfx902", &["--arch", "gfx90c"]);
     assert_eq!(targets(&o), serde_json::json!(["gfx90c"]));
 }
