@@ -8,10 +8,18 @@ fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let args = cli::parse();
     let color = args.global.color.stderr();
+    let json = args.global.format == cli::Format::Json;
     cli::term::init_logging(args.global.verbose, color);
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
+            // Scripts read stdout; people read stderr: JSON for one, the rendering for the other.
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&e.to_json()).unwrap_or_default()
+                );
+            }
             eprint!("{}", e.render(color));
             ExitCode::from(1)
         }

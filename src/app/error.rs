@@ -13,10 +13,24 @@ pub enum Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The schema of a failed command's JSON (`--format json`).
+pub const ERROR_SCHEMA: &str = "rocforge.error/1";
+
 impl Error {
     /// A lower layer's error with the hint that tells the user what to do about it.
     pub fn hinted(e: impl Display, hint: impl Into<String>) -> Self {
         Error::One(Diagnostic::new(e.to_string()).hint(hint))
+    }
+
+    /// The error as `--format json` prints it on stdout, so a script reading JSON gets JSON
+    /// when a command fails too: each problem's message, its `file:line:col` and its hint.
+    pub fn to_json(&self) -> serde_json::Value {
+        let one = |d: &Diagnostic| serde_json::json!({"message": d.message, "location": d.position(), "hint": d.hint});
+        let errors: Vec<serde_json::Value> = match self {
+            Error::Diagnostics(d) => d.iter().map(one).collect(),
+            Error::One(d) => vec![one(d)],
+        };
+        serde_json::json!({"schema": ERROR_SCHEMA, "ok": false, "errors": errors})
     }
 
     /// The text the binary prints for this error.

@@ -958,3 +958,43 @@ fn the_detected_gpu_is_the_default_target() {
     let o = plan_on("m-gfx902", &["--arch", "gfx90c"]);
     assert_eq!(targets(&o), serde_json::json!(["gfx90c"]));
 }
+
+/// Under --format json a failed command prints its error as JSON on stdout (rocforge.error/1:
+/// each problem's message, location and hint), the rendering on stderr, and exits 1.
+#[test]
+fn errors_under_format_json_are_json() {
+    let o = rocforge(&manifest(), &["--format", "json", "plan", "rocrnad"]);
+    assert_eq!(o.code, 1);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    assert_eq!(v["schema"], "rocforge.error/1");
+    assert_eq!(v["ok"], false);
+    let e = &v["errors"][0];
+    assert!(e["message"].as_str().unwrap().contains("rocrnad"), "{v}");
+    assert!(
+        e["hint"].as_str().unwrap().contains("rocrand"),
+        "did you mean: {v}"
+    );
+    assert!(o.stderr.contains("error:"), "{}", o.stderr);
+    // A catalog problem carries its file:line:col.
+    let tmp = tempfile::tempdir().unwrap();
+    let rel = tmp.path().join("recipes/x-1.0");
+    std::fs::create_dir_all(&rel).unwrap();
+    std::fs::copy(
+        manifest().join("tests/fixtures/base/recipes/arches.toml"),
+        tmp.path().join("recipes/arches.toml"),
+    )
+    .unwrap();
+    std::fs::write(rel.join("release.toml"), "name = \"x-1.0\"\nversion = 1\n").unwrap();
+    let o = rocforge(
+        tmp.path(),
+        &["--recipes", "recipes", "--format", "json", "plan", "a"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    assert!(
+        v["errors"].as_array().unwrap().iter().any(|e| e["location"]
+            .as_str()
+            .is_some_and(|l| l.contains("release.toml:"))),
+        "{v}"
+    );
+}
