@@ -46,8 +46,9 @@ pub(super) fn execute(
     if todo.is_empty() {
         return Ok(report);
     }
-    fetch_all(&todo, client, req, reporter)?;
+    // Staging first: a prefix that cannot be written fails before anything is downloaded.
     let staging = Staging::new(req.prefix)?;
+    fetch_all(&todo, client, req, reporter)?;
     let mut staged = BTreeMap::new();
     let mut receipts = Vec::new();
     let now = rfc3339(now_unix());

@@ -1229,6 +1229,43 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
         assert_eq!(o.code, 0, "{p}: {}", o.stderr);
         assert!(prefix.is_dir(), "{p}: the mount point stays");
     }
+    // A prefix that cannot be written (a read-only mount) fails before anything is downloaded,
+    // naming the prefix.
+    let ro = fx.root.join("read-only");
+    std::fs::create_dir_all(&ro).unwrap();
+    assert!(
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+            .arg(&ro)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let _unmount = Tmpfs(ro.clone());
+    let p = ro.display().to_string();
+    let o = ctx.run(&[
+        "install",
+        "base",
+        "--arch",
+        "gfx90c",
+        "--from",
+        "dist-mount",
+        "--prefix",
+        &p,
+        "--allow-unsigned",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&p) && o.stderr.contains("Read-only file system"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !o.stderr.contains(".tar.zst"),
+        "downloaded first: {}",
+        o.stderr
+    );
+
     // The bind mount shows what the installs wrote through it, and nothing else.
     assert!(
         listing(&shared).keys().all(|k| k.starts_with(".rocforge/")),
