@@ -702,6 +702,42 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
     let p = outcome.prefix.display();
+    if g.format == Format::Json {
+        let installed: Vec<_> = report
+            .installed
+            .iter()
+            .map(|r| {
+                let repaired = report
+                    .repaired
+                    .iter()
+                    .find(|(n, _)| *n == r.name.as_str())
+                    .map(|(_, missing)| *missing);
+                json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
+                    "files": r.files.len(), "repaired_missing": repaired,
+                    "device_code": report.with_device_code.iter().any(|n| *n == r.name.as_str()),
+                    "declined": r.declined})
+            })
+            .collect();
+        let advice: Vec<_> = outcome
+            .not_native
+            .iter()
+            .map(|n| json!({"component": n.component, "advice": n.advice}))
+            .collect();
+        super::print_json(&json!({
+            "schema": "rocforge.install/1",
+            "prefix": outcome.prefix,
+            "installed": installed,
+            "already": report.already,
+            "signed_by": report.signer,
+            "not_native": advice,
+            "environment": {
+                "ROCM_PATH": format!("{p}"),
+                "PATH": format!("{p}/bin"),
+                "LD_LIBRARY_PATH": format!("{p}/lib"),
+            },
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
@@ -772,13 +808,24 @@ fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {
     Ok(lock)
 }
 
-pub fn uninstall_cmd(_g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
+pub fn uninstall_cmd(g: &Global, names: &[String], prefix: Option<&Path>) -> Result<ExitCode> {
     let prefix = prefix
         .map(Path::to_path_buf)
         .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, true)?;
     let removed = receipt::uninstall(&prefix, names)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
+    if g.format == Format::Json {
+        super::print_json(&json!({
+            "schema": "rocforge.uninstall/1",
+            "prefix": prefix,
+            "removed": names,
+            "files": removed.files,
+            "directories": removed.dirs,
+            "already_gone": removed.missing,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "removed {} from {}: {} files, {} directories{}",
         names.join(", "),

@@ -713,8 +713,8 @@ pub(crate) const FORMATS: &[(&str, &[Format])] = &[
     ("key rotate", TEXT),
     ("sign", TEXT),
     ("verify", TEXT_JSON),
-    ("install", TEXT),
-    ("uninstall", TEXT),
+    ("install", TEXT_JSON),
+    ("uninstall", TEXT_JSON),
     ("detect", TEXT_JSON),
     ("test", TEXT_JSON),
     ("report", TEXT),
@@ -761,14 +761,6 @@ fn check_format(
             .is_some_and(|p| p.get_one::<String>("explain").is_some());
     if explain {
         name += " --explain";
-        supported = TEXT_JSON;
-    }
-    // `install --dry-run` prints a plan, which has a JSON form; an install itself does not.
-    let dry_install = path == ["install"]
-        && m.subcommand_matches("install")
-            .is_some_and(|i| i.get_flag("dry_run"));
-    if dry_install {
-        name += " --dry-run";
         supported = TEXT_JSON;
     }
     if supported.contains(&format) {

@@ -2122,3 +2122,38 @@ fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with()
     assert!(prefix.join("share/wrap/README").is_file());
     assert!(prefix.join("share/greet/README").is_file());
 }
+
+/// `install` and `uninstall` under --format json: one JSON document on stdout each (what was
+/// installed with its files and whether it carries GPU code, the environment to set; what was
+/// removed), nothing else there.
+#[test]
+fn install_and_uninstall_speak_json() {
+    let fx = fixture();
+    let dist = fx.package("dist");
+    let prefix = fx.root.join("json-prefix");
+    let p = prefix.display().to_string();
+    let from = dist.join("index.json").display().to_string();
+    let o = fx.ok(&[
+        "--format", "json", "install", "greet", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    assert_eq!(v["schema"], "rocforge.install/1");
+    assert_eq!(v["prefix"], p);
+    let names: Vec<&str> = v["installed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["greetdoc", "greet"], "{v}");
+    assert!(v["installed"][1]["files"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["installed"][1]["device_code"], false, "{v}");
+    assert_eq!(v["environment"]["LD_LIBRARY_PATH"], format!("{p}/lib"));
+    let o = fx.ok(&["--format", "json", "uninstall", "greet", "--prefix", &p]);
+    let v: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    assert_eq!(v["schema"], "rocforge.uninstall/1");
+    assert_eq!(v["removed"], serde_json::json!(["greet"]));
+    assert!(v["files"].as_u64().unwrap() > 0, "{v}");
+}
