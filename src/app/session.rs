@@ -47,6 +47,10 @@ pub struct Session {
     pub options: Options,
     pub catalog: Catalog,
     targets: Result<Vec<TargetId>>,
+    /// Said the first time the targets are asked for (the detected GPU), not by commands that
+    /// never use them.
+    targets_note: Option<String>,
+    noted: std::sync::atomic::AtomicBool,
     lock: Result<Lockfile>,
     config: Result<Config>,
     pub store: Store,
@@ -58,7 +62,10 @@ pub struct Session {
 impl Session {
     pub fn open(options: Options, reporter: Arc<dyn Reporter>) -> Result<Session> {
         let catalog = Catalog::load(options.root.clone(), options.release.as_deref())?;
-        let targets = targets(&catalog, options.arch.as_deref(), reporter.as_ref());
+        let (targets, targets_note) = match targets(&catalog, options.arch.as_deref()) {
+            Ok((t, note)) => (Ok(t), note),
+            Err(e) => (Err(e), None),
+        };
         let lock = catalog
             .root
             .lockfile()
@@ -70,6 +77,8 @@ impl Session {
             options,
             catalog,
             targets,
+            targets_note,
+            noted: std::sync::atomic::AtomicBool::new(false),
             lock,
             config,
             reporter,
@@ -87,6 +96,11 @@ impl Session {
 
     /// `--arch`, else the release's default targets.
     pub fn targets(&self) -> Result<&[TargetId]> {
+        if let Some(note) = &self.targets_note
+            && !self.noted.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.reporter.note(note);
+        }
         self.targets.as_deref().map_err(Clone::clone)
     }
 
@@ -283,19 +297,16 @@ fn detected_target(catalog: &Catalog) -> Option<(TargetId, u32)> {
     })
 }
 
-fn targets(
-    catalog: &Catalog,
-    arch: Option<&str>,
-    reporter: &dyn Reporter,
-) -> Result<Vec<TargetId>> {
+/// The targets, and what to say about them when they are the detected GPU's.
+fn targets(catalog: &Catalog, arch: Option<&str>) -> Result<(Vec<TargetId>, Option<String>)> {
     match arch {
         None => {
             if let Some((t, node)) = detected_target(catalog) {
-                reporter.note(&format!(
+                let note = format!(
                     "target {t}: the GPU of this machine (KFD node {node}); --arch builds for others (the line's: {})",
                     crate::arch::comma_list(&catalog.release.arches)
-                ));
-                return Ok(vec![t]);
+                );
+                return Ok((vec![t], Some(note)));
             }
             if catalog.release.arches.is_empty() {
                 return Err(Diagnostic::new(format!(
@@ -305,11 +316,12 @@ fn targets(
                 .hint("pass --arch gfx90c (or a comma list)")
                 .into());
             }
-            Ok(catalog.release.arches.clone())
+            Ok((catalog.release.arches.clone(), None))
         }
         Some(list) => catalog
             .arches
             .resolve_list(list)
+            .map(|t| (t, None))
             .map_err(|e| Error::hinted(format!("--arch {list}: {e}"), e.hint())),
     }
 }

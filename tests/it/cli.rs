@@ -957,6 +957,27 @@ fn the_detected_gpu_is_the_default_target() {
     // --arch wins over the detected GPU.
     let o = plan_on("m-gfx902", &["--arch", "gfx90c"]);
     assert_eq!(targets(&o), serde_json::json!(["gfx90c"]));
+    // A command that opens the line but uses no targets says nothing about them (`image build`,
+    // here refused for the host runtime before anything runs).
+    let root = tmp.path().join("m-gfx902");
+    let o = crate::common::rocforge_env(
+        tmp.path(),
+        &[("ROCFORGE_SYSFS_ROOT", root.as_path())],
+        &[
+            "--release",
+            "debian-6.4",
+            "image",
+            "build",
+            "--runtime",
+            "host",
+        ],
+    );
+    assert_ne!(o.code, 0, "{}", o.stderr);
+    assert!(
+        !o.stderr.contains("the GPU of this machine"),
+        "{}",
+        o.stderr
+    );
 }
 
 /// Under --format json a failed command prints its error as JSON on stdout (rocforge.error/1:

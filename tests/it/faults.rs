@@ -1198,9 +1198,8 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
             .success()
     );
     let _unbind = Tmpfs(bound.clone());
-    for prefix in [tmpfs.0.clone(), bound.clone()] {
-        let p = prefix.display().to_string();
-        let o = ctx.run(&[
+    let install = |p: &str| {
+        ctx.run(&[
             "install",
             "base",
             "--arch",
@@ -1208,9 +1207,13 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
             "--from",
             "dist-mount",
             "--prefix",
-            &p,
+            p,
             "--allow-unsigned",
-        ]);
+        ])
+    };
+    for prefix in [tmpfs.0.clone(), bound.clone()] {
+        let p = prefix.display().to_string();
+        let o = install(&p);
         assert_eq!(o.code, 0, "{p}: {}", o.stderr);
         let state = prefix_state(&prefix);
         assert!(
@@ -1243,17 +1246,7 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
     );
     let _unmount = Tmpfs(ro.clone());
     let p = ro.display().to_string();
-    let o = ctx.run(&[
-        "install",
-        "base",
-        "--arch",
-        "gfx90c",
-        "--from",
-        "dist-mount",
-        "--prefix",
-        &p,
-        "--allow-unsigned",
-    ]);
+    let o = install(&p);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stderr.contains(&p) && o.stderr.contains("Read-only file system"),
