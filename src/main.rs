@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
+    // The shell's completion script runs the binary with COMPLETE set: answer and exit.
+    cli::complete::answer_if_asked();
     let args = cli::parse();
     let color = args.global.color.stderr();
     let json = args.global.format == cli::Format::Json;

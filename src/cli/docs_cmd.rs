@@ -50,10 +50,14 @@ fn print(bytes: &[u8]) -> Result<()> {
 }
 
 pub fn completions(a: &CompletionsArgs) -> Result<ExitCode> {
-    let mut cmd = Args::command();
-    // Generated in memory: clap_complete panics on a write error, and a closed pipe is not one.
-    let mut script = Vec::new();
-    clap_complete::generate(a.shell, &mut cmd, "rocforge", &mut script);
+    // The script asks the binary for each completion, so names follow the catalog in use.
+    let script = super::complete::registration(a.shell).map_err(|e| {
+        Diagnostic::new(format!(
+            "cannot write the {} completion script: {e}",
+            a.shell
+        ))
+        .hint("bash, zsh, fish, elvish and powershell are supported")
+    })?;
     print(&script)?;
     Ok(ExitCode::SUCCESS)
 }

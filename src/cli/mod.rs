@@ -19,6 +19,7 @@ mod build_cmd;
 mod catalog_cmds;
 mod check_cmd;
 mod ci_cmd;
+pub mod complete;
 mod docs_cmd;
 mod doctor_cmd;
 mod image_cmd;
@@ -250,12 +251,12 @@ Examples:
     /// The Nix path: an overlay for nixpkgs' rocmPackages
     #[command(subcommand)]
     Nix(NixCommand),
-    /// Shell completions, from the same definitions as the commands
+    /// Shell completions: commands and flags, and the component, bundle, target and line
+    /// names of the catalog in use (the script asks rocforge as you type)
     #[command(after_help = "\
 Examples:
-  rocforge completions bash \\
-      > ~/.local/share/bash-completion/completions/rocforge
-  rocforge completions zsh > \"${fpath[1]}/_rocforge\"
+  echo 'source <(rocforge completions bash)' >> ~/.bashrc
+  echo 'source <(rocforge completions zsh)' >> ~/.zshrc
   rocforge completions fish > ~/.config/fish/completions/rocforge.fish")]
     Completions(docs_cmd::CompletionsArgs),
     /// Man pages: rocforge(1) on standard output, or every command's page into --out DIR

@@ -743,9 +743,11 @@ fn a_closed_stdout_is_not_a_panic() {
     assert_eq!(out.status.code(), Some(141), "{err}");
 }
 
-/// Completions and man pages come from the same definitions as the parser: bash accepts the
-/// completion script, it offers the commands and their flags, and every command has a page that
-/// documents its flags. Neither takes --format.
+/// Completions and man pages come from the same definitions as the parser. The completion
+/// script is run by bash as a shell runs it (sourced, then asked with COMP_WORDS), so what it
+/// offers is what the binary answers: commands, flags, and the names of the catalog in use
+/// (components and bundles of the line, GPU targets after a comma, release lines). Every command
+/// has a page that documents its flags. Neither takes --format.
 #[test]
 fn completions_and_man_pages_follow_the_commands() {
     let dir = tempfile::tempdir().unwrap();
@@ -762,20 +764,98 @@ fn completions_and_man_pages_follow_the_commands() {
         "{}",
         String::from_utf8_lossy(&parsed.stderr)
     );
-    for word in [
-        "build",
-        "inspect",
-        "install",
-        "--allow-spoof",
-        "--fresh",
-        "completions",
+    // The script runs `rocforge` from PATH, as an installed one would be.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rocforge"), bin.join("rocforge")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::fs::write(d.join("no-user-config.toml"), "").unwrap();
+    let complete = |line: &str, env: &[(&str, &Path)]| -> Vec<String> {
+        // The word being completed is the last one (empty after a trailing space).
+        let script = format!(
+            r#"source {script}
+words=({line})
+[[ '{line}' == *' ' ]] && words+=('')
+COMP_WORDS=("${{words[@]}}"); COMP_CWORD=$(( ${{#words[@]}} - 1 ))
+f=$(complete -p rocforge | sed -E 's/.* -F ([^ ]+) .*/\1/')
+"$f" rocforge "${{words[-1]}}" "${{words[-2]}}"
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+            script = d.join("rocforge.bash").display()
+        );
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(d)
+            .env("PATH", &path)
+            .env("HOME", d)
+            .env("ROCFORGE_CACHE", d.join("cache"))
+            .env("ROCFORGE_STORE", d.join("store"))
+            .env("ROCFORGE_CONFIG", d.join("no-user-config.toml"))
+            .env_remove("ROCFORGE_RECIPES")
+            .env_remove("ROCFORGE_RELEASE")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let offered = complete("rocforge bu", &[]);
+    assert_eq!(offered, ["build"], "{offered:?}");
+    let offered = complete("rocforge build --fre", &[]);
+    assert_eq!(offered, ["--fresh"], "{offered:?}");
+    let line = Path::new("debian-6.4");
+    let offered = complete("rocforge build hipbl", &[("ROCFORGE_RELEASE", line)]);
+    assert_eq!(
+        offered,
+        ["hipblas", "hipblas-common", "hipblaslt"],
+        "{offered:?}"
+    );
+    // A bundle is a name too; `install` and `store rm` take the same names.
+    let offered = complete("rocforge install rocm-m", &[("ROCFORGE_RELEASE", line)]);
+    assert_eq!(offered, ["rocm-math"], "{offered:?}");
+    let offered = complete("rocforge store rm rocs", &[("ROCFORGE_RELEASE", line)]);
+    assert_eq!(offered, ["rocsolver", "rocsparse"], "{offered:?}");
+    // After a comma, the list so far is kept and a target already in it is not offered again.
+    let offered = complete("rocforge build --arch gfx90c,gfx90", &[]);
+    assert!(
+        offered.contains(&"gfx90c,gfx902".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"gfx90c,gfx90c".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        offered.iter().all(|o| o.starts_with("gfx90c,gfx90")),
+        "{offered:?}"
+    );
+    let offered = complete("rocforge plan --release deb", &[]);
+    assert_eq!(offered, ["debian-6.4"], "{offered:?}");
+    // --recipes reaches the completion through its variable: the names are that catalog's.
+    let root = d.join("own");
+    let rel = crate::common::test_release(&root, "localhost/none:1");
+    std::fs::write(
+        rel.join("zzlib.toml"),
+        "name = \"zzlib\"\nversion = \"1.0\"\nsummary = \"a test library\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/zz.git\"\ntag = \"v1.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    )
+    .unwrap();
+    let recipes = root.join("recipes");
+    let offered = complete("rocforge build zz", &[("ROCFORGE_RECIPES", &recipes)]);
+    assert_eq!(offered, ["zzlib"], "{offered:?}");
+    // zsh and fish get the same protocol, each in its own syntax.
+    for (shell, marker) in [
+        ("zsh", "#compdef rocforge"),
+        ("fish", "COMPLETE=fish rocforge"),
     ] {
-        assert!(bash.contains(word), "bash completion lacks {word}");
-    }
-    // zsh spells a flag --allow-spoof, fish as -l allow-spoof.
-    for shell in ["zsh", "fish"] {
         let script = ok(d, &["completions", shell]);
-        assert!(script.contains("allow-spoof"), "{shell}");
+        assert!(script.contains(marker), "{shell}: {script}");
     }
     let page = ok(d, &["man"]);
     assert!(
