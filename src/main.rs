@@ -17,10 +17,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // Scripts read stdout; people read stderr: JSON for one, the rendering for the other.
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&e.to_json()).unwrap_or_default()
-                );
+                cli::print_json(&e.to_json());
             }
             eprint!("{}", e.render(color));
             ExitCode::from(1)

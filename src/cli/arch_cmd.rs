@@ -34,11 +34,7 @@ pub fn arch_list(g: &Global) -> Result<ExitCode> {
     let table = arch_table(g)?;
     if g.format == Format::Json {
         let arches: Vec<&Arch> = table.iter().collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"schema": "rocforge.arches/1", "arches": arches}))
-                .unwrap_or_default()
-        );
+        super::print_json(&json!({"schema": "rocforge.arches/1", "arches": arches}));
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<[String; 8]> = table
@@ -121,13 +117,7 @@ pub fn arch_show(g: &Global, target: &str) -> Result<ExitCode> {
         }
     };
     if g.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.arch/1", "target": id, "arch": arch})
-            )
-            .unwrap_or_default()
-        );
+        super::print_json(&json!({"schema": "rocforge.arch/1", "target": id, "arch": arch}));
         return Ok(ExitCode::SUCCESS);
     }
     let (maj, min, step) = arch.kfd_triple();

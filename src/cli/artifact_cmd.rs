@@ -275,14 +275,8 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
                 "provides": p.provides, "signature": p.signature})
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.package/1", "artifacts": items,
-                "release_files": files, "expires": idx.expires})
-            )
-            .unwrap_or_default()
-        );
+        super::print_json(&json!({"schema": "rocforge.package/1", "artifacts": items,
+                "release_files": files, "expires": idx.expires}));
         return Ok(ExitCode::SUCCESS);
     }
     for p in &packaged {
@@ -863,12 +857,8 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
                 "needs": r.needs, "provides": r.provides})
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.installed/1", "prefix": prefix, "components": items})
-            )
-            .unwrap_or_default()
+        super::print_json(
+            &json!({"schema": "rocforge.installed/1", "prefix": prefix, "components": items}),
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -108,9 +108,18 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
     let outcome = build.run(&session)?;
     if g.format == Format::Json {
         let ok = outcome.report.ok();
-        print_json(
-            &serde_json::json!({"schema": "rocforge.build/1", "ok": ok, "steps": outcome.report.steps}),
-        );
+        // Each step is one object, its component beside its result (/1 had [name, result] pairs).
+        let steps: Vec<serde_json::Value> = outcome
+            .report
+            .steps
+            .iter()
+            .map(|(component, result)| {
+                let mut step = serde_json::to_value(result).unwrap_or_default();
+                step["component"] = component.as_str().into();
+                step
+            })
+            .collect();
+        print_json(&serde_json::json!({"schema": "rocforge.build/2", "ok": ok, "steps": steps}));
         if outcome.timed_out {
             return Ok(ExitCode::from(TIME_LIMIT_EXIT));
         }

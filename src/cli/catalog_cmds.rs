@@ -66,13 +66,7 @@ pub fn list(g: &Global) -> Result<ExitCode> {
                     "stored": r.stored, "summary": r.summary})
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.list/1", "components": items})
-            )
-            .unwrap_or_default()
-        );
+        super::print_json(&json!({"schema": "rocforge.list/1", "components": items}));
         return Ok(ExitCode::SUCCESS);
     }
     let table: Vec<[String; 5]> = rows
@@ -145,17 +139,13 @@ pub fn check(g: &Global) -> Result<ExitCode> {
             .iter()
             .map(|d| json!({"message": d.message, "location": d.position(), "hint": d.hint}))
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "schema": "rocforge.check/1",
-                "catalog": root.describe(),
-                "releases": releases,
-                "ok": diags.is_empty(),
-                "problems": problems,
-            }))
-            .unwrap_or_default()
-        );
+        super::print_json(&json!({
+            "schema": "rocforge.check/1",
+            "catalog": root.describe(),
+            "releases": releases,
+            "ok": diags.is_empty(),
+            "problems": problems,
+        }));
         return Ok(if diags.is_empty() {
             ExitCode::SUCCESS
         } else {

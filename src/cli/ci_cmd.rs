@@ -128,17 +128,13 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
     let ex = nix::export(catalog, targets, out)
         .map_err(|e| Diagnostic::new(e.to_string()).hint("choose a writable --out directory"))?;
     match g.format {
-        super::Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "out": out.display().to_string(),
-                "files": ex.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
-                "components": ex.mapped,
-                "not_in_nixpkgs": ex.unmapped,
-                "derived_in_post_patch": ex.derived,
-            }))
-            .unwrap_or_default()
-        ),
+        super::Format::Json => super::print_json(&serde_json::json!({
+            "out": out.display().to_string(),
+            "files": ex.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+            "components": ex.mapped,
+            "not_in_nixpkgs": ex.unmapped,
+            "derived_in_post_patch": ex.derived,
+        })),
         _ => {
             println!(
                 "wrote {} files to {} (overlay.nix, default.nix, nixpkgs.json, patches/)",
@@ -225,17 +221,13 @@ pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
         .filter(|s| s.online.is_some() && s.ready() != s.registered)
         .collect();
     if g.format == super::Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "schema": "rocforge.runners/1",
-                "source": source,
-                "labels": states,
-                "gpu_ready": gpu_ready,
-                "runners": listed,
-            }))
-            .unwrap_or_default()
-        );
+        super::print_json(&serde_json::json!({
+            "schema": "rocforge.runners/1",
+            "source": source,
+            "labels": states,
+            "gpu_ready": gpu_ready,
+            "runners": listed,
+        }));
     } else {
         println!(
             "{:<18} {:<6} {:<20} online  offline",

@@ -77,7 +77,7 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
                 .map(|(name, id, file)| serde_json::json!({"name": name, "schema": id, "file": file}))
                 .collect();
             let doc = serde_json::json!({"schema": "rocforge.schemas/1", "formats": items});
-            print(format!("{doc:#}\n").as_bytes())?;
+            print(format!("{}\n", super::json_text(&doc)).as_bytes())?;
         } else {
             let mut out = String::new();
             for (name, id, _) in formats {

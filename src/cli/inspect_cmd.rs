@@ -77,7 +77,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
                         "gaps": v.gaps.iter().map(|(_, g)| g).collect::<Vec<_>>(),
                         "code_object_libraries": v.code_object_libraries,
                     });
-                    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+                    super::print_json(&out);
                 } else {
                     println!("{name}: {} (declared in {})", v.kind, recipe.display_file());
                     for l in &v.lines {
@@ -109,7 +109,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
             v["schema"] = json!("rocforge.coverage/1");
             v["complete"] = json!(complete);
             v["native"] = json!(report.complete());
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            super::print_json(&v);
         } else {
             print_coverage(&report, &table, &spoof_ok);
         }

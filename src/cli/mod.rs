@@ -251,8 +251,10 @@ Examples:
     /// The Nix path: an overlay for nixpkgs' rocmPackages
     #[command(subcommand)]
     Nix(NixCommand),
-    /// Shell completions: commands and flags, and the component, bundle, target and line
-    /// names of the catalog in use (the script asks rocforge as you type)
+    /// Shell completions, with the catalog's component, target and line names
+    ///
+    /// The script asks rocforge as you type, so the names offered are those of the catalog
+    /// ROCFORGE_RECIPES and ROCFORGE_RELEASE select, as the command would read it.
     #[command(after_help = "\
 Examples:
   echo 'source <(rocforge completions bash)' >> ~/.bashrc
@@ -656,13 +658,33 @@ pub(crate) fn session_with(g: &Global, reporter: Arc<dyn Reporter>) -> Result<Se
     Session::open(options(g), reporter)
 }
 
-/// A `--format json` report: pretty, with every object's keys sorted.
+/// A `--format json` document: pretty, every object's keys sorted, except that the top
+/// level's `schema` comes first, so a reader sees what it holds before reading it. Every JSON
+/// output of the command line is written here, which is what keeps them one shape.
 pub(crate) fn print_json(report: &impl serde::Serialize) {
+    println!("{}", json_text(report));
+}
+
+pub(crate) fn json_text(report: &impl serde::Serialize) -> String {
+    #[derive(serde::Serialize)]
+    struct SchemaFirst<'a> {
+        schema: &'a serde_json::Value,
+        #[serde(flatten)]
+        rest: std::collections::BTreeMap<&'a str, &'a serde_json::Value>,
+    }
     let value = serde_json::to_value(report).unwrap_or_default();
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    );
+    let text = match value.as_object().and_then(|o| Some((o.get("schema")?, o))) {
+        Some((schema, object)) => serde_json::to_string_pretty(&SchemaFirst {
+            schema,
+            rest: object
+                .iter()
+                .filter(|(k, _)| *k != "schema")
+                .map(|(k, v)| (k.as_str(), v))
+                .collect(),
+        }),
+        None => serde_json::to_string_pretty(&value),
+    };
+    text.unwrap_or_default()
 }
 
 pub(crate) fn exit_code(ok: bool) -> ExitCode {

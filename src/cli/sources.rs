@@ -94,12 +94,7 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
         println!("{}", prepared.tree.display());
     }
     if g.format == Format::Json {
-        // One component gives its object, as it always has; several give an array of them.
-        let out = match <[_; 1]>::try_from(json) {
-            Ok([one]) => one,
-            Err(many) => serde_json::Value::Array(many),
-        };
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        super::print_json(&serde_json::json!({"schema": "rocforge.fetch/1", "sources": json}));
     }
     Ok(ExitCode::SUCCESS)
 }

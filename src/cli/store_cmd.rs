@@ -17,12 +17,8 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
     let store = store(g);
     let entries = store.entries();
     if g.format == Format::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"schema": "rocforge.store/1", "root": store.root(), "entries": entries})
-            )
-            .unwrap_or_default()
+        super::print_json(
+            &json!({"schema": "rocforge.store/1", "root": store.root(), "entries": entries}),
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -96,7 +92,9 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
         .find(key)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
     if g.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+        let mut doc = serde_json::to_value(&e).unwrap_or_default();
+        doc["schema"] = "rocforge.store-entry/1".into();
+        super::print_json(&doc);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} {} ({})", e.component, e.version, e.release);

@@ -133,7 +133,7 @@ pub fn detect(g: &Global, sysfs_root: Option<&Path>) -> Result<ExitCode> {
         ExitCode::SUCCESS
     };
     if g.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&p).unwrap_or_default());
+        super::print_json(&p);
         return Ok(code);
     }
     for d in &p.devices {

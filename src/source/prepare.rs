@@ -170,7 +170,21 @@ pub struct Prepared {
     /// True when the cache already held the tree: nothing was fetched.
     pub cached: bool,
     /// Extra inputs: name and the file or directory the build mounts at /inputs/<name>.
+    #[serde(serialize_with = "named_paths")]
     pub inputs: Vec<(String, PathBuf)>,
+}
+
+/// Inputs as `{name, path}` objects: JSON readers get names, not positions.
+fn named_paths<S: serde::Serializer>(
+    inputs: &[(String, PathBuf)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Input<'a> {
+        name: &'a str,
+        path: &'a Path,
+    }
+    s.collect_seq(inputs.iter().map(|(name, path)| Input { name, path }))
 }
 
 /// Where the source comes from, pinned: part of the source key.

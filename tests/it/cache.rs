@@ -47,7 +47,7 @@ fn trees(report: &serde_json::Value) -> Vec<Vec<(String, Vec<u8>)>> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| tree_contents(Path::new(s[1]["tree"].as_str().unwrap())))
+        .map(|s| tree_contents(Path::new(s["tree"].as_str().unwrap())))
         .collect()
 }
 
@@ -130,7 +130,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         .unwrap()
         .iter()
         .map(|s| {
-            let tree = PathBuf::from(s[1]["tree"].as_str().unwrap());
+            let tree = PathBuf::from(s["tree"].as_str().unwrap());
             tree.parent()
                 .unwrap()
                 .file_name()
@@ -192,7 +192,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
         }
     );
     // The pulled program runs.
-    let greet = PathBuf::from(b["steps"][1][1]["tree"].as_str().unwrap()).join("bin/greet");
+    let greet = PathBuf::from(b["steps"][1]["tree"].as_str().unwrap()).join("bin/greet");
     let out = Command::new(&greet).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
     // Pulled entries are complete store entries: a second build finds them cached.

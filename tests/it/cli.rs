@@ -1099,3 +1099,62 @@ fn errors_under_format_json_are_json() {
         "{v}"
     );
 }
+
+/// Every JSON document the command line writes has one shape: an object whose first key is
+/// `schema`, with named fields all the way down (no `[name, {…}]` pairs a reader must know
+/// the positions of). The sweep runs each command that needs no build or network, plus an error.
+#[test]
+fn json_outputs_have_one_shape() {
+    fn pairs(v: &Value, at: &str, found: &mut Vec<String>) {
+        match v {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Value::Array(pair) = item
+                        && pair.len() == 2
+                        && pair[0].is_string()
+                        && (pair[1].is_object() || pair[1].is_string())
+                    {
+                        found.push(format!("{at}[{i}]"));
+                    }
+                    pairs(item, &format!("{at}[{i}]"), found);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    pairs(item, &format!("{at}.{k}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sysfs = d.join("no-gpu");
+    std::fs::create_dir_all(&sysfs).unwrap();
+    let commands: &[&[&str]] = &[
+        &["list"],
+        &["check"],
+        &["plan", "rocrand"],
+        &["arch", "list"],
+        &["arch", "show", "gfx90c"],
+        &["store", "list"],
+        &["schema"],
+        &["detect", "--sysfs-root", sysfs.to_str().unwrap()],
+        &["plan", "rocrnad"],
+    ];
+    for args in commands {
+        let mut argv = vec!["--format", "json"];
+        argv.extend_from_slice(args);
+        let o = rocforge(d, &argv);
+        assert!(
+            o.stdout.starts_with("{\n  \"schema\": \"rocforge."),
+            "{args:?}: schema is not first:\n{}\n{}",
+            o.stdout,
+            o.stderr
+        );
+        let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {args:?}"));
+        let mut found = Vec::new();
+        pairs(&v, "", &mut found);
+        assert!(found.is_empty(), "{args:?}: pairs at {found:?}");
+    }
+}

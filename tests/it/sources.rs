@@ -85,7 +85,9 @@ impl World {
             ],
         );
         assert_eq!(o.code, 0, "{}", o.stderr);
-        serde_json::from_str(&o.stdout).unwrap()
+        let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(doc["schema"], "rocforge.fetch/1", "{doc}");
+        doc["sources"][0].clone()
     }
     /// The error of a `fetch` of `component` for gfx90c, which must fail.
     fn fetch_fails(&self, component: &str) -> String {
@@ -1155,13 +1157,13 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     );
     let inputs = v["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
-    let matrices = PathBuf::from(inputs[0][1].as_str().unwrap());
+    let matrices = PathBuf::from(inputs[0]["path"].as_str().unwrap());
     assert!(
         matrices.join("m/matrix.mtx").is_file(),
         "unpacked input: {}",
         matrices.display()
     );
-    let wheel = PathBuf::from(inputs[1][1].as_str().unwrap());
+    let wheel = PathBuf::from(inputs[1]["path"].as_str().unwrap());
     assert_eq!(std::fs::read(wheel).unwrap(), b"PK\x03\x04 a wheel");
 
     // A wrong checksum names both digests and leaves nothing behind.
@@ -1558,8 +1560,8 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
 
     // The fetch now verifies that sha256 and hands the build the file.
     let v = w.fetch_json("hip-core");
-    assert_eq!(v["inputs"][0][0], "nos1.tar.gz");
-    let file = PathBuf::from(v["inputs"][0][1].as_str().unwrap());
+    assert_eq!(v["inputs"][0]["name"], "nos1.tar.gz");
+    let file = PathBuf::from(v["inputs"][0]["path"].as_str().unwrap());
     assert_eq!(std::fs::read(&file).unwrap(), served);
 
     // Locking again downloads nothing: the server is gone, the entry is kept byte for byte.
@@ -2057,16 +2059,20 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
     assert!(Path::new(trees[1]).join("CMakeLists.txt").is_file());
     let json: serde_json::Value =
         serde_json::from_str(&ok(w.path(), &args(&["hip-core", "pkg"], true))).unwrap();
-    let listed: Vec<&str> = json
+    assert_eq!(json["schema"], "rocforge.fetch/1");
+    let listed: Vec<&str> = json["sources"]
         .as_array()
-        .expect("several components give an array")
+        .expect("a list of sources")
         .iter()
         .map(|p| p["tree"].as_str().unwrap())
         .collect();
     assert_eq!(listed, trees);
     let one: serde_json::Value =
         serde_json::from_str(&ok(w.path(), &args(&["pkg"], true))).unwrap();
-    assert_eq!(one["tree"], trees[1], "one component gives its object");
+    assert_eq!(
+        one["sources"][0]["tree"], trees[1],
+        "one component has the same shape"
+    );
 }
 
 /// Every input that reaches a build reaches its content key, by content: one byte of a path

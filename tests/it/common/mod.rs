@@ -258,8 +258,8 @@ pub fn step_results(report: &serde_json::Value) -> Vec<(String, String)> {
         .iter()
         .map(|s| {
             (
-                s[0].as_str().unwrap().to_string(),
-                s[1]["result"].as_str().unwrap().to_string(),
+                s["component"].as_str().unwrap().to_string(),
+                s["result"].as_str().unwrap().to_string(),
             )
         })
         .collect()
