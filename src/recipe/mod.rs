@@ -44,6 +44,10 @@ pub struct Recipe {
     /// What `<name>-tests` sets on top of the library's arguments to switch its test client
     /// on: the base line's test switches that a `tests = false` line turned off.
     pub test_args: Vec<String>,
+    /// The GPU variables of the base line's build, kept for `<name>-tests` where the line's
+    /// `device-code = false` took them from the library's own build (its tests compile device
+    /// code; its headers do not).
+    pub test_arch_vars: Vec<String>,
     pub resources: Resources,
     /// Files fetched with the source so configure never needs the network.
     pub inputs: Vec<ExtraInput>,
@@ -513,6 +517,7 @@ pub fn parse(
         test,
         tests_apart: false,
         test_args: Vec::new(),
+        test_arch_vars: Vec::new(),
         resources,
         inputs,
         derive,
@@ -551,6 +556,9 @@ pub struct Override {
     /// A script build's commands, replaced whole: the line takes the component from
     /// somewhere else (a distribution's binary package) and installs it its own way.
     pub script: Option<Sp<String>>,
+    /// `device-code = false`: what this line builds of the component has no device code
+    /// (a header-only library whose test client, the only GPU code, is built apart).
+    pub device_code: Option<Sp<bool>>,
     pub inputs: Option<Vec<ExtraInput>>,
     /// `tests = false`: the library's build leaves its test client out (hours of compiling);
     /// `<name>-tests` builds it when asked for.
@@ -655,6 +663,7 @@ pub fn parse_override(
     let mut pre_configure = None;
     let mut post_install = None;
     let mut script = None;
+    let mut device_code = None;
     if let Some(mut b) = r.opt_table("build", d) {
         for a in b.opt_str_list("args", d).unwrap_or_default() {
             if !a.starts_with("-D") || !a.contains('=') {
@@ -673,6 +682,7 @@ pub fn parse_override(
         pre_configure = b.opt_str("pre-configure", d).map(|p| p.value);
         post_install = b.opt_str("post-install", d).map(|p| p.value);
         script = b.opt_str("script", d);
+        device_code = b.opt_bool("device-code", d);
         b.finish(d);
     }
     let inputs = r.opt_table_array("inputs", d).map(|ts| read_inputs(ts, d));
@@ -702,6 +712,7 @@ pub fn parse_override(
         pre_configure,
         post_install,
         script,
+        device_code,
         inputs,
         tests,
         resources,
@@ -727,6 +738,36 @@ impl Override {
                 .related(&base.file, base.name.span.clone(), format!("{base_line}'s recipe"))
                 .hint("a line changes a cmake build through [build] args, env, pre-configure and post-install"),
             );
+        }
+        if let Some(dc) = &self.device_code {
+            let problem = if dc.value {
+                (!base.build.device_code).then(|| {
+                    format!(
+                        "{} has no device code in {base_line}: a line cannot give it some",
+                        base.name.value
+                    )
+                })
+            } else if !base.build.arch_args.is_empty() || !base.derive.is_empty() {
+                Some(format!(
+                    "{} has per-target arguments or derivations in {base_line}, so its build does depend on the targets",
+                    base.name.value
+                ))
+            } else if base.test.is_some() && self.tests != Some(false) {
+                Some(format!(
+                    "{} builds its test client, which compiles device code, unless this line sets tests = false",
+                    base.name.value
+                ))
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                d.push(
+                    Diagnostic::new(problem)
+                        .at(&self.file, dc.span.clone(), "device-code set here")
+                        .related(&base.file, base.name.span.clone(), format!("{base_line}'s recipe"))
+                        .hint("device-code = false is for a line whose build of the component compiles no GPU code (headers, with tests = false)"),
+                );
+            }
         }
         let (ours, key, theirs, other) = match (&self.depends, &self.build_depends) {
             (Some(run), None) => (run, "depends", &base.build_depends, BUILD_DEPENDS),
@@ -844,6 +885,11 @@ impl Recipe {
         };
         r.tests_apart = false;
         r.test_args = Vec::new();
+        if !self.test_arch_vars.is_empty() {
+            r.build.device_code = true;
+            r.build.arch_vars = self.test_arch_vars.clone();
+            r.test_arch_vars = Vec::new();
+        }
         Some(r)
     }
 
@@ -929,6 +975,13 @@ impl Recipe {
         // The client stays described: `<name>-tests` builds it when asked for.
         if o.tests == Some(false) {
             self.tests_apart = true;
+        }
+        if let Some(dc) = &o.device_code
+            && !dc.value
+            && self.build.device_code
+        {
+            self.build.device_code = false;
+            self.test_arch_vars = std::mem::take(&mut self.build.arch_vars);
         }
         self.resources = o.resources.over(self.resources);
         if let Some(g) = &o.gpu_code {

@@ -211,6 +211,64 @@ fn tests_artifact_is_its_own_step_keyed_to_the_library_build() {
     );
 }
 
+/// A line whose build of a component compiles no GPU code (headers, the test client apart) says
+/// `device-code = false`: the library then has one key for every target set and no GPU
+/// variable, while `<name>-tests`, which compiles the device code, keeps the base's variable and
+/// a key per target set. Said where it cannot hold (the client still on), it is refused.
+#[test]
+fn a_line_can_build_a_header_library_once_for_every_target_set() {
+    let fx = Fx::new("42");
+    let line = fx.root.join("recipes/line-1.0/tiny.toml");
+    std::fs::write(
+        &line,
+        "version = \"1.0\"\ntests = false\n\n[build]\nargs = [\"-DBUILD_TEST=OFF\", \"-DTINY_FLAG=42\"]\ndevice-code = false\n",
+    )
+    .unwrap();
+    let plan = |arch: &str| -> Value {
+        let o = fx.run(&[
+            "plan",
+            "tiny-tests",
+            "--arch",
+            arch,
+            "--runtime",
+            "host",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let (one, two) = (plan("gfx90c"), plan("gfx90c,gfx902"));
+    assert_eq!(
+        step(&one, "tiny")["key"],
+        step(&two, "tiny")["key"],
+        "{one:#}"
+    );
+    assert_eq!(
+        step(&one, "tiny")["gpu_flags"]["cmake"],
+        serde_json::json!([])
+    );
+    assert_ne!(
+        step(&one, "tiny-tests")["key"],
+        step(&two, "tiny-tests")["key"]
+    );
+    assert_eq!(
+        step(&two, "tiny-tests")["gpu_flags"]["cmake"],
+        serde_json::json!(["-DGPU_TARGETS=gfx902;gfx90c"]),
+        "{two:#}"
+    );
+    // With the client left on, the build would compile device code: refused, naming the line.
+    std::fs::write(&line, "version = \"1.0\"\n\n[build]\ndevice-code = false\n").unwrap();
+    let o = fx.run(&["check"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("tiny builds its test client, which compiles device code, unless this line sets tests = false")
+            && o.stderr.contains("recipes/line-1.0/tiny.toml:4"),
+        "{}",
+        o.stderr
+    );
+}
+
 fn files(dir: &Path) -> Vec<String> {
     listing(dir)
 }
