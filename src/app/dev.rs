@@ -176,11 +176,18 @@ pub fn export(session: &Session, component: &str, src: &Path) -> Result<Exported
     let names = patch::export_series(src, BASE_TAG, &dir)
         .map_err(|e| Error::hinted(format!("{component}: {e}"), e.hint()))?;
     let listed: Vec<&str> = recipe.patches.every().map(|p| p.as_str()).collect();
-    let differs = listed != names.iter().map(String::as_str).collect::<Vec<_>>();
+    // Patches inherited from a base line resolve from the base's directory: the series written
+    // here is used only once this line's file declares its own [patches].
+    let inherited = recipe
+        .patches
+        .release
+        .as_ref()
+        .is_some_and(|r| *r != catalog.release.name);
+    let differs = inherited || listed != names.iter().map(String::as_str).collect::<Vec<_>>();
     Ok(Exported {
         dir,
         names,
         differs,
-        recipe_file: recipe.file.display.clone(),
+        recipe_file: recipe.display_file().to_string(),
     })
 }

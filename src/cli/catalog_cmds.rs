@@ -41,8 +41,17 @@ pub fn list(g: &Global) -> Result<ExitCode> {
         summary: String,
     }
     let mut rows = Vec::new();
+    // Bundles are names `build`, `install` and `package` take like components.
+    let mut bundles: Vec<(String, String, Vec<String>)> = Vec::new();
     for r in &releases {
         let c = Catalog::load(root.clone(), Some(r))?;
+        for (name, members) in &c.release.bundles {
+            bundles.push((
+                name.clone(),
+                r.clone(),
+                members.iter().map(|m| m.value.clone()).collect(),
+            ));
+        }
         for recipe in c.recipes.values() {
             let name = recipe.name.value.clone();
             rows.push(Row {
@@ -66,7 +75,13 @@ pub fn list(g: &Global) -> Result<ExitCode> {
                     "stored": r.stored, "summary": r.summary})
             })
             .collect();
-        super::print_json(&json!({"schema": "rocforge.list/1", "components": items}));
+        let bundles: Vec<_> = bundles
+            .iter()
+            .map(|(name, release, members)| json!({"name": name, "release": release, "components": members}))
+            .collect();
+        super::print_json(
+            &json!({"schema": "rocforge.list/1", "components": items, "bundles": bundles}),
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let table: Vec<[String; 5]> = rows
@@ -108,6 +123,18 @@ pub fn list(g: &Global) -> Result<ExitCode> {
             row[0], row[1], row[2], row[3], row[4]
         );
     }
+    if !bundles.is_empty() {
+        println!();
+        let width = bundles
+            .iter()
+            .map(|(n, r, _)| n.len() + r.len() + 3)
+            .max()
+            .unwrap_or(0);
+        for (name, release, members) in &bundles {
+            let label = format!("{name} ({release})");
+            println!("{label:width$}  {}", members.join(", "));
+        }
+    }
     // What the marks mean, once, after the table: a reader of the table needs them there.
     println!();
     if let Some(d) = &default {
@@ -121,6 +148,11 @@ pub fn list(g: &Global) -> Result<ExitCode> {
     println!(
         "built: recorded (built from this line and recorded in its release.toml), here (in this machine's store: `rocforge store list`)"
     );
+    if !bundles.is_empty() {
+        println!(
+            "bundles: names that build, install and package take like a component, for the components listed"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

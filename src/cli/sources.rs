@@ -104,16 +104,34 @@ pub fn dev(g: &Global, a: &DevArgs) -> Result<ExitCode> {
     let dest = dev::dev_dir(&a.component, a.dir.as_deref());
     let commits = dev::checkout(&session, &a.component, &dest)?;
     println!("{}", dest.display());
+    let dir = a
+        .dir
+        .as_ref()
+        .map(|d| format!(" --dir {}", d.display()))
+        .unwrap_or_default();
+    let release = g
+        .release
+        .as_ref()
+        .map(|r| format!(" --release {r}"))
+        .unwrap_or_default();
+    // The follow-up must be a command that works as printed: the built-in catalog cannot take
+    // patches, so it is exported once and the patches written into the export.
+    let next = match super::root(g) {
+        rocforge::catalog::CatalogRoot::Embedded => format!(
+            "the built-in catalog is read-only, so export it once and write the patches there:\n  \
+             rocforge catalog export rocforge-catalog\n  \
+             rocforge --recipes rocforge-catalog/recipes{release} patch export {}{dir}",
+            a.component
+        ),
+        rocforge::catalog::CatalogRoot::Dir(_) => {
+            format!("rocforge{release} patch export {}{dir}", a.component)
+        }
+    };
     note!(
         g,
-        "{}: {commits} patch(es) applied as commits on top of tag {}.\nEdit and commit there, then run: rocforge patch export {}{}",
+        "{}: {commits} patch(es) applied as commits on top of tag {}.\nEdit and commit there, then run: {next}",
         a.component,
         dev::BASE_TAG,
-        a.component,
-        a.dir
-            .as_ref()
-            .map(|d| format!(" --dir {}", d.display()))
-            .unwrap_or_default()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -107,6 +107,21 @@ fn list_shows_the_shipped_components() {
     for c in ["rocprim", "rocsparse", "tensile", "rocblas", "rocsolver"] {
         assert!(names.contains(&c), "{c} missing from {names:?}");
     }
+    // The bundles a hint may name are listed, with their members, and build takes one.
+    let bundles = json["bundles"].as_array().unwrap();
+    let math = bundles
+        .iter()
+        .find(|b| b["name"] == "rocm-math" && b["release"] == "debian-6.4")
+        .unwrap_or_else(|| panic!("{bundles:?}"));
+    assert!(
+        math["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "rocblas")
+    );
+    let plan = ok(&manifest(), &["plan", "rocm-math", "--arch", "gfx90c"]);
+    assert!(plan.contains("rocblas"), "{plan}");
 }
 
 /// `list` marks the default line and the previews, says what "preview" means, and shows which

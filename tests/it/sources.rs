@@ -1049,6 +1049,83 @@ fn missing_tag_is_named() {
     assert!(err.contains("v9.9.9"), "{err}");
 }
 
+/// On the built-in catalog, what `dev` tells the author to run next works as printed: the
+/// catalog is exported, the commit is written into the export as a patch, the line's own file is
+/// told to list it, and a fetch from the export then carries the change. (rocm-smoke: a path
+/// source in the built-in catalog, so nothing is downloaded.)
+#[test]
+fn dev_on_the_built_in_catalog_prints_follow_up_commands_that_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = rocforge(d, &["dev", "rocm-smoke"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let checkout = d.join(o.stdout.trim());
+    std::fs::write(checkout.join("NOTE.md"), "a change of the author's\n").unwrap();
+    git(&checkout, &["add", "NOTE.md"]);
+    git(&checkout, &["commit", "-qm", "Add a note"]);
+    // The indented lines after "then run:" are the commands, each run as written.
+    let commands: Vec<&str> = o
+        .stderr
+        .lines()
+        .skip_while(|l| !l.contains("then run:"))
+        .skip(1)
+        .map(str::trim)
+        .filter(|l| l.starts_with("rocforge "))
+        .collect();
+    assert_eq!(commands.len(), 2, "{}", o.stderr);
+    let mut last = None;
+    for c in &commands {
+        let args: Vec<&str> = c.split_whitespace().skip(1).collect();
+        let o = rocforge(d, &args);
+        assert_eq!(o.code, 0, "{c}: {}", o.stderr);
+        last = Some(o);
+    }
+    let export = last.unwrap();
+    assert!(
+        export
+            .stdout
+            .trim()
+            .ends_with("patches/debian-6.4/rocm-smoke/0001-add-a-note.patch"),
+        "{}",
+        export.stdout
+    );
+    // It names the file to edit: this line's, whose [patches] resolve from this line's patches.
+    let told = export
+        .stderr
+        .split("[patches]\n")
+        .nth(1)
+        .unwrap_or_default()
+        .trim();
+    assert!(
+        export
+            .stderr
+            .contains("rocforge-catalog/recipes/debian-6.4/rocm-smoke.toml"),
+        "{}",
+        export.stderr
+    );
+    let line = d.join("rocforge-catalog/recipes/debian-6.4/rocm-smoke.toml");
+    let mut text = std::fs::read_to_string(&line).unwrap();
+    text += &format!("\n[patches]\n{told}\n");
+    std::fs::write(&line, text).unwrap();
+    let o = rocforge(
+        d,
+        &[
+            "--recipes",
+            "rocforge-catalog/recipes",
+            "fetch",
+            "rocm-smoke",
+            "--arch",
+            "gfx90c",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let tree = PathBuf::from(o.stdout.trim());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("NOTE.md")).unwrap(),
+        "a change of the author's\n"
+    );
+}
+
 #[test]
 fn dev_then_patch_export_round_trips_the_series() {
     let w = world();
