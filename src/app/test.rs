@@ -253,6 +253,13 @@ fn planned_corpus(
         ));
         return Ok((None, notes));
     }
+    if let Source::NotBuilt { build } = &chosen.source {
+        notes.push(format!(
+            "{} is not built here: `{build}` builds it (see `rocforge plan` for its time), or --from an index installs a published one; the test corpus is known once it exists",
+            chosen.tested.name
+        ));
+        return Ok((None, notes));
+    }
     let tree = session.store.tree(chosen.tested.key.as_str());
     let names = match corpus(&session.catalog, req.component, spec, &tree)? {
         // A gtest client lists its tests only when it runs.
@@ -480,6 +487,33 @@ fn choose(session: &Session, req: &Request<'_>, target: &TargetId) -> Result<Cho
                 },
                 tested,
                 dependencies,
+                trees: Vec::new(),
+            })
+        }
+        // A plan needs no build: it says what the run would test and how to make it.
+        (None, None) if req.plan_only => {
+            let image = session.default_runtime_image(RuntimeKind::Container)?;
+            let plan = session.plan_for_targets(
+                &[component.to_string()],
+                std::slice::from_ref(target),
+                RuntimeKind::Container,
+                image,
+                Vec::new(),
+            )?;
+            let step = plan
+                .step(component)
+                .expect("requested component is planned");
+            let installed = plan.installed_with(&[component.to_string()]);
+            Ok(Chosen {
+                source: Source::NotBuilt {
+                    build: format!("rocforge build {component} --arch {target}"),
+                },
+                tested: entry(step),
+                dependencies: installed
+                    .iter()
+                    .filter(|s| s.component != component)
+                    .map(|s| entry(s))
+                    .collect(),
                 trees: Vec::new(),
             })
         }

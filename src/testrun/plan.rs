@@ -96,6 +96,9 @@ pub enum Source {
         /// The index's URL or directory, without credentials.
         index: String,
     },
+    /// Neither the store nor an index holds it: a plan only (`--dry-run`), with the command
+    /// that builds what the run would test.
+    NotBuilt { build: String },
 }
 
 /// What the recipe's `[test]` runs.
@@ -192,6 +195,11 @@ impl TestPlan {
                 join(targets)
             ),
             Source::Index { index } => format!("from     the index {index}: {key}\n"),
+            Source::NotBuilt { build } => {
+                format!(
+                    "from     nothing yet: {key} is not built; `{build}` builds it (or --from an index)\n"
+                )
+            }
         };
         for d in &self.dependencies {
             s += &format!("depends  {} {} {}\n", d.name, d.version, d.key);

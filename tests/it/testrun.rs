@@ -1143,6 +1143,57 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     let o = on_none(&[]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("no GPU found under"), "{}", o.stderr);
+    // Nor does a plan need the build: for a target nothing is built for, it says what the run
+    // would test and the command that builds it.
+    let o = rf(
+        dir,
+        &[
+            "--recipes",
+            "recipes",
+            "test",
+            "passing",
+            "--arch",
+            "gfx902",
+            "--sysfs-root",
+            none.as_str(),
+            "--out",
+            "res",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains("from     nothing yet: ")
+            && o.stdout
+                .contains("`rocforge build passing --arch gfx902` builds it"),
+        "{}",
+        o.stdout
+    );
+    let o = rf(
+        dir,
+        &[
+            "--recipes",
+            "recipes",
+            "--format",
+            "json",
+            "test",
+            "passing",
+            "--arch",
+            "gfx902",
+            "--sysfs-root",
+            none.as_str(),
+            "--out",
+            "res",
+            "--dry-run",
+        ],
+    );
+    let plan: Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    assert_eq!(plan["source"]["kind"], "not-built", "{plan:#}");
+    assert_eq!(
+        plan["source"]["build"],
+        "rocforge build passing --arch gfx902"
+    );
     assert_eq!(listing(dir), before, "nothing written either way");
 
     let o = dry(&["--format", "json", "test", "passing", "--arch", "gfx90c"]);
