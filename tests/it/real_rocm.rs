@@ -172,7 +172,7 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     // through ROCFORGE_STORE and ROCFORGE_CACHE; HOME is the test's directory).
     let lines = readme_commands();
     assert!(
-        lines.len() >= 5 && lines[0].starts_with("rocforge build rocrand "),
+        lines.len() >= 5 && lines[0].starts_with("rocforge build rocm-smoke "),
         "README's first block: {lines:#?}"
     );
     let mut said = Vec::new();
@@ -181,6 +181,19 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
         said.push(o);
     }
+    // The smoke test ran in the runtime image: rocRAND loaded and computed (the CPU half), then
+    // the run said there is no GPU here and exited 3.
+    let smoke = lines
+        .iter()
+        .position(|l| l.starts_with("podman run ") && l.contains("rocm-smoke"))
+        .expect("README runs the smoke test in the image");
+    let said_smoke = format!("{}{}", said[smoke].stdout, said[smoke].stderr);
+    assert!(
+        said_smoke.contains("no GPU")
+            && said_smoke.contains("philox4x32-10 on the CPU: known answer")
+            && said_smoke.contains("exit 3"),
+        "{said_smoke}"
+    );
     let inspect = lines
         .iter()
         .position(|l| l.starts_with("rocforge inspect --against gfx90c,gfx902"))
