@@ -1173,3 +1173,42 @@ fn json_outputs_have_one_shape() {
         assert!(found.is_empty(), "{args:?}: pairs at {found:?}");
     }
 }
+
+/// README's Quick start lines that finish in seconds with no build, GPU or network run as
+/// written, in order, in a fresh HOME (the catalog export is then what `check` reads). The
+/// others build for hours, need a GPU, or name placeholders (OWNER, URL); the real_rocm tests
+/// run README's first two blocks whole.
+#[test]
+fn the_quick_starts_quick_lines_run_as_written() {
+    let readme = std::fs::read_to_string(manifest().join("README.md")).unwrap();
+    let from = readme.find("## Quick start").unwrap();
+    let rest = &readme[from..];
+    let block = &rest[rest.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let quick = [
+        "rocforge list",
+        "rocforge arch show ",
+        "rocforge plan ",
+        "rocforge catalog export ",
+        "rocforge --recipes ./my-catalog/recipes check",
+        "rocforge test rocfft --arch gfx90c --dry-run",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let none = d.join("no-gpu");
+    std::fs::create_dir_all(&none).unwrap();
+    let mut ran = Vec::new();
+    for line in block.lines() {
+        let cmd = line.split_once("  #").map_or(line, |(c, _)| c).trim();
+        if !quick.iter().any(|q| cmd.starts_with(q)) {
+            continue;
+        }
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        // No GPU here, whatever the machine running the test has.
+        let o = crate::common::rocforge_env(d, &[("ROCFORGE_SYSFS_ROOT", &none)], &args);
+        assert_eq!(o.code, 0, "README: {cmd}\n{}{}", o.stdout, o.stderr);
+        assert!(!o.stdout.is_empty(), "README: {cmd} printed nothing");
+        ran.push(cmd.to_string());
+    }
+    assert!(ran.len() >= 9, "{ran:#?}");
+}
