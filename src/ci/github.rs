@@ -66,6 +66,8 @@ pub struct Line {
     pub tested: Vec<String>,
     /// Dependency level of every component.
     pub levels: BTreeMap<String, usize>,
+    /// Per level, the most jobs one of its builds may chain on a hosted runner (absent: one).
+    pub rounds: BTreeMap<usize, u32>,
 }
 
 impl Line {
@@ -74,7 +76,14 @@ impl Line {
         for name in c.recipes.keys() {
             level_of(c, name, &mut levels);
         }
+        let mut rounds = BTreeMap::new();
+        for (name, r) in &c.recipes {
+            let p = crate::plan::render::placement(&r.resources);
+            let most = rounds.entry(levels[name]).or_insert(1);
+            *most = (*most).max(p.rounds);
+        }
         Line {
+            rounds,
             name: c.release.name.clone(),
             image: c.release.image.clone(),
             tested: c
@@ -125,6 +134,8 @@ fn level_of(c: &Catalog, name: &str, memo: &mut BTreeMap<String, usize>) -> usiz
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub parts: Vec<usize>,
+    /// Per level, the jobs its longest hosted build may chain (1: no continuation jobs).
+    pub rounds: Vec<u32>,
 }
 
 impl Layout {
@@ -141,7 +152,16 @@ impl Layout {
         if parts.is_empty() {
             parts.push(1);
         }
-        Layout { parts }
+        let rounds = (0..parts.len())
+            .map(|level| {
+                lines
+                    .iter()
+                    .filter_map(|l| l.rounds.get(&level).copied())
+                    .max()
+                    .unwrap_or(1)
+            })
+            .collect();
+        Layout { parts, rounds }
     }
 
     /// Every (level, part) slot in order.
@@ -245,6 +265,7 @@ struct Workflow<'a> {
     waiting: Vec<&'a str>,
     /// The level jobs: the trusted ones, then the pull-request ones.
     builds: Vec<BuildJob>,
+    gates: Vec<GateJob>,
     tests: Vec<TestJob<'a>>,
     /// The trusted level jobs (what test and publish wait for) and the test jobs (report's).
     trusted_builds: Vec<String>,
@@ -257,7 +278,7 @@ struct LineContext<'a> {
     image: &'a str,
 }
 
-/// One level job (one part of one dependency level's matrix).
+/// One level job (one part of one dependency level's matrix), or one of its continuations.
 #[derive(Debug, Serialize)]
 struct BuildJob {
     id: String,
@@ -267,10 +288,31 @@ struct BuildJob {
     part: usize,
     /// The plan output holding its matrix.
     output: String,
+    /// The matrix expression: the plan's output, or for a continuation its gate's (the
+    /// entries the job before left unfinished).
+    matrix: String,
     needs: Vec<String>,
     condition: String,
     runs_on: String,
     timeout: String,
+    /// 0 for the level job; 1… for the jobs that continue its builds from their checkpoints.
+    round: u32,
+    /// No job continues this one: a build still unfinished here fails.
+    last: bool,
+    /// `--time-limit` on the hosted runner (where a job limit applies).
+    time_limit: String,
+}
+
+/// Between two rounds of a level: which of its builds stopped at the time limit, as the next
+/// round's matrix (empty when every one finished, so the next round is skipped).
+#[derive(Debug, Serialize)]
+struct GateJob {
+    id: String,
+    needs: Vec<String>,
+    condition: String,
+    output: String,
+    /// The unfinished-marker artifacts of the round before: `unfinished-<level>-<part>-<round>-*`.
+    markers: String,
 }
 
 /// One GPU target's test job.
@@ -286,7 +328,8 @@ struct TestJob<'a> {
 
 /// The workflow for these release lines (oldest first, as the catalog lists them).
 pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError> {
-    let slots = Layout::of(lines).slots();
+    let layout = Layout::of(lines);
+    let slots = layout.slots();
     let newest = lines.last().map(|l| l.name.as_str()).unwrap_or("");
     let pushed: Vec<LineContext> = lines
         .iter()
@@ -296,9 +339,13 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError
             image: &l.image,
         })
         .collect();
-    let trusted_builds = build_jobs(runners, &slots, true, !pushed.is_empty());
-    let pr_builds = build_jobs(runners, &slots, false, false);
-    let trusted_ids: Vec<String> = trusted_builds.iter().map(|b| b.id.clone()).collect();
+    let (trusted_builds, gates) = build_jobs(runners, &layout, true, !pushed.is_empty());
+    let (pr_builds, _) = build_jobs(runners, &layout, false, false);
+    let trusted_ids: Vec<String> = trusted_builds
+        .iter()
+        .map(|b| b.id.clone())
+        .chain(gates.iter().map(|g| g.id.clone()))
+        .collect();
     let tests = test_jobs(lines, runners, newest);
     let ctx = Workflow {
         lines: lines
@@ -331,6 +378,7 @@ pub fn workflow(lines: &[Line], runners: &Runners) -> Result<String, RenderError
             .collect(),
         test_ids: tests.iter().map(|t| t.id.clone()).collect(),
         builds: trusted_builds.into_iter().chain(pr_builds).collect(),
+        gates,
         tests,
         trusted_builds: trusted_ids,
     };
@@ -343,13 +391,16 @@ pub fn is_local_image(image: &str) -> bool {
 }
 
 /// One job per level and part, each needing the plan and every level job before it (and, when
-/// trusted and a line's builder image is pushed, the images job).
+/// trusted and a line's builder image is pushed, the images job). A trusted level whose hosted
+/// builds may outlast a job gets continuation rounds: a gate listing what the round before left
+/// unfinished (it stopped at `--time-limit` and pushed a checkpoint), then a job that continues
+/// just those from their checkpoints.
 fn build_jobs(
     runners: &Runners,
-    slots: &[(usize, usize)],
+    layout: &Layout,
     trusted: bool,
     images: bool,
-) -> Vec<BuildJob> {
+) -> (Vec<BuildJob>, Vec<GateJob>) {
     let prefix = if trusted { "" } else { "pr-" };
     let hosted = &runners.hosted.label;
     // The longest build runner's limit, at least the 6 hours a hosted job may run.
@@ -358,17 +409,20 @@ fn build_jobs(
         .iter()
         .map(|b| b.hours)
         .fold(6.0_f64, f64::max);
+    let time_limit = runners.hosted_time_limit();
     let mut jobs: Vec<BuildJob> = Vec::new();
-    for &(level, part) in slots {
+    let mut gates: Vec<GateJob> = Vec::new();
+    for (level, part) in layout.slots() {
         let output = output_name(level, part);
         let mut needs = vec!["plan".to_string()];
         if trusted && images {
             needs.push("images".into());
         }
         needs.extend(jobs.iter().map(|j| j.id.clone()));
+        needs.extend(gates.iter().map(|g| g.id.clone()));
+        let event = if trusted { TRUSTED } else { UNTRUSTED };
         let condition = format!(
-            "always() && {} && needs.plan.result == 'success' && needs.plan.outputs.{output} != '' && {NEEDS_OK}",
-            if trusted { TRUSTED } else { UNTRUSTED }
+            "always() && {event} && needs.plan.result == 'success' && needs.plan.outputs.{output} != '' && {NEEDS_OK}"
         );
         let (runs_on, timeout) = if trusted {
             (
@@ -383,19 +437,65 @@ fn build_jobs(
             // left out what needs one (PR_FILTER), and this is the guard if it had not.
             (hosted.clone(), "360".to_string())
         };
+        let id = build_job_id(prefix, level, part);
+        let rounds = if trusted {
+            layout.rounds.get(level).copied().unwrap_or(1)
+        } else {
+            1
+        };
         jobs.push(BuildJob {
-            id: build_job_id(prefix, level, part),
+            id: id.clone(),
             trusted,
             level,
             part,
-            output,
-            needs,
+            matrix: format!("needs.plan.outputs.{output}"),
+            output: output.clone(),
+            needs: needs.clone(),
             condition,
-            runs_on,
-            timeout,
+            runs_on: runs_on.clone(),
+            timeout: timeout.clone(),
+            round: 0,
+            last: rounds == 1,
+            time_limit: time_limit.clone(),
         });
+        let mut before = id;
+        for round in 1..rounds {
+            let gate = format!("{before}-unfinished");
+            let mut gate_needs = needs.clone();
+            gate_needs.push(before.clone());
+            gates.push(GateJob {
+                id: gate.clone(),
+                needs: gate_needs.clone(),
+                condition: format!(
+                    "always() && {event} && needs.plan.result == 'success' && needs.plan.outputs.{output} != '' && {NEEDS_OK}"
+                ),
+                output: output.clone(),
+                markers: format!("unfinished-{level}-{part}-{}-*", round - 1),
+            });
+            let mut continue_needs = gate_needs;
+            continue_needs.push(gate.clone());
+            let id = format!("{}-round-{}", build_job_id(prefix, level, part), round + 1);
+            jobs.push(BuildJob {
+                id: id.clone(),
+                trusted,
+                level,
+                part,
+                matrix: format!("needs.{gate}.outputs.matrix"),
+                output: output.clone(),
+                needs: continue_needs,
+                condition: format!(
+                    "always() && {event} && needs.plan.result == 'success' && needs.{gate}.outputs.matrix != '' && {NEEDS_OK}"
+                ),
+                runs_on: runs_on.clone(),
+                timeout: timeout.clone(),
+                round,
+                last: round + 1 == rounds,
+                time_limit: time_limit.clone(),
+            });
+            before = id;
+        }
     }
-    jobs
+    (jobs, gates)
 }
 
 /// One job per GPU label of runners.toml; each runs only when the plan found a runner for it

@@ -24,12 +24,22 @@ pub struct Hosted {
     pub hours: f64,
     /// This runner's speed relative to the 8-core reference machine of the resource hints.
     pub speed: f64,
+    /// How many jobs one build may chain here: each stops at `hours` with a signed checkpoint
+    /// in the build cache, and the next job continues it.
+    #[serde(default = "one")]
+    pub rounds: u32,
+    /// Free disk once the job removes the preinstalled SDKs (absent: `disk-gib`).
+    pub freed_disk_gib: Option<u64>,
     #[serde(default = "yes")]
     pub registered: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -151,10 +161,20 @@ impl Runners {
     /// build fits a hosted runner, else the first build runner's.
     pub fn label_for(&self, r: &Resources) -> &str {
         let h = &self.hosted;
-        let fits = r.disk_bytes <= h.disk_gib << 30
+        let fits = r.disk_bytes <= h.freed_disk_gib.unwrap_or(h.disk_gib) << 30
             && r.memory_bytes * h.jobs <= h.memory_gib << 30
-            && r.hours / h.speed <= h.hours;
+            && crate::plan::render::rounds_for(r.hours / h.speed, h.hours) <= h.rounds;
         if fits { &h.label } else { &self.large().label }
+    }
+
+    /// `--time-limit` of a hosted build job: its hours, as the flag spells them.
+    pub fn hosted_time_limit(&self) -> String {
+        let minutes = (self.hosted.hours * 60.0).round() as u64;
+        match (minutes / 60, minutes % 60) {
+            (h, 0) => format!("{h}h"),
+            (0, m) => format!("{m}m"),
+            (h, m) => format!("{h}h{m}m"),
+        }
     }
 
     /// GPU targets with a registered runner.
@@ -187,9 +207,9 @@ mod tests {
         assert_eq!(r.hosted.label, HOSTED_LABEL);
         assert_eq!(r.large().label, LARGE_LABEL);
         // The plan's hard-coded thresholds and runners.toml give the same label everywhere.
-        for disk in [1u64, 13, 14, 15, 30] {
+        for disk in [1u64, 13, 14, 15, 30, 45, 46, 60] {
             for mem in [1u64, 2, 3, 4, 5] {
-                for hours in [0.1, 2.0, 2.75, 2.8, 4.5] {
+                for hours in [0.1, 2.0, 2.75, 2.8, 4.5, 5.5, 11.0, 11.1] {
                     let res = Resources {
                         disk_bytes: disk << 30,
                         memory_bytes: mem << 30,

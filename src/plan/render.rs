@@ -15,17 +15,57 @@ pub const MATRIX_MAX: usize = 256;
 /// GitHub-hosted Linux runners: about 14 GB of free disk, 16 GB of memory, 4 CPUs and a
 /// 6-hour job limit. Resource hints are for an 8-core reference machine, so hours double.
 const HOSTED_DISK: u64 = 14 << 30;
+/// Free disk once the job removes the preinstalled SDKs a ROCm build does not use (.NET,
+/// Android, Haskell, CodeQL): what a bigger build may count on (runners.toml `freed-disk-gib`).
+const HOSTED_FREED_DISK: u64 = 45 << 30;
 const HOSTED_MEMORY: u64 = 16 << 30;
 const HOSTED_JOBS: u64 = 4;
 const HOSTED_HOURS: f64 = 5.5;
+/// How many hosted jobs one build may take: each stops at [`HOSTED_HOURS`] and pushes a signed
+/// checkpoint that the next job continues (runners.toml `[hosted] rounds`).
+const HOSTED_ROUNDS: u32 = 4;
 pub const HOSTED_LABEL: &str = "ubuntu-24.04";
 pub const LARGE_LABEL: &str = "rocforge-large";
 
+/// Where a component builds in the release workflow, and in how many chained jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    pub runner: &'static str,
+    /// Jobs the build may take on its runner: more than one on a hosted runner whose job limit
+    /// is shorter than the build.
+    pub rounds: u32,
+    /// The hosted job removes the preinstalled SDKs first: the build needs more disk than a
+    /// hosted runner has free.
+    pub free_disk: bool,
+}
+
+/// A build goes to a hosted runner when its disk and memory fit one and its time fits at most
+/// [`HOSTED_ROUNDS`] of its jobs; otherwise to the large self-hosted runner, in one job.
+pub fn placement(r: &Resources) -> Placement {
+    let fits = r.disk_bytes <= HOSTED_FREED_DISK && r.memory_bytes * HOSTED_JOBS <= HOSTED_MEMORY;
+    let rounds = rounds_for(r.hours * 2.0, HOSTED_HOURS);
+    if fits && rounds <= HOSTED_ROUNDS {
+        Placement {
+            runner: HOSTED_LABEL,
+            rounds,
+            free_disk: r.disk_bytes > HOSTED_DISK,
+        }
+    } else {
+        Placement {
+            runner: LARGE_LABEL,
+            rounds: 1,
+            free_disk: false,
+        }
+    }
+}
+
+/// Jobs of `limit` hours that `hours` of building take (at least one).
+pub fn rounds_for(hours: f64, limit: f64) -> u32 {
+    ((hours / limit).ceil() as u32).max(1)
+}
+
 pub fn runner_label(r: &Resources) -> &'static str {
-    let fits = r.disk_bytes <= HOSTED_DISK
-        && r.memory_bytes * HOSTED_JOBS <= HOSTED_MEMORY
-        && r.hours * 2.0 <= HOSTED_HOURS;
-    if fits { HOSTED_LABEL } else { LARGE_LABEL }
+    placement(r).runner
 }
 
 pub fn status_text(s: &Step) -> String {
@@ -210,6 +250,10 @@ struct MatrixEntry<'a> {
     targets: String,
     key: &'a str,
     runner: &'static str,
+    /// Chained jobs the build may take (1: one job finishes it).
+    rounds: u32,
+    /// The hosted job frees disk first (removes the preinstalled SDKs).
+    free_disk: bool,
 }
 
 #[derive(Serialize)]
@@ -244,11 +288,16 @@ pub fn github_matrix(plan: &Plan) -> String {
             .steps
             .iter()
             .filter(|s| s.level == level && s.needs_build())
-            .map(|s| MatrixEntry {
-                component: &s.component,
-                targets: targets.clone(),
-                key: &s.key,
-                runner: runner_label(&s.resources),
+            .map(|s| {
+                let p = placement(&s.resources);
+                MatrixEntry {
+                    component: &s.component,
+                    targets: targets.clone(),
+                    key: &s.key,
+                    runner: p.runner,
+                    rounds: p.rounds,
+                    free_disk: p.free_disk,
+                }
             })
             .collect();
         let mut entries = entries.into_iter().peekable();

@@ -158,6 +158,202 @@ fn a_wide_level_gets_one_job_per_part() {
     }
 }
 
+/// A build longer than a hosted job runs in rounds: each job stops at the time limit (exit 75,
+/// having pushed a signed checkpoint) and leaves a marker; a gate job turns the markers into the
+/// next round's matrix; the next job continues those builds; one still unfinished in the last
+/// round fails with what to change. The generated steps run here against a fake rocforge.
+#[test]
+fn long_hosted_builds_continue_in_chained_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let st = Command::new("cp")
+        .args(["-r", "--"])
+        .arg(manifest().join("tests/fixtures/base/recipes"))
+        .arg(manifest().join("tests/fixtures/base/patches"))
+        .arg(d)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    copy_repo_files(d);
+    std::fs::create_dir_all(d.join("recipes/line-1.0/src")).unwrap();
+    std::fs::write(d.join("recipes/line-1.0/src/CMakeLists.txt"), "").unwrap();
+    // 6 hours on the reference machine: 12 on a hosted runner, three jobs of 5h30m.
+    std::fs::write(
+        d.join("recipes/line-1.0/slow.toml"),
+        "name = \"slow\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[resources]\nhours = 6.0\ndisk = \"20GiB\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("recipes/line-1.0/top.toml"),
+        "name = \"top\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\ndepends = [\"slow\"]\n\n[source]\npath = \"src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
+    )
+    .unwrap();
+    ok(d, &["--recipes", "recipes", "ci", "github"]);
+    let text = std::fs::read_to_string(d.join(".github/workflows/release.yml")).unwrap();
+    let wf: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let j = jobs(&wf);
+    for id in [
+        "build-0",
+        "build-0-unfinished",
+        "build-0-round-2",
+        "build-0-round-2-unfinished",
+        "build-0-round-3",
+    ] {
+        assert!(j.contains_key(id), "{id} missing: {:?}", j.keys());
+    }
+    assert!(!j.contains_key("build-0-round-4"));
+    assert!(
+        !j.contains_key("pr-build-0-unfinished"),
+        "pull requests do not chain"
+    );
+    assert_eq!(
+        wf["jobs"]["build-0-round-2"]["strategy"]["matrix"],
+        "${{ fromJSON(needs.build-0-unfinished.outputs.matrix) }}"
+    );
+    let needs = |id: &str| -> Vec<String> {
+        wf["jobs"][id]["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(needs("build-0-round-3").contains(&"build-0-round-2-unfinished".to_string()));
+    // The next level waits for every round of this one.
+    for id in [
+        "build-0-round-2",
+        "build-0-round-3",
+        "build-0-round-2-unfinished",
+    ] {
+        assert!(
+            needs("build-1").contains(&id.to_string()),
+            "{:?}",
+            needs("build-1")
+        );
+    }
+    let m: serde_json::Value = serde_json::from_str(&ok(
+        d,
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "--format",
+            "github-matrix",
+            "--arch",
+            "gfx90c",
+        ],
+    ))
+    .unwrap();
+    let level0 = &m["levels"][0]["matrix"];
+    let slow = level0["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["component"] == "slow")
+        .unwrap();
+    assert_eq!(slow["runner"], "ubuntu-24.04");
+    assert_eq!(slow["rounds"], 3);
+    assert_eq!(slow["free_disk"], true);
+
+    // Round 1 on the hosted runner: the build gets the time limit; exit 75 leaves a marker and
+    // the step succeeds, so the job does.
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    write_exe(
+        &bin.join("rocforge"),
+        "#!/bin/bash\nif [ \"$1\" = key ]; then mkdir -p \"$4\"; echo RW > \"$4/rocforge.key\"; echo RWpub; exit 0; fi\nprintf '%s\\n' \"$@\" > \"$PWD/build-args\"\nexit \"$FAKE_EXIT\"\n",
+    );
+    let build = |job: &str, exit: &str| {
+        let work = d.join(format!("work-{job}-{exit}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let o = run_step(
+            &step_script(&wf, job, "Build "),
+            &work,
+            &bin,
+            &[
+                ("COMPONENT", "slow"),
+                ("TARGETS", "gfx90c"),
+                ("RUNNER", "ubuntu-24.04"),
+                ("RELEASE", "line-1.0"),
+                ("CACHE", "oci://ghcr.io/me/rocforge-cache"),
+                ("CACHE_KEY", "secret"),
+                ("ROCFORGE_KEY_PASSWORD", ""),
+                ("FAKE_EXIT", exit),
+            ],
+        );
+        (o, work)
+    };
+    let (o, work) = build("build-0", "75");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let args = std::fs::read_to_string(work.join("build-args")).unwrap();
+    assert!(args.contains("--time-limit\n5h30m\n"), "{args}");
+    assert!(work.join("unfinished/slow").is_file());
+    assert_eq!(
+        uses(
+            &wf,
+            "build-0",
+            "actions/upload-artifact",
+            Some(("name", "unfinished-0-0-0-${{ matrix.component }}"))
+        )
+        .len(),
+        1
+    );
+    // A build that finishes leaves no marker; one that fails fails the step.
+    let (o, work) = build("build-0", "0");
+    assert!(o.status.success());
+    assert!(!work.join("unfinished").exists());
+    let (o, _) = build("build-0", "1");
+    assert_eq!(o.status.code(), Some(1));
+
+    // The gate: the plan's matrix narrowed to the unfinished builds, or nothing.
+    let gate = step_script(&wf, "build-0-unfinished", "Unfinished builds");
+    assert_eq!(
+        wf["jobs"]["build-0-unfinished"]["steps"][0]["with"]["pattern"],
+        "unfinished-0-0-0-*"
+    );
+    let matrix = level0.to_string();
+    let left = |markers: &[&str]| -> String {
+        let work = d.join(format!("gate-{}", markers.len()));
+        std::fs::create_dir_all(work.join("unfinished")).unwrap();
+        for m in markers {
+            std::fs::write(work.join("unfinished").join(m), "").unwrap();
+        }
+        let out = work.join("github-output");
+        let o = run_step(
+            &gate,
+            &work,
+            &bin,
+            &[
+                ("MATRIX", &matrix),
+                ("GITHUB_OUTPUT", out.to_str().unwrap()),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    let one = left(&["slow"]);
+    let v: serde_json::Value =
+        serde_json::from_str(one.trim().strip_prefix("matrix=").unwrap()).unwrap();
+    let names: Vec<&str> = v["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["slow"]);
+    assert_eq!(left(&[]).trim(), "matrix=");
+
+    // The last round: still unfinished is a failure that says what to change.
+    let (o, work) = build("build-0-round-3", "75");
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("slow is not finished after 3 job(s) of 5h30m: raise [hosted] rounds"),
+        "{out}"
+    );
+    assert!(!work.join("unfinished").exists());
+}
+
 /// `ci runners` against a server speaking GitHub's runners endpoint: pages followed, the token
 /// sent and never printed, a label ready only when a runner with self-hosted, linux and the label
 /// is online, and runners.toml alone when no token is set.
@@ -440,33 +636,61 @@ fn pull_requests_never_reach_self_hosted_runners() {
         );
     }
 
-    // The plan job's filter, on the shipped catalog's real plan: rocBLAS, MIOpen and PyTorch go
-    // to rocforge-large, so they and everything above them stay out of a pull request's jobs.
+    // The plan job's filter, on the shipped catalog's real plans. PyTorch (60 GiB, 6 GiB a
+    // compile job) goes to rocforge-large, so it and what is above it stay out of a pull
+    // request's jobs; rocBLAS fits a hosted runner once its preinstalled SDKs are removed, in
+    // two chained jobs on rocm-6.4.4's hints.
     if !common::require("jq", common::which("jq")) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let matrix = ok(
-        dir.path(),
-        &["--locked", "plan", "--format", "github-matrix"],
-    );
-    let plan = ok(dir.path(), &["--locked", "plan", "--format", "json"]);
-    std::fs::write(dir.path().join("matrix.json"), &matrix).unwrap();
-    std::fs::write(dir.path().join("plan.json"), &plan).unwrap();
-    let script = step_script(&wf, "plan", "Plan, one matrix per dependency level");
-    let filter = script
-        .lines()
-        .find(|l| l.trim_start().starts_with("jq --arg hosted"))
-        .expect("the plan step filters the matrix for pull requests");
-    let o = run_step(
-        filter.trim(),
-        dir.path(),
-        dir.path(),
-        &[("HOSTED", &runners.hosted.label)],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let pr: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("matrix.pr.json")).unwrap()).unwrap();
+    let filtered = |release: &str| -> (serde_json::Value, String) {
+        let matrix = ok(
+            dir.path(),
+            &[
+                "--locked",
+                "--release",
+                release,
+                "plan",
+                "--format",
+                "github-matrix",
+            ],
+        );
+        let plan = ok(
+            dir.path(),
+            &["--locked", "--release", release, "plan", "--format", "json"],
+        );
+        std::fs::write(dir.path().join("matrix.json"), &matrix).unwrap();
+        std::fs::write(dir.path().join("plan.json"), &plan).unwrap();
+        let script = step_script(&wf, "plan", "Plan, one matrix per dependency level");
+        let filter = script
+            .lines()
+            .find(|l| l.trim_start().starts_with("jq --arg hosted"))
+            .expect("the plan step filters the matrix for pull requests");
+        let o = run_step(
+            filter.trim(),
+            dir.path(),
+            dir.path(),
+            &[("HOSTED", &runners.hosted.label)],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let pr: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("matrix.pr.json")).unwrap())
+                .unwrap();
+        (pr, plan)
+    };
+    let skipped_of = |pr: &serde_json::Value| -> Vec<String> {
+        pr["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    // The default line (debian-6.4, the one the workflow builds) fits hosted runners whole.
+    let (pr, _) = filtered("debian-6.4");
+    assert_eq!(skipped_of(&pr), Vec::<String>::new());
+    let (pr, plan) = filtered("rocm-6.4.4");
     let kept: Vec<&serde_json::Value> = pr["levels"]
         .as_array()
         .unwrap()
@@ -479,17 +703,19 @@ fn pull_requests_never_reach_self_hosted_runners() {
             .all(|e| e["runner"] == runners.hosted.label.as_str()),
         "{kept:?}"
     );
-    let skipped: Vec<&str> = pr["skipped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    // The default line's (debian-6.4, the one the workflow builds): rocBLAS needs a large
-    // runner, and what depends on it goes with it.
-    for c in ["rocblas", "rocsolver", "hipblas", "hipsolver"] {
-        assert!(skipped.contains(&c), "{c} not skipped: {skipped:?}");
+    let rocblas = kept.iter().find(|e| e["component"] == "rocblas").unwrap();
+    assert_eq!(
+        (rocblas["rounds"].as_u64(), rocblas["free_disk"].as_bool()),
+        (Some(2), Some(true))
+    );
+    let skipped = skipped_of(&pr);
+    for c in ["torch", "torchvision"] {
+        assert!(
+            skipped.iter().any(|s| s == c),
+            "{c} not skipped: {skipped:?}"
+        );
     }
+    let skipped: Vec<&str> = skipped.iter().map(String::as_str).collect();
     // Nothing kept depends on something skipped.
     let p: serde_json::Value = serde_json::from_str(&plan).unwrap();
     for e in &kept {
@@ -617,6 +843,7 @@ fn later_jobs_reuse_the_cache_without_a_configured_key() {
         &[
             ("COMPONENT", "rocprim"),
             ("TARGETS", "gfx90c"),
+            ("RUNNER", "ubuntu-24.04"),
             ("RELEASE", "debian-6.4"),
             ("CACHE", "oci://ghcr.io/me/rocforge-cache"),
             ("CACHE_KEY", ""),
@@ -646,7 +873,7 @@ fn later_jobs_reuse_the_cache_without_a_configured_key() {
             &wf,
             "build-0",
             "actions/upload-artifact",
-            Some(("name", "cache-pub-${{ matrix.component }}"))
+            Some(("name", "cache-pub-${{ matrix.component }}-0"))
         )
         .len(),
         1
