@@ -543,6 +543,7 @@ mod tests {
             image: format!("ghcr.io/x/builder:{name}"),
             tested: vec!["b".into()],
             levels: levels.iter().map(|(n, l)| (n.to_string(), *l)).collect(),
+            rounds: BTreeMap::new(),
         }
     }
 
