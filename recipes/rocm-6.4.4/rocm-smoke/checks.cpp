@@ -1,4 +1,5 @@
 #include "checks.h"
+#include "stack.h"
 
 #include <cmath>
 #include <cstdint>
@@ -50,16 +51,18 @@ Outcome saxpy_gpu() {
     hipError_t e;
     if ((e = hipMalloc(&dx, kSaxpyN * sizeof(float))) != hipSuccess) return {"error", hip_error("hipMalloc", e)};
     if ((e = hipMalloc(&dy, kSaxpyN * sizeof(float))) != hipSuccess) {
-        hipFree(dx);
+        (void)hipFree(dx);
         return {"error", hip_error("hipMalloc", e)};
     }
-    hipMemcpy(dx, x.data(), kSaxpyN * sizeof(float), hipMemcpyHostToDevice);
-    hipMemcpy(dy, y.data(), kSaxpyN * sizeof(float), hipMemcpyHostToDevice);
-    saxpy<<<kSaxpyN / 256, 256>>>(2.5f, dx, dy, kSaxpyN);
-    e = hipGetLastError();
+    e = hipMemcpy(dx, x.data(), kSaxpyN * sizeof(float), hipMemcpyHostToDevice);
+    if (e == hipSuccess) e = hipMemcpy(dy, y.data(), kSaxpyN * sizeof(float), hipMemcpyHostToDevice);
+    if (e == hipSuccess) {
+        saxpy<<<kSaxpyN / 256, 256>>>(2.5f, dx, dy, kSaxpyN);
+        e = hipGetLastError();
+    }
     if (e == hipSuccess) e = hipMemcpy(y.data(), dy, kSaxpyN * sizeof(float), hipMemcpyDeviceToHost);
-    hipFree(dx);
-    hipFree(dy);
+    (void)hipFree(dx);
+    (void)hipFree(dy);
     if (e != hipSuccess) return {"error", hip_error("saxpy kernel", e)};
     auto want = saxpy_on_cpu();
     for (int i = 0; i < kSaxpyN; ++i) {
@@ -141,7 +144,7 @@ Outcome rand_gpu() {
     }
     std::vector<unsigned int> got(kRandN);
     if (s == ROCRAND_STATUS_SUCCESS) e = hipMemcpy(got.data(), d, kRandN * sizeof(unsigned int), hipMemcpyDeviceToHost);
-    hipFree(d);
+    (void)hipFree(d);
     if (s != ROCRAND_STATUS_SUCCESS) return {"error", "rocrand_generate on the GPU: status " + std::to_string(s)};
     if (e != hipSuccess) return {"error", hip_error("hipMemcpy", e)};
     auto want = rand_on_cpu();
@@ -158,9 +161,13 @@ Outcome rand_gpu() {
 }  // namespace
 
 const std::vector<Check>& checks() {
-    static const std::vector<Check> all = {
-        {"kernel", "HIP", saxpy_cpu, saxpy_gpu},
-        {"random", "rocRAND", rand_cpu, rand_gpu},
-    };
+    static const std::vector<Check> all = [] {
+        std::vector<Check> v = {
+            {"kernel", "HIP", saxpy_cpu, saxpy_gpu},
+            {"random", "rocRAND", rand_cpu, rand_gpu},
+        };
+        for (const Check& c : stack_checks()) v.push_back(c);
+        return v;
+    }();
     return all;
 }

@@ -6,7 +6,8 @@
 #include <vector>
 
 struct Outcome {
-    // "pass", "fail" (the results differ), "error" (a call failed) or "cpu-only".
+    // "pass", "fail" (the results differ), "error" (a call failed), "cpu-only", or "absent" (the
+    // library is not installed here: not a failure, the check does not apply).
     std::string verdict;
     std::string detail;
 };

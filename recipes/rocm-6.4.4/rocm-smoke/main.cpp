@@ -13,7 +13,8 @@ namespace {
 void usage() {
     std::puts(
         "usage: rocm-smoke [--list]\n"
-        "Compares GPU results with CPU results for each library of the stack.\n"
+        "Compares GPU results with CPU results for each library of the stack that is installed\n"
+        "(one that is not is listed as absent and does not count).\n"
         "Exit codes: 0 all equal, 1 a result differs, 2 a call failed, 3 no GPU (CPU half only).");
 }
 
