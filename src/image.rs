@@ -67,6 +67,15 @@ pub enum ImageError {
         soname: String,
         needer: String,
     },
+    #[error(
+        "base image {reference} lacks libraries the stack links: {}",
+        missing.iter().map(|(soname, needer)| format!("{soname} (needed by {needer})")).collect::<Vec<_>>().join(", ")
+    )]
+    Unresolved {
+        reference: String,
+        /// (soname, the first component of the stack that needs it)
+        missing: Vec<(String, String)>,
+    },
     #[error("{tag} already exists in its registry as {existing}, not this image ({ours})")]
     TagTaken {
         tag: String,
@@ -94,6 +103,7 @@ impl ImageError {
                 "`{tool} images` lists what is there; `rocforge image build --kind runtime|devel` builds the line's bases, and `image create --kind runtime|devel` picks (and builds) one itself"
             ),
             ImageError::NoHip { .. } => "use a base with HIP's runtime: `--kind runtime` or `--kind devel` (the line's bases), or add the release's rocm-runtime component to the stack".into(),
+            ImageError::Unresolved { .. } => "a program of the image would fail to load: add the packages that ship them to the line's runtime Containerfile (containers/Containerfile.runtime-<release>), or pass --base with an image that has them".into(),
             ImageError::TagTaken { .. } => {
                 "pick another --tag, or pass --force to move the tag to this image".into()
             }
@@ -150,7 +160,7 @@ pub struct Layer {
     pub diff_id: String,
     pub entries: usize,
     /// DT_NEEDED names of the stack's ELF files that none of them provides (DT_SONAME), each
-    /// with the first file (in the layer) that needs it: what the base must have.
+    /// with the first component (in the layer's order) that needs it: what the base must have.
     pub needs: BTreeMap<String, String>,
 }
 
@@ -414,6 +424,54 @@ impl Base {
             }
         }
         Ok(None)
+    }
+}
+
+impl Base {
+    /// Those of `needs` (soname → the stack's file that needs it) that no library directory of
+    /// the base holds, read in one pass over its layers. A name found anywhere in a layer counts,
+    /// a later layer's deletion (whiteout) not being followed: the bases are Debian's own.
+    pub fn lacks(
+        &self,
+        needs: &BTreeMap<String, String>,
+    ) -> Result<Vec<(String, String)>, ImageError> {
+        let mut left: BTreeMap<&str, &str> = needs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        for l in &self.layers {
+            if left.is_empty() {
+                break;
+            }
+            let r = self.blob(&l.digest)?;
+            let plain: Box<dyn Read> = if l.media_type.ends_with("+gzip") {
+                Box::new(flate2::read::GzDecoder::new(r))
+            } else if l.media_type.ends_with("+zstd") {
+                Box::new(zstd::stream::read::Decoder::new(r).map_err(io_err(Path::new(&l.digest)))?)
+            } else {
+                r
+            };
+            let mut ar = tar::Archive::new(plain);
+            let bad = |e: io::Error| ImageError::Base {
+                reference: self.name.clone(),
+                message: format!("its layer {} is not a readable tar: {e}", l.digest),
+            };
+            for e in ar.entries().map_err(bad)? {
+                let e = e.map_err(bad)?;
+                let path = e.path().map_err(bad)?;
+                let in_lib = path.components().any(|c| {
+                    c.as_os_str() == "lib"
+                        || c.as_os_str().to_string_lossy().ends_with("-linux-gnu")
+                });
+                if in_lib && let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                    left.remove(name);
+                }
+            }
+        }
+        Ok(left
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
     }
 }
 

@@ -356,6 +356,28 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
             }
         }
     }
+    // Every other library the stack links must be in the base too (libsqlite3 for rocFFT, Boost
+    // for MIOpen, ...): one missing is a program that does not load, refused here.
+    let mut rest = layer.needs.clone();
+    if hip.is_some() {
+        rest.remove(oci_image::HIP_SONAME);
+    }
+    if !rest.is_empty() {
+        let task = reporter.task(
+            "checking the base has every library the stack links",
+            None,
+            false,
+        );
+        let lacks = base.lacks(&rest).map_err(create_error)?;
+        if !lacks.is_empty() {
+            task.finish(&format!("{} missing", lacks.len()));
+            return Err(create_error(CreateError::Unresolved {
+                reference: base_ref.clone(),
+                missing: lacks,
+            }));
+        }
+        task.finish(&format!("{} libraries found in the base", rest.len()));
+    }
     let img = oci_image::compose(
         &base,
         &layer,

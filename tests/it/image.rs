@@ -686,4 +686,79 @@ fn image_create_from_a_local_base_and_its_refusals() {
         o.stderr
     );
     assert!(seen.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+
+    // A stack linking a library the base lacks: refused before anything is written, naming the
+    // library and the file that needs it.
+    let lib = fx.root.join("src/needy");
+    std::fs::create_dir_all(&lib).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.c"), "int nothere(void) { return 1; }\n").unwrap();
+    std::fs::write(
+        tmp.path().join("b.c"),
+        "int nothere(void);\nint needy(void) { return nothere(); }\n",
+    )
+    .unwrap();
+    let cc = |args: &[&str]| {
+        let o = std::process::Command::new("cc")
+            .current_dir(tmp.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "cc {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        "libnothere.so.1",
+        "-Wl,-soname,libnothere.so.1",
+        "a.c",
+    ]);
+    let out = lib.join("libneedy.so");
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        out.to_str().unwrap(),
+        "b.c",
+        "-L.",
+        "-l:libnothere.so.1",
+    ]);
+    std::fs::write(
+        fx.root.join("recipes/test-1.0/needy.toml"),
+        "name = \"needy\"\nversion = \"1.0\"\nsummary = \"links a library no base has\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/needy\"\n\n[build]\nsystem = \"copy\"\ndest = \"lib\"\n",
+    )
+    .unwrap();
+    fx.ok(&["build", "needy", "--runtime", "host"]);
+    let o = fx.run(&[
+        "image",
+        "create",
+        "needy",
+        "--runtime",
+        "host",
+        "--base",
+        &local,
+        "--tag",
+        "localhost/rocforge-test-stack:needy",
+        "--load",
+        "podman",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("lacks libraries the stack links: libnothere.so.1 (needed by needy)")
+            && o.stderr
+                .contains("containers/Containerfile.runtime-<release>"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !podman(&["image", "exists", "localhost/rocforge-test-stack:needy"])
+            .status
+            .success()
+    );
 }
