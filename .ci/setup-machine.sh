@@ -25,9 +25,10 @@ packages=(
     binutils mount util-linux
     cmake ninja-build
     # containers: podman (runc, not crun: hybrid cgroups), rootless podman (uidmap, slirp4netns;
-    # native overlay, so no fuse-overlayfs), docker, debootstrap
+    # native overlay, so no fuse-overlayfs), docker, debootstrap (and mmdebstrap, which makes the
+    # same base without root)
     podman runc uidmap slirp4netns containernetworking-plugins iptables
-    docker.io debootstrap
+    docker.io debootstrap mmdebstrap
     # an OCI registry on 127.0.0.1 for image digests, publishing and the build cache
     docker-registry
     # the wheel index test: pip install into a venv from 127.0.0.1
@@ -77,7 +78,7 @@ install_packages() {
 
 check_tools() {
     local tool
-    for tool in podman runc newuidmap debootstrap dockerd hipcc clang++-15 llvm-objcopy-15 \
+    for tool in podman runc newuidmap debootstrap mmdebstrap dockerd hipcc clang++-15 llvm-objcopy-15 \
         clang-offload-bundler-15 clang++-19 ld.lld-19 cmake ninja zstd minisign shellcheck; do
         command -v "$tool" >/dev/null || die "$tool not found after installing the packages"
     done

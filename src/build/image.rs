@@ -754,8 +754,9 @@ fn build_as(
         debootstrap::check_from(&path, base)?;
         if rt.image_id(&base.name).is_none() {
             reporter.note(&format!(
-                "making the base image {} with debootstrap --variant={} {} (log: {})",
+                "making the base image {} with {} --variant={} {} (log: {})",
                 base.name,
+                debootstrap::tool_for_this_user(),
                 base.variant,
                 base.suite,
                 log.display()

@@ -191,6 +191,36 @@ impl ContainerRuntime for Container {
     }
 
     fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError> {
+        if dir.is_file() {
+            // A tarball of the root file system (mmdebstrap's): imported as it is.
+            let mut args = self.base();
+            args.extend([
+                "import".to_string(),
+                dir.display().to_string(),
+                tag.to_string(),
+            ]);
+            let line = args
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let file = append(log, &format!("$ {line}\n"))?;
+            let err = file.try_clone().map_err(|source| RuntimeError::Log {
+                path: log.display().to_string(),
+                source,
+            })?;
+            let out = duct::cmd(&args[0], &args[1..])
+                .stdin_null()
+                .stdout_file(file)
+                .stderr_file(err)
+                .unchecked()
+                .run()
+                .map_err(|e| RuntimeError::Spawn {
+                    command: line,
+                    message: e.to_string(),
+                })?;
+            return Ok(Exit(out.status.code()));
+        }
         let mut args = self.base();
         args.extend(["import".to_string(), "-".to_string(), tag.to_string()]);
         let line = format!(

@@ -1,5 +1,6 @@
 //! A base image made of a distribution's packages alone (release.toml `[image-base]`):
-//! `debootstrap` into a scratch directory, then imported into the container runtime. For
+//! `debootstrap` into a scratch directory as root, or `mmdebstrap` in a user namespace without
+//! root (as rootless podman runs its containers), then imported into the container runtime. For
 //! machines that reach a Debian mirror but no container registry.
 
 use std::path::{Path, PathBuf};
@@ -11,12 +12,15 @@ use crate::recipe::release::ImageBase;
 pub enum BaseError {
     #[error("{0}")]
     Runtime(#[from] RuntimeError),
-    #[error("debootstrap is not installed")]
+    #[error("neither debootstrap nor mmdebstrap is installed")]
     NoDebootstrap,
-    #[error("debootstrap needs root to make {image}")]
+    #[error(
+        "making {image} without root needs mmdebstrap, which is not installed (debootstrap needs root)"
+    )]
     NotRoot { image: String },
-    #[error("debootstrap {suite} from {mirror} failed (exit {code})")]
+    #[error("{tool} {suite} from {mirror} failed (exit {code})")]
     Debootstrap {
+        tool: &'static str,
         suite: String,
         mirror: String,
         code: String,
@@ -45,8 +49,8 @@ impl BaseError {
     pub fn hint(&self) -> String {
         match self {
             BaseError::Runtime(e) => e.hint(),
-            BaseError::NoDebootstrap => "install it (`apt-get install debootstrap`), or import the base image yourself under the [image-base] name".into(),
-            BaseError::NotRoot { .. } => "run `rocforge image build` as root once (the base image is then kept), or import it yourself: debootstrap DIR; tar -C DIR -c . | podman import - NAME".into(),
+            BaseError::NoDebootstrap => "install one (`apt-get install mmdebstrap`: it works with or without root), or import the base image yourself under the [image-base] name".into(),
+            BaseError::NotRoot { .. } => "install mmdebstrap (`sudo apt-get install mmdebstrap`): it makes the base in a user namespace, as rootless podman runs containers; then run the command again".into(),
             BaseError::Debootstrap { mirror, log, .. } => format!(
                 "the log is {}; check that {mirror} answers (set [image-base] mirror = \"…\" in release.toml for another)",
                 log.display()
@@ -118,6 +122,36 @@ pub fn check_from(containerfile: &Path, base: &ImageBase) -> Result<(), BaseErro
     })
 }
 
+/// What makes the root file system.
+#[derive(Debug, Clone, Copy)]
+enum Tool {
+    Debootstrap,
+    /// `unshare`: as a user without root, in a user namespace.
+    Mmdebstrap {
+        unshare: bool,
+    },
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Debootstrap => "debootstrap",
+            Tool::Mmdebstrap { .. } => "mmdebstrap",
+        }
+    }
+}
+
+/// The tool `ensure` runs here: debootstrap as root, mmdebstrap (in a user namespace) without.
+pub fn tool_for_this_user() -> &'static str {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root && crate::process::on_path("debootstrap") {
+        "debootstrap"
+    } else {
+        "mmdebstrap"
+    }
+}
+
 /// What `ensure` did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Made {
@@ -138,15 +172,22 @@ pub fn ensure(
     if let Some(id) = rt.image_id(&base.name) {
         return Ok(Made::Present(id));
     }
-    if !crate::process::on_path("debootstrap") {
-        return Err(BaseError::NoDebootstrap);
-    }
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(BaseError::NotRoot {
-            image: base.name.clone(),
-        });
-    }
+    let root = unsafe { libc::geteuid() } == 0;
+    let tool = match (
+        root,
+        crate::process::on_path("debootstrap"),
+        crate::process::on_path("mmdebstrap"),
+    ) {
+        (true, true, _) => Tool::Debootstrap,
+        (_, _, true) => Tool::Mmdebstrap { unshare: !root },
+        (true, false, false) => return Err(BaseError::NoDebootstrap),
+        (false, _, false) => {
+            return Err(BaseError::NotRoot {
+                image: base.name.clone(),
+            });
+        }
+    };
     let mirror = base.mirror.clone().unwrap_or_else(host_mirror);
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -157,29 +198,45 @@ pub fn ensure(
         .prefix(".debootstrap-")
         .tempdir_in(scratch)
         .map_err(io(scratch))?;
-    let root = dir.path().join("root");
+    // A directory from debootstrap; a tarball from mmdebstrap, whose files a rootless user could
+    // not own on disk.
+    let root = match tool {
+        Tool::Debootstrap => dir.path().join("root"),
+        Tool::Mmdebstrap { .. } => dir.path().join("root.tar"),
+    };
     let logf = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .map_err(io(log))?;
-    let args = [
-        format!("--variant={}", base.variant),
+    let mut args = vec![format!("--variant={}", base.variant)];
+    if let Tool::Mmdebstrap { unshare } = tool {
+        args.push(format!(
+            "--mode={}",
+            if unshare { "unshare" } else { "root" }
+        ));
+        args.push("--format=tar".into());
+        // Mirrors that cache a suite (as these machines' does) serve a Release file past its
+        // Valid-Until; the packages are still the ones its signature covers.
+        args.push("--aptopt=Acquire::Check-Valid-Until \"false\"".into());
+    }
+    args.extend([
         base.suite.clone(),
         root.display().to_string(),
         mirror.clone(),
-    ];
-    let code = crate::process::Cmd::new("debootstrap")
+    ]);
+    let code = crate::process::Cmd::new(tool.name())
         .args(&args)
         .run_logged(logf)
         .map_err(|e| match e {
             crate::process::ProcessError::Spawn { source, .. } => {
-                io(Path::new("debootstrap"))(source)
+                io(Path::new(tool.name()))(source)
             }
-            other => io(Path::new("debootstrap"))(std::io::Error::other(other.to_string())),
+            other => io(Path::new(tool.name()))(std::io::Error::other(other.to_string())),
         })?;
     if code != Some(0) {
         return Err(BaseError::Debootstrap {
+            tool: tool.name(),
             suite: base.suite.clone(),
             mirror,
             code: code.map_or("signal".into(), |c| c.to_string()),

@@ -206,7 +206,8 @@ pub trait ContainerRuntime: Send + Sync {
     fn reap_stale(&self) -> Vec<String>;
     /// Version line for doctor and artifact metadata.
     fn version(&self) -> Result<String, RuntimeError>;
-    /// Imports a root file system directory as an image tagged `tag` (`podman import`).
+    /// Imports a root file system, a directory or a tarball of one, as an image tagged `tag`
+    /// (`podman import`).
     fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError>;
     /// Pulls `image` (by digest, as rocforge.lock pins it) from its registry.
     fn pull(&self, image: &str, _log: &Path) -> Result<Exit, RuntimeError> {

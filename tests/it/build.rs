@@ -2487,3 +2487,142 @@ fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
         "{all}"
     );
 }
+
+/// A user without root makes a line's Debian base image with mmdebstrap in a user namespace (as
+/// rootless podman runs its containers), then the builder image on it: what a new user on a
+/// laptop with rootless podman meets first. debootstrap would need root.
+#[test]
+fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
+    let user = Command::new("id")
+        .args(["-u", "rocforge-test"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let mirror = Command::new("curl")
+        .args([
+            "-fsSI",
+            "--max-time",
+            "20",
+            "http://deb.debian.org/debian/dists/sid/InRelease",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !require(
+        "root, the rootless user rocforge-test (scripts/rootless-user.sh), mmdebstrap and the Debian mirror",
+        user.is_some() && is_root && which("mmdebstrap") && mirror,
+    ) {
+        return;
+    }
+    let uid: u32 = String::from_utf8_lossy(&user.unwrap().stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let f = fixture();
+    let base = format!("localhost/rocforge-test-mm-base:{}", std::process::id());
+    let builder = format!("localhost/rocforge-test-mm-builder:{}", std::process::id());
+    let release = f.path().join("recipes/test-1.0/release.toml");
+    let text = std::fs::read_to_string(&release)
+        .unwrap()
+        .replace(IMAGE, &builder);
+    std::fs::write(
+        &release,
+        format!(
+            "{text}\n[image-base]\nname = \"{base}\"\ndebootstrap = \"sid\"\nmirror = \"http://deb.debian.org/debian\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    std::fs::write(
+        f.path().join("containers/Containerfile.test-1.0"),
+        format!("FROM {base}\nRUN test -f /etc/debian_version\n"),
+    )
+    .unwrap();
+    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
+    let status = Command::new("chown")
+        .args(["-R", "rocforge-test:"])
+        .arg(f.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut p = f.path().to_path_buf();
+    while let Some(parent) = p.parent() {
+        if parent == Path::new("/") {
+            break;
+        }
+        let _ = Command::new("chmod").arg("o+x").arg(parent).status();
+        p = parent.to_path_buf();
+    }
+    let shared = f.path().join("rocforge");
+    std::fs::copy(
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_rocforge")).unwrap(),
+        &shared,
+    )
+    .unwrap();
+    let _ = Command::new("chmod").arg("755").arg(&shared).status();
+    let as_user = |program: &Path, args: &[&str]| {
+        Command::new("runuser")
+            .args([
+                "-u",
+                "rocforge-test",
+                "--",
+                "env",
+                "-i",
+                "PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin",
+                "HOME=/home/rocforge-test",
+                "USER=rocforge-test",
+                "LOGNAME=rocforge-test",
+            ])
+            .arg(format!("XDG_RUNTIME_DIR=/run/user/{uid}"))
+            .arg(format!(
+                "ROCFORGE_CACHE={}",
+                f.path().join("cache").display()
+            ))
+            .arg(format!(
+                "ROCFORGE_STORE={}",
+                f.path().join("store").display()
+            ))
+            .arg(format!(
+                "ROCFORGE_CONFIG={}",
+                f.path().join("no-user-config.toml").display()
+            ))
+            .arg(program)
+            .args(args)
+            .current_dir(f.path())
+            .output()
+            .unwrap()
+    };
+    let out = as_user(
+        &shared,
+        &[
+            "--recipes",
+            "recipes",
+            "image",
+            "build",
+            "--runtime",
+            "podman",
+        ],
+    );
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let podman = Path::new("/usr/bin/podman");
+    let exists = |image: &str| {
+        as_user(podman, &["image", "exists", image])
+            .status
+            .success()
+    };
+    let made = (exists(&base), exists(&builder));
+    let _ = as_user(podman, &["rmi", "-f", &builder, &base]);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("making the base image {base} with mmdebstrap")),
+        "{text}"
+    );
+    assert_eq!(made, (true, true), "{text}");
+}
