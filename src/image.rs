@@ -396,53 +396,23 @@ impl Base {
         {
             return Ok(Some(format!("label {HIP_LABEL}={l}")));
         }
-        for l in &self.layers {
-            let r = self.blob(&l.digest)?;
-            let plain: Box<dyn Read> = if l.media_type.ends_with("+gzip") {
-                Box::new(flate2::read::GzDecoder::new(r))
-            } else if l.media_type.ends_with("+zstd") {
-                Box::new(zstd::stream::read::Decoder::new(r).map_err(io_err(Path::new(&l.digest)))?)
-            } else {
-                r
-            };
-            let mut ar = tar::Archive::new(plain);
-            let bad = |e: io::Error| ImageError::Base {
-                reference: self.name.clone(),
-                message: format!("its layer {} is not a readable tar: {e}", l.digest),
-            };
-            for e in ar.entries().map_err(bad)? {
-                let e = e.map_err(bad)?;
-                let path = e.path().map_err(bad)?;
-                if path.file_name().and_then(|n| n.to_str()) == Some(soname)
-                    && path.components().any(|c| {
-                        c.as_os_str() == "lib"
-                            || c.as_os_str().to_string_lossy().ends_with("-linux-gnu")
-                    })
-                {
-                    return Ok(Some(format!("/{} in layer {}", path.display(), l.digest)));
-                }
+        let mut found = None;
+        self.scan_libraries(|path, name, layer| {
+            if name == soname {
+                found = Some(format!("/{} in layer {layer}", path.display()));
             }
-        }
-        Ok(None)
+            found.is_some()
+        })?;
+        Ok(found)
     }
-}
 
-impl Base {
-    /// Those of `needs` (soname → the stack's file that needs it) that no library directory of
-    /// the base holds, read in one pass over its layers. A name found anywhere in a layer counts,
-    /// a later layer's deletion (whiteout) not being followed: the bases are Debian's own.
-    pub fn lacks(
+    /// Calls `visit` with the path, file name and layer digest of every entry of the base's
+    /// layers in a library directory (`…/lib/…`, `…-linux-gnu/…`), until it returns true.
+    fn scan_libraries(
         &self,
-        needs: &BTreeMap<String, String>,
-    ) -> Result<Vec<(String, String)>, ImageError> {
-        let mut left: BTreeMap<&str, &str> = needs
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        mut visit: impl FnMut(&Path, &str, &str) -> bool,
+    ) -> Result<(), ImageError> {
         for l in &self.layers {
-            if left.is_empty() {
-                break;
-            }
             let r = self.blob(&l.digest)?;
             let plain: Box<dyn Read> = if l.media_type.ends_with("+gzip") {
                 Box::new(flate2::read::GzDecoder::new(r))
@@ -463,10 +433,35 @@ impl Base {
                     c.as_os_str() == "lib"
                         || c.as_os_str().to_string_lossy().ends_with("-linux-gnu")
                 });
-                if in_lib && let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-                    left.remove(name);
+                if in_lib
+                    && let Some(name) = path.file_name().and_then(|n| n.to_str())
+                    && visit(&path, name, &l.digest)
+                {
+                    return Ok(());
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Base {
+    /// Those of `needs` (soname → the stack's file that needs it) that no library directory of
+    /// the base holds, read in one pass over its layers. A name found anywhere in a layer counts,
+    /// a later layer's deletion (whiteout) not being followed: the bases are Debian's own.
+    pub fn lacks(
+        &self,
+        needs: &BTreeMap<String, String>,
+    ) -> Result<Vec<(String, String)>, ImageError> {
+        let mut left: BTreeMap<&str, &str> = needs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        if !left.is_empty() {
+            self.scan_libraries(|_, name, _| {
+                left.remove(name);
+                left.is_empty()
+            })?;
         }
         Ok(left
             .into_iter()

@@ -191,65 +191,51 @@ impl ContainerRuntime for Container {
     }
 
     fn import_rootfs(&self, dir: &Path, tag: &str, log: &Path) -> Result<Exit, RuntimeError> {
-        if dir.is_file() {
+        let mut args = self.base();
+        let quoted = |args: &[String]| {
+            args.iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (line, command) = if dir.is_file() {
             // A tarball of the root file system (mmdebstrap's): imported as it is.
-            let mut args = self.base();
             args.extend([
                 "import".to_string(),
                 dir.display().to_string(),
                 tag.to_string(),
             ]);
-            let line = args
-                .iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let file = append(log, &format!("$ {line}\n"))?;
-            let err = file.try_clone().map_err(|source| RuntimeError::Log {
-                path: log.display().to_string(),
-                source,
-            })?;
-            let out = duct::cmd(&args[0], &args[1..])
-                .stdin_null()
-                .stdout_file(file)
-                .stderr_file(err)
-                .unchecked()
-                .run()
-                .map_err(|e| RuntimeError::Spawn {
-                    command: line,
-                    message: e.to_string(),
-                })?;
-            return Ok(Exit(out.status.code()));
-        }
-        let mut args = self.base();
-        args.extend(["import".to_string(), "-".to_string(), tag.to_string()]);
-        let line = format!(
-            "tar -C {} -c . | {}",
-            shell_quote(&dir.display().to_string()),
-            args.iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+            (quoted(&args), duct::cmd(&args[0], &args[1..]))
+        } else {
+            args.extend(["import".to_string(), "-".to_string(), tag.to_string()]);
+            let tar = duct::cmd(
+                "tar",
+                ["-C".as_ref(), dir.as_os_str(), "-c".as_ref(), ".".as_ref()],
+            );
+            (
+                format!(
+                    "tar -C {} -c . | {}",
+                    shell_quote(&dir.display().to_string()),
+                    quoted(&args)
+                ),
+                tar.pipe(duct::cmd(&args[0], &args[1..])),
+            )
+        };
         let file = append(log, &format!("$ {line}\n"))?;
         let err = file.try_clone().map_err(|source| RuntimeError::Log {
             path: log.display().to_string(),
             source,
         })?;
-        let out = duct::cmd(
-            "tar",
-            ["-C".as_ref(), dir.as_os_str(), "-c".as_ref(), ".".as_ref()],
-        )
-        .pipe(duct::cmd(&args[0], &args[1..]))
-        .stdin_null()
-        .stdout_file(file)
-        .stderr_file(err)
-        .unchecked()
-        .run()
-        .map_err(|e| RuntimeError::Spawn {
-            command: line,
-            message: e.to_string(),
-        })?;
+        let out = command
+            .stdin_null()
+            .stdout_file(file)
+            .stderr_file(err)
+            .unchecked()
+            .run()
+            .map_err(|e| RuntimeError::Spawn {
+                command: line,
+                message: e.to_string(),
+            })?;
         Ok(Exit(out.status.code()))
     }
 

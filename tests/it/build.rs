@@ -546,8 +546,9 @@ fn docker_builds_the_same_trees() {
     assert_eq!(meta["runtime"], "docker");
 }
 
-#[test]
-fn rootless_podman_builds_as_the_invoking_user() {
+/// The rootless user's uid, when this test runs as root and scripts/rootless-user.sh made the
+/// user (and `also` holds); None skips (or fails in CI) naming `what`.
+fn rootless_user(what: &str, also: bool) -> Option<u32> {
     let user = Command::new("id")
         .args(["-u", "rocforge-test"])
         .output()
@@ -557,26 +558,23 @@ fn rootless_podman_builds_as_the_invoking_user() {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !require(
-        "root, and the rootless user rocforge-test (scripts/rootless-user.sh)",
-        user.is_some() && is_root,
-    ) || !podman_ready(IMAGE)
-    {
-        return;
+    if !require(what, user.is_some() && is_root && also) {
+        return None;
     }
-    let uid: u32 = String::from_utf8_lossy(&user.unwrap().stdout)
-        .trim()
-        .parse()
-        .unwrap();
-    let f = fixture();
-    // The user needs its own readable and writable copy of the catalog.
+    String::from_utf8_lossy(&user?.stdout).trim().parse().ok()
+}
+
+/// Gives the rootless user the fixture (owned, its parents passable) and a copy of this build's
+/// rocforge in it; returns that copy.
+fn hand_to_rootless_user(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
     let status = Command::new("chown")
         .args(["-R", "rocforge-test:"])
-        .arg(f.path())
+        .arg(dir)
         .status()
         .unwrap();
     assert!(status.success());
-    let mut p = f.path().to_path_buf();
+    let mut p = dir.to_path_buf();
     while let Some(parent) = p.parent() {
         if parent == Path::new("/") {
             break;
@@ -584,38 +582,62 @@ fn rootless_podman_builds_as_the_invoking_user() {
         let _ = Command::new("chmod").arg("o+x").arg(parent).status();
         p = parent.to_path_buf();
     }
-    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_rocforge")).unwrap();
-    let shared = f.path().join("rocforge");
-    std::fs::copy(&exe, &shared).unwrap();
+    let shared = dir.join("rocforge");
+    std::fs::copy(
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_rocforge")).unwrap(),
+        &shared,
+    )
+    .unwrap();
     let _ = Command::new("chmod").arg("755").arg(&shared).status();
-    let out = Command::new("runuser")
+    shared
+}
+
+/// `program args` as the rootless user in `dir`, with the fixture's cache, store and config.
+fn as_rootless_user(uid: u32, dir: &Path, program: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("runuser")
         .args([
             "-u",
             "rocforge-test",
             "--",
             "env",
             "-i",
-            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin",
             "HOME=/home/rocforge-test",
             "USER=rocforge-test",
             "LOGNAME=rocforge-test",
         ])
         .arg(format!("XDG_RUNTIME_DIR=/run/user/{uid}"))
-        .arg(format!(
-            "ROCFORGE_CACHE={}",
-            f.path().join("cache").display()
-        ))
-        .arg(format!(
-            "ROCFORGE_STORE={}",
-            f.path().join("store").display()
-        ))
+        .arg(format!("ROCFORGE_CACHE={}", dir.join("cache").display()))
+        .arg(format!("ROCFORGE_STORE={}", dir.join("store").display()))
         .arg(format!(
             "ROCFORGE_CONFIG={}",
-            f.path().join("no-user-config.toml").display()
+            dir.join("no-user-config.toml").display()
         ))
-        .arg(&shared)
-        .args([
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn rootless_podman_builds_as_the_invoking_user() {
+    let Some(uid) = rootless_user(
+        "root, and the rootless user rocforge-test (scripts/rootless-user.sh)",
+        true,
+    ) else {
+        return;
+    };
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    let shared = hand_to_rootless_user(f.path());
+    let out = as_rootless_user(
+        uid,
+        f.path(),
+        &shared,
+        &[
             "--recipes",
             "recipes",
             "build",
@@ -624,10 +646,8 @@ fn rootless_podman_builds_as_the_invoking_user() {
             "hipapp",
             "--runtime",
             "podman",
-        ])
-        .current_dir(f.path())
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -2493,15 +2513,6 @@ fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
 /// laptop with rootless podman meets first. debootstrap would need root.
 #[test]
 fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
-    let user = Command::new("id")
-        .args(["-u", "rocforge-test"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success());
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     let mirror = Command::new("curl")
         .args([
             "-fsSI",
@@ -2511,16 +2522,12 @@ fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
         ])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !require(
+    let Some(uid) = rootless_user(
         "root, the rootless user rocforge-test (scripts/rootless-user.sh), mmdebstrap and the Debian mirror",
-        user.is_some() && is_root && which("mmdebstrap") && mirror,
-    ) {
+        which("mmdebstrap") && mirror,
+    ) else {
         return;
-    }
-    let uid: u32 = String::from_utf8_lossy(&user.unwrap().stdout)
-        .trim()
-        .parse()
-        .unwrap();
+    };
     let f = fixture();
     let base = format!("localhost/rocforge-test-mm-base:{}", std::process::id());
     let builder = format!("localhost/rocforge-test-mm-builder:{}", std::process::id());
@@ -2541,60 +2548,8 @@ fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
         format!("FROM {base}\nRUN test -f /etc/debian_version\n"),
     )
     .unwrap();
-    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
-    let status = Command::new("chown")
-        .args(["-R", "rocforge-test:"])
-        .arg(f.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut p = f.path().to_path_buf();
-    while let Some(parent) = p.parent() {
-        if parent == Path::new("/") {
-            break;
-        }
-        let _ = Command::new("chmod").arg("o+x").arg(parent).status();
-        p = parent.to_path_buf();
-    }
-    let shared = f.path().join("rocforge");
-    std::fs::copy(
-        std::fs::canonicalize(env!("CARGO_BIN_EXE_rocforge")).unwrap(),
-        &shared,
-    )
-    .unwrap();
-    let _ = Command::new("chmod").arg("755").arg(&shared).status();
-    let as_user = |program: &Path, args: &[&str]| {
-        Command::new("runuser")
-            .args([
-                "-u",
-                "rocforge-test",
-                "--",
-                "env",
-                "-i",
-                "PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin",
-                "HOME=/home/rocforge-test",
-                "USER=rocforge-test",
-                "LOGNAME=rocforge-test",
-            ])
-            .arg(format!("XDG_RUNTIME_DIR=/run/user/{uid}"))
-            .arg(format!(
-                "ROCFORGE_CACHE={}",
-                f.path().join("cache").display()
-            ))
-            .arg(format!(
-                "ROCFORGE_STORE={}",
-                f.path().join("store").display()
-            ))
-            .arg(format!(
-                "ROCFORGE_CONFIG={}",
-                f.path().join("no-user-config.toml").display()
-            ))
-            .arg(program)
-            .args(args)
-            .current_dir(f.path())
-            .output()
-            .unwrap()
-    };
+    let shared = hand_to_rootless_user(f.path());
+    let as_user = |program: &Path, args: &[&str]| as_rootless_user(uid, f.path(), program, args);
     let out = as_user(
         &shared,
         &[
