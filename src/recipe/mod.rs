@@ -131,6 +131,10 @@ pub enum Source {
         subdir: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         paths: Vec<String>,
+        /// Files or directories of the repository left out of the checkout (never fetched): a
+        /// snapshot that lacks their blobs, or data the build does not use.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        exclude: Vec<String>,
         submodules: bool,
     },
     Url {
@@ -1198,6 +1202,7 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
     let rev = t.opt_str("rev", d);
     let subdir = t.opt_str("subdir", d);
     let paths = t.opt_str_list("paths", d).unwrap_or_default();
+    let exclude = t.opt_str_list("exclude", d).unwrap_or_default();
     let submodules = t.opt_bool("submodules", d);
     let url = t.opt_str("url", d);
     let sha256 = t.opt_str("sha256", d);
@@ -1278,7 +1283,7 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
                 None
             }
         };
-        for p in subdir.iter().chain(paths.iter()) {
+        for p in subdir.iter().chain(paths.iter()).chain(exclude.iter()) {
             if let Some(problem) = path_problem(p) {
                 d.push(
                     Diagnostic::new(format!(
@@ -1298,8 +1303,16 @@ fn read_source(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Source
             reference: reference?,
             subdir: subdir.map(|s| s.value),
             paths: paths.into_iter().map(|p| p.value).collect(),
+            exclude: exclude.into_iter().map(|p| p.value).collect(),
             submodules: submodules.is_some_and(|s| s.value),
         });
+    }
+    if let Some(first) = exclude.first() {
+        d.push(
+            Diagnostic::new("\"exclude\" applies to git sources only")
+                .at(&file, first.span.clone(), "not a git source")
+                .hint("remove \"exclude\"; a tarball is taken whole"),
+        );
     }
     stray(d, &tag, "tag", if url.is_some() { "url" } else { "path" });
     stray(d, &rev, "rev", if url.is_some() { "url" } else { "path" });

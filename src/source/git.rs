@@ -416,13 +416,21 @@ fn write_tree(
     Ok(())
 }
 
-/// The git CLI path: a partial clone with a sparse checkout of `paths` (directories or files;
-/// empty = everything), submodules when asked. The working tree, without `.git`, ends up in `dest`.
+/// What a sparse checkout takes: `paths` (directories or files; empty = everything) without
+/// `exclude`.
+pub struct Sparse<'a> {
+    pub paths: &'a [String],
+    pub exclude: &'a [String],
+}
+
+/// The git CLI path: a partial clone with a sparse checkout, submodules when asked. Blobs are
+/// fetched only for what is checked out, so an excluded file is never downloaded (nor needed:
+/// a snapshot may lack it). The working tree, without `.git`, ends up in `dest`.
 pub fn sparse_fetch(
     url: &str,
     reference: &GitRef,
     locked: Option<&str>,
-    paths: &[String],
+    sparse: &Sparse<'_>,
     submodules: bool,
     dest: &Path,
 ) -> Result<Fetched, GitError> {
@@ -493,18 +501,28 @@ pub fn sparse_fetch(
             found: commit,
         });
     }
-    if !paths.is_empty() {
+    if !sparse.paths.is_empty() || !sparse.exclude.is_empty() {
         // Without a trailing slash a pattern names a directory (with everything under it) or a
         // single file: a recipe that needs only a repository's LICENSE.md fetches just that.
+        // Exclusions come last, so they win over what the paths include.
+        let included: Vec<String> = if sparse.paths.is_empty() {
+            vec!["/*".to_string()]
+        } else {
+            sparse
+                .paths
+                .iter()
+                .map(|p| format!("/{}", p.trim_end_matches('/')))
+                .collect()
+        };
+        let excluded = sparse
+            .exclude
+            .iter()
+            .map(|p| format!("!/{}", p.trim_end_matches('/')));
         run(git()
             .arg("-C")
             .arg(repo)
             .args(["sparse-checkout", "set", "--no-cone"])
-            .args(
-                paths
-                    .iter()
-                    .map(|p| format!("/{}", p.trim_end_matches('/'))),
-            ))?;
+            .args(included.into_iter().chain(excluded)))?;
     }
     run(git()
         .arg("-C")

@@ -196,6 +196,9 @@ enum Origin {
         commit: String,
         subdir: Option<String>,
         paths: Vec<String>,
+        /// Absent when empty, so sources without it keep their keys.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        exclude: Vec<String>,
         submodules: bool,
     },
     Url {
@@ -241,6 +244,7 @@ pub fn resolve_commit(s: &Sources<'_>, recipe: &Recipe) -> Result<Option<String>
         reference,
         subdir,
         paths,
+        exclude,
         submodules,
     } = &recipe.source
     else {
@@ -290,6 +294,7 @@ pub fn resolve_commit(s: &Sources<'_>, recipe: &Recipe) -> Result<Option<String>
     // The libgit2 path keeps tags in its cached object store: no network for a repeat.
     if subdir.is_none()
         && paths.is_empty()
+        && exclude.is_empty()
         && !submodules
         && let Ok(repo) = git2::Repository::open_bare(git::store_dir(s.cache.root(), &fetch_url))
         && let Ok(r) = repo.find_reference(&format!("refs/tags/{tag}"))
@@ -343,6 +348,7 @@ pub fn source_plan(
             url,
             subdir,
             paths,
+            exclude,
             submodules,
             ..
         } => Origin::Git {
@@ -350,6 +356,7 @@ pub fn source_plan(
             commit: commit.clone().expect("git sources resolve to a commit"),
             subdir: subdir.clone(),
             paths: paths.clone(),
+            exclude: exclude.clone(),
             submodules: *submodules,
         },
         Source::Url { sha256, .. } => Origin::Url {
@@ -750,6 +757,7 @@ fn fetch_origin_raw(
                 reference,
                 subdir,
                 paths,
+                exclude,
                 submodules,
             },
             Origin::Git { commit, .. },
@@ -765,17 +773,28 @@ fn fetch_origin_raw(
                 component: component.to_string(),
                 source,
             };
-            let fetched = if subdir.is_none() && paths.is_empty() && !submodules {
-                git::fetch_and_checkout(s.cache.root(), &fetch_url, reference, locked, tree)
+            let fetched =
+                if subdir.is_none() && paths.is_empty() && exclude.is_empty() && !submodules {
+                    git::fetch_and_checkout(s.cache.root(), &fetch_url, reference, locked, tree)
+                        .map_err(git_err)?
+                } else {
+                    // A monorepo component: its root plus the other paths it needs. The tree's root
+                    // is the repository root so relative paths between them keep working.
+                    let mut wanted: Vec<String> = subdir.iter().cloned().collect();
+                    wanted.extend(paths.iter().cloned());
+                    git::sparse_fetch(
+                        &fetch_url,
+                        reference,
+                        locked,
+                        &git::Sparse {
+                            paths: &wanted,
+                            exclude,
+                        },
+                        *submodules,
+                        tree,
+                    )
                     .map_err(git_err)?
-            } else {
-                // A monorepo component: its root plus the other paths it needs. The tree's root
-                // is the repository root so relative paths between them keep working.
-                let mut wanted: Vec<String> = subdir.iter().cloned().collect();
-                wanted.extend(paths.iter().cloned());
-                git::sparse_fetch(&fetch_url, reference, locked, &wanted, *submodules, tree)
-                    .map_err(git_err)?
-            };
+                };
             Ok(fetched.time)
         }
         (Source::Url { url, sha256 }, _) => {

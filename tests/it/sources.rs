@@ -429,6 +429,88 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
     assert!(!tree.join(".git").exists());
 }
 
+/// `exclude` leaves files of a repository out of the checkout, and their blobs are never
+/// fetched: a source whose server lacks a blob (a snapshot without its largest files, as the
+/// reachable MIOpen one lacks three tuning databases) still checks out. The exclusion reaches the
+/// source key; a recipe that names it for a tarball is refused.
+#[test]
+fn excluded_files_are_neither_checked_out_nor_fetched() {
+    let w = world();
+    let origin = w.origin.join("MIOpen.git");
+    make_repo(
+        &origin,
+        &[
+            ("CMakeLists.txt", "project(miopen)\n"),
+            ("src/kernels/keep.cl", "kernel\n"),
+            ("src/kernels/gfx90878.db.bz2", "a database of another GPU\n"),
+        ],
+        "rocm-6.4.4",
+    );
+    // The server lacks the database's blob.
+    let blob = git(&origin, &["rev-parse", "HEAD:src/kernels/gfx90878.db.bz2"]);
+    std::fs::remove_file(
+        origin
+            .join(".git/objects")
+            .join(&blob[..2])
+            .join(&blob[2..]),
+    )
+    .unwrap();
+    let recipe = |exclude: &str| {
+        w.recipe(
+            "miopen",
+            &format!(
+                "name = \"miopen\"\nversion = \"3.3.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/MIOpen.git\"\ntag = \"rocm-6.4.4\"\n{exclude}\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n"
+            ),
+        )
+    };
+    let fetch = || {
+        rocforge_env(
+            w.path(),
+            &[("ROCFORGE_LOG", Path::new("info"))],
+            &[
+                "--recipes",
+                "recipes",
+                "fetch",
+                "miopen",
+                "--arch",
+                "gfx90c",
+            ],
+        )
+    };
+    recipe("");
+    let whole = fetch();
+    assert_ne!(
+        whole.code, 0,
+        "a checkout of the whole tree needs the missing blob"
+    );
+    recipe("exclude = [\"src/kernels/gfx90878.db.bz2\"]\n");
+    let o = fetch();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("sparse-checkout set --no-cone '/*' '!/src/kernels/gfx90878.db.bz2'"),
+        "{}",
+        o.stderr
+    );
+    let tree = PathBuf::from(o.stdout.trim());
+    assert!(tree.join("CMakeLists.txt").is_file());
+    assert!(tree.join("src/kernels/keep.cl").is_file());
+    assert!(!tree.join("src/kernels/gfx90878.db.bz2").exists());
+    assert!(!tree.join(".git").exists());
+    // A tarball is taken whole.
+    w.recipe(
+        "miopen",
+        "name = \"miopen\"\nversion = \"3.3.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/m.tar.gz\"\nsha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\nexclude = [\"x\"]\n\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n",
+    );
+    let o = rocforge(w.path(), &["--recipes", "recipes", "check"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("\"exclude\" applies to git sources only"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// `-v` names each command rocforge runs (the git fetch here) on stderr; without it, and
 /// without ROCFORGE_LOG, none is shown.
 #[test]
