@@ -448,6 +448,16 @@ pub fn sparse_fetch(
         .arg("-C")
         .arg(repo)
         .args(["remote", "add", "origin", url]))?;
+    // A local mirror (a bare snapshot) is served by an upload-pack that reads the mirror's own
+    // config, which rarely allows partial clones: without one every blob is sent, and a snapshot
+    // lacking one fails. Ours runs with them allowed, for the fetch and the blobs fetched later.
+    if url.starts_with("file://") || url.starts_with('/') {
+        run(git().arg("-C").arg(repo).args([
+            "config",
+            "remote.origin.uploadpack",
+            "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack",
+        ]))?;
+    }
     // A tag is fetched into its own ref so it can be peeled; a rev by its commit ID.
     let (want, refspec) = match reference {
         GitRef::Rev(rev) => (rev.clone(), rev.clone()),

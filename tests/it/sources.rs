@@ -446,13 +446,31 @@ fn excluded_files_are_neither_checked_out_nor_fetched() {
         ],
         "rocm-6.4.4",
     );
-    // The server lacks the database's blob.
+    // The mirror is a local snapshot (file://) that lacks the database's blob and whose config
+    // allows no partial clone, as a fetched snapshot is.
     let blob = git(&origin, &["rev-parse", "HEAD:src/kernels/gfx90878.db.bz2"]);
     std::fs::remove_file(
         origin
             .join(".git/objects")
             .join(&blob[..2])
             .join(&blob[2..]),
+    )
+    .unwrap();
+    git(&origin, &["config", "--unset", "uploadpack.allowFilter"]);
+    git(
+        &origin,
+        &["config", "--unset", "uploadpack.allowAnySHA1InWant"],
+    );
+    let config = std::fs::read_to_string(w.path().join("rocforge.toml")).unwrap();
+    std::fs::write(
+        w.path().join("rocforge.toml"),
+        config.replace(
+            "[mirrors]\n",
+            &format!(
+                "[mirrors]\n\"https://example.invalid/ROCm/MIOpen.git\" = \"file://{}\"\n",
+                origin.display()
+            ),
+        ),
     )
     .unwrap();
     let recipe = |exclude: &str| {
