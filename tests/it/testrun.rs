@@ -1145,22 +1145,27 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     assert!(o.stderr.contains("no GPU found under"), "{}", o.stderr);
     // Nor does a plan need the build: for a target nothing is built for, it says what the run
     // would test and the command that builds it.
-    let o = rf(
-        dir,
-        &[
-            "--recipes",
-            "recipes",
-            "test",
-            "passing",
-            "--arch",
-            "gfx902",
-            "--sysfs-root",
-            none.as_str(),
-            "--out",
-            "res",
-            "--dry-run",
-        ],
-    );
+    let on_gfx902 = |format: &str| {
+        rf(
+            dir,
+            &[
+                "--recipes",
+                "recipes",
+                "--format",
+                format,
+                "test",
+                "passing",
+                "--arch",
+                "gfx902",
+                "--sysfs-root",
+                none.as_str(),
+                "--out",
+                "res",
+                "--dry-run",
+            ],
+        )
+    };
+    let o = on_gfx902("text");
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(
         o.stdout.contains("from     nothing yet: ")
@@ -1169,24 +1174,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
         "{}",
         o.stdout
     );
-    let o = rf(
-        dir,
-        &[
-            "--recipes",
-            "recipes",
-            "--format",
-            "json",
-            "test",
-            "passing",
-            "--arch",
-            "gfx902",
-            "--sysfs-root",
-            none.as_str(),
-            "--out",
-            "res",
-            "--dry-run",
-        ],
-    );
+    let o = on_gfx902("json");
     let plan: Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
     assert_eq!(plan["source"]["kind"], "not-built", "{plan:#}");
