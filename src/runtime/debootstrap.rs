@@ -141,15 +141,28 @@ impl Tool {
     }
 }
 
-/// The tool `ensure` runs here: debootstrap as root, mmdebstrap (in a user namespace) without.
-pub fn tool_for_this_user() -> &'static str {
+/// The tool that makes a base here: debootstrap as root, mmdebstrap (in a user namespace)
+/// without; an error naming what to install when neither can.
+fn tool_here(image: &str) -> Result<Tool, BaseError> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if root && crate::process::on_path("debootstrap") {
-        "debootstrap"
-    } else {
-        "mmdebstrap"
+    match (
+        root,
+        crate::process::on_path("debootstrap"),
+        crate::process::on_path("mmdebstrap"),
+    ) {
+        (true, true, _) => Ok(Tool::Debootstrap),
+        (_, _, true) => Ok(Tool::Mmdebstrap { unshare: !root }),
+        (true, false, false) => Err(BaseError::NoDebootstrap),
+        (false, _, false) => Err(BaseError::NotRoot {
+            image: image.to_string(),
+        }),
     }
+}
+
+/// The name of the tool `ensure` would run here, for the progress note before it does.
+pub fn tool_for_this_user() -> &'static str {
+    tool_here("").map_or("debootstrap", Tool::name)
 }
 
 /// What `ensure` did.
@@ -172,22 +185,7 @@ pub fn ensure(
     if let Some(id) = rt.image_id(&base.name) {
         return Ok(Made::Present(id));
     }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tool = match (
-        root,
-        crate::process::on_path("debootstrap"),
-        crate::process::on_path("mmdebstrap"),
-    ) {
-        (true, true, _) => Tool::Debootstrap,
-        (_, _, true) => Tool::Mmdebstrap { unshare: !root },
-        (true, false, false) => return Err(BaseError::NoDebootstrap),
-        (false, _, false) => {
-            return Err(BaseError::NotRoot {
-                image: base.name.clone(),
-            });
-        }
-    };
+    let tool = tool_here(&base.name)?;
     let mirror = base.mirror.clone().unwrap_or_else(host_mirror);
     let io = |path: &Path| {
         let path = path.to_path_buf();
