@@ -1176,8 +1176,9 @@ fn json_outputs_have_one_shape() {
 
 /// README's Quick start lines that finish in seconds with no build, GPU or network run as
 /// written, in order, in a fresh HOME (the catalog export is then what `check` reads). The
-/// others build for hours, need a GPU, or name placeholders (OWNER, URL); the real_rocm tests
-/// run README's first two blocks whole.
+/// rest of that block is not run by any test: builds of hours (rocsparse, rocblas), a GPU
+/// (`test rocfft`), a GitHub repository or release of the user's own (`publish`, `--from`).
+/// The real_rocm tests run README's first two blocks whole.
 #[test]
 fn the_quick_starts_quick_lines_run_as_written() {
     let readme = std::fs::read_to_string(manifest().join("README.md")).unwrap();
