@@ -308,20 +308,29 @@ impl Build {
             ));
         }
         let report = match &self.runtime {
-            None => BuildReport {
-                steps: plan
-                    .steps
-                    .iter()
-                    .map(|s| {
-                        (
-                            s.component.clone(),
-                            StepResult::Cached {
-                                tree: store.tree(&s.key),
-                            },
-                        )
-                    })
-                    .collect(),
-            },
+            None => {
+                if let Some(cache) = &self.cache {
+                    for s in &plan.steps {
+                        if let Some(note) = crate::cache::seed(cache, store, &s.key) {
+                            session.reporter.note(&note);
+                        }
+                    }
+                }
+                BuildReport {
+                    steps: plan
+                        .steps
+                        .iter()
+                        .map(|s| {
+                            (
+                                s.component.clone(),
+                                StepResult::Cached {
+                                    tree: store.tree(&s.key),
+                                },
+                            )
+                        })
+                        .collect(),
+                }
+            }
             Some(rt) => Builder {
                 plan,
                 sources: session.sources(&self.overlays, false)?,

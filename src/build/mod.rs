@@ -309,6 +309,9 @@ impl Builder<'_> {
 
     fn step(&self, step: &Step, under_way: &jobs::Running) -> StepResult {
         if self.store.contains(&step.key) {
+            if let Some(cache) = self.cache {
+                self.seed(cache, step);
+            }
             return StepResult::Cached {
                 tree: self.store.tree(&step.key),
             };
@@ -397,6 +400,12 @@ impl Builder<'_> {
 
     /// The step pulled from the cache, or None to build it (a miss, or an entry refused with a
     /// note: unreachable cache, untrusted signer, damaged entry).
+    fn seed(&self, cache: &dyn crate::cache::BuildCache, step: &Step) {
+        if let Some(note) = crate::cache::seed(cache, self.store, &step.key) {
+            self.reporter.note(&note);
+        }
+    }
+
     fn pull(&self, cache: &dyn crate::cache::BuildCache, step: &Step) -> Option<StepResult> {
         let on_wait = || {
             self.reporter.note(&format!(

@@ -254,6 +254,24 @@ pub fn push_from_store(
     ))
 }
 
+/// A stored entry the cache lacks is pushed when the cache may push: the machine that built it
+/// first seeds the shared cache for the others, as if it had built it now. The note says what
+/// happened; None when there is nothing to say (no signing key, or the cache has it).
+pub fn seed(cache: &dyn BuildCache, store: &Store, key: &str) -> Option<String> {
+    if !cache.can_push() {
+        return None;
+    }
+    let failed = |e: CacheError| {
+        let short = key.get(..12).unwrap_or(key);
+        format!("{short}: not pushed to {}: {e}", cache.describe())
+    };
+    match cache.lookup(key) {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(push_from_store(cache, store, key).unwrap_or_else(failed)),
+        Err(e) => Some(failed(e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

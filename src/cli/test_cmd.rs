@@ -13,13 +13,13 @@ use rocforge::testrun::share;
 #[derive(clap::Args, Debug)]
 pub struct DetectArgs {
     /// A directory standing for / (a recorded machine)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "ROCFORGE_SYSFS_ROOT")]
     pub sysfs_root: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// results.json files written by `rocforge test`, or oci://REGISTRY/REPO (every results artifact there)
+    /// results.json files written by `rocforge test`, the directories it wrote them in (`rocforge-results/*`, an `--all` bundle too), or oci://REGISTRY/REPO (every results artifact there)
     #[arg(required = true)]
     pub results: Vec<PathBuf>,
     /// Where report.html and report.md go
@@ -48,7 +48,7 @@ pub struct TestArgs {
     #[arg(long)]
     pub resume: bool,
     /// A directory standing for / (a recorded machine)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "ROCFORGE_SYSFS_ROOT")]
     pub sysfs_root: Option<PathBuf>,
     /// Results directory [default: ./rocforge-results/<component>-<target>[-spoofed], with --all ./rocforge-results/all-<target>]
     #[arg(long, value_name = "DIR")]

@@ -91,13 +91,18 @@ pub fn load(path: &Path) -> Result<Bundle, LoadError> {
     parse(&text, &path.display().to_string())
 }
 
-/// Every component's results of a `rocforge test --all` bundle: DIR/<component>/results.json,
-/// by component name.
+/// The results in a directory `rocforge test` wrote: one run's DIR/results.json, or every
+/// component's of a `rocforge test --all` bundle (DIR/<component>/results.json, by name), so
+/// `rocforge-results/*` reads every run there.
 pub fn load_dir(dir: &Path) -> Result<Vec<Bundle>, LoadError> {
     let err = |why: String| LoadError {
         path: dir.display().to_string(),
         why,
     };
+    let one = dir.join("results.json");
+    if one.is_file() {
+        return Ok(vec![load(&one)?]);
+    }
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| err(e.to_string()))?
         .flatten()
@@ -107,7 +112,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Bundle>, LoadError> {
     found.sort();
     if found.is_empty() {
         return Err(err(
-            "holds no <component>/results.json (not a `rocforge test --all` bundle)".into(),
+            "holds neither results.json nor <component>/results.json (not a directory `rocforge test` wrote)".into(),
         ));
     }
     found.iter().map(|p| load(p)).collect()

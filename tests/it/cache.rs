@@ -245,3 +245,55 @@ impl JsonValue for reqwest::blocking::Response {
         serde_json::from_reader(self).unwrap()
     }
 }
+
+/// A build stored before there was a cache seeds it: the same build run again with `--cache`
+/// and `--cache-key` builds nothing and pushes each stored entry the cache lacks (once: a
+/// third run finds them there), and another store pulls them.
+#[test]
+fn stored_entries_are_pushed_to_a_cache_that_lacks_them() {
+    let Some(reg) = registry() else {
+        return;
+    };
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let fx = fixture();
+    let cache = format!("oci://{}/rocforge/seeded", reg.host());
+    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    let (first, _) = fx.build("store-a", "trust.toml", &["--runtime", "podman"]);
+    let with_cache = [
+        "--runtime",
+        "podman",
+        "--cache",
+        &cache,
+        "--cache-key",
+        &key,
+    ];
+    let (again, err) = fx.build("store-a", "trust.toml", &with_cache);
+    assert_eq!(
+        step_results(&again),
+        [
+            ("greetdoc".into(), "cached".into()),
+            ("greet".into(), "cached".into())
+        ],
+        "{err}"
+    );
+    assert!(err.contains("greet: pushed to oci://"), "{err}");
+    assert!(err.contains("greetdoc: pushed to oci://"), "{err}");
+    let (_, err) = fx.build("store-a", "trust.toml", &with_cache);
+    assert!(!err.contains("pushed to"), "already there: {err}");
+    let (pulled, err) = fx.build(
+        "store-b",
+        "trust.toml",
+        &["--runtime", "podman", "--cache", &cache],
+    );
+    assert_eq!(
+        step_results(&pulled),
+        [
+            ("greetdoc".into(), "pulled".into()),
+            ("greet".into(), "pulled".into())
+        ],
+        "{err}"
+    );
+    assert_eq!(trees(&pulled), trees(&first));
+}

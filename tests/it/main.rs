@@ -23,6 +23,7 @@ mod malformed;
 mod nix;
 mod patch;
 mod publish;
+mod readme;
 mod real_rocm;
 mod reproduce;
 mod sources;

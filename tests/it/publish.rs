@@ -664,6 +664,64 @@ fn wheel_index_serves_pip_per_target() {
         String::from_utf8_lossy(&o.stdout),
         "rocdemo 1.0+rocm1.0.gfx90c\nroc_dep 0.1\n"
     );
+
+    // README's pip line as written, with its two indexes swapped for stand-ins on 127.0.0.1:
+    // the release's wheel index (torch and torchvision wheels standing for ours, one per
+    // target) and PyPI (a directory listing, as PEP 503 allows, holding their dependency).
+    for t in ["gfx90c", "gfx902"] {
+        write_wheel(
+            &dist,
+            "torch",
+            &format!("2.6.0+rocm6.4.{t}"),
+            "torch",
+            &["roc_dep>=0.1"],
+        );
+        write_wheel(
+            &dist,
+            "torchvision",
+            &format!("0.21.0+rocm6.4.{t}"),
+            "torchvision",
+            &["torch"],
+        );
+    }
+    fx.ok(&[], &["publish", "dist"]);
+    let pypi = fx.root.join("pypi");
+    std::fs::create_dir_all(pypi.join("roc-dep")).unwrap();
+    std::fs::copy(&dep, pypi.join("roc-dep").join(dep.file_name().unwrap())).unwrap();
+    let pypi_server = HttpServer::start(&pypi);
+    let line = crate::common::readme::block("Quick start", 4)
+        .into_iter()
+        .find(|l| l.starts_with("pip install "))
+        .expect("README's pip line");
+    let line = line
+        .replace("https://OWNER.github.io/REPO/", &server.url())
+        .replace("https://pypi.org/simple", &pypi_server.url());
+    let path = std::path::PathBuf::from(format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    ));
+    let home = fx.root.join("pip-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let o = crate::common::readme::run(
+        &home,
+        &[("PATH", &path), ("PIP_NO_CACHE_DIR", Path::new("1"))],
+        &line,
+    );
+    assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
+    let o = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import torch, torchvision; print(torch.hello()); print(torchvision.hello())",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "torch 2.6.0+rocm6.4.gfx90c\ntorchvision 0.21.0+rocm6.4.gfx90c\n",
+        "the gfx90c wheels: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `publish --dry-run` prints what would go where, read from the directory alone: no

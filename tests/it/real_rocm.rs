@@ -9,6 +9,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
+use common::readme;
 use common::*;
 
 const BUILDER: &str = "localhost/rocforge/builder:debian-6.4";
@@ -170,14 +171,14 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
     ];
     // README's "What works today" lines, run as written (the store and cache are the test's,
     // through ROCFORGE_STORE and ROCFORGE_CACHE; HOME is the test's directory).
-    let lines = readme_commands();
+    let lines = readme::block("What works today", 0);
     assert!(
         lines.len() >= 5 && lines[0].starts_with("rocforge build rocm-smoke "),
         "README's first block: {lines:#?}"
     );
     let mut said = Vec::new();
     for line in &lines {
-        let o = readme_line(d, &env, line);
+        let o = readme::run(d, &env, line);
         assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
         said.push(o);
     }
@@ -281,8 +282,154 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         return;
     };
     let runtime_tag = images_of_the_build(d, &env, &reg);
+    readme_quick_start_after_the_first_block(d, &env);
+    readme_quick_start_pipelines(d, &env, &reg);
     readme_install_a_release(d, &env, &reg);
     let _ = podman(&["rmi", "-f", &runtime_tag]);
+}
+
+/// README's Quick start block for after "What works today", run as written where that block
+/// left the user: rocRAND stored, a key made, `dist` written, the runtime image loaded. Nothing
+/// is built again; the install runs in the runtime image into a bind-mounted prefix, and `dev`
+/// checks out the exported catalog's rocRAND.
+fn readme_quick_start_after_the_first_block(d: &Path, env: &[(&str, &Path)]) {
+    let export = readme::block("Quick start", 0)
+        .into_iter()
+        .find(|l| l.starts_with("rocforge catalog export "))
+        .expect("the Quick start exports the catalog");
+    let o = readme::run(d, env, &export);
+    assert_eq!(o.code, 0, "README: {export}\n{}{}", o.stdout, o.stderr);
+    let lines = readme::block("Quick start", 1);
+    assert!(lines.len() >= 7, "{lines:#?}");
+    let mut said = Vec::new();
+    for line in &lines {
+        let o = readme::run(d, env, line);
+        assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
+        said.push((line.as_str(), format!("{}{}", o.stdout, o.stderr)));
+    }
+    let by = |start: &str| -> &str {
+        &said
+            .iter()
+            .find(|(l, _)| l.starts_with(start))
+            .unwrap_or_else(|| panic!("README's Quick start has no `{start}`"))
+            .1
+    };
+    assert!(
+        by("rocforge build rocrand").contains("cached"),
+        "{}",
+        by("rocforge build rocrand")
+    );
+    assert!(
+        by("rocforge inspect --against gfx90c ").contains("0 missing"),
+        "{}",
+        by("rocforge inspect")
+    );
+    assert!(by("rocforge package rocrand").contains("dist/index.json"));
+    let install = by("mkdir -p ~/rocm && podman run");
+    assert!(install.contains("index signature: good"), "{install}");
+    assert!(
+        d.join("rocm/debian-6.4/lib/librocrand.so").exists(),
+        "installed into ~/rocm/debian-6.4: {install}"
+    );
+    assert!(
+        d.join("rocforge-dev/rocrand/.git").exists(),
+        "dev checked out rocRAND: {}",
+        by("rocforge --recipes ./my-catalog/recipes dev")
+    );
+}
+
+/// README's pipeline block, run as written against stand-ins: a registry on 127.0.0.1 in place
+/// of ghcr.io, a GitHub-like server holding the release OWNER/REPO@TAG (ROCFORGE_GITHUB_API).
+/// The stored rocRAND is pushed to the cache; "another machine" (an empty store and cache, a
+/// config trusting the key) pulls it, builds nothing, and gets the same key and files.
+fn readme_quick_start_pipelines(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
+    let gh = common::github::FakeGitHub::start_release("OWNER", "REPO", "TAG");
+    let api = std::path::PathBuf::from(gh.url());
+    let token = std::path::PathBuf::from("ghp_test");
+    let public = std::fs::read_to_string(d.join(".config/rocforge/keys/rocforge.pub")).unwrap();
+    let key = public.lines().nth(1).expect("a minisign public key line");
+    let other = d.join("another-machine");
+    std::fs::create_dir_all(&other).unwrap();
+    let trusting = other.join("config.toml");
+    std::fs::write(&trusting, format!("[trust]\nkeys = [\"{key}\"]\n")).unwrap();
+    let (other_store, other_cache) = (other.join("store"), other.join("cache"));
+    let lines = readme::block("Quick start", 2);
+    assert!(lines.len() >= 4, "{lines:#?}");
+    let cache_builds: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            lines[i].starts_with("rocforge build rocrand ") && lines[i].contains("--cache ")
+        })
+        .collect();
+    assert_eq!(cache_builds.len(), 2, "{lines:#?}");
+    let mut said = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.replace("ghcr.io", &reg.host());
+        let mut env = env.to_vec();
+        env.push(("ROCFORGE_GITHUB_API", &api));
+        env.push(("GITHUB_TOKEN", &token));
+        if i == cache_builds[1] {
+            env.push(("ROCFORGE_STORE", &other_store));
+            env.push(("ROCFORGE_CACHE", &other_cache));
+            env.push(("ROCFORGE_CONFIG", &trusting));
+        }
+        let o = readme::run(d, &env, &line);
+        assert_eq!(o.code, 0, "README: {line}\n{}{}", o.stdout, o.stderr);
+        said.push(format!("{}{}", o.stdout, o.stderr));
+    }
+    let dry = &said[0];
+    assert!(dry.contains("index.json"), "{dry}");
+    let names: Vec<String> = gh
+        .state
+        .lock()
+        .unwrap()
+        .assets
+        .iter()
+        .map(|a| a.name.clone())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "index.json")
+            && names
+                .iter()
+                .any(|n| n.starts_with("rocrand-") && n.ends_with(".tar.zst")),
+        "released to OWNER/REPO@TAG: {names:?}"
+    );
+    let pushed = &said[cache_builds[0]];
+    assert!(pushed.contains("rocrand: pushed to"), "{pushed}");
+    let pulled = &said[cache_builds[1]];
+    assert!(pulled.contains("rocrand: pulled from"), "{pulled}");
+    assert!(
+        !pulled.contains("built in"),
+        "nothing built on the other machine: {pulled}"
+    );
+    let path = |store: &Path| {
+        let o = rocforge_env(
+            d,
+            &[("ROCFORGE_STORE", store)],
+            &[
+                "--release",
+                "debian-6.4",
+                "store",
+                "path",
+                "rocrand",
+                "--arch",
+                "gfx90c,gfx902",
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        std::path::PathBuf::from(o.stdout.trim())
+    };
+    let store = env.iter().find(|(k, _)| *k == "ROCFORGE_STORE").unwrap().1;
+    let (here, there) = (path(store), path(&other_store));
+    assert_eq!(
+        here.parent().unwrap().file_name(),
+        there.parent().unwrap().file_name(),
+        "the same key"
+    );
+    assert_eq!(
+        tree_contents(&here),
+        tree_contents(&there),
+        "the same files"
+    );
 }
 
 /// README's "Install a release" block, run word for word with the two addresses swapped for a
@@ -313,7 +460,7 @@ fn readme_install_a_release(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
          -- rocrand rocm-smoke",
         manifest().display()
     );
-    let o = readme_line(d, env, &publish);
+    let o = readme::run(d, env, &publish);
     assert_eq!(o.code, 0, "publish-line.sh: {}{}", o.stdout, o.stderr);
 
     let keys = d.join(".config/rocforge");
@@ -333,7 +480,7 @@ fn readme_install_a_release(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
         ),
     )
     .unwrap();
-    let lines = readme_block("## Install a release");
+    let lines = readme::block("Install a release", 0);
     assert!(
         lines
             .iter()
@@ -350,7 +497,7 @@ fn readme_install_a_release(d: &Path, env: &[(&str, &Path)], reg: &Registry) {
         .join("\n");
     let mut env = env.to_vec();
     env.push(("CONTAINERS_REGISTRIES_CONF", &registries));
-    let o = readme_line(d, &env, &script);
+    let o = readme::run(d, &env, &script);
     let text = format!("{}{}", o.stdout, o.stderr);
     eprintln!("README's Install a release block:\n{text}");
     assert!(text.contains("index signature: good"), "{text}");
@@ -475,54 +622,6 @@ fn rocprim_built_twice_from_cold_caches_packages_to_the_same_bytes() {
     assert_eq!(v["result"], "identical", "{v}");
 }
 
-/// The commands of README's first `sh` block under "What works today", comments dropped.
-fn readme_commands() -> Vec<String> {
-    readme_block("## What works today")
-}
-
-/// The commands of README's first `sh` block under `heading`, comments dropped.
-fn readme_block(heading: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(manifest().join("README.md")).unwrap();
-    let from = text
-        .find(heading)
-        .unwrap_or_else(|| panic!("README: {heading}"));
-    let rest = &text[from..];
-    let block = &rest[rest.find("```sh\n").expect("an sh block") + 6..];
-    let block = &block[..block.find("```").expect("the block's end")];
-    block
-        .lines()
-        .map(|l| l.split_once("    # ").map_or(l, |(cmd, _)| cmd).trim())
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// One README line in bash, with this build's rocforge first on PATH and the environment the
-/// other commands of this test get.
-fn readme_line(d: &Path, env: &[(&str, &Path)], line: &str) -> Out {
-    let bin = Path::new(env!("CARGO_BIN_EXE_rocforge")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    std::fs::write(d.join("no-user-config.toml"), "").unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.current_dir(d)
-        .args(["-euo", "pipefail", "-c", line])
-        .env("PATH", path)
-        .env("NO_COLOR", "1")
-        .env_remove("ROCFORGE_RECIPES")
-        .env_remove("ROCFORGE_RELEASE")
-        .env_remove("GITHUB_ACTIONS")
-        .env("ROCFORGE_CONFIG", d.join("no-user-config.toml"))
-        .env("HOME", d);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Out::from(cmd.output().expect("bash"))
-}
-
 fn podman(args: &[&str]) -> std::process::Output {
     Command::new("podman")
         .env("CONTAINERS_CONF", containers_conf())
@@ -598,27 +697,68 @@ fn images_of_the_build(d: &Path, env: &[(&str, &Path)], reg: &Registry) -> Strin
         "README's devel image {devel_tag}"
     );
 
-    // Compiled in the devel image against the stack in /opt/rocm, as a user would.
+    // README's block for a GPU owner, run as written with what needs a GPU or a terminal
+    // left out (this machine has no /dev/kfd, and a test has no tty): compiled in the devel
+    // image in $PWD, run in the runtime image by podman, then by docker (README: `--load
+    // docker` for docker). The program links, starts and says there is no GPU: exit 3.
     let work = d.join("image-prog");
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("prog.cpp"), PROGRAM).unwrap();
-    let o = podman(&[
-        "run",
-        "--rm",
-        "--network=none",
-        "-v",
-        &format!("{}:/w", work.display()),
-        &devel_tag,
-        "bash",
-        "-c",
-        "hipcc -o /w/prog /w/prog.cpp -lrocrand",
-    ]);
-    assert!(
-        o.status.success(),
-        "hipcc in {devel_tag}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let no_gpu = |line: &str| {
+        let mut l = line.replace(" -it ", " ");
+        for flag in [
+            "--device /dev/kfd ",
+            "--device /dev/dri ",
+            "--group-add keep-groups ",
+            "--group-add video ",
+            "--group-add render ",
+        ] {
+            l = l.replace(flag, "");
+        }
+        l
+    };
+    let docker_host = std::path::PathBuf::from("unix:///run/rocforge-test/docker.sock");
+    let mut denv = env.to_vec();
+    denv.push(("DOCKER_HOST", &docker_host));
+    let docker_ready = which("docker") && readme::run(&work, &denv, "docker version").code == 0;
+    let device_block = readme::block("What works today", 1);
+    assert_eq!(device_block.len(), 3, "{device_block:#?}");
+    for line in &device_block {
+        let line = no_gpu(line);
+        if line.starts_with("docker ") {
+            if !require(
+                "a docker daemon at /run/rocforge-test/docker.sock",
+                docker_ready,
+            ) {
+                continue;
+            }
+            let load = readme::block("What works today", 0)
+                .into_iter()
+                .find(|l| l.contains("--kind runtime --load podman"))
+                .expect("README makes the runtime image")
+                .replace("--load podman", "--load docker");
+            let o = readme::run(d, &denv, &load);
+            assert_eq!(o.code, 0, "{load}\n{}{}", o.stdout, o.stderr);
+        }
+        let o = readme::run(&work, &denv, &line);
+        let text = format!("{}{}", o.stdout, o.stderr);
+        if line.contains("hipcc") {
+            assert_eq!(o.code, 0, "README: {line}\n{text}");
+        } else {
+            assert!(
+                text.contains("hipGetDeviceCount:"),
+                "README: {line}: the program ran: {text}"
+            );
+            assert_eq!(o.code, 3, "README: {line}: no GPU here: {text}");
+        }
+    }
+    if docker_ready {
+        let _ = readme::run(
+            &work,
+            &denv,
+            "docker rmi -f localhost/rocforge/rocm:debian-6.4-runtime-gfx902-gfx90c",
+        );
+    }
     // Run in the runtime image, with no compiler there.
     let script = "set -e\n\
         if command -v hipcc || command -v clang-21 || command -v c++; then echo has-a-compiler; fi\n\

@@ -2863,3 +2863,120 @@ fn hw_release(dir: &Path) -> PathBuf {
     .unwrap();
     rel
 }
+
+// ---------------------------------------------------------------- README's hardware block
+
+/// README's Quick start block for a gfx90c machine, run as written against stand-ins: the KFD
+/// tree of a recorded gfx90c (ROCFORGE_SYSFS_ROOT), a catalog whose rocrand and rocfft carry
+/// this file's gtest-speaking client (ROCFORGE_RECIPES), and their signed index served on
+/// 127.0.0.1 in place of URL, its key trusted in the config. Every line exits 0: detect names
+/// the gfx90c, both test runs pass, and the report counts every test of both runs.
+#[test]
+fn readmes_hardware_block_runs_as_written_on_a_recorded_gfx90c() {
+    let Some(f) = fixture() else { return };
+    if !require("python3 (http.server)", which("python3")) {
+        return;
+    }
+    let lines = common::readme::block("Quick start", 3);
+    assert!(lines.iter().any(|l| l.contains("--from URL")), "{lines:#?}");
+    let work = f.dir.join("readme-hw");
+    let _ = std::fs::remove_dir_all(&work);
+    let rel = hw_release(&work);
+    let kmsg = PathBuf::from(f.root("m-gfx90c")).join("dev/kmsg");
+    for (name, tests) in [("rocrand", 4), ("rocfft", 3)] {
+        let src = rel.join("src").join(name);
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::copy(f.dir.join("bin/fakegtest"), src.join("fakegtest")).unwrap();
+        let list = work.join(format!("{name}.txt"));
+        let cases: String = (0..tests).map(|i| format!("Case.t{i} pass\n")).collect();
+        std::fs::write(&list, cases).unwrap();
+        std::fs::write(
+            rel.join(format!("{name}.toml")),
+            recipe(name, "fakegtest", 2, "5s", &list, &kmsg),
+        )
+        .unwrap();
+    }
+    std::fs::write(work.join("no-user-config.toml"), "").unwrap();
+    let rfw = |args: &[&str]| {
+        let mut full = vec!["--recipes", "recipes"];
+        full.extend_from_slice(args);
+        rf(&work, &full)
+    };
+    let o = rfw(&[
+        "build",
+        "rocrand",
+        "rocfft",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let keys = work.join("keys");
+    let o = rfw(&["key", "generate", "--out", keys.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let config = work.join("trust.toml");
+    std::fs::write(
+        &config,
+        format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
+    )
+    .unwrap();
+    let secret = keys.join("rocforge.key");
+    let o = rfw(&[
+        "package",
+        "rocrand",
+        "rocfft",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+        "--sign-key",
+        secret.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let server = common::HttpServer::start(&work.join("dist"));
+
+    // The volunteer's machine: an empty store, its own directory, the recorded gfx90c.
+    let home = work.join("volunteer");
+    std::fs::create_dir_all(&home).unwrap();
+    let (recipes, sysfs) = (work.join("recipes"), PathBuf::from(f.root("m-gfx90c")));
+    let (store, cache) = (home.join("store"), home.join("cache"));
+    let release = PathBuf::from("hw-1.0");
+    let env: [(&str, &Path); 6] = [
+        ("ROCFORGE_RECIPES", &recipes),
+        ("ROCFORGE_RELEASE", &release),
+        ("ROCFORGE_SYSFS_ROOT", &sysfs),
+        ("ROCFORGE_STORE", &store),
+        ("ROCFORGE_CACHE", &cache),
+        ("ROCFORGE_CONFIG", &config),
+    ];
+    let mut said = Vec::new();
+    for line in &lines {
+        let line = line.replace(" URL", &format!(" {}", server.url()));
+        let o = common::readme::run(&home, &env, &line);
+        assert_eq!(o.code, 0, "README: {line}\n{}\n{}", o.stdout, o.stderr);
+        said.push(format!("{}{}", o.stdout, o.stderr));
+    }
+    assert!(said[0].contains("gfx90c"), "detect: {}", said[0]);
+    let md = std::fs::read_to_string(home.join("report/report.md")).unwrap();
+    // rocrand twice (alone, then in --all) and rocfft once: 4 + 4 + 3 tests, all passed.
+    assert!(md.contains("rocrand") && md.contains("rocfft"), "{md}");
+    let runs: Vec<PathBuf> = std::fs::read_dir(home.join("rocforge-results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 2, "one run and one --all bundle: {runs:?}");
+    let passed: u64 = ["rocrand-gfx90c", "all-gfx90c/rocrand", "all-gfx90c/rocfft"]
+        .iter()
+        .map(|r| {
+            results(&home.join("rocforge-results").join(r))["summary"]["passed"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(passed, 11);
+    assert!(md.contains("11"), "the report counts 11 passed: {md}");
+}

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod github;
+pub mod readme;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
