@@ -132,19 +132,7 @@ fn fetch(artifact: &str, dir: &Path) -> Result<PathBuf> {
 pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
     let scratch = crate::fsutil::temp_dir_in(&ensure_dir(session.cache.root())?)
         .map_err(|e| io_err(session.cache.root(), e))?;
-    let published = fetch(req.artifact, scratch.path())?;
-    let file_name = published
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let compression = Compression::of(&file_name).ok_or_else(|| {
-        Error::from(
-            Diagnostic::new(format!("{}: not a .tar.zst or .tar.gz", req.artifact))
-                .hint("name a tarball written by `rocforge package`"),
-        )
-    })?;
-    let manifest = crate::package::tarball::read_manifest(&published)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let (published, compression, manifest) = read_published(req.artifact, scratch.path())?;
     let id = manifest.id.clone();
     let report = |outcome| Report {
         schema: REPORT_SCHEMA,
@@ -212,9 +200,61 @@ pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
         }
     };
     let builder = open(Some(store_path.clone()))?;
-    let planned = super::build::plan(&builder, &build_req)?;
-    let build = super::build::prepare(&builder, planned, &build_req)?;
-    let outcome = build.run(&builder)?;
+    let out_dir = scratch.path().join("rebuilt");
+    let rebuilt = build_and_package(&builder, &build_req, &id, compression, &out_dir)?;
+    let store = StoreUsed {
+        path: store_path,
+        kept,
+    };
+    let published_sha256 = sha256(&published)?;
+    if published_sha256 == rebuilt.tarball.sha256 {
+        return Ok(report(Outcome::Identical {
+            sha256: published_sha256,
+            store,
+        }));
+    }
+    let difference = first_difference(&published, &rebuilt.tarball.path, compression)?;
+    Ok(report(Outcome::Differs {
+        published_sha256,
+        rebuilt_sha256: rebuilt.tarball.sha256.clone(),
+        difference,
+        store,
+    }))
+}
+
+/// The published tarball as a local file, its compression, and its manifest.
+fn read_published(
+    artifact: &str,
+    dir: &Path,
+) -> Result<(PathBuf, Compression, crate::package::manifest::Manifest)> {
+    let published = fetch(artifact, dir)?;
+    let file_name = published
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let compression = Compression::of(&file_name).ok_or_else(|| {
+        Error::from(
+            Diagnostic::new(format!("{artifact}: not a .tar.zst or .tar.gz"))
+                .hint("name a tarball written by `rocforge package`"),
+        )
+    })?;
+    let manifest = crate::package::tarball::read_manifest(&published)
+        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    Ok((published, compression, manifest))
+}
+
+/// The artifact's entry built into `builder`'s store, then packaged into `out_dir` as
+/// `rocforge package` would.
+fn build_and_package(
+    builder: &Session,
+    build_req: &super::build::Request<'_>,
+    id: &ArtifactId,
+    compression: Compression,
+    out_dir: &Path,
+) -> Result<crate::package::Packaged> {
+    let planned = super::build::plan(builder, build_req)?;
+    let build = super::build::prepare(builder, planned, build_req)?;
+    let outcome = build.run(builder)?;
     if let Some((c, crate::build::StepResult::Failed { error, hint, .. })) = outcome
         .report
         .steps
@@ -235,7 +275,6 @@ pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
         .into());
     }
     let step = build.plan.step(&id.name).expect("planned");
-    let out_dir = scratch.path().join("rebuilt");
     let mut build_paths = vec![
         builder.store.root().display().to_string(),
         builder.cache.root().display().to_string(),
@@ -247,7 +286,7 @@ pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
     }
     let opts = crate::package::Options {
         compression,
-        out_dir: &out_dir,
+        out_dir,
         build_paths,
         // Build paths in the rebuilt tree show as a difference, named below.
         allow_build_paths: true,
@@ -260,26 +299,8 @@ pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
             .collect(),
         key: None,
     };
-    let rebuilt = crate::package::package_entry(&builder.store, &id.key, &opts)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
-    let store = StoreUsed {
-        path: store_path,
-        kept,
-    };
-    let published_sha256 = sha256(&published)?;
-    if published_sha256 == rebuilt.tarball.sha256 {
-        return Ok(report(Outcome::Identical {
-            sha256: published_sha256,
-            store,
-        }));
-    }
-    let difference = first_difference(&published, &rebuilt.tarball.path, compression)?;
-    Ok(report(Outcome::Differs {
-        published_sha256,
-        rebuilt_sha256: rebuilt.tarball.sha256.clone(),
-        difference,
-        store,
-    }))
+    crate::package::package_entry(&builder.store, &id.key, &opts)
+        .map_err(|e| Error::hinted(&e, e.hint()))
 }
 
 fn ensure_dir(p: &Path) -> Result<PathBuf> {
@@ -399,30 +420,8 @@ pub fn first_difference(
             });
         }
         j += 1;
-        let checks: [(&str, String, String); 7] = [
-            ("kind", x.kind.clone(), y.kind.clone()),
-            ("size", x.size.to_string(), y.size.to_string()),
-            ("mode", format!("{:o}", x.mode), format!("{:o}", y.mode)),
-            (
-                "symlink-target",
-                x.link.clone().unwrap_or_default(),
-                y.link.clone().unwrap_or_default(),
-            ),
-            ("bytes", x.sha256.clone(), y.sha256.clone()),
-            ("mtime", x.mtime.to_string(), y.mtime.to_string()),
-            (
-                "owner",
-                format!("{}:{}", x.owner.0, x.owner.1),
-                format!("{}:{}", y.owner.0, y.owner.1),
-            ),
-        ];
-        if let Some((how, p, r)) = checks.into_iter().find(|(_, p, r)| p != r) {
-            let (p, r) = if how == "bytes" {
-                (format!("sha256 {p}"), format!("sha256 {r}"))
-            } else {
-                (p, r)
-            };
-            return Ok(diff(&x.path, how, p, r));
+        if let Some(d) = entry_difference(x, y) {
+            return Ok(d);
         }
     }
     if let Some(&k) = fb.get(j) {
@@ -483,4 +482,37 @@ pub fn first_difference(
         "the same entries, other compressed bytes".into(),
         "the same entries, other compressed bytes".into(),
     ))
+}
+
+/// The first of the two same-path entries' attributes that differs, the bytes by their hash.
+fn entry_difference(x: &Entry, y: &Entry) -> Option<Difference> {
+    let checks: [(&str, String, String); 7] = [
+        ("kind", x.kind.clone(), y.kind.clone()),
+        ("size", x.size.to_string(), y.size.to_string()),
+        ("mode", format!("{:o}", x.mode), format!("{:o}", y.mode)),
+        (
+            "symlink-target",
+            x.link.clone().unwrap_or_default(),
+            y.link.clone().unwrap_or_default(),
+        ),
+        ("bytes", x.sha256.clone(), y.sha256.clone()),
+        ("mtime", x.mtime.to_string(), y.mtime.to_string()),
+        (
+            "owner",
+            format!("{}:{}", x.owner.0, x.owner.1),
+            format!("{}:{}", y.owner.0, y.owner.1),
+        ),
+    ];
+    let (how, p, r) = checks.into_iter().find(|(_, p, r)| p != r)?;
+    let (p, r) = if how == "bytes" {
+        (format!("sha256 {p}"), format!("sha256 {r}"))
+    } else {
+        (p, r)
+    };
+    Some(Difference {
+        path: x.path.clone(),
+        how: how.to_string(),
+        published: p,
+        rebuilt: r,
+    })
 }
