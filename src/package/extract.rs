@@ -83,412 +83,25 @@ pub fn extract(
     artifact: &str,
     limit: u64,
 ) -> Result<Extracted, ExtractError> {
-    let corrupt = |e: io::Error| ExtractError::Corrupt {
-        artifact: artifact.into(),
-        message: e.to_string(),
-    };
-    let artifact = &shown(artifact);
-    let unsafe_ = |path: &str, reason: &str| ExtractError::Unsafe {
-        artifact: artifact.clone(),
-        path: shown(path),
-        reason: reason.into(),
-    };
-    let mismatch = |path: &str, reason: String| ExtractError::Mismatch {
-        artifact: artifact.clone(),
-        path: shown(path),
-        reason,
-    };
-    let ioe = |path: &Path, source| ExtractError::Io {
-        artifact: artifact.into(),
-        path: path.to_path_buf(),
-        source,
-    };
-    let root = Dir::open(dest).map_err(|e| ioe(dest, e))?;
+    let names = Names::new(artifact);
+    let root = Dir::open(dest).map_err(|e| names.io(dest, e))?;
     let mut ar = tar::Archive::new(reader);
     // Raw: the tar crate would read every long name and PAX header whole into memory.
-    let mut entries = ar.entries().map_err(corrupt)?.raw(true);
-    let mut next = || -> Result<Option<Next<_>>, ExtractError> {
-        let mut long_name: Option<Vec<u8>> = None;
-        let mut long_link: Option<Vec<u8>> = None;
-        loop {
-            let Some(e) = entries.next() else {
-                if long_name.is_some() || long_link.is_some() {
-                    return Err(corrupt(io::Error::other(
-                        "a long name or PAX header without the entry it describes",
-                    )));
-                }
-                return Ok(None);
-            };
-            let mut e = e.map_err(corrupt)?;
-            let kind = e.header().entry_type();
-            let ext = kind.is_gnu_longname()
-                || kind.is_gnu_longlink()
-                || kind.is_pax_local_extensions()
-                || kind.is_pax_global_extensions();
-            if !ext {
-                return Ok(Some(Next {
-                    entry: e,
-                    name: long_name,
-                    link: long_link,
-                }));
-            }
-            if e.size() > MAX_EXTENSION_BYTES {
-                return Err(ExtractError::Unsafe {
-                    artifact: artifact.clone(),
-                    path: format!("<{kind:?} header>"),
-                    reason: format!(
-                        "{} bytes, more than the {MAX_EXTENSION_BYTES} a long name or PAX header may hold",
-                        e.size()
-                    ),
-                });
-            }
-            let mut buf = Vec::new();
-            (&mut e)
-                .take(MAX_EXTENSION_BYTES)
-                .read_to_end(&mut buf)
-                .map_err(corrupt)?;
-            let slot = if kind.is_gnu_longname() {
-                &mut long_name
-            } else if kind.is_gnu_longlink() {
-                &mut long_link
-            } else if kind.is_pax_local_extensions() {
-                // rocforge's tarballs are GNU; PAX path and linkpath are honoured, a PAX size is
-                // not (it would make this reader and tar(1) see different entries).
-                for rec in pax_records(&buf).map_err(corrupt)? {
-                    match rec.0.as_str() {
-                        "path" => long_name = Some(rec.1),
-                        "linkpath" => long_link = Some(rec.1),
-                        "size" => {
-                            return Err(ExtractError::Unsafe {
-                                artifact: artifact.clone(),
-                                path: "<PAX header>".into(),
-                                reason: "a PAX size record (rocforge tarballs carry none)".into(),
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-                continue;
-            } else {
-                continue;
-            };
-            if slot.is_some() {
-                return Err(corrupt(io::Error::other(
-                    "two long names describing the same entry",
-                )));
-            }
-            if buf.last() == Some(&0) {
-                buf.pop();
-            }
-            *slot = Some(buf);
-        }
+    let mut entries = ar.entries().map_err(|e| names.corrupt(e))?.raw(true);
+    let manifest = read_manifest(&mut entries, &names)?;
+    let expected = Expected::from_manifest(&manifest, limit, &names)?;
+    let stage = Stage {
+        names: &names,
+        dest,
+        root,
     };
-
-    // The manifest.
-    let Some(Next {
-        entry: mut first,
-        name: first_name,
-        ..
-    }) = next()?
-    else {
-        return Err(ExtractError::NoManifest {
-            artifact: artifact.clone(),
-        });
-    };
-    if first_name.is_some()
-        || first.path_bytes().as_ref() != MANIFEST_NAME.as_bytes()
-        || first.header().entry_type() != tar::EntryType::Regular
-        || first.size() > MAX_MANIFEST_BYTES
-    {
-        return Err(ExtractError::NoManifest {
-            artifact: artifact.clone(),
-        });
-    }
-    let mut buf = Vec::new();
-    (&mut first)
-        .take(MAX_MANIFEST_BYTES)
-        .read_to_end(&mut buf)
-        .map_err(corrupt)?;
-    drop(first);
-    let manifest: Manifest = serde_json::from_slice(&buf).map_err(|e| ExtractError::Corrupt {
-        artifact: artifact.clone(),
-        message: format!("invalid manifest: {e}"),
-    })?;
-    if !crate::recipe::is_component_name(&manifest.name) {
-        return Err(unsafe_(
-            &manifest.name,
-            "the manifest's component name is not a valid name (lowercase letters, digits, - _ ., at most 64)",
-        ));
-    }
-    if !crate::package::manifest::is_plain_word(&manifest.version) {
-        return Err(unsafe_(
-            &manifest.version,
-            "the manifest's version is not a plain word (at most 128 printable characters, no spaces)",
-        ));
-    }
-    let mut expected: BTreeMap<String, FileEntry> = BTreeMap::new();
-    let mut total: u64 = 0;
-    for f in &manifest.files {
-        let Some(p) = normalize(&f.path).filter(|p| *p == f.path) else {
-            return Err(unsafe_(
-                &f.path,
-                "the manifest lists a path that is absolute, climbs with .., or is not normalized",
-            ));
-        };
-        if has_reserved(&p) {
-            return Err(unsafe_(
-                &f.path,
-                "the manifest lists a name beginning .rocforge, which rocforge keeps for its receipts and journal",
-            ));
-        }
-        if f.kind == Kind::Symlink
-            && let Some(rule) = symlink_refusal(&p, f.target.as_deref().unwrap_or_default())
-        {
-            return Err(unsafe_(
-                &f.path,
-                &format!("the manifest lists it as a symlink, and {rule}"),
-            ));
-        }
-        total = total.saturating_add(f.size);
-        expected.insert(p, f.clone());
-    }
-    if total > limit {
-        return Err(ExtractError::TooBig {
-            artifact: artifact.clone(),
-            size: total,
-            limit,
-        });
-    }
-
-    let mut symlinks: BTreeSet<String> = BTreeSet::new();
-    let mut files: BTreeSet<String> = BTreeSet::new();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut written_total: u64 = 0;
+    let mut written = Written::default();
     let mut out = Vec::new();
-    while let Some(Next {
-        mut entry,
-        name,
-        link,
-    }) = next()?
-    {
-        let raw = name.unwrap_or_else(|| entry.path_bytes().into_owned());
-        let raw = String::from_utf8(raw).map_err(|e| {
-            unsafe_(
-                &String::from_utf8_lossy(e.as_bytes()),
-                "the path is not UTF-8",
-            )
-        })?;
-        let Some(path) = normalize(&raw) else {
-            let reason = if raw.starts_with('/') {
-                "absolute path"
-            } else if raw.split('/').any(|c| c == "..") {
-                "the path climbs out of the prefix with .."
-            } else {
-                "the path is empty or holds a NUL or a backslash"
-            };
-            return Err(unsafe_(&raw, reason));
-        };
-        if has_reserved(&path) {
-            return Err(unsafe_(
-                &path,
-                "a name beginning .rocforge, which rocforge keeps for its receipts and journal",
-            ));
-        }
-        let link_name = || {
-            link.clone()
-                .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()))
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default()
-        };
-        let kind = entry.header().entry_type();
-        let mode = entry.header().mode().map_err(corrupt)?;
-        if mode & 0o6000 != 0 {
-            return Err(unsafe_(&path, "setuid or setgid bit"));
-        }
-        if !seen.insert(path.clone()) {
-            return Err(unsafe_(&path, "appears twice"));
-        }
-        // Nothing may be written through a symlink, or below a file.
-        let mut anc = path.as_str();
-        while let Some((parent, _)) = anc.rsplit_once('/') {
-            if symlinks.contains(parent) {
-                return Err(unsafe_(&path, "written through a symlink"));
-            }
-            if files.contains(parent) {
-                return Err(unsafe_(&path, "below a regular file"));
-            }
-            anc = parent;
-        }
-        let target_path = dest.join(&path);
-        let manifest_entry = expected.get(&path);
-        let want_kind = |k: Kind| -> Result<&FileEntry, ExtractError> {
-            match manifest_entry {
-                Some(e) if e.kind == k => Ok(e),
-                Some(e) => Err(mismatch(
-                    &path,
-                    format!(
-                        "is a {k:?} in the tarball but a {:?} in the manifest",
-                        e.kind
-                    ),
-                )),
-                None => Err(mismatch(&path, "is not in the manifest".into())),
-            }
-        };
-        // Every component below `dest` is opened without following links: one that is a
-        // symlink (or a file) where a directory should be refuses the entry.
-        let walk = |root: &Dir| -> Result<(Dir, CString), ExtractError> {
-            root.parent_of(&path).map_err(|e| {
-                if not_a_dir(&e) {
-                    unsafe_(
-                        &path,
-                        "a directory above it is a symlink or a file (written through a link?)",
-                    )
-                } else {
-                    ioe(&target_path, e)
-                }
-            })
-        };
-        let exists = |e: io::Error| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                unsafe_(
-                    &path,
-                    "already exists in the staging directory (another artifact of this install has it)",
-                )
-            } else {
-                ioe(&target_path, e)
-            }
-        };
-        match kind {
-            tar::EntryType::Directory => {
-                want_kind(Kind::Dir)?;
-                let (parent, leaf) = walk(&root)?;
-                parent.child_dir(&leaf, true).map_err(|e| {
-                    if not_a_dir(&e) {
-                        unsafe_(&path, "a directory path is already something else")
-                    } else {
-                        ioe(&target_path, e)
-                    }
-                })?;
-            }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let m = want_kind(Kind::File)?;
-                let size = entry.size();
-                if size != m.size {
-                    return Err(mismatch(
-                        &path,
-                        format!(
-                            "the tarball says {size} bytes, the manifest {} bytes",
-                            m.size
-                        ),
-                    ));
-                }
-                written_total = written_total.saturating_add(size);
-                if written_total > total {
-                    return Err(ExtractError::TooBig {
-                        artifact: artifact.clone(),
-                        size: written_total,
-                        limit: total,
-                    });
-                }
-                let perm = if m.executable { 0o755 } else { 0o644 };
-                let (parent, leaf) = walk(&root)?;
-                let f = parent.create_file(&leaf, perm).map_err(exists)?;
-                let mut w = io::BufWriter::with_capacity(256 * 1024, f);
-                let mut h = Sha256::new();
-                let mut got: u64 = 0;
-                let mut chunk = vec![0u8; 256 * 1024];
-                loop {
-                    let n = entry.read(&mut chunk).map_err(corrupt)?;
-                    if n == 0 {
-                        break;
-                    }
-                    got += n as u64;
-                    if got > m.size {
-                        return Err(mismatch(
-                            &path,
-                            format!("more than the {} bytes the manifest records", m.size),
-                        ));
-                    }
-                    h.update(&chunk[..n]);
-                    w.write_all(&chunk[..n]).map_err(|e| ioe(&target_path, e))?;
-                }
-                w.flush().map_err(|e| ioe(&target_path, e))?;
-                if got != m.size {
-                    return Err(mismatch(
-                        &path,
-                        format!("{got} bytes, the manifest says {}", m.size),
-                    ));
-                }
-                let sha = hex::encode(h.finalize());
-                if Some(&sha) != m.sha256.as_ref() {
-                    return Err(mismatch(
-                        &path,
-                        format!(
-                            "sha256 {sha} does not match the manifest's {}",
-                            shown(m.sha256.as_deref().unwrap_or("(none)"))
-                        ),
-                    ));
-                }
-                files.insert(path.clone());
-            }
-            tar::EntryType::Symlink => {
-                let link = link_name();
-                if let Some(rule) = symlink_refusal(&path, &link) {
-                    return Err(unsafe_(
-                        &path,
-                        &format!("a symlink to {}: {rule}", shown(&link)),
-                    ));
-                }
-                let m = want_kind(Kind::Symlink)?;
-                if m.target.as_deref() != Some(link.as_str()) {
-                    return Err(mismatch(
-                        &path,
-                        "the symlink target differs from the manifest's".into(),
-                    ));
-                }
-                let (parent, leaf) = walk(&root)?;
-                parent.symlink(&link, &leaf).map_err(exists)?;
-                symlinks.insert(path.clone());
-            }
-            tar::EntryType::Link => {
-                let m = want_kind(Kind::File)?;
-                let link = link_name();
-                let Some(src) = normalize(&link).filter(|s| files.contains(s)) else {
-                    return Err(unsafe_(
-                        &path,
-                        &format!(
-                            "a hard link to {}, which is not an earlier file of this tarball",
-                            shown(&link)
-                        ),
-                    ));
-                };
-                let src_m = &expected[&src];
-                if src_m.sha256 != m.sha256 {
-                    return Err(mismatch(
-                        &path,
-                        "a hard link whose content differs from the manifest's".into(),
-                    ));
-                }
-                let (from_dir, from_leaf) =
-                    root.parent_of(&src).map_err(|e| ioe(&dest.join(&src), e))?;
-                let (parent, leaf) = walk(&root)?;
-                parent
-                    .hard_link(&from_dir, &from_leaf, &leaf)
-                    .map_err(exists)?;
-                files.insert(path.clone());
-            }
-            tar::EntryType::Char | tar::EntryType::Block => {
-                return Err(unsafe_(&path, "a device file"));
-            }
-            tar::EntryType::Fifo => return Err(unsafe_(&path, "a FIFO")),
-            other => {
-                return Err(unsafe_(&path, &format!("unsupported entry type {other:?}")));
-            }
-        }
-        out.push(manifest_entry.cloned().expect("checked above"));
+    while let Some(next) = next_entry(&mut entries, &names)? {
+        out.push(stage.unpack(next, &expected, &mut written)?);
     }
-    if let Some(missing) = expected.keys().find(|p| !seen.contains(*p)) {
-        return Err(mismatch(
+    if let Some(missing) = expected.files.keys().find(|p| !written.seen.contains(*p)) {
+        return Err(names.mismatch(
             missing,
             "is in the manifest but not in the tarball (truncated?)".into(),
         ));
@@ -497,6 +110,560 @@ pub fn extract(
         manifest,
         entries: out,
     })
+}
+
+/// How one tarball is named in its errors: as given when tar cannot read the stream, escaped
+/// and cut ([`shown`]) in every other error.
+struct Names<'a> {
+    given: &'a str,
+    artifact: String,
+}
+
+impl<'a> Names<'a> {
+    fn new(given: &'a str) -> Self {
+        Names {
+            given,
+            artifact: shown(given),
+        }
+    }
+
+    fn corrupt(&self, e: io::Error) -> ExtractError {
+        ExtractError::Corrupt {
+            artifact: self.given.into(),
+            message: e.to_string(),
+        }
+    }
+
+    fn unsafe_(&self, path: &str, reason: &str) -> ExtractError {
+        ExtractError::Unsafe {
+            artifact: self.artifact.clone(),
+            path: shown(path),
+            reason: reason.into(),
+        }
+    }
+
+    fn mismatch(&self, path: &str, reason: String) -> ExtractError {
+        ExtractError::Mismatch {
+            artifact: self.artifact.clone(),
+            path: shown(path),
+            reason,
+        }
+    }
+
+    fn io(&self, path: &Path, source: io::Error) -> ExtractError {
+        ExtractError::Io {
+            artifact: self.artifact.clone(),
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Reads the manifest, which must be the first entry, a regular file of at most
+/// [`MAX_MANIFEST_BYTES`] under its own short name.
+fn read_manifest<R: Read>(
+    entries: &mut tar::Entries<'_, R>,
+    names: &Names,
+) -> Result<Manifest, ExtractError> {
+    let no_manifest = || ExtractError::NoManifest {
+        artifact: names.artifact.clone(),
+    };
+    let Some(Next {
+        entry: mut first,
+        name: first_name,
+        ..
+    }) = next_entry(entries, names)?
+    else {
+        return Err(no_manifest());
+    };
+    if first_name.is_some()
+        || first.path_bytes().as_ref() != MANIFEST_NAME.as_bytes()
+        || first.header().entry_type() != tar::EntryType::Regular
+        || first.size() > MAX_MANIFEST_BYTES
+    {
+        return Err(no_manifest());
+    }
+    let mut buf = Vec::new();
+    (&mut first)
+        .take(MAX_MANIFEST_BYTES)
+        .read_to_end(&mut buf)
+        .map_err(|e| names.corrupt(e))?;
+    drop(first);
+    let manifest: Manifest = serde_json::from_slice(&buf).map_err(|e| ExtractError::Corrupt {
+        artifact: names.artifact.clone(),
+        message: format!("invalid manifest: {e}"),
+    })?;
+    if !crate::recipe::is_component_name(&manifest.name) {
+        return Err(names.unsafe_(
+            &manifest.name,
+            "the manifest's component name is not a valid name (lowercase letters, digits, - _ ., at most 64)",
+        ));
+    }
+    if !crate::package::manifest::is_plain_word(&manifest.version) {
+        return Err(names.unsafe_(
+            &manifest.version,
+            "the manifest's version is not a plain word (at most 128 printable characters, no spaces)",
+        ));
+    }
+    Ok(manifest)
+}
+
+/// What the manifest promises: its entries by path, and the total size of its files.
+struct Expected {
+    files: BTreeMap<String, FileEntry>,
+    total: u64,
+}
+
+impl Expected {
+    /// Checks every path the manifest lists before any entry is written, so a tarball that could
+    /// never install is refused whole, and its total against `limit`.
+    fn from_manifest(manifest: &Manifest, limit: u64, names: &Names) -> Result<Self, ExtractError> {
+        let mut files: BTreeMap<String, FileEntry> = BTreeMap::new();
+        let mut total: u64 = 0;
+        for f in &manifest.files {
+            let Some(p) = normalize(&f.path).filter(|p| *p == f.path) else {
+                return Err(names.unsafe_(
+                    &f.path,
+                    "the manifest lists a path that is absolute, climbs with .., or is not normalized",
+                ));
+            };
+            if has_reserved(&p) {
+                return Err(names.unsafe_(
+                    &f.path,
+                    "the manifest lists a name beginning .rocforge, which rocforge keeps for its receipts and journal",
+                ));
+            }
+            if f.kind == Kind::Symlink
+                && let Some(rule) = symlink_refusal(&p, f.target.as_deref().unwrap_or_default())
+            {
+                return Err(names.unsafe_(
+                    &f.path,
+                    &format!("the manifest lists it as a symlink, and {rule}"),
+                ));
+            }
+            total = total.saturating_add(f.size);
+            files.insert(p, f.clone());
+        }
+        if total > limit {
+            return Err(ExtractError::TooBig {
+                artifact: names.artifact.clone(),
+                size: total,
+                limit,
+            });
+        }
+        Ok(Expected { files, total })
+    }
+}
+
+/// What the entries so far have written: later entries are checked against it.
+#[derive(Default)]
+struct Written {
+    symlinks: BTreeSet<String>,
+    files: BTreeSet<String>,
+    seen: BTreeSet<String>,
+    bytes: u64,
+}
+
+impl Written {
+    /// Takes `path` for this entry: refused when an earlier entry had it, or when it would be
+    /// written through a symlink or below a file.
+    fn claim(&mut self, path: &str, names: &Names) -> Result<(), ExtractError> {
+        if !self.seen.insert(path.to_string()) {
+            return Err(names.unsafe_(path, "appears twice"));
+        }
+        // Nothing may be written through a symlink, or below a file.
+        let mut anc = path;
+        while let Some((parent, _)) = anc.rsplit_once('/') {
+            if self.symlinks.contains(parent) {
+                return Err(names.unsafe_(path, "written through a symlink"));
+            }
+            if self.files.contains(parent) {
+                return Err(names.unsafe_(path, "below a regular file"));
+            }
+            anc = parent;
+        }
+        Ok(())
+    }
+
+    /// Counts a regular file's `size` (as its header says) before any of its bytes are read.
+    fn count(
+        &mut self,
+        path: &str,
+        size: u64,
+        m: &FileEntry,
+        expected: &Expected,
+        names: &Names,
+    ) -> Result<(), ExtractError> {
+        if size != m.size {
+            return Err(names.mismatch(
+                path,
+                format!(
+                    "the tarball says {size} bytes, the manifest {} bytes",
+                    m.size
+                ),
+            ));
+        }
+        self.bytes = self.bytes.saturating_add(size);
+        if self.bytes > expected.total {
+            return Err(ExtractError::TooBig {
+                artifact: names.artifact.clone(),
+                size: self.bytes,
+                limit: expected.total,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The directory entries are written into, held open.
+struct Stage<'a> {
+    names: &'a Names<'a>,
+    dest: &'a Path,
+    root: Dir,
+}
+
+impl Stage<'_> {
+    /// Checks one entry's path and kind and writes it; returns its manifest entry.
+    fn unpack<R: Read>(
+        &self,
+        next: Next<'_, R>,
+        expected: &Expected,
+        written: &mut Written,
+    ) -> Result<FileEntry, ExtractError> {
+        let Next {
+            mut entry,
+            name,
+            link,
+        } = next;
+        let names = self.names;
+        let path = entry_path(
+            name.unwrap_or_else(|| entry.path_bytes().into_owned()),
+            names,
+        )?;
+        let link_name = |entry: &tar::Entry<'_, R>| {
+            link.clone()
+                .or_else(|| entry.link_name_bytes().map(|b| b.into_owned()))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        let kind = entry.header().entry_type();
+        let mode = entry.header().mode().map_err(|e| names.corrupt(e))?;
+        if mode & 0o6000 != 0 {
+            return Err(names.unsafe_(&path, "setuid or setgid bit"));
+        }
+        written.claim(&path, names)?;
+        let manifest_entry = expected.files.get(&path);
+        let want_kind = |k: Kind| -> Result<&FileEntry, ExtractError> {
+            match manifest_entry {
+                Some(e) if e.kind == k => Ok(e),
+                Some(e) => Err(names.mismatch(
+                    &path,
+                    format!(
+                        "is a {k:?} in the tarball but a {:?} in the manifest",
+                        e.kind
+                    ),
+                )),
+                None => Err(names.mismatch(&path, "is not in the manifest".into())),
+            }
+        };
+        match kind {
+            tar::EntryType::Directory => {
+                want_kind(Kind::Dir)?;
+                self.make_dir(&path)?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let m = want_kind(Kind::File)?;
+                written.count(&path, entry.size(), m, expected, names)?;
+                self.write_file(&path, m, &mut entry)?;
+                written.files.insert(path.clone());
+            }
+            tar::EntryType::Symlink => {
+                let link = link_name(&entry);
+                if let Some(rule) = symlink_refusal(&path, &link) {
+                    return Err(
+                        names.unsafe_(&path, &format!("a symlink to {}: {rule}", shown(&link)))
+                    );
+                }
+                let m = want_kind(Kind::Symlink)?;
+                self.symlink(&path, m, &link)?;
+                written.symlinks.insert(path.clone());
+            }
+            tar::EntryType::Link => {
+                let m = want_kind(Kind::File)?;
+                self.hard_link(&path, m, &link_name(&entry), expected, written)?;
+                written.files.insert(path.clone());
+            }
+            tar::EntryType::Char | tar::EntryType::Block => {
+                return Err(names.unsafe_(&path, "a device file"));
+            }
+            tar::EntryType::Fifo => return Err(names.unsafe_(&path, "a FIFO")),
+            other => {
+                return Err(names.unsafe_(&path, &format!("unsupported entry type {other:?}")));
+            }
+        }
+        Ok(manifest_entry.cloned().expect("checked above"))
+    }
+
+    /// The directory holding `path` and its last component. Every component below `dest` is
+    /// opened without following links: one that is a symlink (or a file) where a directory
+    /// should be refuses the entry.
+    fn walk(&self, path: &str) -> Result<(Dir, CString), ExtractError> {
+        self.root.parent_of(path).map_err(|e| {
+            if not_a_dir(&e) {
+                self.names.unsafe_(
+                    path,
+                    "a directory above it is a symlink or a file (written through a link?)",
+                )
+            } else {
+                self.names.io(&self.dest.join(path), e)
+            }
+        })
+    }
+
+    /// The error for a failed create of `path`: something already there is another artifact's.
+    fn exists(&self, path: &str, e: io::Error) -> ExtractError {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            self.names.unsafe_(
+                path,
+                "already exists in the staging directory (another artifact of this install has it)",
+            )
+        } else {
+            self.names.io(&self.dest.join(path), e)
+        }
+    }
+
+    /// A symlink whose target the manifest records (checked against the tree's rules already).
+    fn symlink(&self, path: &str, m: &FileEntry, link: &str) -> Result<(), ExtractError> {
+        if m.target.as_deref() != Some(link) {
+            return Err(self.names.mismatch(
+                path,
+                "the symlink target differs from the manifest's".into(),
+            ));
+        }
+        let (parent, leaf) = self.walk(path)?;
+        parent
+            .symlink(link, &leaf)
+            .map_err(|e| self.exists(path, e))?;
+        Ok(())
+    }
+
+    fn make_dir(&self, path: &str) -> Result<(), ExtractError> {
+        let (parent, leaf) = self.walk(path)?;
+        parent.child_dir(&leaf, true).map_err(|e| {
+            if not_a_dir(&e) {
+                self.names
+                    .unsafe_(path, "a directory path is already something else")
+            } else {
+                self.names.io(&self.dest.join(path), e)
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Writes a regular file's bytes, hashing them as they arrive: the stream is never trusted
+    /// past the size the manifest records.
+    fn write_file<R: Read>(
+        &self,
+        path: &str,
+        m: &FileEntry,
+        entry: &mut tar::Entry<'_, R>,
+    ) -> Result<(), ExtractError> {
+        let names = self.names;
+        let target_path = self.dest.join(path);
+        let perm = if m.executable { 0o755 } else { 0o644 };
+        let (parent, leaf) = self.walk(path)?;
+        let f = parent
+            .create_file(&leaf, perm)
+            .map_err(|e| self.exists(path, e))?;
+        let mut w = io::BufWriter::with_capacity(256 * 1024, f);
+        let mut h = Sha256::new();
+        let mut got: u64 = 0;
+        let mut chunk = vec![0u8; 256 * 1024];
+        loop {
+            let n = entry.read(&mut chunk).map_err(|e| names.corrupt(e))?;
+            if n == 0 {
+                break;
+            }
+            got += n as u64;
+            if got > m.size {
+                return Err(names.mismatch(
+                    path,
+                    format!("more than the {} bytes the manifest records", m.size),
+                ));
+            }
+            h.update(&chunk[..n]);
+            w.write_all(&chunk[..n])
+                .map_err(|e| names.io(&target_path, e))?;
+        }
+        w.flush().map_err(|e| names.io(&target_path, e))?;
+        if got != m.size {
+            return Err(names.mismatch(path, format!("{got} bytes, the manifest says {}", m.size)));
+        }
+        let sha = hex::encode(h.finalize());
+        if Some(&sha) != m.sha256.as_ref() {
+            return Err(names.mismatch(
+                path,
+                format!(
+                    "sha256 {sha} does not match the manifest's {}",
+                    shown(m.sha256.as_deref().unwrap_or("(none)"))
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Links `path` to `link`, which must be an earlier regular file of this tarball with the
+    /// same content in the manifest.
+    fn hard_link(
+        &self,
+        path: &str,
+        m: &FileEntry,
+        link: &str,
+        expected: &Expected,
+        written: &Written,
+    ) -> Result<(), ExtractError> {
+        let names = self.names;
+        let Some(src) = normalize(link).filter(|s| written.files.contains(s)) else {
+            return Err(names.unsafe_(
+                path,
+                &format!(
+                    "a hard link to {}, which is not an earlier file of this tarball",
+                    shown(link)
+                ),
+            ));
+        };
+        let src_m = &expected.files[&src];
+        if src_m.sha256 != m.sha256 {
+            return Err(names.mismatch(
+                path,
+                "a hard link whose content differs from the manifest's".into(),
+            ));
+        }
+        let (from_dir, from_leaf) = self
+            .root
+            .parent_of(&src)
+            .map_err(|e| names.io(&self.dest.join(&src), e))?;
+        let (parent, leaf) = self.walk(path)?;
+        parent
+            .hard_link(&from_dir, &from_leaf, &leaf)
+            .map_err(|e| self.exists(path, e))?;
+        Ok(())
+    }
+}
+
+/// An entry's path, normalized; refused when it is not UTF-8, leaves the tree or is one of
+/// rocforge's own names.
+fn entry_path(raw: Vec<u8>, names: &Names) -> Result<String, ExtractError> {
+    let raw = String::from_utf8(raw).map_err(|e| {
+        names.unsafe_(
+            &String::from_utf8_lossy(e.as_bytes()),
+            "the path is not UTF-8",
+        )
+    })?;
+    let Some(path) = normalize(&raw) else {
+        let reason = if raw.starts_with('/') {
+            "absolute path"
+        } else if raw.split('/').any(|c| c == "..") {
+            "the path climbs out of the prefix with .."
+        } else {
+            "the path is empty or holds a NUL or a backslash"
+        };
+        return Err(names.unsafe_(&raw, reason));
+    };
+    if has_reserved(&path) {
+        return Err(names.unsafe_(
+            &path,
+            "a name beginning .rocforge, which rocforge keeps for its receipts and journal",
+        ));
+    }
+    Ok(path)
+}
+
+/// An entry with the long name and link that the extension headers before it gave it.
+struct Next<'a, R: Read> {
+    entry: tar::Entry<'a, R>,
+    name: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+}
+
+/// The next entry that is not a long name or a PAX header, with the long name and link those
+/// headers gave it.
+fn next_entry<'a, R: Read>(
+    entries: &mut tar::Entries<'a, R>,
+    names: &Names,
+) -> Result<Option<Next<'a, R>>, ExtractError> {
+    let mut long_name: Option<Vec<u8>> = None;
+    let mut long_link: Option<Vec<u8>> = None;
+    loop {
+        let Some(e) = entries.next() else {
+            if long_name.is_some() || long_link.is_some() {
+                return Err(names.corrupt(io::Error::other(
+                    "a long name or PAX header without the entry it describes",
+                )));
+            }
+            return Ok(None);
+        };
+        let mut e = e.map_err(|e| names.corrupt(e))?;
+        let kind = e.header().entry_type();
+        let ext = kind.is_gnu_longname()
+            || kind.is_gnu_longlink()
+            || kind.is_pax_local_extensions()
+            || kind.is_pax_global_extensions();
+        if !ext {
+            return Ok(Some(Next {
+                entry: e,
+                name: long_name,
+                link: long_link,
+            }));
+        }
+        if e.size() > MAX_EXTENSION_BYTES {
+            return Err(ExtractError::Unsafe {
+                artifact: names.artifact.clone(),
+                path: format!("<{kind:?} header>"),
+                reason: format!(
+                    "{} bytes, more than the {MAX_EXTENSION_BYTES} a long name or PAX header may hold",
+                    e.size()
+                ),
+            });
+        }
+        let mut buf = Vec::new();
+        (&mut e)
+            .take(MAX_EXTENSION_BYTES)
+            .read_to_end(&mut buf)
+            .map_err(|e| names.corrupt(e))?;
+        let slot = if kind.is_gnu_longname() {
+            &mut long_name
+        } else if kind.is_gnu_longlink() {
+            &mut long_link
+        } else if kind.is_pax_local_extensions() {
+            // rocforge's tarballs are GNU; PAX path and linkpath are honoured, a PAX size is
+            // not (it would make this reader and tar(1) see different entries).
+            for rec in pax_records(&buf).map_err(|e| names.corrupt(e))? {
+                match rec.0.as_str() {
+                    "path" => long_name = Some(rec.1),
+                    "linkpath" => long_link = Some(rec.1),
+                    "size" => {
+                        return Err(ExtractError::Unsafe {
+                            artifact: names.artifact.clone(),
+                            path: "<PAX header>".into(),
+                            reason: "a PAX size record (rocforge tarballs carry none)".into(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        } else {
+            continue;
+        };
+        if slot.is_some() {
+            return Err(names.corrupt(io::Error::other("two long names describing the same entry")));
+        }
+        if buf.last() == Some(&0) {
+            buf.pop();
+        }
+        *slot = Some(buf);
+    }
 }
 
 /// Moves what [`extract`] put into `from` (`entries`, its result) into `to`, the staging shared
@@ -571,13 +738,6 @@ pub fn gather(
         staged.insert(e.path.clone(), artifact.to_string());
     }
     Ok(())
-}
-
-/// An entry with the long name and link that the extension headers before it gave it.
-struct Next<'a, R: Read> {
-    entry: tar::Entry<'a, R>,
-    name: Option<Vec<u8>>,
-    link: Option<Vec<u8>>,
 }
 
 /// PAX records (`LEN KEY=VALUE\n`).
