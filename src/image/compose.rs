@@ -70,100 +70,13 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
         .unwrap_or_default();
     diff_ids.push(layer.diff_id.clone().into());
     c["rootfs"] = serde_json::json!({"type": "layers", "diff_ids": diff_ids});
-    // environment: ordered as the base had it, ours replaced in place or appended
     if !c["config"].is_object() {
         c["config"] = serde_json::json!({});
     }
-    let env: Vec<String> = c["config"]["Env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.as_str().map(str::to_string))
-        .collect();
-    let get = |k: &str| {
-        env.iter()
-            .find_map(|e| e.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
-    };
-    let ours = [
-        (
-            "PATH",
-            prepend(
-                &format!("{prefix}/bin"),
-                Some(get("PATH").unwrap_or(DEFAULT_PATH)),
-            ),
-        ),
-        ("ROCM_PATH", prefix.clone()),
-        (
-            "LD_LIBRARY_PATH",
-            prepend(&format!("{prefix}/lib"), get("LD_LIBRARY_PATH")),
-        ),
-    ];
-    let mut new_env: Vec<String> = env
-        .iter()
-        .map(|e| {
-            let k = e.split_once('=').map_or(e.as_str(), |(k, _)| k);
-            match ours.iter().find(|(o, _)| *o == k) {
-                Some((o, v)) => format!("{o}={v}"),
-                None => e.clone(),
-            }
-        })
-        .collect();
-    for (k, v) in &ours {
-        if get(k).is_none() {
-            new_env.push(format!("{k}={v}"));
-        }
-    }
-    c["config"]["Env"] = new_env.into();
-    // labels
+    let env = environment(&c["config"]["Env"], &prefix);
+    c["config"]["Env"] = env.into();
     let names: Vec<&str> = spec.components.iter().map(|c| c.name.as_str()).collect();
-    let mut labels: BTreeMap<String, String> = c["config"]["Labels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect();
-    let base_name = base.name.clone();
-    labels.extend(
-        [
-            ("org.opencontainers.image.created", created.clone()),
-            (
-                "org.opencontainers.image.title",
-                format!("rocforge {}", names.join(" ")),
-            ),
-            (
-                "org.opencontainers.image.description",
-                format!(
-                    "{} ({}) for {}, built by rocforge, installed in {prefix}",
-                    names.join(", "),
-                    spec.release,
-                    spec.targets.join(",")
-                ),
-            ),
-            ("org.opencontainers.image.version", spec.release.to_string()),
-            ("org.opencontainers.image.base.name", base_name.clone()),
-            ("org.opencontainers.image.base.digest", base.digest.clone()),
-            (
-                "rocforge.components",
-                spec.components
-                    .iter()
-                    .map(|c| format!("{}={}", c.name, c.version))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            (
-                "rocforge.keys",
-                spec.components
-                    .iter()
-                    .map(|c| format!("{}={}", c.name, c.key))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            ("rocforge.targets", spec.targets.join(",")),
-            ("rocforge.prefix", prefix.clone()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v)),
-    );
+    let labels = labels(&c["config"]["Labels"], base, spec, &prefix, &created);
     c["config"]["Labels"] = serde_json::to_value(&labels).expect("plain data");
     // history
     let mut history = c["history"].as_array().cloned().unwrap_or_default();
@@ -188,7 +101,10 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
         },
         layers,
         annotations: [
-            ("org.opencontainers.image.base.name".to_string(), base_name),
+            (
+                "org.opencontainers.image.base.name".to_string(),
+                base.name.clone(),
+            ),
             (
                 "org.opencontainers.image.base.digest".to_string(),
                 base.digest.clone(),
@@ -198,4 +114,109 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
         .into(),
     };
     Image { config, manifest }
+}
+
+/// The base's environment (`env`, its `Env`) with ours set for the stack under `prefix`:
+/// ordered as the base had it, ours replaced in place or appended.
+fn environment(env: &serde_json::Value, prefix: &str) -> Vec<String> {
+    let env: Vec<String> = env
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(str::to_string))
+        .collect();
+    let get = |k: &str| {
+        env.iter()
+            .find_map(|e| e.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+    };
+    let ours = [
+        (
+            "PATH",
+            prepend(
+                &format!("{prefix}/bin"),
+                Some(get("PATH").unwrap_or(DEFAULT_PATH)),
+            ),
+        ),
+        ("ROCM_PATH", prefix.to_string()),
+        (
+            "LD_LIBRARY_PATH",
+            prepend(&format!("{prefix}/lib"), get("LD_LIBRARY_PATH")),
+        ),
+    ];
+    let mut new_env: Vec<String> = env
+        .iter()
+        .map(|e| {
+            let k = e.split_once('=').map_or(e.as_str(), |(k, _)| k);
+            match ours.iter().find(|(o, _)| *o == k) {
+                Some((o, v)) => format!("{o}={v}"),
+                None => e.clone(),
+            }
+        })
+        .collect();
+    for (k, v) in &ours {
+        if get(k).is_none() {
+            new_env.push(format!("{k}={v}"));
+        }
+    }
+    new_env
+}
+
+/// The base's labels (`old`, its `Labels`) with the image's own added: what it holds, what it
+/// was made from, and where the stack is.
+fn labels(
+    old: &serde_json::Value,
+    base: &Base,
+    spec: &Spec<'_>,
+    prefix: &str,
+    created: &str,
+) -> BTreeMap<String, String> {
+    let names: Vec<&str> = spec.components.iter().map(|c| c.name.as_str()).collect();
+    let mut labels: BTreeMap<String, String> = old
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    labels.extend(
+        [
+            ("org.opencontainers.image.created", created.to_string()),
+            (
+                "org.opencontainers.image.title",
+                format!("rocforge {}", names.join(" ")),
+            ),
+            (
+                "org.opencontainers.image.description",
+                format!(
+                    "{} ({}) for {}, built by rocforge, installed in {prefix}",
+                    names.join(", "),
+                    spec.release,
+                    spec.targets.join(",")
+                ),
+            ),
+            ("org.opencontainers.image.version", spec.release.to_string()),
+            ("org.opencontainers.image.base.name", base.name.clone()),
+            ("org.opencontainers.image.base.digest", base.digest.clone()),
+            (
+                "rocforge.components",
+                spec.components
+                    .iter()
+                    .map(|c| format!("{}={}", c.name, c.version))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "rocforge.keys",
+                spec.components
+                    .iter()
+                    .map(|c| format!("{}={}", c.name, c.key))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            ("rocforge.targets", spec.targets.join(",")),
+            ("rocforge.prefix", prefix.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    labels
 }

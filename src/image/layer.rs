@@ -46,7 +46,6 @@ impl Layer {
         }
     }
 }
-
 /// Writes one layer (in `work_dir`) holding every component's tree under `prefix`: the union
 /// of the trees, sorted by path, with the prefix's parent directories first. The same path in
 /// two components must be the same (directories always are).
@@ -57,65 +56,12 @@ pub fn write_layer(
     work_dir: &Path,
 ) -> Result<Layer, ImageError> {
     let prefix = prefix.trim_matches('/');
-    // path in the layer → (index of the component, entry relative to its tree)
-    let mut all: BTreeMap<String, (Option<usize>, FileEntry)> = BTreeMap::new();
-    let mut parent = String::new();
-    for part in prefix.split('/').filter(|p| !p.is_empty()) {
-        parent = if parent.is_empty() {
-            part.to_string()
-        } else {
-            format!("{parent}/{part}")
-        };
-        all.insert(
-            parent.clone(),
-            (
-                None,
-                FileEntry {
-                    path: parent.clone(),
-                    kind: Kind::Dir,
-                    size: 0,
-                    sha256: None,
-                    executable: false,
-                    target: None,
-                },
-            ),
-        );
-    }
     let under = if prefix.is_empty() {
         String::new()
     } else {
         format!("{prefix}/")
     };
-    let mut needed: BTreeMap<String, String> = BTreeMap::new();
-    let mut provided = std::collections::BTreeSet::new();
-    for (i, c) in components.iter().enumerate() {
-        let scan = tarball::scan(&c.tree, &[])?;
-        provided.extend(scan.sonames.iter().cloned());
-        for n in &scan.needed {
-            needed.entry(n.clone()).or_insert_with(|| c.name.clone());
-        }
-        for e in scan.files {
-            let name = format!("{under}{}", e.path);
-            match all.get(&name) {
-                None => {
-                    all.insert(name, (Some(i), e));
-                }
-                Some((_, old)) if old.kind == Kind::Dir && e.kind == Kind::Dir => {}
-                Some((_, old))
-                    if old.kind == e.kind
-                        && old.sha256 == e.sha256
-                        && old.executable == e.executable
-                        && old.target == e.target => {}
-                Some((j, _)) => {
-                    return Err(ImageError::Conflict {
-                        path: format!("/{name}"),
-                        first: j.map_or("the prefix".into(), |j| components[j].name.clone()),
-                        second: c.name.clone(),
-                    });
-                }
-            }
-        }
-    }
+    let Union { all, needs } = union(components, prefix, &under)?;
 
     std::fs::create_dir_all(work_dir).map_err(io_err(work_dir))?;
     let tmp = tempfile::Builder::new()
@@ -172,9 +118,85 @@ pub fn write_layer(
         size: bytes,
         diff_id,
         entries: all.len(),
+        needs,
+    })
+}
+
+/// What goes into the layer, before any of it is written.
+struct Union {
+    /// path in the layer → (index of the component, entry relative to its tree)
+    all: BTreeMap<String, (Option<usize>, FileEntry)>,
+    /// As [`Layer::needs`].
+    needs: BTreeMap<String, String>,
+}
+
+/// The union of the components' trees under `under` (`prefix/`), the prefix's own directories
+/// included; refused when two components have the same path with different contents.
+fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, ImageError> {
+    let mut all = prefix_dirs(prefix);
+    let mut needed: BTreeMap<String, String> = BTreeMap::new();
+    let mut provided = std::collections::BTreeSet::new();
+    for (i, c) in components.iter().enumerate() {
+        let scan = tarball::scan(&c.tree, &[])?;
+        provided.extend(scan.sonames.iter().cloned());
+        for n in &scan.needed {
+            needed.entry(n.clone()).or_insert_with(|| c.name.clone());
+        }
+        for e in scan.files {
+            let name = format!("{under}{}", e.path);
+            match all.get(&name) {
+                None => {
+                    all.insert(name, (Some(i), e));
+                }
+                Some((_, old)) if old.kind == Kind::Dir && e.kind == Kind::Dir => {}
+                Some((_, old))
+                    if old.kind == e.kind
+                        && old.sha256 == e.sha256
+                        && old.executable == e.executable
+                        && old.target == e.target => {}
+                Some((j, _)) => {
+                    return Err(ImageError::Conflict {
+                        path: format!("/{name}"),
+                        first: j.map_or("the prefix".into(), |j| components[j].name.clone()),
+                        second: c.name.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Union {
+        all,
         needs: needed
             .into_iter()
             .filter(|(n, _)| !provided.contains(n))
             .collect(),
     })
+}
+
+/// The directories of `prefix` (`opt`, `opt/rocm`), which belong to no component.
+fn prefix_dirs(prefix: &str) -> BTreeMap<String, (Option<usize>, FileEntry)> {
+    let mut all = BTreeMap::new();
+    let mut parent = String::new();
+    for part in prefix.split('/').filter(|p| !p.is_empty()) {
+        parent = if parent.is_empty() {
+            part.to_string()
+        } else {
+            format!("{parent}/{part}")
+        };
+        all.insert(
+            parent.clone(),
+            (
+                None,
+                FileEntry {
+                    path: parent.clone(),
+                    kind: Kind::Dir,
+                    size: 0,
+                    sha256: None,
+                    executable: false,
+                    target: None,
+                },
+            ),
+        );
+    }
+    all
 }

@@ -129,6 +129,41 @@ pub fn local_base(
     shown: &str,
     work_dir: &Path,
 ) -> Result<Base, ImageError> {
+    let id = image_id(tool, name, shown)?;
+    let unpacked = work_dir.join("bases").join(format!("{}-{id}", tool.tool()));
+    if !unpacked.join(DIGESTS).exists() {
+        save(tool, name, shown, &unpacked)?;
+    }
+    let digests: BTreeMap<String, (String, u64)> = {
+        let p = unpacked.join(DIGESTS);
+        let b = std::fs::read(&p).map_err(io_err(&p))?;
+        serde_json::from_slice(&b).map_err(|e| ImageError::Base {
+            reference: shown.to_string(),
+            message: format!("{}: {e}", p.display()),
+        })?
+    };
+    let saved = Saved {
+        dir: unpacked,
+        digests,
+        shown,
+    };
+    let mut blobs = BTreeMap::new();
+    let (digest, config, layers) = match tool {
+        Loader::Podman => saved.oci_image(&mut blobs)?,
+        Loader::Docker => saved.docker_image(&mut blobs)?,
+    };
+    check_config(&config, layers.len()).map_err(|m| saved.bad(m))?;
+    Ok(Base {
+        name: name.to_string(),
+        source: BaseSource::Local { blobs },
+        digest,
+        config,
+        layers,
+    })
+}
+
+/// The ID `tool` gives the image `name` (hex, without `sha256:`).
+fn image_id(tool: Loader, name: &str, shown: &str) -> Result<String, ImageError> {
     use crate::process::{Cmd, ProcessError};
     let missing = |message: String| ImageError::LocalMissing {
         reference: shown.to_string(),
@@ -153,169 +188,175 @@ pub fn local_base(
             tool.tool()
         )));
     }
-    let unpacked = work_dir.join("bases").join(format!("{}-{id}", tool.tool()));
-    if !unpacked.join(DIGESTS).exists() {
-        save(tool, name, shown, &unpacked)?;
+    Ok(id)
+}
+
+/// A saved image unpacked in `dir`, with what [`save`] recorded of each file.
+struct Saved<'a> {
+    dir: PathBuf,
+    digests: BTreeMap<String, (String, u64)>,
+    /// The base as the user named it, for errors.
+    shown: &'a str,
+}
+
+/// (manifest digest, config, layers) of a saved image.
+type Parts = (String, serde_json::Value, Vec<Descriptor>);
+
+impl Saved<'_> {
+    fn bad(&self, message: String) -> ImageError {
+        ImageError::Base {
+            reference: self.shown.to_string(),
+            message,
+        }
     }
-    let digests: BTreeMap<String, (String, u64)> = {
-        let p = unpacked.join(DIGESTS);
-        let b = std::fs::read(&p).map_err(io_err(&p))?;
-        serde_json::from_slice(&b).map_err(|e| ImageError::Base {
-            reference: shown.to_string(),
-            message: format!("{}: {e}", p.display()),
-        })?
-    };
-    // A kept file whose size changed since it was hashed is no longer what was checked.
-    let checked = |rel: &str| -> Result<(PathBuf, String, u64), ImageError> {
-        let (d, size) = digests.get(rel).ok_or_else(|| ImageError::Base {
-            reference: shown.to_string(),
+
+    /// The kept file `rel`, its digest and size. A kept file whose size changed since it was
+    /// hashed is no longer what was checked.
+    fn checked(&self, rel: &str) -> Result<(PathBuf, String, u64), ImageError> {
+        let (d, size) = self.digests.get(rel).ok_or_else(|| ImageError::Base {
+            reference: self.shown.to_string(),
             message: format!("its saved archive has no {rel}"),
         })?;
-        let p = unpacked.join(rel);
+        let p = self.dir.join(rel);
         let now = std::fs::metadata(&p).map_err(io_err(&p))?.len();
         if now != *size {
             return Err(ImageError::Base {
-                reference: shown.to_string(),
+                reference: self.shown.to_string(),
                 message: format!(
                     "{} changed since it was saved ({now} bytes, not {size}): remove {}",
                     p.display(),
-                    unpacked.display()
+                    self.dir.display()
                 ),
             });
         }
         Ok((p, d.clone(), *size))
-    };
-    let bad = |message: String| ImageError::Base {
-        reference: shown.to_string(),
-        message,
-    };
-    let read_json = |rel: &str| -> Result<(Vec<u8>, serde_json::Value), ImageError> {
-        let (p, _, _) = checked(rel)?;
+    }
+
+    fn read_json(&self, rel: &str) -> Result<(Vec<u8>, serde_json::Value), ImageError> {
+        let (p, _, _) = self.checked(rel)?;
         let b = std::fs::read(&p).map_err(io_err(&p))?;
         let v = serde_json::from_slice(&b)
-            .map_err(|e| bad(format!("{rel} in the saved archive is not JSON: {e}")))?;
+            .map_err(|e| self.bad(format!("{rel} in the saved archive is not JSON: {e}")))?;
         Ok((b, v))
-    };
-    let mut blobs = BTreeMap::new();
-    let (digest, config, layers) = match tool {
-        Loader::Podman => {
-            let (_, index) = read_json("index.json")?;
-            let manifests = index["manifests"].as_array().cloned().unwrap_or_default();
-            let [m] = manifests.as_slice() else {
-                return Err(bad(format!(
-                    "its saved index lists {} manifests, not one",
-                    manifests.len()
-                )));
-            };
-            let digest = m["digest"].as_str().unwrap_or_default().to_string();
-            let blob = |d: &str| -> Result<PathBuf, ImageError> {
-                let hexd = d
-                    .strip_prefix("sha256:")
-                    .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
-                let hexd = hexd.ok_or_else(|| bad(format!("unsupported digest {d:?}")))?;
-                let (p, got, _) = checked(&format!("blobs/sha256/{hexd}"))?;
-                if got != d {
-                    return Err(bad(format!("its blob {d} reads back as {got}")));
-                }
-                Ok(p)
-            };
-            let mp = blob(&digest)?;
-            let mbytes = std::fs::read(&mp).map_err(io_err(&mp))?;
-            let mut v: serde_json::Value = serde_json::from_slice(&mbytes)
-                .map_err(|e| bad(format!("its manifest is not JSON: {e}")))?;
-            if v["mediaType"].is_null() {
-                v["mediaType"] = IMAGE_MANIFEST.into();
-            }
-            let m: ImageManifest = serde_json::from_value(v)
-                .map_err(|e| bad(format!("its manifest is not an image manifest: {e}")))?;
-            let cp = blob(&m.config.digest)?;
-            let cbytes = std::fs::read(&cp).map_err(io_err(&cp))?;
-            let config: serde_json::Value = serde_json::from_slice(&cbytes)
-                .map_err(|e| bad(format!("its config is not JSON: {e}")))?;
-            let mut layers = Vec::new();
-            for l in m.layers {
-                let p = blob(&l.digest)?;
-                let media_type = match l.media_type.as_str() {
-                    DOCKER_LAYER_GZIP => LAYER_TAR_GZIP.to_string(),
-                    t if t.starts_with("application/vnd.oci.image.layer.v1.tar") => t.to_string(),
-                    t => return Err(bad(format!("unsupported layer type {t} ({})", l.digest))),
-                };
-                blobs.insert(l.digest.clone(), p);
-                layers.push(Descriptor { media_type, ..l });
-            }
-            (digest, config, layers)
+    }
+
+    /// The file of blob `d` in an OCI layout, which must read back as `d`.
+    fn blob(&self, d: &str) -> Result<PathBuf, ImageError> {
+        let hexd = d
+            .strip_prefix("sha256:")
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let hexd = hexd.ok_or_else(|| self.bad(format!("unsupported digest {d:?}")))?;
+        let (p, got, _) = self.checked(&format!("blobs/sha256/{hexd}"))?;
+        if got != d {
+            return Err(self.bad(format!("its blob {d} reads back as {got}")));
         }
-        Loader::Docker => {
-            let (_, manifest) = read_json("manifest.json")?;
-            let entries = manifest.as_array().cloned().unwrap_or_default();
-            let [m] = entries.as_slice() else {
-                return Err(bad(format!(
-                    "its saved manifest.json lists {} images, not one",
-                    entries.len()
-                )));
+        Ok(p)
+    }
+
+    /// podman's oci-archive: an OCI layout whose index lists the one image.
+    fn oci_image(&self, blobs: &mut BTreeMap<String, PathBuf>) -> Result<Parts, ImageError> {
+        let bad = |m| self.bad(m);
+        let (_, index) = self.read_json("index.json")?;
+        let manifests = index["manifests"].as_array().cloned().unwrap_or_default();
+        let [m] = manifests.as_slice() else {
+            return Err(bad(format!(
+                "its saved index lists {} manifests, not one",
+                manifests.len()
+            )));
+        };
+        let digest = m["digest"].as_str().unwrap_or_default().to_string();
+        let mp = self.blob(&digest)?;
+        let mbytes = std::fs::read(&mp).map_err(io_err(&mp))?;
+        let mut v: serde_json::Value = serde_json::from_slice(&mbytes)
+            .map_err(|e| bad(format!("its manifest is not JSON: {e}")))?;
+        if v["mediaType"].is_null() {
+            v["mediaType"] = IMAGE_MANIFEST.into();
+        }
+        let m: ImageManifest = serde_json::from_value(v)
+            .map_err(|e| bad(format!("its manifest is not an image manifest: {e}")))?;
+        let cp = self.blob(&m.config.digest)?;
+        let cbytes = std::fs::read(&cp).map_err(io_err(&cp))?;
+        let config: serde_json::Value = serde_json::from_slice(&cbytes)
+            .map_err(|e| bad(format!("its config is not JSON: {e}")))?;
+        let mut layers = Vec::new();
+        for l in m.layers {
+            let p = self.blob(&l.digest)?;
+            let media_type = match l.media_type.as_str() {
+                DOCKER_LAYER_GZIP => LAYER_TAR_GZIP.to_string(),
+                t if t.starts_with("application/vnd.oci.image.layer.v1.tar") => t.to_string(),
+                t => return Err(bad(format!("unsupported layer type {t} ({})", l.digest))),
             };
-            let config_rel = m["Config"].as_str().unwrap_or_default().to_string();
-            let (cbytes, config) = read_json(&config_rel)?;
-            let config_digest = crate::oci::digest_of(&cbytes);
-            let diff_ids: Vec<String> = config["rootfs"]["diff_ids"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.as_str().map(str::to_string))
-                .collect();
-            let rels: Vec<String> = m["Layers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.as_str().map(str::to_string))
-                .collect();
-            if rels.len() != diff_ids.len() {
+            blobs.insert(l.digest.clone(), p);
+            layers.push(Descriptor { media_type, ..l });
+        }
+        Ok((digest, config, layers))
+    }
+
+    /// docker's archive: manifest.json, the config and uncompressed layers, and no image
+    /// manifest, so one is made here.
+    fn docker_image(&self, blobs: &mut BTreeMap<String, PathBuf>) -> Result<Parts, ImageError> {
+        let bad = |m| self.bad(m);
+        let (_, manifest) = self.read_json("manifest.json")?;
+        let entries = manifest.as_array().cloned().unwrap_or_default();
+        let [m] = entries.as_slice() else {
+            return Err(bad(format!(
+                "its saved manifest.json lists {} images, not one",
+                entries.len()
+            )));
+        };
+        let config_rel = m["Config"].as_str().unwrap_or_default().to_string();
+        let (cbytes, config) = self.read_json(&config_rel)?;
+        let config_digest = crate::oci::digest_of(&cbytes);
+        let diff_ids: Vec<String> = config["rootfs"]["diff_ids"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str().map(str::to_string))
+            .collect();
+        let rels: Vec<String> = m["Layers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str().map(str::to_string))
+            .collect();
+        if rels.len() != diff_ids.len() {
+            return Err(bad(format!(
+                "its config lists {} layer(s), its archive {}",
+                diff_ids.len(),
+                rels.len()
+            )));
+        }
+        let mut layers = Vec::new();
+        for (rel, want) in rels.iter().zip(&diff_ids) {
+            let (p, got, size) = self.checked(rel)?;
+            // docker save writes each layer uncompressed: its digest is its diff_id.
+            if &got != want {
                 return Err(bad(format!(
-                    "its config lists {} layer(s), its archive {}",
-                    diff_ids.len(),
-                    rels.len()
+                    "its layer {rel} reads back as {got}, not {want}"
                 )));
             }
-            let mut layers = Vec::new();
-            for (rel, want) in rels.iter().zip(&diff_ids) {
-                let (p, got, size) = checked(rel)?;
-                // docker save writes each layer uncompressed: its digest is its diff_id.
-                if &got != want {
-                    return Err(bad(format!(
-                        "its layer {rel} reads back as {got}, not {want}"
-                    )));
-                }
-                blobs.insert(got.clone(), p);
-                layers.push(Descriptor {
-                    media_type: LAYER_TAR.into(),
-                    digest: got,
-                    size,
-                    annotations: BTreeMap::new(),
-                });
-            }
-            let manifest = ImageManifest {
-                schema_version: 2,
-                media_type: IMAGE_MANIFEST.into(),
-                artifact_type: None,
-                config: Descriptor {
-                    media_type: OCI_CONFIG.into(),
-                    digest: config_digest,
-                    size: cbytes.len() as u64,
-                    annotations: BTreeMap::new(),
-                },
-                layers: layers.clone(),
+            blobs.insert(got.clone(), p);
+            layers.push(Descriptor {
+                media_type: LAYER_TAR.into(),
+                digest: got,
+                size,
                 annotations: BTreeMap::new(),
-            };
-            let digest = crate::oci::digest_of(&serde_json::to_vec(&manifest).expect("plain data"));
-            (digest, config, layers)
+            });
         }
-    };
-    check_config(&config, layers.len()).map_err(bad)?;
-    Ok(Base {
-        name: name.to_string(),
-        source: BaseSource::Local { blobs },
-        digest,
-        config,
-        layers,
-    })
+        let manifest = ImageManifest {
+            schema_version: 2,
+            media_type: IMAGE_MANIFEST.into(),
+            artifact_type: None,
+            config: Descriptor {
+                media_type: OCI_CONFIG.into(),
+                digest: config_digest,
+                size: cbytes.len() as u64,
+                annotations: BTreeMap::new(),
+            },
+            layers: layers.clone(),
+            annotations: BTreeMap::new(),
+        };
+        let digest = crate::oci::digest_of(&serde_json::to_vec(&manifest).expect("plain data"));
+        Ok((digest, config, layers))
+    }
 }
