@@ -17,7 +17,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::CString;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -26,6 +25,12 @@ use crate::package::manifest::{
     FileEntry, Kind, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, has_reserved, normalize,
     symlink_refusal,
 };
+
+mod dir;
+mod headers;
+
+pub use dir::{Dir, not_a_dir};
+use headers::{Next, next_entry};
 
 /// The default cap on what one install (or cache pull) unpacks.
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
@@ -579,93 +584,6 @@ fn entry_path(raw: Vec<u8>, names: &Names) -> Result<String, ExtractError> {
     Ok(path)
 }
 
-/// An entry with the long name and link that the extension headers before it gave it.
-struct Next<'a, R: Read> {
-    entry: tar::Entry<'a, R>,
-    name: Option<Vec<u8>>,
-    link: Option<Vec<u8>>,
-}
-
-/// The next entry that is not a long name or a PAX header, with the long name and link those
-/// headers gave it.
-fn next_entry<'a, R: Read>(
-    entries: &mut tar::Entries<'a, R>,
-    names: &Names,
-) -> Result<Option<Next<'a, R>>, ExtractError> {
-    let mut long_name: Option<Vec<u8>> = None;
-    let mut long_link: Option<Vec<u8>> = None;
-    loop {
-        let Some(e) = entries.next() else {
-            if long_name.is_some() || long_link.is_some() {
-                return Err(names.corrupt(io::Error::other(
-                    "a long name or PAX header without the entry it describes",
-                )));
-            }
-            return Ok(None);
-        };
-        let mut e = e.map_err(|e| names.corrupt(e))?;
-        let kind = e.header().entry_type();
-        let ext = kind.is_gnu_longname()
-            || kind.is_gnu_longlink()
-            || kind.is_pax_local_extensions()
-            || kind.is_pax_global_extensions();
-        if !ext {
-            return Ok(Some(Next {
-                entry: e,
-                name: long_name,
-                link: long_link,
-            }));
-        }
-        if e.size() > MAX_EXTENSION_BYTES {
-            return Err(ExtractError::Unsafe {
-                artifact: names.artifact.clone(),
-                path: format!("<{kind:?} header>"),
-                reason: format!(
-                    "{} bytes, more than the {MAX_EXTENSION_BYTES} a long name or PAX header may hold",
-                    e.size()
-                ),
-            });
-        }
-        let mut buf = Vec::new();
-        (&mut e)
-            .take(MAX_EXTENSION_BYTES)
-            .read_to_end(&mut buf)
-            .map_err(|e| names.corrupt(e))?;
-        let slot = if kind.is_gnu_longname() {
-            &mut long_name
-        } else if kind.is_gnu_longlink() {
-            &mut long_link
-        } else if kind.is_pax_local_extensions() {
-            // rocforge's tarballs are GNU; PAX path and linkpath are honoured, a PAX size is
-            // not (it would make this reader and tar(1) see different entries).
-            for rec in pax_records(&buf).map_err(|e| names.corrupt(e))? {
-                match rec.0.as_str() {
-                    "path" => long_name = Some(rec.1),
-                    "linkpath" => long_link = Some(rec.1),
-                    "size" => {
-                        return Err(ExtractError::Unsafe {
-                            artifact: names.artifact.clone(),
-                            path: "<PAX header>".into(),
-                            reason: "a PAX size record (rocforge tarballs carry none)".into(),
-                        });
-                    }
-                    _ => {}
-                }
-            }
-            continue;
-        } else {
-            continue;
-        };
-        if slot.is_some() {
-            return Err(names.corrupt(io::Error::other("two long names describing the same entry")));
-        }
-        if buf.last() == Some(&0) {
-            buf.pop();
-        }
-        *slot = Some(buf);
-    }
-}
-
 /// Moves what [`extract`] put into `from` (`entries`, its result) into `to`, the staging shared
 /// by the artifacts of one install. `staged` maps every non-directory path already in `to` to
 /// the artifact that brought it (`artifact` names this one): a path two artifacts have is
@@ -738,176 +656,4 @@ pub fn gather(
         staged.insert(e.path.clone(), artifact.to_string());
     }
     Ok(())
-}
-
-/// PAX records (`LEN KEY=VALUE\n`).
-fn pax_records(mut buf: &[u8]) -> io::Result<Vec<(String, Vec<u8>)>> {
-    let bad = || io::Error::other("a malformed PAX record");
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        let sp = buf.iter().position(|&b| b == b' ').ok_or_else(bad)?;
-        let len: usize = std::str::from_utf8(&buf[..sp])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(bad)?;
-        if len <= sp + 1 || len > buf.len() || buf[len - 1] != b'\n' {
-            return Err(bad());
-        }
-        let rec = &buf[sp + 1..len - 1];
-        let eq = rec.iter().position(|&b| b == b'=').ok_or_else(bad)?;
-        out.push((
-            String::from_utf8_lossy(&rec[..eq]).into_owned(),
-            rec[eq + 1..].to_vec(),
-        ));
-        buf = &buf[len..];
-    }
-    Ok(out)
-}
-
-/// Whether opening a directory failed because a symlink or a file is there.
-pub fn not_a_dir(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP))
-}
-
-/// A directory held open; paths below it are resolved one component at a time, never through
-/// a symlink.
-pub struct Dir(OwnedFd);
-
-fn cstr(name: &str) -> io::Result<CString> {
-    CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
-impl Dir {
-    pub fn open(path: &Path) -> io::Result<Dir> {
-        let f = std::fs::File::open(path)?;
-        if !f.metadata()?.is_dir() {
-            return Err(io::Error::from(io::ErrorKind::NotADirectory));
-        }
-        Ok(Dir(f.into()))
-    }
-
-    fn fd(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
-    }
-
-    /// The child directory `name`, created when `create`; a symlink or a file there is an
-    /// error ([`not_a_dir`]).
-    pub fn child_dir(&self, name: &CString, create: bool) -> io::Result<Dir> {
-        if create {
-            // SAFETY: a valid descriptor and a NUL-terminated name.
-            let r = unsafe { libc::mkdirat(self.fd().as_raw_fd(), name.as_ptr(), 0o755) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::AlreadyExists {
-                    return Err(e);
-                }
-            }
-        }
-        // SAFETY: as above; O_NOFOLLOW refuses a symlink as the last (only) component.
-        let fd = cvt(unsafe {
-            libc::openat(
-                self.fd().as_raw_fd(),
-                name.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        })?;
-        // SAFETY: openat returned a fresh descriptor we own.
-        Ok(Dir(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// The directory holding `rel` (normalized, relative), its missing directories created, and
-    /// the last component's name.
-    pub fn parent_of(&self, rel: &str) -> io::Result<(Dir, CString)> {
-        let mut parts: Vec<&str> = rel.split('/').collect();
-        let leaf = cstr(parts.pop().unwrap_or_default())?;
-        let mut dir = Dir(self.0.try_clone()?);
-        for p in parts {
-            dir = dir.child_dir(&cstr(p)?, true)?;
-        }
-        Ok((dir, leaf))
-    }
-
-    /// A new regular file (never through a symlink, never an existing one).
-    pub fn create_file(&self, name: &CString, mode: u32) -> io::Result<std::fs::File> {
-        // SAFETY: a valid descriptor and a NUL-terminated name.
-        let fd = cvt(unsafe {
-            libc::openat(
-                self.fd().as_raw_fd(),
-                name.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                mode as libc::c_uint,
-            )
-        })?;
-        // SAFETY: openat returned a fresh descriptor we own.
-        Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    pub fn symlink(&self, target: &str, name: &CString) -> io::Result<()> {
-        let t = cstr(target)?;
-        // SAFETY: valid descriptor, NUL-terminated strings.
-        cvt(unsafe { libc::symlinkat(t.as_ptr(), self.fd().as_raw_fd(), name.as_ptr()) })?;
-        Ok(())
-    }
-
-    /// Whether anything (a symlink included, not followed) is at `name`.
-    pub fn exists(&self, name: &CString) -> io::Result<bool> {
-        // SAFETY: all zeroes is a valid `stat` (plain integers), used only as an out-buffer.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid descriptor, a NUL-terminated name, a writable stat.
-        let r = unsafe {
-            libc::fstatat(
-                self.fd().as_raw_fd(),
-                name.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if r == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::NotFound {
-            Ok(false)
-        } else {
-            Err(e)
-        }
-    }
-
-    /// Renames `name` here to `to_name` in `to` (the entry itself, a symlink included).
-    pub fn rename_to(&self, name: &CString, to: &Dir, to_name: &CString) -> io::Result<()> {
-        // SAFETY: valid descriptors, NUL-terminated names.
-        cvt(unsafe {
-            libc::renameat(
-                self.fd().as_raw_fd(),
-                name.as_ptr(),
-                to.fd().as_raw_fd(),
-                to_name.as_ptr(),
-            )
-        })?;
-        Ok(())
-    }
-
-    /// `name` here as a hard link to `from_name` in `from` (flags 0: a symlink is linked as
-    /// itself, never followed).
-    pub fn hard_link(&self, from: &Dir, from_name: &CString, name: &CString) -> io::Result<()> {
-        // SAFETY: valid descriptors, NUL-terminated names.
-        cvt(unsafe {
-            libc::linkat(
-                from.fd().as_raw_fd(),
-                from_name.as_ptr(),
-                self.fd().as_raw_fd(),
-                name.as_ptr(),
-                0,
-            )
-        })?;
-        Ok(())
-    }
 }
