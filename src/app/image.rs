@@ -254,34 +254,7 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
     let reporter = session.reporter.as_ref();
     let plan = session.built_plan(req.components, req.runtime, req.overlay)?;
     let target_names: Vec<String> = plan.targets.iter().map(|t| t.to_string()).collect();
-    let tag = match (req.tag, req.kind) {
-        (Some(t), _) => t.to_string(),
-        (None, Some(k)) => default_tag(&catalog.release.name, k, &target_names),
-        (None, None) => {
-            return Err(Error::hinted(
-                "no --tag: only --kind has a default name",
-                "pass --tag REGISTRY/NAME:TAG, or --kind runtime|devel for the line's base and its default name",
-            ));
-        }
-    };
-    let target = oci_image::Reference::parse(&tag)
-        .map_err(|e| create_error(e.into()))
-        .and_then(|r| {
-            if r.reference.starts_with("sha256:") {
-                Err(Error::hinted(
-                    format!("--tag {tag} names a digest"),
-                    "--tag is REGISTRY/NAME:TAG",
-                ))
-            } else {
-                Ok(r)
-            }
-        })?;
-    if req.push && oci_image::BaseRef::parse(&tag) != oci_image::BaseRef::Registry(tag.clone()) {
-        return Err(Error::hinted(
-            format!("--push to {tag}: localhost/ names podman's local storage, not a registry"),
-            "push to a registry by --tag HOST:PORT/NAME:TAG (or HOST/NAME:TAG), or use --load podman|docker",
-        ));
-    }
+    let (tag, target) = target_tag(&catalog.release.name, req, &target_names)?;
     let components: Vec<oci_image::Component> = plan
         .delivered()
         .into_iter()
@@ -295,30 +268,7 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
     let keys: Vec<String> = components.iter().map(|c| c.key.clone()).collect();
     let created = req.epoch.unwrap_or_else(|| newest_epoch(store, &keys));
 
-    let base_ref = match (req.base, req.kind) {
-        (Some(b), _) => b.to_string(),
-        (None, Some(kind)) => {
-            let config = session.config()?;
-            // The line's bases live in podman's storage, or docker's when asked for.
-            let choice = match req.choice {
-                Some(RuntimeChoice::Docker) => Some(RuntimeChoice::Docker),
-                _ => Some(RuntimeChoice::Podman),
-            };
-            let rt = open_runtime(choice, config)?;
-            let (name, _) = image::ensure_kind(rt.as_ref(), catalog, kind, store, reporter)
-                .map_err(|e| image_error(session, e))?;
-            match choice {
-                Some(RuntimeChoice::Docker) => format!("docker-daemon:{name}"),
-                _ => format!("containers-storage:{name}"),
-            }
-        }
-        (None, None) => {
-            return Err(Error::hinted(
-                "no base image: neither --base nor --kind",
-                "pass --kind runtime|devel (the line's bases, built when absent) or --base REF",
-            ));
-        }
-    };
+    let base_ref = base_reference(session, req)?;
     let work = Cache::default_root().join("image-work");
     let client = http_client(crate::net::Redirects::Any)?;
     let task = reporter.task(&format!("reading the base image {base_ref}"), None, false);
@@ -332,52 +282,7 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         "layer {} ({} entries, {} bytes)",
         layer.digest, layer.entries, layer.size
     ));
-    // A stack that links HIP without shipping it runs only on a base that has it: refused
-    // here, before anything is pushed, rather than found when a user's program fails to load.
-    let mut hip = None;
-    if let Some(needer) = layer.needs.get(oci_image::HIP_SONAME) {
-        let task = reporter.task(
-            &format!("looking for {} in the base", oci_image::HIP_SONAME),
-            None,
-            false,
-        );
-        match base.provides(oci_image::HIP_SONAME).map_err(create_error)? {
-            Some(found) => {
-                task.finish(&format!("{}: {found}", oci_image::HIP_SONAME));
-                hip = Some(found);
-            }
-            None => {
-                task.finish(&format!("{}: not in the base", oci_image::HIP_SONAME));
-                return Err(create_error(CreateError::NoHip {
-                    reference: base_ref.clone(),
-                    soname: oci_image::HIP_SONAME.into(),
-                    needer: needer.clone(),
-                }));
-            }
-        }
-    }
-    // Every other library the stack links must be in the base too (libsqlite3 for rocFFT, Boost
-    // for MIOpen, ...): one missing is a program that does not load, refused here.
-    let mut rest = layer.needs.clone();
-    if hip.is_some() {
-        rest.remove(oci_image::HIP_SONAME);
-    }
-    if !rest.is_empty() {
-        let task = reporter.task(
-            "checking the base has every library the stack links",
-            None,
-            false,
-        );
-        let lacks = base.lacks(&rest).map_err(create_error)?;
-        if !lacks.is_empty() {
-            task.finish(&format!("{} missing", lacks.len()));
-            return Err(create_error(CreateError::Unresolved {
-                reference: base_ref.clone(),
-                missing: lacks,
-            }));
-        }
-        task.finish(&format!("{} libraries found in the base", rest.len()));
-    }
+    let hip = check_libraries(reporter, &base, &layer, &base_ref)?;
     let img = oci_image::compose(
         &base,
         &layer,
@@ -393,52 +298,18 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
     // Issue #27's SBOM and provenance attach to the composed image here (`img`, `base`,
     // `components`), before it is pushed or loaded.
 
+    let made = Made {
+        base: &base,
+        layer: &layer,
+        img: &img,
+    };
     let mut pushed = None;
     if req.push {
-        // Our pushes stay on --tag's registry: a redirect elsewhere is refused, not followed.
-        let start = reqwest::Url::parse(&target.repo.base_url()).map_err(|e| {
-            Error::hinted(format!("--tag {tag}: {e}"), "--tag is REGISTRY/NAME:TAG")
-        })?;
-        let push_client = http_client(crate::net::Redirects::SameOrigin { start })?;
-        let dest = crate::oci::Remote::new(push_client.clone(), oci_image::api_repo(&target.repo));
-        match dest.get_manifest(&target.reference) {
-            Ok(Some((existing, _))) if existing != digest && !req.force => {
-                return Err(create_error(CreateError::TagTaken {
-                    tag: tag.clone(),
-                    existing,
-                    ours: digest,
-                }));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(push_error(&tag, e.into())),
-        }
-        let d = oci_image::push(push_client, &target, &base, &layer, &img, reporter)
-            .map_err(|e| push_error(&tag, e))?;
-        // The SBOM and provenance go beside the image as referrers, signed.
-        crate::app::attest::attach_image(session, &target, &d, &base, &keys)?;
-        pushed = Some(format!(
-            "{}@{d}",
-            tag.rsplit_once(':').map_or(tag.as_str(), |(n, _)| n)
-        ));
+        pushed = Some(push_image(session, req.force, &tag, &target, &made, &keys)?);
     }
     let mut loaded = None;
     if let Some(loader) = req.load {
-        let tmp = tempfile::Builder::new()
-            .prefix(".image-")
-            .suffix(".tar")
-            .tempfile_in(&work)
-            .map_err(|e| {
-                create_error(CreateError::Io {
-                    path: work.clone(),
-                    source: e,
-                })
-            })?
-            .into_temp_path();
-        let task = reporter.task(&format!("loading into {}", loader.tool()), None, false);
-        oci_image::write_archive(&tmp, loader, &tag, &base, &layer, &img).map_err(create_error)?;
-        let said = oci_image::load(loader, &tmp).map_err(create_error)?;
-        task.finish(&format!("loaded into {}: {tag}", loader.tool()));
-        loaded = Some((loader, said));
+        loaded = Some(load_image(reporter, loader, &work, &tag, &made)?);
     }
     Ok(Created {
         tag,
@@ -465,4 +336,211 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         loaded,
         hip,
     })
+}
+
+/// `--tag` (else the default name `--kind` gives), as written and parsed: a name with a tag,
+/// and a registry's when the image is pushed.
+fn target_tag(
+    release: &str,
+    req: &CreateRequest<'_>,
+    target_names: &[String],
+) -> Result<(String, oci_image::Reference)> {
+    let tag = match (req.tag, req.kind) {
+        (Some(t), _) => t.to_string(),
+        (None, Some(k)) => default_tag(release, k, target_names),
+        (None, None) => {
+            return Err(Error::hinted(
+                "no --tag: only --kind has a default name",
+                "pass --tag REGISTRY/NAME:TAG, or --kind runtime|devel for the line's base and its default name",
+            ));
+        }
+    };
+    let target = oci_image::Reference::parse(&tag)
+        .map_err(|e| create_error(e.into()))
+        .and_then(|r| {
+            if r.reference.starts_with("sha256:") {
+                Err(Error::hinted(
+                    format!("--tag {tag} names a digest"),
+                    "--tag is REGISTRY/NAME:TAG",
+                ))
+            } else {
+                Ok(r)
+            }
+        })?;
+    if req.push && oci_image::BaseRef::parse(&tag) != oci_image::BaseRef::Registry(tag.clone()) {
+        return Err(Error::hinted(
+            format!("--push to {tag}: localhost/ names podman's local storage, not a registry"),
+            "push to a registry by --tag HOST:PORT/NAME:TAG (or HOST/NAME:TAG), or use --load podman|docker",
+        ));
+    }
+    Ok((tag, target))
+}
+
+/// The base to read: `--base`, else the line's `--kind` base in local storage (built when
+/// absent).
+fn base_reference(session: &Session, req: &CreateRequest<'_>) -> Result<String> {
+    match (req.base, req.kind) {
+        (Some(b), _) => Ok(b.to_string()),
+        (None, Some(kind)) => {
+            let config = session.config()?;
+            // The line's bases live in podman's storage, or docker's when asked for.
+            let choice = match req.choice {
+                Some(RuntimeChoice::Docker) => Some(RuntimeChoice::Docker),
+                _ => Some(RuntimeChoice::Podman),
+            };
+            let rt = open_runtime(choice, config)?;
+            let (name, _) = image::ensure_kind(
+                rt.as_ref(),
+                &session.catalog,
+                kind,
+                &session.store,
+                session.reporter.as_ref(),
+            )
+            .map_err(|e| image_error(session, e))?;
+            Ok(match choice {
+                Some(RuntimeChoice::Docker) => format!("docker-daemon:{name}"),
+                _ => format!("containers-storage:{name}"),
+            })
+        }
+        (None, None) => Err(Error::hinted(
+            "no base image: neither --base nor --kind",
+            "pass --kind runtime|devel (the line's bases, built when absent) or --base REF",
+        )),
+    }
+}
+
+/// Checks the base has every library the layer's programs link that the layer does not ship;
+/// returns where HIP's runtime was found, when the stack needs it.
+fn check_libraries(
+    reporter: &dyn crate::progress::Reporter,
+    base: &oci_image::Base,
+    layer: &oci_image::Layer,
+    base_ref: &str,
+) -> Result<Option<String>> {
+    // A stack that links HIP without shipping it runs only on a base that has it: refused
+    // here, before anything is pushed, rather than found when a user's program fails to load.
+    let mut hip = None;
+    if let Some(needer) = layer.needs.get(oci_image::HIP_SONAME) {
+        let task = reporter.task(
+            &format!("looking for {} in the base", oci_image::HIP_SONAME),
+            None,
+            false,
+        );
+        match base.provides(oci_image::HIP_SONAME).map_err(create_error)? {
+            Some(found) => {
+                task.finish(&format!("{}: {found}", oci_image::HIP_SONAME));
+                hip = Some(found);
+            }
+            None => {
+                task.finish(&format!("{}: not in the base", oci_image::HIP_SONAME));
+                return Err(create_error(CreateError::NoHip {
+                    reference: base_ref.to_string(),
+                    soname: oci_image::HIP_SONAME.into(),
+                    needer: needer.clone(),
+                }));
+            }
+        }
+    }
+    // Every other library the stack links must be in the base too (libsqlite3 for rocFFT, Boost
+    // for MIOpen, ...): one missing is a program that does not load, refused here.
+    let mut rest = layer.needs.clone();
+    if hip.is_some() {
+        rest.remove(oci_image::HIP_SONAME);
+    }
+    if !rest.is_empty() {
+        let task = reporter.task(
+            "checking the base has every library the stack links",
+            None,
+            false,
+        );
+        let lacks = base.lacks(&rest).map_err(create_error)?;
+        if !lacks.is_empty() {
+            task.finish(&format!("{} missing", lacks.len()));
+            return Err(create_error(CreateError::Unresolved {
+                reference: base_ref.to_string(),
+                missing: lacks,
+            }));
+        }
+        task.finish(&format!("{} libraries found in the base", rest.len()));
+    }
+    Ok(hip)
+}
+
+/// The composed image and what it is made of.
+struct Made<'a> {
+    base: &'a oci_image::Base,
+    layer: &'a oci_image::Layer,
+    img: &'a oci_image::Image,
+}
+
+/// Pushes the image to `target` unless its tag names other content (and not `force`), then
+/// attaches its SBOM and provenance; returns `NAME@DIGEST`.
+fn push_image(
+    session: &Session,
+    force: bool,
+    tag: &str,
+    target: &oci_image::Reference,
+    made: &Made<'_>,
+    keys: &[String],
+) -> Result<String> {
+    let digest = made.img.digest();
+    // Our pushes stay on --tag's registry: a redirect elsewhere is refused, not followed.
+    let start = reqwest::Url::parse(&target.repo.base_url())
+        .map_err(|e| Error::hinted(format!("--tag {tag}: {e}"), "--tag is REGISTRY/NAME:TAG"))?;
+    let push_client = http_client(crate::net::Redirects::SameOrigin { start })?;
+    let dest = crate::oci::Remote::new(push_client.clone(), oci_image::api_repo(&target.repo));
+    match dest.get_manifest(&target.reference) {
+        Ok(Some((existing, _))) if existing != digest && !force => {
+            return Err(create_error(CreateError::TagTaken {
+                tag: tag.to_string(),
+                existing,
+                ours: digest,
+            }));
+        }
+        Ok(_) => {}
+        Err(e) => return Err(push_error(tag, e.into())),
+    }
+    let reporter = session.reporter.as_ref();
+    let d = oci_image::push(
+        push_client,
+        target,
+        made.base,
+        made.layer,
+        made.img,
+        reporter,
+    )
+    .map_err(|e| push_error(tag, e))?;
+    // The SBOM and provenance go beside the image as referrers, signed.
+    crate::app::attest::attach_image(session, target, &d, made.base, keys)?;
+    Ok(format!(
+        "{}@{d}",
+        tag.rsplit_once(':').map_or(tag, |(n, _)| n)
+    ))
+}
+
+/// Writes the image as `loader`'s archive (in `work`) and loads it; returns what it printed.
+fn load_image(
+    reporter: &dyn crate::progress::Reporter,
+    loader: Loader,
+    work: &std::path::Path,
+    tag: &str,
+    made: &Made<'_>,
+) -> Result<(Loader, String)> {
+    let tmp = tempfile::Builder::new()
+        .prefix(".image-")
+        .suffix(".tar")
+        .tempfile_in(work)
+        .map_err(|e| {
+            create_error(CreateError::Io {
+                path: work.to_path_buf(),
+                source: e,
+            })
+        })?
+        .into_temp_path();
+    let task = reporter.task(&format!("loading into {}", loader.tool()), None, false);
+    oci_image::write_archive(&tmp, loader, tag, made.base, made.layer, made.img)
+        .map_err(create_error)?;
+    let said = oci_image::load(loader, &tmp).map_err(create_error)?;
+    task.finish(&format!("loaded into {}: {tag}", loader.tool()));
+    Ok((loader, said))
 }

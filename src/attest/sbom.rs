@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::inputs::ComponentRecord;
+use super::inputs::{ComponentRecord, ImageView};
 use super::{Subject, SubjectKind};
 
 pub const SPDX_VERSION: &str = "SPDX-2.3";
@@ -273,17 +273,51 @@ pub fn document(
         .map(|c| c.source_date_epoch)
         .max()
         .unwrap_or(0);
-    let mut packages = Vec::new();
-    let mut files = Vec::new();
-    let mut rels = vec![rel(DOCUMENT_ID, "DESCRIBES", SUBJECT_ID)];
-    let mut subject_pkg = plain_package(
+    let mut parts = Parts {
+        packages: Vec::new(),
+        files: Vec::new(),
+        rels: vec![rel(DOCUMENT_ID, "DESCRIBES", SUBJECT_ID)],
+        seen: BTreeSet::new(),
+    };
+    parts.packages.push(subject_package(subject));
+    if let Some((reference, digest)) = &subject.base {
+        let id = spdx_id("BaseImage", &[reference]);
+        let mut p = plain_package(id.clone(), reference, None, NOASSERTION);
+        p.checksums = vec![sha256(digest)];
+        p.primary_package_purpose = Some("CONTAINER".into());
+        parts.packages.push(p);
+        parts.rels.push(rel(SUBJECT_ID, "DESCENDANT_OF", &id));
+    }
+    let inside: BTreeSet<&str> = components.iter().map(|c| c.key.as_str()).collect();
+    for c in components {
+        parts.add_component(c, &inside, known);
+    }
+    Document {
+        spdx_version: SPDX_VERSION.into(),
+        data_license: DATA_LICENSE.into(),
+        spdx_id: DOCUMENT_ID.into(),
+        name: subject.name.clone(),
+        document_namespace: format!("{NAMESPACE_BASE}/{}", subject.namespace_id()),
+        creation_info: CreationInfo {
+            created: crate::units::rfc3339(created),
+            creators: vec![format!("Tool: rocforge-{}", env!("CARGO_PKG_VERSION"))],
+        },
+        packages: parts.packages,
+        files: parts.files,
+        relationships: parts.rels,
+    }
+}
+
+/// The package of what was signed and shipped: a tarball or an image.
+fn subject_package(subject: &Subject) -> Package {
+    let mut p = plain_package(
         SUBJECT_ID.into(),
         &subject.name,
         subject.version.clone(),
         subject.location.as_deref().unwrap_or(NOASSERTION),
     );
-    subject_pkg.checksums = vec![sha256(&subject.sha256)];
-    subject_pkg.primary_package_purpose = Some(
+    p.checksums = vec![sha256(&subject.sha256)];
+    p.primary_package_purpose = Some(
         match subject.kind {
             SubjectKind::Tarball => "ARCHIVE",
             SubjectKind::Image => "CONTAINER",
@@ -291,31 +325,71 @@ pub fn document(
         .into(),
     );
     if subject.kind == SubjectKind::Tarball {
-        subject_pkg.package_file_name = Some(subject.name.clone());
+        p.package_file_name = Some(subject.name.clone());
     }
-    packages.push(subject_pkg);
-    if let Some((reference, digest)) = &subject.base {
-        let id = spdx_id("BaseImage", &[reference]);
-        let mut p = plain_package(id.clone(), reference, None, NOASSERTION);
-        p.checksums = vec![sha256(digest)];
-        p.primary_package_purpose = Some("CONTAINER".into());
-        packages.push(p);
-        rels.push(rel(SUBJECT_ID, "DESCENDANT_OF", &id));
-    }
-    let inside: BTreeSet<&str> = components.iter().map(|c| c.key.as_str()).collect();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    for c in components {
+    p
+}
+
+/// The document's packages, files and relationships as they are gathered, in document order.
+struct Parts {
+    packages: Vec<Package>,
+    files: Vec<File>,
+    rels: Vec<Relationship>,
+    /// Builder images and outside dependencies already listed: each is listed once.
+    seen: BTreeSet<String>,
+}
+
+impl Parts {
+    /// Component `c`, what it was built from and with, and its dependencies (those not
+    /// `inside` the subject listed as packages of their own, described by `known`).
+    fn add_component(
+        &mut self,
+        c: &ComponentRecord,
+        inside: &BTreeSet<&str>,
+        known: &[ComponentRecord],
+    ) {
         let cid = component_id(&c.name, &c.key);
-        packages.push(component_package(c));
-        rels.push(rel(SUBJECT_ID, "CONTAINS", &cid));
+        self.packages.push(component_package(c));
+        self.rels.push(rel(SUBJECT_ID, "CONTAINS", &cid));
+        self.add_inputs(c, &cid);
+        if let Some(img) = c.builder_image() {
+            let id = spdx_id("BuilderImage", &[&img.reference]);
+            if self.seen.insert(id.clone()) {
+                self.packages.push(builder_package(id.clone(), img));
+            }
+            self.rels.push(rel(&id, "BUILD_TOOL_OF", &cid));
+        }
+        let deps = c
+            .depends
+            .iter()
+            .map(|d| (d, false))
+            .chain(c.build_depends.iter().map(|d| (d, true)));
+        for (d, build_only) in deps {
+            let (name, key) = (d.name.to_string(), d.key.to_string());
+            let did = component_id(&name, &key);
+            if !inside.contains(key.as_str()) && self.seen.insert(did.clone()) {
+                let k = known.iter().find(|k| k.key == key);
+                self.packages.push(dependency_package(&name, &key, k));
+            }
+            self.rels.push(if build_only {
+                rel(&did, "BUILD_DEPENDENCY_OF", &cid)
+            } else {
+                rel(&cid, "DEPENDS_ON", &did)
+            });
+        }
+    }
+
+    /// The patches applied to component `c` (its SPDX ID `cid`), its patch series and its
+    /// pinned extra inputs.
+    fn add_inputs(&mut self, c: &ComponentRecord, cid: &str) {
         for (i, p) in c.hash_input.component.patches.iter().enumerate() {
             let fid = spdx_id("Patch", &[&c.name, &(i + 1).to_string()]);
-            files.push(File {
+            self.files.push(File {
                 spdx_id: fid.clone(),
                 file_name: format!("./patches/{}/{}/{}", c.release, c.name, p.file),
                 checksums: vec![sha256(&p.sha256)],
             });
-            rels.push(rel(&fid, "PATCH_APPLIED", &cid));
+            self.rels.push(rel(&fid, "PATCH_APPLIED", cid));
         }
         for (i, s) in c.hash_input.component.series.iter().enumerate() {
             let id = spdx_id("Series", &[&c.name, &(i + 1).to_string()]);
@@ -326,8 +400,8 @@ pub fn document(
                 &s.url,
             );
             p.checksums = vec![sha256(&s.sha256)];
-            packages.push(p);
-            rels.push(rel(&id, "BUILD_DEPENDENCY_OF", &cid));
+            self.packages.push(p);
+            self.rels.push(rel(&id, "BUILD_DEPENDENCY_OF", cid));
         }
         for input in &c.hash_input.component.inputs {
             let id = spdx_id("Input", &[&c.name, &input.name]);
@@ -340,62 +414,26 @@ pub fn document(
                     .cloned()
             });
             p.checksums = sha.as_deref().map(sha256).into_iter().collect();
-            packages.push(p);
-            rels.push(rel(&id, "BUILD_DEPENDENCY_OF", &cid));
-        }
-        if let Some(img) = c.builder_image() {
-            let id = spdx_id("BuilderImage", &[&img.reference]);
-            if seen.insert(id.clone()) {
-                let mut p = plain_package(id.clone(), &img.reference, None, NOASSERTION);
-                p.checksums = img.digest.as_deref().map(sha256).into_iter().collect();
-                p.primary_package_purpose = Some("CONTAINER".into());
-                p.source_info = Some(
-                    match (img.local, &img.digest) {
-                        (true, _) => {
-                            "built locally by `rocforge image build`, keyed by its image ID"
-                        }
-                        (false, Some(_)) => "pinned by digest in rocforge.lock",
-                        (false, None) => "not pinned: no digest was recorded for it",
-                    }
-                    .into(),
-                );
-                packages.push(p);
-            }
-            rels.push(rel(&id, "BUILD_TOOL_OF", &cid));
-        }
-        let deps = c
-            .depends
-            .iter()
-            .map(|d| (d, false))
-            .chain(c.build_depends.iter().map(|d| (d, true)));
-        for (d, build_only) in deps {
-            let (name, key) = (d.name.to_string(), d.key.to_string());
-            let did = component_id(&name, &key);
-            if !inside.contains(key.as_str()) && seen.insert(did.clone()) {
-                let k = known.iter().find(|k| k.key == key);
-                packages.push(dependency_package(&name, &key, k));
-            }
-            rels.push(if build_only {
-                rel(&did, "BUILD_DEPENDENCY_OF", &cid)
-            } else {
-                rel(&cid, "DEPENDS_ON", &did)
-            });
+            self.packages.push(p);
+            self.rels.push(rel(&id, "BUILD_DEPENDENCY_OF", cid));
         }
     }
-    Document {
-        spdx_version: SPDX_VERSION.into(),
-        data_license: DATA_LICENSE.into(),
-        spdx_id: DOCUMENT_ID.into(),
-        name: subject.name.clone(),
-        document_namespace: format!("{NAMESPACE_BASE}/{}", subject.namespace_id()),
-        creation_info: CreationInfo {
-            created: crate::units::rfc3339(created),
-            creators: vec![format!("Tool: rocforge-{}", env!("CARGO_PKG_VERSION"))],
-        },
-        packages,
-        files,
-        relationships: rels,
-    }
+}
+
+/// The builder image a component was built in, and how far its identity is pinned.
+fn builder_package(id: String, img: &ImageView) -> Package {
+    let mut p = plain_package(id, &img.reference, None, NOASSERTION);
+    p.checksums = img.digest.as_deref().map(sha256).into_iter().collect();
+    p.primary_package_purpose = Some("CONTAINER".into());
+    p.source_info = Some(
+        match (img.local, &img.digest) {
+            (true, _) => "built locally by `rocforge image build`, keyed by its image ID",
+            (false, Some(_)) => "pinned by digest in rocforge.lock",
+            (false, None) => "not pinned: no digest was recorded for it",
+        }
+        .into(),
+    );
+    p
 }
 
 impl Document {

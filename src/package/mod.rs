@@ -1,6 +1,6 @@
 //! Artifacts from the store: deterministic tarballs with a manifest (tarball.rs, manifest.rs),
 //! `SHA256SUMS`, detached minisign signatures, and the signed release index (index.rs); and
-//! the reverse, safe extraction (extract.rs) for installs and build cache pulls.
+//! the reverse, safe extraction (extract/) for installs and build cache pulls.
 
 pub mod extract;
 pub mod index;
