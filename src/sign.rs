@@ -48,8 +48,8 @@ pub enum SignError {
     Generate(String),
 }
 
-impl SignError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for SignError {
+    fn hint(&self) -> String {
         match self {
             SignError::Io { .. } => "check the path and its permissions".into(),
             SignError::BadKey { .. } => {

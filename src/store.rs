@@ -105,8 +105,8 @@ pub enum StoreError {
     Busy { key: String },
 }
 
-impl StoreError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for StoreError {
+    fn hint(&self) -> String {
         match self {
             StoreError::Io { .. } => "check free disk space and permissions of the store (--store, ROCFORGE_STORE)".into(),
             StoreError::NotFound(_) => "`rocforge store list` shows the entries; a key prefix of 8 or more characters is enough".into(),

@@ -22,7 +22,7 @@ fn signing_key() -> Result<Option<crate::sign::SecretKey>> {
         .filter(|p| !p.is_empty());
     crate::sign::load_secret(&path, password)
         .map(Some)
-        .map_err(|e| Error::hinted(&e, e.hint()))
+        .map_err(Error::from)
 }
 
 /// Attaches the signed SBOM and provenance to the image `target` whose manifest has `digest`,
@@ -42,7 +42,7 @@ pub fn attach_image(
         );
         return Ok(Vec::new());
     };
-    let hinted = |e: attest::AttestError| Error::hinted(&e, e.hint());
+    let hinted = <Error as From<attest::AttestError>>::from;
     let components = keys
         .iter()
         .map(|k| {
@@ -59,15 +59,12 @@ pub fn attach_image(
         )
     })?;
     let remote = crate::oci::Remote::new(client, crate::image::api_repo(&target.repo));
-    let (_, manifest) = remote
-        .get_manifest(digest)
-        .map_err(|e| Error::hinted(&e, e.hint()))?
-        .ok_or_else(|| {
-            Error::hinted(
-                format!("{} has no manifest {digest} after the push", target.full()),
-                "push the image again",
-            )
-        })?;
+    let (_, manifest) = remote.get_manifest(digest)?.ok_or_else(|| {
+        Error::hinted(
+            format!("{} has no manifest {digest} after the push", target.full()),
+            "push the image again",
+        )
+    })?;
     let media_type = serde_json::from_slice::<serde_json::Value>(&manifest)
         .ok()
         .and_then(|v| v["mediaType"].as_str().map(str::to_string))

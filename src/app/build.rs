@@ -1,5 +1,6 @@
 //! `build`: plan the components, then build what the store lacks in the chosen runtime.
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,10 +118,7 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
     if req.rebuild {
         for step in plan.requested.iter().filter_map(|n| plan.step(n)) {
             if !step.needs_build() {
-                session
-                    .store
-                    .set_aside(&step.key)
-                    .map_err(|e| Error::hinted(&e, e.hint()))?;
+                session.store.set_aside(&step.key)?;
                 session.reporter.note(&format!(
                     "{}: rebuilding {} (the stored entry is kept until the new one is committed)",
                     step.component,
@@ -370,7 +368,7 @@ fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache
             "write oci://REGISTRY/REPO, e.g. oci://ghcr.io/me/rocforge-cache",
         )
     })?;
-    let sign_err = |e: crate::sign::SignError| Error::hinted(&e, e.hint());
+    let sign_err = <Error as From<crate::sign::SignError>>::from;
     let trusted = crate::sign::trusted_keys(&config.trust_keys).map_err(sign_err)?;
     let password = std::env::var(crate::sign::PASSWORD_ENV)
         .ok()

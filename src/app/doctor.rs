@@ -1,5 +1,6 @@
 //! `doctor`: this machine checked against a plan before hours of work.
 
+use crate::diag::Hint;
 use serde::Serialize;
 
 use super::runtime::{RuntimeChoice, open_runtime, runtime_image};

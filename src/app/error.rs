@@ -62,6 +62,12 @@ impl From<Diagnostics> for Error {
     }
 }
 
+impl<E: crate::diag::Hint> From<E> for Error {
+    fn from(e: E) -> Self {
+        Error::hinted(&e, e.hint())
+    }
+}
+
 impl From<CatalogError> for Error {
     fn from(e: CatalogError) -> Self {
         let hint = e.hint();

@@ -7,6 +7,7 @@
 //! `image create`: a base image (from a registry, or podman's or docker's local storage, or the
 //! line's runtime/devel base) plus one layer with the built stack, pushed or loaded.
 
+use crate::diag::Hint;
 use std::path::PathBuf;
 
 use super::runtime::{RuntimeChoice, open_runtime};
@@ -199,7 +200,7 @@ pub fn default_tag(release: &str, kind: Kind, targets: &[String]) -> String {
 }
 
 fn create_error(e: CreateError) -> Error {
-    Error::hinted(&e, e.hint())
+    Error::from(e)
 }
 
 /// A failed push, named by its tag; a registry that sent it elsewhere is said so.

@@ -73,7 +73,7 @@ pub fn trusted_keys(options: &Options, extra: &[String]) -> Result<Vec<crate::si
 
 /// [`trusted_keys`] with the configuration at hand.
 pub fn keys_of(config: &Config, extra: &[String]) -> Result<Vec<crate::sign::PublicKey>> {
-    let sign_err = |e: crate::sign::SignError| Error::hinted(&e, e.hint());
+    let sign_err = <Error as From<crate::sign::SignError>>::from;
     let mut keys = crate::sign::trusted_keys(&config.trust_keys).map_err(sign_err)?;
     for k in extra {
         keys.push(crate::sign::public_from_arg(k).map_err(sign_err)?);

@@ -1,6 +1,7 @@
 //! `lock`: pin every git tag to a commit, every md5-pinned input to a sha256 and every builder
 //! image to a digest in rocforge.lock; `lock --check` compares without the network.
 
+use crate::diag::Hint;
 use std::path::PathBuf;
 
 use super::{Error, Result};

@@ -29,7 +29,7 @@ impl RuntimeChoice {
 }
 
 pub fn runtime_error(e: runtime::RuntimeError) -> Error {
-    Error::hinted(&e, e.hint())
+    Error::from(e)
 }
 
 /// The runtime asked for and the podman and docker arguments of rocforge.toml (`run` ones only

@@ -3,6 +3,7 @@
 
 use super::{Error, Result};
 use crate::arch::TargetId;
+use crate::diag::Hint;
 use crate::store::{EntryMeta, Store, StoreError};
 
 /// The entries `specs` name. A spec of 8 or more hex characters that starts one key is that

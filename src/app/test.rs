@@ -7,6 +7,7 @@
 mod all;
 mod choose;
 
+use crate::diag::Hint;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -224,18 +225,14 @@ fn plan_for(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
 
 /// Where results go and the key that signs them: checked before a long run, not after.
 fn sharing(req: &Request<'_>) -> Result<(Option<share::Destination>, Option<SecretKey>)> {
-    let destination = req
-        .submit
-        .map(share::Destination::parse)
-        .transpose()
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let destination = req.submit.map(share::Destination::parse).transpose()?;
     let key = req
         .key
         .map(|k| {
             let password = std::env::var(crate::sign::PASSWORD_ENV)
                 .ok()
                 .filter(|p| !p.is_empty());
-            crate::sign::load_secret(k, password).map_err(|e| Error::hinted(&e, e.hint()))
+            crate::sign::load_secret(k, password).map_err(Error::from)
         })
         .transpose()?;
     Ok((destination, key))
@@ -365,8 +362,7 @@ fn summary(d: &Device) -> DeviceSummary {
 /// OUT/journal.jsonl, new or (with `resume`) continued, and when the run started: a resumed
 /// run keeps its first start.
 fn open_journal(out: &Path, start: &Record, resume: bool) -> Result<(Journal, Vec<Record>, u64)> {
-    let (journal, previous) = Journal::open(&out.join("journal.jsonl"), start, resume)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let (journal, previous) = Journal::open(&out.join("journal.jsonl"), start, resume)?;
     let started = match (previous.first(), start) {
         (Some(Record::Start { started, .. }), _) | (_, Record::Start { started, .. }) => *started,
         _ => now(),
@@ -627,8 +623,7 @@ impl Prepared {
 
     /// Runs the tests, writes OUT/results.json and OUT/junit.xml, and submits them if asked.
     pub fn run(mut self, reporter: &dyn Reporter) -> Result<Outcome> {
-        let result = run::run(&self.run_spec, &mut self.journal, &self.previous, reporter)
-            .map_err(|e| Error::hinted(&e, e.hint()))?;
+        let result = run::run(&self.run_spec, &mut self.journal, &self.previous, reporter)?;
         let tests = bundle::results(&result.tests);
         let mut xml_cases = Vec::new();
         for x in &result.xml {

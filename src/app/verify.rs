@@ -238,8 +238,7 @@ fn read_published(
                 .hint("name a tarball written by `rocforge package`"),
         )
     })?;
-    let manifest = crate::package::tarball::read_manifest(&published)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let manifest = crate::package::tarball::read_manifest(&published)?;
     Ok((published, compression, manifest))
 }
 
@@ -299,8 +298,7 @@ fn build_and_package(
             .collect(),
         key: None,
     };
-    crate::package::package_entry(&builder.store, &id.key, &opts)
-        .map_err(|e| Error::hinted(&e, e.hint()))
+    crate::package::package_entry(&builder.store, &id.key, &opts).map_err(Error::from)
 }
 
 fn ensure_dir(p: &Path) -> Result<PathBuf> {

@@ -61,8 +61,8 @@ pub enum AttestError {
     Registry { reference: String, message: String },
 }
 
-impl AttestError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for AttestError {
+    fn hint(&self) -> String {
         match self {
             AttestError::Io { .. } => "check the path and its permissions".into(),
             AttestError::Malformed { .. } => {

@@ -200,7 +200,20 @@ fn list(gone: &[(String, String)]) -> String {
 }
 
 impl ImageError {
-    pub fn hint(&self) -> String {
+    /// The log to show lines of, when the runtime wrote one.
+    pub fn log(&self) -> Option<&Path> {
+        match self {
+            ImageError::Pull { log, .. }
+            | ImageError::Build { log, .. }
+            | ImageError::Gone { log, .. }
+            | ImageError::Packages { log, .. } => Some(log),
+            _ => None,
+        }
+    }
+}
+
+impl crate::diag::Hint for ImageError {
+    fn hint(&self) -> String {
         match self {
             ImageError::Missing { image, .. } => format!(
                 "write that Containerfile (the next build makes the image from it), pull the image (`podman pull {image}`), or pass --runtime host to build without containers (not reproducible)"
@@ -228,17 +241,6 @@ impl ImageError {
             ImageError::Runtime(e) => e.hint(),
             ImageError::Store(e) => e.hint(),
             ImageError::Io { .. } => "check free disk space and permissions of the store".into(),
-        }
-    }
-
-    /// The log to show lines of, when the runtime wrote one.
-    pub fn log(&self) -> Option<&Path> {
-        match self {
-            ImageError::Pull { log, .. }
-            | ImageError::Build { log, .. }
-            | ImageError::Gone { log, .. }
-            | ImageError::Packages { log, .. } => Some(log),
-            _ => None,
         }
     }
 }

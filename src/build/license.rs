@@ -35,8 +35,8 @@ pub enum LicenseError {
     },
 }
 
-impl LicenseError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for LicenseError {
+    fn hint(&self) -> String {
         match self {
             LicenseError::Missing { .. } => {
                 "fix the path in license-files (relative to the top of the source, e.g. \"LICENSE.md\"); `rocforge fetch COMPONENT` shows the source tree".into()

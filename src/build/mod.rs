@@ -12,6 +12,7 @@ pub mod resume;
 pub mod schedule;
 mod step;
 
+use crate::diag::Hint;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

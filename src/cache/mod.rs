@@ -37,8 +37,8 @@ pub enum CacheError {
     },
 }
 
-impl CacheError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for CacheError {
+    fn hint(&self) -> String {
         match self {
             CacheError::Oci(e) => e.hint(),
             CacheError::Invalid { .. } | CacheError::Extract { .. } => {

@@ -1,6 +1,7 @@
 //! `package`, `index`, `key generate`, `sign`, `verify`, `install`, `uninstall`,
 //! `list --installed`.
 
+use rocforge::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;

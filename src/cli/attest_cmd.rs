@@ -1,6 +1,7 @@
 //! `verify`'s checks of the SBOM and provenance: beside a tarball, or attached to an image
 //! (`verify oci://REGISTRY/REPO:TAG`).
 
+use rocforge::diag::Hint;
 use std::path::Path;
 use std::process::ExitCode;
 

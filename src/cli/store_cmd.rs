@@ -1,6 +1,7 @@
 //! `store list`, `store show`, `store path`, `store rm` and `store gc`.
 
 use rocforge::arch::{TargetId, comma_list};
+use rocforge::diag::Hint;
 use rocforge::ids::{ComponentName, ContentKey};
 use std::process::ExitCode;
 

@@ -1,5 +1,6 @@
 //! `detect`, `test` and `report`: tests on hardware.
 
+use rocforge::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -12,6 +12,12 @@ use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
+/// An error that says what the user can do about it. Each error type keeps its hint beside
+/// its variants; `?` turns one into the application's error with both (`app::Error`).
+pub trait Hint: fmt::Display {
+    fn hint(&self) -> String;
+}
+
 /// A file as the user knows it: the path to show and the text that was read.
 #[derive(Debug)]
 pub struct SourceFile {

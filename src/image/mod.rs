@@ -93,8 +93,8 @@ pub enum ImageError {
     },
 }
 
-impl ImageError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for ImageError {
+    fn hint(&self) -> String {
         match self {
             ImageError::Oci(e) => e.hint(),
             ImageError::Package(e) => e.hint(),

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod receipt;
 mod runtime;
 
+use crate::diag::Hint;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

@@ -38,8 +38,8 @@ pub enum OciError {
     Invalid { reference: String, message: String },
 }
 
-impl OciError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for OciError {
+    fn hint(&self) -> String {
         match self {
             OciError::Malformed(_) => "write e.g. ghcr.io/rocforge/builder:rocm-6.4.4".into(),
             OciError::Unreachable { .. } => {

@@ -39,8 +39,8 @@ pub enum PackageError {
     Attest(#[from] crate::attest::AttestError),
 }
 
-impl PackageError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for PackageError {
+    fn hint(&self) -> String {
         match self {
             PackageError::Io { .. } => "check the path, free disk space and permissions".into(),
             PackageError::BadEntry { .. } => {

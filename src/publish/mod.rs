@@ -9,6 +9,7 @@ pub mod wheels;
 
 pub use plan::{PLAN_SCHEMA, PublishPlan};
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]

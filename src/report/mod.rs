@@ -71,8 +71,8 @@ pub struct LoadError {
     pub why: String,
 }
 
-impl LoadError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for LoadError {
+    fn hint(&self) -> String {
         "pass results.json files written by `rocforge test` (schema rocforge.results/1)".into()
     }
 }

@@ -45,8 +45,8 @@ pub enum BaseError {
     },
 }
 
-impl BaseError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for BaseError {
+    fn hint(&self) -> String {
         match self {
             BaseError::Runtime(e) => e.hint(),
             BaseError::NoDebootstrap => "install one (`apt-get install mmdebstrap`: it works with or without root), or import the base image yourself under the [image-base] name".into(),

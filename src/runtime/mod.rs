@@ -55,8 +55,8 @@ pub enum RuntimeError {
     },
 }
 
-impl RuntimeError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for RuntimeError {
+    fn hint(&self) -> String {
         match self {
             RuntimeError::NoneFound => "install podman (`sudo apt install podman`, `sudo dnf install podman`) or docker; or pass --runtime host to build without containers (not reproducible)".into(),
             RuntimeError::Unusable { .. } => "run `rocforge doctor`, which prints the [runtime] lines that fix it; some hosts need them in rocforge.toml, e.g. [runtime] podman = [\"--runtime\", \"runc\"] and podman-run = [\"--ulimit\", \"nofile=20000:20000\"]".into(),

@@ -74,8 +74,8 @@ pub enum JournalError {
     Missing { path: String },
 }
 
-impl JournalError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for JournalError {
+    fn hint(&self) -> String {
         match self {
             JournalError::Io { .. } => "check free disk space and permissions of --out".into(),
             JournalError::Mismatch { .. } => {

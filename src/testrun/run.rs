@@ -107,8 +107,8 @@ pub enum RunError {
     Journal(#[from] JournalError),
 }
 
-impl RunError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for RunError {
+    fn hint(&self) -> String {
         match self {
             RunError::Spawn { .. } => {
                 "check the recipe's [test] client path and that the file is executable".into()

@@ -50,8 +50,8 @@ pub enum ShareError {
     Invalid { reference: String, message: String },
 }
 
-impl ShareError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for ShareError {
+    fn hint(&self) -> String {
         match self {
             ShareError::Destination(_) => {
                 "submit to oci://REGISTRY/REPO (an OCI registry) or an http(s):// URL that takes PUT".into()

@@ -132,8 +132,8 @@ pub enum TrustError {
     Sign(#[from] SignError),
 }
 
-impl TrustError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for TrustError {
+    fn hint(&self) -> String {
         match self {
             TrustError::BadList { .. } => "a key list is the keys.json `rocforge key rotate` writes (docs/security.md); ask the publisher for an intact one".into(),
             TrustError::Unsigned { .. } => "a key list counts only with its .minisig signature by an already trusted key; ask the publisher to publish it".into(),
