@@ -1,12 +1,13 @@
 //! `[build]`: how a component is built (cmake, a script, a copy) and what reaches the build.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::arch::{ArchTable, check_target_in_file};
 use crate::diag::reader::{self, Sp, TableReader};
-use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 
 use super::checks::{is_inner_path, is_var_name, path_problem};
 
@@ -48,6 +49,37 @@ pub struct Build {
     pub device_code: bool,
 }
 
+/// The keys of a `[build]` table as written, before they are checked against each other.
+struct Keys {
+    system: Option<Sp<String>>,
+    arch_vars: Option<Vec<Sp<String>>>,
+    device_code: Option<Sp<bool>>,
+    args: Vec<Sp<String>>,
+    script: Option<Sp<String>>,
+    dest: Option<Sp<String>>,
+    pre_configure: Option<Sp<String>>,
+    post_install: Option<Sp<String>>,
+    env: BTreeMap<String, Sp<String>>,
+    arch_args: BTreeMap<String, Vec<String>>,
+}
+
+impl Keys {
+    fn read(t: &mut TableReader<'_, '_>, arches: &ArchTable, d: &mut Diagnostics) -> Self {
+        Self {
+            system: t.str("system", d, "system = \"cmake\", \"script\" or \"copy\""),
+            arch_vars: t.opt_str_list("arch-vars", d),
+            device_code: t.opt_bool("device-code", d),
+            args: t.opt_str_list("args", d).unwrap_or_default(),
+            script: t.opt_str("script", d),
+            dest: t.opt_str("dest", d),
+            pre_configure: t.opt_str("pre-configure", d),
+            post_install: t.opt_str("post-install", d),
+            env: t.opt_str_map("env", d).unwrap_or_default(),
+            arch_args: read_arch_args(t, arches, d),
+        }
+    }
+}
+
 pub(super) fn read_build(
     mut t: TableReader<'_, '_>,
     arches: &ArchTable,
@@ -55,62 +87,96 @@ pub(super) fn read_build(
 ) -> Option<Build> {
     let file = t.file().clone();
     let before = d.len();
-    let system = t.str("system", d, "system = \"cmake\", \"script\" or \"copy\"");
-    let arch_vars = t.opt_str_list("arch-vars", d);
-    let device_code = t.opt_bool("device-code", d);
-    let args = t.opt_str_list("args", d).unwrap_or_default();
-    let script = t.opt_str("script", d);
-    let dest = t.opt_str("dest", d);
-    let pre_configure = t.opt_str("pre-configure", d);
-    let post_install = t.opt_str("post-install", d);
-    let env = t.opt_str_map("env", d).unwrap_or_default();
-    let mut arch_args = BTreeMap::new();
-    if let Some(mut aa) = t.opt_table("arch-args", d) {
-        for (k, v) in aa.rest() {
-            let key = Sp::new(k.get_ref().to_string(), k.span());
-            if let Some(target) = check_target_in_file(arches, &file, &key, "[build.arch-args]", d)
-            {
-                if target.xnack.is_some() || target.sramecc.is_some() {
-                    d.push(
-                        Diagnostic::new(format!(
-                            "[build.arch-args] is keyed by processor, not target ID: \"{}\"",
-                            key.value
-                        ))
-                        .at(&file, key.span.clone(), "features are not allowed here")
-                        .hint(format!("write [build.arch-args] {} = [...]", target.arch)),
-                    );
-                    continue;
-                }
-                if let Some(list) =
-                    reader::read_str_list(&file, &format!("build.arch-args.{}", key.value), v, d)
-                {
-                    arch_args.insert(key.value, list.into_iter().map(|s| s.value).collect());
-                }
-            }
-        }
-    }
+    let mut keys = Keys::read(&mut t, arches, d);
     let meant = t.finish(d);
 
-    for v in arch_vars.iter().flatten() {
+    check_var_names(&file, &keys, d);
+    let system = keys.system.take()?;
+    check_cmake_only(&file, &system, &keys, d);
+    let host_only = keys.device_code.as_ref().is_some_and(|b| !b.value);
+    if host_only {
+        check_host_only(&file, &keys, d);
+    }
+    let kind = build_system(&file, &system, &mut keys, host_only, &meant, d)?;
+    if d.len() > before {
+        return None;
+    }
+    Some(Build {
+        system: kind,
+        arch_vars: keys
+            .arch_vars
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.value)
+            .collect(),
+        args: keys.args.into_iter().map(|s| s.value).collect(),
+        arch_args: keys.arch_args,
+        env: keys.env.into_iter().map(|(k, v)| (k, v.value)).collect(),
+        device_code: !host_only,
+    })
+}
+
+/// `[build.arch-args]`: extra arguments per processor.
+fn read_arch_args(
+    t: &mut TableReader<'_, '_>,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> BTreeMap<String, Vec<String>> {
+    let file = t.file();
+    let mut arch_args = BTreeMap::new();
+    let Some(mut aa) = t.opt_table("arch-args", d) else {
+        return arch_args;
+    };
+    for (k, v) in aa.rest() {
+        let key = Sp::new(k.get_ref().to_string(), k.span());
+        let Some(target) = check_target_in_file(arches, file, &key, "[build.arch-args]", d) else {
+            continue;
+        };
+        if target.xnack.is_some() || target.sramecc.is_some() {
+            d.push(
+                Diagnostic::new(format!(
+                    "[build.arch-args] is keyed by processor, not target ID: \"{}\"",
+                    key.value
+                ))
+                .at(file, key.span.clone(), "features are not allowed here")
+                .hint(format!("write [build.arch-args] {} = [...]", target.arch)),
+            );
+            continue;
+        }
+        if let Some(list) =
+            reader::read_str_list(file, &format!("build.arch-args.{}", key.value), v, d)
+        {
+            arch_args.insert(key.value, list.into_iter().map(|s| s.value).collect());
+        }
+    }
+    arch_args
+}
+
+/// The names in arch-vars and env become variables of the build: letters, digits and `_`.
+fn check_var_names(file: &Arc<SourceFile>, keys: &Keys, d: &mut Diagnostics) {
+    for v in keys.arch_vars.iter().flatten() {
         if !is_var_name(v) {
             d.push(
                 Diagnostic::new(format!("\"{}\" is not a variable name", v.value))
-                    .at(&file, v.span.clone(), "expected letters, digits and _")
+                    .at(file, v.span.clone(), "expected letters, digits and _")
                     .hint("arch-vars names the variables that receive the targets, e.g. [\"GPU_TARGETS\"]"),
             );
         }
     }
-    for (k, v) in &env {
+    for (k, v) in &keys.env {
         if !is_var_name(k) {
             d.push(
                 Diagnostic::new(format!("\"{k}\" is not an environment variable name"))
-                    .at(&file, v.span.clone(), "value of an invalid name")
+                    .at(file, v.span.clone(), "value of an invalid name")
                     .hint("environment variable names use letters, digits and _"),
             );
         }
     }
-    let system = system?;
-    if let Some(p) = &pre_configure
+}
+
+/// pre-configure and post-install hook into CMake's steps, which other systems lack.
+fn check_cmake_only(file: &Arc<SourceFile>, system: &Sp<String>, keys: &Keys, d: &mut Diagnostics) {
+    if let Some(p) = &keys.pre_configure
         && system.as_str() != "cmake"
     {
         d.push(
@@ -118,13 +184,13 @@ pub(super) fn read_build(
                 "pre-configure is for cmake builds, not \"{}\"",
                 system.value
             ))
-            .at(&file, p.span.clone(), "runs before CMake configures only")
+            .at(file, p.span.clone(), "runs before CMake configures only")
             .hint(
                 "a script build does the same at the start of its script; a copy build runs nothing",
             ),
         );
     }
-    if let Some(p) = &post_install
+    if let Some(p) = &keys.post_install
         && system.as_str() != "cmake"
     {
         d.push(
@@ -132,124 +198,147 @@ pub(super) fn read_build(
                 "post-install is for cmake builds, not \"{}\"",
                 system.value
             ))
-            .at(&file, p.span.clone(), "runs after `cmake --install` only")
+            .at(file, p.span.clone(), "runs after `cmake --install` only")
             .hint(
                 "a script build does the same at the end of its script; a copy build runs nothing",
             ),
         );
     }
-    let host_only = device_code.as_ref().is_some_and(|b| !b.value);
-    if host_only {
-        if let Some(v) = arch_vars.as_ref().and_then(|v| v.first()) {
-            d.push(
-                Diagnostic::new("a component with device-code = false names a GPU variable")
-                    .at(&file, v.span.clone(), "the targets never reach a build without device code")
-                    .hint("drop arch-vars, or drop device-code = false if the project does compile GPU code"),
-            );
-        }
-        if let Some((arch, _)) = arch_args.iter().next() {
-            d.push(
-                Diagnostic::new(format!(
-                    "a component with device-code = false has [build.arch-args] for {arch}"
-                ))
-                .in_file(&file)
-                .hint("its content key does not depend on the targets, so per-target arguments cannot reach it: drop them, or drop device-code = false"),
-            );
-        }
+}
+
+/// `device-code = false`: the targets never reach the build, so nothing may be set per target.
+fn check_host_only(file: &Arc<SourceFile>, keys: &Keys, d: &mut Diagnostics) {
+    if let Some(v) = keys.arch_vars.as_ref().and_then(|v| v.first()) {
+        d.push(
+            Diagnostic::new("a component with device-code = false names a GPU variable")
+                .at(file, v.span.clone(), "the targets never reach a build without device code")
+                .hint("drop arch-vars, or drop device-code = false if the project does compile GPU code"),
+        );
     }
-    let kind = match system.as_str() {
+    if let Some((arch, _)) = keys.arch_args.iter().next() {
+        d.push(
+            Diagnostic::new(format!(
+                "a component with device-code = false has [build.arch-args] for {arch}"
+            ))
+            .in_file(file)
+            .hint("its content key does not depend on the targets, so per-target arguments cannot reach it: drop them, or drop device-code = false"),
+        );
+    }
+}
+
+/// `system` and the keys that system needs.
+fn build_system(
+    file: &Arc<SourceFile>,
+    system: &Sp<String>,
+    keys: &mut Keys,
+    host_only: bool,
+    meant: &[&str],
+    d: &mut Diagnostics,
+) -> Option<BuildSystem> {
+    match system.as_str() {
         "cmake" => {
             // A misspelt arch-vars key was reported with a suggestion; do not report it twice.
             if !host_only
-                && arch_vars.as_ref().is_none_or(|v| v.is_empty())
+                && keys.arch_vars.as_ref().is_none_or(|v| v.is_empty())
                 && !meant.contains(&"arch-vars")
             {
                 d.push(
                     Diagnostic::new("a cmake build names no variable for the GPU targets")
-                        .at(&file, system.span.clone(), "targets would never reach this build")
+                        .at(file, system.span.clone(), "targets would never reach this build")
                         .hint("add arch-vars = [\"GPU_TARGETS\"] (or the variable this project reads, e.g. AMDGPU_TARGETS)"),
                 );
             }
-            BuildSystem::Cmake {
-                pre_configure: pre_configure
+            Some(BuildSystem::Cmake {
+                pre_configure: keys
+                    .pre_configure
+                    .take()
                     .filter(|p| !p.trim().is_empty())
                     .map(|p| p.value),
-                post_install: post_install
+                post_install: keys
+                    .post_install
+                    .take()
                     .filter(|p| !p.trim().is_empty())
                     .map(|p| p.value),
-            }
+            })
         }
-        "script" => {
-            match script {
-                Some(s) if !s.trim().is_empty() => BuildSystem::Script { script: s.value },
-                None if meant.contains(&"script") => return None,
-                _ => {
-                    d.push(
-                    Diagnostic::new("a script build has no script")
-                        .at(&file, system.span.clone(), "system = \"script\" needs script = \"…\"")
-                        .hint("add script = \"\"\"…\"\"\" holding the shell commands, one per line"),
-                );
-                    return None;
-                }
-            }
-        }
-        "copy" => match dest {
-            Some(p) if is_inner_path(&p) => BuildSystem::Copy { dest: p.value },
-            Some(p) => {
-                d.push(
-                    Diagnostic::new(format!(
-                        "copy destination \"{}\" must be relative to the prefix",
-                        p.value
-                    ))
-                    .at(
-                        &file,
-                        p.span.clone(),
-                        path_problem(&p).unwrap_or("leaves the prefix"),
-                    )
-                    .hint("e.g. dest = \"share/rocforge/tensile\""),
-                );
-                return None;
-            }
-            None if meant.contains(&"dest") => return None,
-            None => {
-                d.push(
-                    Diagnostic::new("a copy build has no destination")
-                        .at(
-                            &file,
-                            system.span.clone(),
-                            "system = \"copy\" needs dest = \"…\"",
-                        )
-                        .hint("e.g. dest = \"share/rocforge/tensile\""),
-                );
-                return None;
-            }
-        },
+        "script" => script_build(file, system, keys.script.take(), meant, d),
+        "copy" => copy_build(file, system, keys.dest.take(), meant, d),
         other => {
             d.push(
                 Diagnostic::new(format!("unknown build system \"{other}\""))
-                    .at(&file, system.span.clone(), "not a build system rocforge drives")
+                    .at(file, system.span.clone(), "not a build system rocforge drives")
                     .hint(did_you_mean(other, ["cmake", "script", "copy"]).unwrap_or_else(|| {
                         "use \"cmake\", \"copy\" or \"script\"; run other build tools (meson, make) from a script".to_string()
                     })),
             );
-            return None;
+            None
         }
-    };
-    if d.len() > before {
-        return None;
     }
-    Some(Build {
-        system: kind,
-        arch_vars: arch_vars
-            .unwrap_or_default()
-            .into_iter()
-            .map(|s| s.value)
-            .collect(),
-        args: args.into_iter().map(|s| s.value).collect(),
-        arch_args,
-        env: env.into_iter().map(|(k, v)| (k, v.value)).collect(),
-        device_code: !host_only,
-    })
+}
+
+fn script_build(
+    file: &Arc<SourceFile>,
+    system: &Sp<String>,
+    script: Option<Sp<String>>,
+    meant: &[&str],
+    d: &mut Diagnostics,
+) -> Option<BuildSystem> {
+    match script {
+        Some(s) if !s.trim().is_empty() => Some(BuildSystem::Script { script: s.value }),
+        None if meant.contains(&"script") => None,
+        _ => {
+            d.push(
+                Diagnostic::new("a script build has no script")
+                    .at(
+                        file,
+                        system.span.clone(),
+                        "system = \"script\" needs script = \"…\"",
+                    )
+                    .hint("add script = \"\"\"…\"\"\" holding the shell commands, one per line"),
+            );
+            None
+        }
+    }
+}
+
+fn copy_build(
+    file: &Arc<SourceFile>,
+    system: &Sp<String>,
+    dest: Option<Sp<String>>,
+    meant: &[&str],
+    d: &mut Diagnostics,
+) -> Option<BuildSystem> {
+    match dest {
+        Some(p) if is_inner_path(&p) => Some(BuildSystem::Copy { dest: p.value }),
+        Some(p) => {
+            d.push(
+                Diagnostic::new(format!(
+                    "copy destination \"{}\" must be relative to the prefix",
+                    p.value
+                ))
+                .at(
+                    file,
+                    p.span.clone(),
+                    path_problem(&p).unwrap_or("leaves the prefix"),
+                )
+                .hint("e.g. dest = \"share/rocforge/tensile\""),
+            );
+            None
+        }
+        None if meant.contains(&"dest") => None,
+        None => {
+            d.push(
+                Diagnostic::new("a copy build has no destination")
+                    .at(
+                        file,
+                        system.span.clone(),
+                        "system = \"copy\" needs dest = \"…\"",
+                    )
+                    .hint("e.g. dest = \"share/rocforge/tensile\""),
+            );
+            None
+        }
+    }
 }
 
 /// `VAR` of a `-DVAR=…` or `-DVAR:TYPE=…` argument.
