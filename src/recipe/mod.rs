@@ -154,7 +154,66 @@ pub fn parse(
         return None;
     }
     let mut r = TableReader::new(file, &doc, "");
+    let head = read_head(&mut r, file, stem, d);
+    let sections = read_sections(&mut r, &doc, arches, d);
+    r.finish(d);
+    if sections.build.as_ref().is_some_and(|b| !b.device_code) {
+        check_source_serves_every_target(file, &sections, d);
+    }
+    d.sort_from(errors_before);
 
+    if d.len() > errors_before {
+        return None;
+    }
+    Some(Recipe {
+        name: head.name?,
+        version: head.version?.value,
+        summary: head.summary?.value,
+        license: head.license?.value,
+        license_files: head.license_files,
+        homepage: head.homepage.map(|h| h.value),
+        depends: head.depends,
+        build_depends: head.build_depends,
+        source: sections.source?,
+        patches: sections.patches,
+        build: sections.build?,
+        test: sections.test,
+        tests_apart: false,
+        test_args: Vec::new(),
+        test_arch_vars: Vec::new(),
+        resources: sections.resources,
+        inputs: sections.inputs,
+        derive: sections.derive,
+        series: sections.series,
+        gpu_code: match sections.coverage {
+            Some(c) => c?,
+            None => gpu_code::GpuCode::AheadOfTime,
+        },
+        file: file.clone(),
+        overrides: None,
+        depends_file: None,
+        build_depends_file: None,
+    })
+}
+
+/// The keys of a recipe's top table: what the component is and what it needs.
+struct Head {
+    name: Option<Sp<String>>,
+    version: Option<Sp<String>>,
+    summary: Option<Sp<String>>,
+    license: Option<Sp<String>>,
+    license_files: Vec<Sp<String>>,
+    homepage: Option<Sp<String>>,
+    depends: Vec<Sp<String>>,
+    build_depends: Vec<Sp<String>>,
+}
+
+fn read_head(
+    r: &mut TableReader<'_, '_>,
+    file: &Arc<SourceFile>,
+    stem: &str,
+    d: &mut Diagnostics,
+) -> Head {
     let name = r.str(
         "name",
         d,
@@ -187,7 +246,7 @@ pub fn parse(
         d,
         "add the SPDX license of the component, e.g. license = \"MIT\"",
     );
-    let license_files = read_license_files(&mut r, file, d).unwrap_or_default();
+    let license_files = read_license_files(r, file, d).unwrap_or_default();
     let homepage = r.opt_str("homepage", d);
     let depends = r.opt_str_list("depends", d).unwrap_or_default();
     let build_depends = r.opt_str_list(BUILD_DEPENDS, d).unwrap_or_default();
@@ -198,11 +257,42 @@ pub fn parse(
         &build_depends,
         d,
     );
+    Head {
+        name,
+        version,
+        summary,
+        license,
+        license_files,
+        homepage,
+        depends,
+        build_depends,
+    }
+}
 
+/// A recipe's tables, each read by the module named after it.
+struct Sections {
+    source: Option<Source>,
+    patches: Patches,
+    build: Option<Build>,
+    test: Option<Test>,
+    resources: Resources,
+    inputs: Vec<ExtraInput>,
+    derive: Vec<Derive>,
+    series: Vec<Series>,
+    /// None: no `[coverage]`; `Some(None)`: one with problems (reported).
+    coverage: Option<Option<gpu_code::GpuCode>>,
+}
+
+fn read_sections(
+    r: &mut TableReader<'_, '_>,
+    doc: &toml::Spanned<toml::de::DeTable<'_>>,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Sections {
     let source = match r.opt_table("source", d) {
         Some(t) => read_source(t, d),
         None => {
-            if !has_key(&doc, "source") {
+            if !has_key(doc, "source") {
                 r.missing(
                     d,
                     "source",
@@ -219,86 +309,62 @@ pub fn parse(
     let build = match r.opt_table("build", d) {
         Some(t) => read_build(t, arches, d),
         None => {
-            if !has_key(&doc, "build") {
+            if !has_key(doc, "build") {
                 r.missing(d, "build", "add a [build] table, e.g. system = \"cmake\" and arch-vars = [\"GPU_TARGETS\"]");
             }
             None
         }
     };
-    let test = r.opt_table("test", d).and_then(|t| read_test(t, d));
-    let resources = r
-        .opt_table("resources", d)
-        .map(|t| read_resources(t, d))
-        .unwrap_or_default();
-    let inputs = r
-        .opt_table_array("inputs", d)
-        .map(|ts| read_inputs(ts, d))
-        .unwrap_or_default();
-    let derive = r
-        .opt_table_array("derive", d)
-        .map(|ts| read_derive(ts, arches, d))
-        .unwrap_or_default();
-    let series = r
-        .opt_table_array("series", d)
-        .map(|ts| read_series(ts, d))
-        .unwrap_or_default();
-    let coverage = r
-        .opt_table("coverage", d)
-        .map(|t| gpu_code::read(t, arches, d));
-    r.finish(d);
-    if build.as_ref().is_some_and(|b| !b.device_code) {
-        // A component without device code is built once for every target set: nothing of its
-        // source may depend on the targets.
-        let per_target = patches
-            .per_arch
-            .iter()
-            .next()
-            .map(|(a, _)| format!("[patches] {a}"))
-            .or_else(|| derive.first().map(|_| "[[derive]]".to_string()));
-        if let Some(what) = per_target {
-            d.push(
-                Diagnostic::new(format!(
-                    "a component with device-code = false has per-target source changes ({what})"
-                ))
-                .in_file(file)
-                .hint("move the patches to [patches] all, or drop device-code = false"),
-            );
-        }
-    }
-    d.sort_from(errors_before);
-
-    if d.len() > errors_before {
-        return None;
-    }
-    Some(Recipe {
-        name: name?,
-        version: version?.value,
-        summary: summary?.value,
-        license: license?.value,
-        license_files,
-        homepage: homepage.map(|h| h.value),
-        depends,
-        build_depends,
-        source: source?,
+    Sections {
+        source,
         patches,
-        build: build?,
-        test,
-        tests_apart: false,
-        test_args: Vec::new(),
-        test_arch_vars: Vec::new(),
-        resources,
-        inputs,
-        derive,
-        series,
-        gpu_code: match coverage {
-            Some(c) => c?,
-            None => gpu_code::GpuCode::AheadOfTime,
-        },
-        file: file.clone(),
-        overrides: None,
-        depends_file: None,
-        build_depends_file: None,
-    })
+        build,
+        test: r.opt_table("test", d).and_then(|t| read_test(t, d)),
+        resources: r
+            .opt_table("resources", d)
+            .map(|t| read_resources(t, d))
+            .unwrap_or_default(),
+        inputs: r
+            .opt_table_array("inputs", d)
+            .map(|ts| read_inputs(ts, d))
+            .unwrap_or_default(),
+        derive: r
+            .opt_table_array("derive", d)
+            .map(|ts| read_derive(ts, arches, d))
+            .unwrap_or_default(),
+        series: r
+            .opt_table_array("series", d)
+            .map(|ts| read_series(ts, d))
+            .unwrap_or_default(),
+        coverage: r
+            .opt_table("coverage", d)
+            .map(|t| gpu_code::read(t, arches, d)),
+    }
+}
+
+/// A component without device code is built once for every target set: nothing of its source
+/// may depend on the targets.
+fn check_source_serves_every_target(
+    file: &Arc<SourceFile>,
+    sections: &Sections,
+    d: &mut Diagnostics,
+) {
+    let per_target = sections
+        .patches
+        .per_arch
+        .iter()
+        .next()
+        .map(|(a, _)| format!("[patches] {a}"))
+        .or_else(|| sections.derive.first().map(|_| "[[derive]]".to_string()));
+    if let Some(what) = per_target {
+        d.push(
+            Diagnostic::new(format!(
+                "a component with device-code = false has per-target source changes ({what})"
+            ))
+            .in_file(file)
+            .hint("move the patches to [patches] all, or drop device-code = false"),
+        );
+    }
 }
 
 /// `license-files`: paths inside the source, each checked.
