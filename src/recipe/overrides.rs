@@ -82,21 +82,7 @@ pub fn parse_override(
 ) -> Option<Override> {
     let before = d.len();
     let doc = reader::parse(file, d)?;
-    for (k, _) in doc.get_ref().iter() {
-        let key: &str = k.get_ref();
-        if !OVERRIDE_KEYS.contains(&key) {
-            d.push(
-                Diagnostic::new(format!(
-                    "\"{key}\" cannot be overridden in a line based on {base_line}"
-                ))
-                .at(file, k.span(), "not an override key")
-                .hint(format!(
-                    "this line changes only {}; change how the component builds in {base_line}'s recipe, which every line based on it shares",
-                    OVERRIDE_KEYS.join(", ")
-                )),
-            );
-        }
-    }
+    refuse_other_keys(file, &doc, base_line, d);
     let mut r = TableReader::new(file, &doc, "");
     let version = r.opt_str("version", d);
     if let Some(v) = &version {
@@ -121,33 +107,10 @@ pub fn parse_override(
         build_depends.as_deref().unwrap_or_default(),
         d,
     );
-    let mut args = Vec::new();
-    let mut env = BTreeMap::new();
-    let mut pre_configure = None;
-    let mut post_install = None;
-    let mut script = None;
-    let mut device_code = None;
-    if let Some(mut b) = r.opt_table("build", d) {
-        for a in b.opt_str_list("args", d).unwrap_or_default() {
-            if !a.starts_with("-D") || !a.contains('=') {
-                d.push(
-                    Diagnostic::new(format!("override argument \"{}\" does not set a CMake variable", a.value))
-                        .at(file, a.span.clone(), "not -DVAR=VALUE")
-                        .hint("a line sets CMake variables (-DVAR=VALUE), replacing the base's value of VAR"),
-                );
-            }
-            args.push(a.value);
-        }
-        env = b
-            .opt_str_map("env", d)
-            .map(|m| m.into_iter().map(|(k, v)| (k, v.value)).collect())
-            .unwrap_or_default();
-        pre_configure = b.opt_str("pre-configure", d).map(|p| p.value);
-        post_install = b.opt_str("post-install", d).map(|p| p.value);
-        script = b.opt_str("script", d);
-        device_code = b.opt_bool("device-code", d);
-        b.finish(d);
-    }
+    let build = r
+        .opt_table("build", d)
+        .map(|b| read_build_override(b, d))
+        .unwrap_or_default();
     let inputs = r.opt_table_array("inputs", d).map(|ts| read_inputs(ts, d));
     let tests = r.opt_bool("tests", d).map(|b| b.value);
     let resources = r
@@ -170,18 +133,86 @@ pub fn parse_override(
         source,
         patches,
         series,
-        args,
-        env,
-        pre_configure,
-        post_install,
-        script,
-        device_code,
+        args: build.args,
+        env: build.env,
+        pre_configure: build.pre_configure,
+        post_install: build.post_install,
+        script: build.script,
+        device_code: build.device_code,
         inputs,
         tests,
         resources,
         gpu_code,
         file: file.clone(),
     })
+}
+
+/// Keys of the base line's recipe are refused with the override's own hint (not `finish`'s).
+fn refuse_other_keys(
+    file: &Arc<SourceFile>,
+    doc: &toml::Spanned<toml::de::DeTable<'_>>,
+    base_line: &str,
+    d: &mut Diagnostics,
+) {
+    for (k, _) in doc.get_ref().iter() {
+        let key: &str = k.get_ref();
+        if !OVERRIDE_KEYS.contains(&key) {
+            d.push(
+                Diagnostic::new(format!(
+                    "\"{key}\" cannot be overridden in a line based on {base_line}"
+                ))
+                .at(file, k.span(), "not an override key")
+                .hint(format!(
+                    "this line changes only {}; change how the component builds in {base_line}'s recipe, which every line based on it shares",
+                    OVERRIDE_KEYS.join(", ")
+                )),
+            );
+        }
+    }
+}
+
+/// What an override's `[build]` may change (see the fields of the same names in [`Override`]).
+#[derive(Default)]
+struct BuildOverride {
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    pre_configure: Option<String>,
+    post_install: Option<String>,
+    script: Option<Sp<String>>,
+    device_code: Option<Sp<bool>>,
+}
+
+fn read_build_override(mut b: TableReader<'_, '_>, d: &mut Diagnostics) -> BuildOverride {
+    let file = b.file();
+    let mut args = Vec::new();
+    for a in b.opt_str_list("args", d).unwrap_or_default() {
+        if !a.starts_with("-D") || !a.contains('=') {
+            d.push(
+                Diagnostic::new(format!(
+                    "override argument \"{}\" does not set a CMake variable",
+                    a.value
+                ))
+                .at(file, a.span.clone(), "not -DVAR=VALUE")
+                .hint(
+                    "a line sets CMake variables (-DVAR=VALUE), replacing the base's value of VAR",
+                ),
+            );
+        }
+        args.push(a.value);
+    }
+    let build = BuildOverride {
+        args,
+        env: b
+            .opt_str_map("env", d)
+            .map(|m| m.into_iter().map(|(k, v)| (k, v.value)).collect())
+            .unwrap_or_default(),
+        pre_configure: b.opt_str("pre-configure", d).map(|p| p.value),
+        post_install: b.opt_str("post-install", d).map(|p| p.value),
+        script: b.opt_str("script", d),
+        device_code: b.opt_bool("device-code", d),
+    };
+    b.finish(d);
+    build
 }
 
 impl Override {
@@ -302,6 +333,32 @@ impl Recipe {
             self.build_depends = deps.clone();
             self.build_depends_file = Some(o.file.clone());
         }
+        self.apply_build_override(o);
+        if let Some(i) = &o.inputs {
+            self.inputs = i.clone();
+        }
+        // The client stays described: `<name>-tests` builds it when asked for.
+        if o.tests == Some(false) {
+            self.tests_apart = true;
+        }
+        if let Some(dc) = &o.device_code
+            && !dc.value
+            && self.build.device_code
+        {
+            self.build.device_code = false;
+            self.test_arch_vars = std::mem::take(&mut self.build.arch_vars);
+        }
+        self.resources = o.resources.over(self.resources);
+        if let Some(g) = &o.gpu_code {
+            self.gpu_code = g.clone();
+        }
+        self.overrides = Some(o.file.clone());
+        self
+    }
+
+    /// The override's `[build]`: CMake arguments replaced by variable (a `tests = false` line
+    /// keeps the base's test switches for `<name>-tests`), env added, hooks and script replaced.
+    fn apply_build_override(&mut self, o: &Override) {
         for a in &o.args {
             let var = cmake_var(a);
             if o.tests == Some(false)
@@ -342,25 +399,5 @@ impl Recipe {
         if let (BuildSystem::Script { script }, Some(ours)) = (&mut self.build.system, &o.script) {
             *script = ours.value.clone();
         }
-        if let Some(i) = &o.inputs {
-            self.inputs = i.clone();
-        }
-        // The client stays described: `<name>-tests` builds it when asked for.
-        if o.tests == Some(false) {
-            self.tests_apart = true;
-        }
-        if let Some(dc) = &o.device_code
-            && !dc.value
-            && self.build.device_code
-        {
-            self.build.device_code = false;
-            self.test_arch_vars = std::mem::take(&mut self.build.arch_vars);
-        }
-        self.resources = o.resources.over(self.resources);
-        if let Some(g) = &o.gpu_code {
-            self.gpu_code = g.clone();
-        }
-        self.overrides = Some(o.file.clone());
-        self
     }
 }
