@@ -3,13 +3,15 @@
 //! target; the other kinds are verdicts of their own, printed by `inspect` and the build gate.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
 
 use serde::Serialize;
-use toml::de::DeValue;
+use toml::de::{DeTable, DeValue};
 
 use crate::arch::{ArchTable, is_arch_name};
-use crate::diag::reader::TableReader;
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::reader::{Sp, TableReader};
+use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 
 /// Kernels compiled for one target by the library's own compiler path, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -63,173 +65,240 @@ pub fn read(
         d,
         "add kind = \"host-only\", \"runtime-compiled\", \"declined\" or \"ahead-of-time\"",
     );
-    let reason = t.opt_str("reason", d);
-    let method = t.opt_str("method", d);
-    let fallback = t.opt_str("fallback", d);
-    let proof_table = t.opt_table("proof", d);
-    let mut proof = BTreeMap::new();
-    let mut bad = false;
-    let proof_span = proof_table.as_ref().map(|p| p.span());
-    if let Some(mut p) = proof_table {
-        let path = "coverage.proof";
-        for (k, v) in p.rest() {
-            let arch = k.get_ref().as_ref().to_string();
-            if !is_arch_name(&arch) || arches.get(&arch).is_none() {
-                d.push(
-                    Diagnostic::new(format!("[coverage.proof] names \"{arch}\", not a known processor"))
-                        .at(&file, k.span(), "not in arches.toml")
-                        .hint("one table per target the proof was made for, e.g. gfx90c = { compiled = 131, failed = 0 }"),
-                );
-                bad = true;
-                continue;
-            }
-            let DeValue::Table(inner) = v.get_ref() else {
-                d.push(
-                    Diagnostic::new(format!("[coverage.proof] {arch} must be a table"))
-                        .at(&file, v.span(), "expected { compiled = N, failed = M }")
-                        .hint("write e.g. gfx90c = { compiled = 131, failed = 0 }"),
-                );
-                bad = true;
-                continue;
-            };
-            let mut r = TableReader::with_span(&file, inner, v.span(), format!("{path}.{arch}"));
-            let count = |r: &mut TableReader<'_, '_>, key: &'static str, d: &mut Diagnostics| {
-                let n = r.opt_int(key, d);
-                match n {
-                    Some(n) if n.value >= 0 => Some(n.value as u64),
-                    Some(n) => {
-                        d.push(
-                            Diagnostic::new(format!(
-                                "{path}.{arch}.{key} = {} is negative",
-                                n.value
-                            ))
-                            .at(&file, n.span.clone(), "a count of kernel sources")
-                            .hint("write how many kernel sources compiled and how many failed"),
-                        );
-                        None
-                    }
-                    None => {
-                        d.push(
-                            Diagnostic::new(format!("{path}.{arch} has no {key}"))
-                                .at(&file, v.span(), format!("add {key} = N"))
-                                .hint("a proof records both compiled = N and failed = M"),
-                        );
-                        None
-                    }
-                }
-            };
-            let compiled = count(&mut r, "compiled", d);
-            let failed = count(&mut r, "failed", d);
-            r.finish(d);
-            match (compiled, failed) {
-                (Some(compiled), Some(failed)) => {
-                    proof.insert(arch, ProofCount { compiled, failed });
-                }
-                _ => bad = true,
-            }
-        }
-    }
+    let keys = Keys {
+        reason: t.opt_str("reason", d),
+        method: t.opt_str("method", d),
+        fallback: t.opt_str("fallback", d),
+        proof: t.opt_table("proof", d).map(|p| read_proof(p, arches, d)),
+    };
     t.finish(d);
     let kind = kind?;
-    let need = |d: &mut Diagnostics,
-                key: &str,
-                v: &Option<crate::diag::reader::Sp<String>>,
-                hint: &str|
-     -> Option<String> {
-        match v {
-            Some(s) if !s.trim().is_empty() => Some(s.value.clone()),
-            _ => {
-                d.push(
-                    Diagnostic::new(format!("coverage kind \"{}\" needs {key}", kind.value))
-                        .at(&file, kind.span.clone(), format!("add {key} = \"…\""))
-                        .hint(hint.to_string()),
-                );
-                None
-            }
-        }
+    let v = Verdict {
+        file: &file,
+        kind: &kind,
     };
-    let unused = |d: &mut Diagnostics, key: &str, present: bool| {
-        if present {
-            d.push(
-                Diagnostic::new(format!(
-                    "{key} does not apply to coverage kind \"{}\"",
-                    kind.value
-                ))
-                .at(&file, kind.span.clone(), "this kind")
-                .hint(format!("drop {key}, or change the kind")),
-            );
-        }
-    };
-    let reason_hint = "say why the library needs no code objects for our targets, e.g. \"host code only: links rocRAND\"";
-    let out = match kind.as_str() {
+    match kind.as_str() {
         "ahead-of-time" => {
-            unused(d, "method", method.is_some());
-            unused(d, "fallback", fallback.is_some());
-            unused(d, "proof", proof_span.is_some());
-            GpuCode::AheadOfTime
+            v.unused(d, "method", keys.method.is_some());
+            v.unused(d, "fallback", keys.fallback.is_some());
+            v.unused(d, "proof", keys.proof.is_some());
+            Some(GpuCode::AheadOfTime)
         }
         "host-only" => {
-            unused(d, "method", method.is_some());
-            unused(d, "fallback", fallback.is_some());
-            unused(d, "proof", proof_span.is_some());
-            GpuCode::HostOnly {
-                reason: need(d, "reason", &reason, reason_hint)?,
-            }
+            v.unused(d, "method", keys.method.is_some());
+            v.unused(d, "fallback", keys.fallback.is_some());
+            v.unused(d, "proof", keys.proof.is_some());
+            Some(GpuCode::HostOnly {
+                reason: v.need(d, "reason", &keys.reason, REASON_HINT)?,
+            })
         }
-        "runtime-compiled" => {
-            unused(d, "fallback", fallback.is_some());
-            let reason = need(d, "reason", &reason, reason_hint);
-            let method = need(
-                d,
-                "method",
-                &method,
-                "say how the proof was made: the compiler, its flags, where",
-            );
-            if proof_span.is_none() {
-                d.push(
-                    Diagnostic::new("coverage kind \"runtime-compiled\" needs a [coverage.proof]")
-                        .at(&file, whole.clone(), "no proof")
-                        .hint("record, per target, how many kernel sources compiled: [coverage.proof] gfx90c = { compiled = 131, failed = 0 }"),
-                );
-                return None;
-            }
-            if bad {
-                return None;
-            }
-            GpuCode::RuntimeCompiled {
-                reason: reason?,
-                method: method?,
-                proof,
-            }
-        }
-        "declined" => {
-            unused(d, "method", method.is_some());
-            unused(d, "proof", proof_span.is_some());
-            let reason = need(
-                d,
-                "reason",
-                &reason,
-                "say where the library declines our targets",
-            );
-            let fallback = need(
-                d,
-                "fallback",
-                &fallback,
-                "name what the consumer uses instead, e.g. \"hipBLAS (rocBLAS)\"",
-            );
-            GpuCode::Declined {
-                reason: reason?,
-                fallback: fallback?,
-            }
-        }
+        "runtime-compiled" => runtime_compiled(&v, keys, whole, d),
+        "declined" => declined(&v, keys, d),
         other => {
             d.push(
                 Diagnostic::new(format!("unknown coverage kind \"{other}\""))
                     .at(&file, kind.span.clone(), "not a coverage kind")
                     .hint(format!("use one of {}", KINDS.join(", "))),
             );
-            return None;
+            None
         }
+    }
+}
+
+const REASON_HINT: &str = "say why the library needs no code objects for our targets, e.g. \"host code only: links rocRAND\"";
+
+/// The keys of `[coverage]` besides `kind`, as written.
+struct Keys {
+    reason: Option<Sp<String>>,
+    method: Option<Sp<String>>,
+    fallback: Option<Sp<String>>,
+    /// None: no `[coverage.proof]`; `Some(None)`: one with problems (reported).
+    proof: Option<Option<BTreeMap<String, ProofCount>>>,
+}
+
+/// The keys checked against the kind, which every message names.
+struct Verdict<'k> {
+    file: &'k Arc<SourceFile>,
+    kind: &'k Sp<String>,
+}
+
+impl Verdict<'_> {
+    fn need(
+        &self,
+        d: &mut Diagnostics,
+        key: &str,
+        v: &Option<Sp<String>>,
+        hint: &str,
+    ) -> Option<String> {
+        match v {
+            Some(s) if !s.trim().is_empty() => Some(s.value.clone()),
+            _ => {
+                d.push(
+                    Diagnostic::new(format!("coverage kind \"{}\" needs {key}", self.kind.value))
+                        .at(
+                            self.file,
+                            self.kind.span.clone(),
+                            format!("add {key} = \"…\""),
+                        )
+                        .hint(hint.to_string()),
+                );
+                None
+            }
+        }
+    }
+
+    fn unused(&self, d: &mut Diagnostics, key: &str, present: bool) {
+        if present {
+            d.push(
+                Diagnostic::new(format!(
+                    "{key} does not apply to coverage kind \"{}\"",
+                    self.kind.value
+                ))
+                .at(self.file, self.kind.span.clone(), "this kind")
+                .hint(format!("drop {key}, or change the kind")),
+            );
+        }
+    }
+}
+
+fn runtime_compiled(
+    v: &Verdict<'_>,
+    keys: Keys,
+    whole: Range<usize>,
+    d: &mut Diagnostics,
+) -> Option<GpuCode> {
+    v.unused(d, "fallback", keys.fallback.is_some());
+    let reason = v.need(d, "reason", &keys.reason, REASON_HINT);
+    let method = v.need(
+        d,
+        "method",
+        &keys.method,
+        "say how the proof was made: the compiler, its flags, where",
+    );
+    let Some(proof) = keys.proof else {
+        d.push(
+            Diagnostic::new("coverage kind \"runtime-compiled\" needs a [coverage.proof]")
+                .at(v.file, whole, "no proof")
+                .hint("record, per target, how many kernel sources compiled: [coverage.proof] gfx90c = { compiled = 131, failed = 0 }"),
+        );
+        return None;
     };
-    Some(out)
+    let proof = proof?;
+    Some(GpuCode::RuntimeCompiled {
+        reason: reason?,
+        method: method?,
+        proof,
+    })
+}
+
+fn declined(v: &Verdict<'_>, keys: Keys, d: &mut Diagnostics) -> Option<GpuCode> {
+    v.unused(d, "method", keys.method.is_some());
+    v.unused(d, "proof", keys.proof.is_some());
+    let reason = v.need(
+        d,
+        "reason",
+        &keys.reason,
+        "say where the library declines our targets",
+    );
+    let fallback = v.need(
+        d,
+        "fallback",
+        &keys.fallback,
+        "name what the consumer uses instead, e.g. \"hipBLAS (rocBLAS)\"",
+    );
+    Some(GpuCode::Declined {
+        reason: reason?,
+        fallback: fallback?,
+    })
+}
+
+const PROOF_PATH: &str = "coverage.proof";
+
+/// `[coverage.proof]`: one count per known processor. None when an entry has problems
+/// (reported).
+fn read_proof(
+    mut p: TableReader<'_, '_>,
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Option<BTreeMap<String, ProofCount>> {
+    let file = p.file();
+    let mut proof = BTreeMap::new();
+    let mut bad = false;
+    for (k, v) in p.rest() {
+        let arch = k.get_ref().as_ref().to_string();
+        if !is_arch_name(&arch) || arches.get(&arch).is_none() {
+            d.push(
+                Diagnostic::new(format!("[coverage.proof] names \"{arch}\", not a known processor"))
+                    .at(file, k.span(), "not in arches.toml")
+                    .hint("one table per target the proof was made for, e.g. gfx90c = { compiled = 131, failed = 0 }"),
+            );
+            bad = true;
+            continue;
+        }
+        let DeValue::Table(inner) = v.get_ref() else {
+            d.push(
+                Diagnostic::new(format!("[coverage.proof] {arch} must be a table"))
+                    .at(file, v.span(), "expected { compiled = N, failed = M }")
+                    .hint("write e.g. gfx90c = { compiled = 131, failed = 0 }"),
+            );
+            bad = true;
+            continue;
+        };
+        match read_count(file, &arch, inner, v.span(), d) {
+            Some(count) => {
+                proof.insert(arch, count);
+            }
+            None => bad = true,
+        }
+    }
+    (!bad).then_some(proof)
+}
+
+/// One processor's `{ compiled = N, failed = M }`.
+fn read_count(
+    file: &Arc<SourceFile>,
+    arch: &str,
+    inner: &DeTable<'_>,
+    span: Range<usize>,
+    d: &mut Diagnostics,
+) -> Option<ProofCount> {
+    let mut r = TableReader::with_span(file, inner, span.clone(), format!("{PROOF_PATH}.{arch}"));
+    let compiled = count(&mut r, arch, &span, "compiled", d);
+    let failed = count(&mut r, arch, &span, "failed", d);
+    r.finish(d);
+    Some(ProofCount {
+        compiled: compiled?,
+        failed: failed?,
+    })
+}
+
+fn count(
+    r: &mut TableReader<'_, '_>,
+    arch: &str,
+    span: &Range<usize>,
+    key: &'static str,
+    d: &mut Diagnostics,
+) -> Option<u64> {
+    match r.opt_int(key, d) {
+        Some(n) if n.value >= 0 => Some(n.value as u64),
+        Some(n) => {
+            d.push(
+                Diagnostic::new(format!(
+                    "{PROOF_PATH}.{arch}.{key} = {} is negative",
+                    n.value
+                ))
+                .at(r.file(), n.span.clone(), "a count of kernel sources")
+                .hint("write how many kernel sources compiled and how many failed"),
+            );
+            None
+        }
+        None => {
+            d.push(
+                Diagnostic::new(format!("{PROOF_PATH}.{arch} has no {key}"))
+                    .at(r.file(), span.clone(), format!("add {key} = N"))
+                    .hint("a proof records both compiled = N and failed = M"),
+            );
+            None
+        }
+    }
 }

@@ -79,6 +79,51 @@ pub fn parse(
         "add the install prefix, e.g. prefix = \"/opt/rocm\"",
     );
     let default_arches = r.opt_str_list("arches", d).unwrap_or_default();
+    let (preview, built) = read_preview(&mut r, dir_name, d);
+    let base = read_base(&mut r, dir_name, d);
+    let image_base = r
+        .opt_table("image-base", d)
+        .and_then(|t| read_image_base(t, d));
+    let (bundles, bundle_spans) = read_bundles(&mut r, d);
+    r.finish(d);
+
+    if let Some(n) = &name {
+        check_name(file, n, dir_name, d);
+    }
+    if let Some(p) = &prefix {
+        check_prefix(file, p, d);
+    }
+    if let Some(i) = &image {
+        check_image(file, i, d);
+    }
+    let targets = read_targets(file, &default_arches, arches, d);
+    d.sort_from(before);
+    if d.len() > before {
+        return None;
+    }
+    Some(Release {
+        name: name?.value,
+        version: version?.value,
+        summary: summary.map(|s| s.value).unwrap_or_default(),
+        image: image?.value,
+        prefix: prefix?.value,
+        arches: targets,
+        preview,
+        built,
+        base,
+        image_base,
+        bundles,
+        bundle_spans,
+        file: file.clone(),
+    })
+}
+
+/// `preview` and `built`: whether the line may be the default, and the record that says so.
+fn read_preview(
+    r: &mut TableReader<'_, '_>,
+    dir_name: &str,
+    d: &mut Diagnostics,
+) -> (bool, Vec<Sp<String>>) {
     let explicit_preview = r.opt_bool("preview", d);
     let built = r.opt_str_list("built", d).unwrap_or_default();
     // The policy: the default line is one that has been built. A line that says it is no
@@ -91,11 +136,19 @@ pub fn parse(
             Diagnostic::new(format!(
                 "release line \"{dir_name}\" is no preview but records nothing built from it"
             ))
-            .at(file, p.span.clone(), "preview = false")
+            .at(r.file(), p.span.clone(), "preview = false")
             .hint("list what has been built from the line and recorded, e.g. built = [\"rocprim\", \"rocrand\"], or remove preview = false: a line nothing has been built from is a preview"),
         );
     }
     let preview = explicit_preview.map_or(built.is_empty(), |p| p.value);
+    (preview, built)
+}
+
+fn read_base(
+    r: &mut TableReader<'_, '_>,
+    dir_name: &str,
+    d: &mut Diagnostics,
+) -> Option<Sp<String>> {
     let base = r.opt_str("base", d);
     if let Some(b) = &base
         && b.value == dir_name
@@ -104,82 +157,106 @@ pub fn parse(
             Diagnostic::new(format!(
                 "release line \"{dir_name}\" names itself as its base"
             ))
-            .at(file, b.span.clone(), "its own name")
+            .at(r.file(), b.span.clone(), "its own name")
             .hint("base names another release line of this catalog, e.g. base = \"rocm-6.4.4\""),
         );
     }
-    let image_base = r.opt_table("image-base", d).and_then(|mut t| {
-        let before = d.len();
-        let name = t.str(
-            "name",
-            d,
-            "name the image the Containerfile's FROM uses, e.g. name = \"localhost/rocforge/debootstrap:sid\"",
-        );
-        let suite = t.str("debootstrap", d, "give the Debian suite, e.g. debootstrap = \"sid\"");
-        let variant = t.opt_str("variant", d);
-        let mirror = t.opt_str("mirror", d);
-        t.finish(d);
-        for s in [&suite, &variant].into_iter().flatten() {
-            if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                d.push(
-                    Diagnostic::new(format!("malformed debootstrap argument \"{}\"", s.value))
-                        .at(file, s.span.clone(), "letters, digits and '-' only")
-                        .hint("e.g. debootstrap = \"sid\", variant = \"minbase\""),
-                );
-            }
-        }
-        if let Some(m) = &mirror
-            && !(m.starts_with("http://") || m.starts_with("https://"))
-        {
+    base
+}
+
+/// `[image-base]`: the debootstrap arguments and the name of the image they make.
+fn read_image_base(mut t: TableReader<'_, '_>, d: &mut Diagnostics) -> Option<ImageBase> {
+    let file = t.file();
+    let before = d.len();
+    let name = t.str(
+        "name",
+        d,
+        "name the image the Containerfile's FROM uses, e.g. name = \"localhost/rocforge/debootstrap:sid\"",
+    );
+    let suite = t.str(
+        "debootstrap",
+        d,
+        "give the Debian suite, e.g. debootstrap = \"sid\"",
+    );
+    let variant = t.opt_str("variant", d);
+    let mirror = t.opt_str("mirror", d);
+    t.finish(d);
+    for s in [&suite, &variant].into_iter().flatten() {
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             d.push(
-                Diagnostic::new(format!("malformed mirror \"{}\"", m.value))
-                    .at(file, m.span.clone(), "not an http(s) URL")
-                    .hint("e.g. mirror = \"http://deb.debian.org/debian\""),
+                Diagnostic::new(format!("malformed debootstrap argument \"{}\"", s.value))
+                    .at(file, s.span.clone(), "letters, digits and '-' only")
+                    .hint("e.g. debootstrap = \"sid\", variant = \"minbase\""),
             );
-        }
-        if let Some(n) = &name
-            && (n.is_empty() || n.chars().any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
-        {
-            d.push(
-                Diagnostic::new(format!("malformed image reference \"{}\"", n.value))
-                    .at(file, n.span.clone(), "expected registry/name:tag in lowercase")
-                    .hint("e.g. name = \"localhost/rocforge/debootstrap:sid\""),
-            );
-        }
-        if d.len() > before {
-            return None;
-        }
-        Some(ImageBase {
-            name: name?.value,
-            suite: suite?.value,
-            variant: variant.map_or_else(|| "minbase".into(), |v| v.value),
-            mirror: mirror.map(|m| m.value),
-        })
-    });
-    let mut bundles = BTreeMap::new();
-    let mut bundle_spans = BTreeMap::new();
-    if let Some(mut t) = r.opt_table("bundles", d) {
-        for (k, v) in t.rest() {
-            let name = k.get_ref().to_string();
-            if !crate::recipe::is_component_name(&name) {
-                d.push(
-                    Diagnostic::new(format!("invalid bundle name \"{name}\""))
-                        .at(file, k.span(), "not a plain name")
-                        .hint("bundle names use lowercase letters, digits, '-', '_' and '.'"),
-                );
-                continue;
-            }
-            if let Some(list) = reader::read_str_list(file, &format!("bundles.{name}"), v, d) {
-                bundle_spans.insert(name.clone(), k.span());
-                bundles.insert(name, list);
-            }
         }
     }
-    r.finish(d);
-
-    if let Some(n) = &name
-        && n.value != dir_name
+    if let Some(m) = &mirror
+        && !(m.starts_with("http://") || m.starts_with("https://"))
     {
+        d.push(
+            Diagnostic::new(format!("malformed mirror \"{}\"", m.value))
+                .at(file, m.span.clone(), "not an http(s) URL")
+                .hint("e.g. mirror = \"http://deb.debian.org/debian\""),
+        );
+    }
+    if let Some(n) = &name
+        && (n.is_empty()
+            || n.chars()
+                .any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
+    {
+        d.push(
+            Diagnostic::new(format!("malformed image reference \"{}\"", n.value))
+                .at(
+                    file,
+                    n.span.clone(),
+                    "expected registry/name:tag in lowercase",
+                )
+                .hint("e.g. name = \"localhost/rocforge/debootstrap:sid\""),
+        );
+    }
+    if d.len() > before {
+        return None;
+    }
+    Some(ImageBase {
+        name: name?.value,
+        suite: suite?.value,
+        variant: variant.map_or_else(|| "minbase".into(), |v| v.value),
+        mirror: mirror.map(|m| m.value),
+    })
+}
+
+type Bundles = BTreeMap<String, Vec<Sp<String>>>;
+type BundleSpans = BTreeMap<String, std::ops::Range<usize>>;
+
+/// `[bundles]`: named lists of components, with where each name is written.
+fn read_bundles(r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> (Bundles, BundleSpans) {
+    let file = r.file();
+    let mut bundles = BTreeMap::new();
+    let mut bundle_spans = BTreeMap::new();
+    let Some(mut t) = r.opt_table("bundles", d) else {
+        return (bundles, bundle_spans);
+    };
+    for (k, v) in t.rest() {
+        let name = k.get_ref().to_string();
+        if !crate::recipe::is_component_name(&name) {
+            d.push(
+                Diagnostic::new(format!("invalid bundle name \"{name}\""))
+                    .at(file, k.span(), "not a plain name")
+                    .hint("bundle names use lowercase letters, digits, '-', '_' and '.'"),
+            );
+            continue;
+        }
+        if let Some(list) = reader::read_str_list(file, &format!("bundles.{name}"), v, d) {
+            bundle_spans.insert(name.clone(), k.span());
+            bundles.insert(name, list);
+        }
+    }
+    (bundles, bundle_spans)
+}
+
+/// The line is named after its directory.
+fn check_name(file: &Arc<SourceFile>, n: &Sp<String>, dir_name: &str, d: &mut Diagnostics) {
+    if n.value != dir_name {
         d.push(
             Diagnostic::new(format!(
                 "release \"{}\" is described in directory \"{dir_name}\"",
@@ -192,19 +269,22 @@ pub fn parse(
             )),
         );
     }
-    if let Some(p) = &prefix
-        && (!p.starts_with('/') || p.split('/').any(|c| c == ".."))
-    {
+}
+
+fn check_prefix(file: &Arc<SourceFile>, p: &Sp<String>, d: &mut Diagnostics) {
+    if !p.starts_with('/') || p.split('/').any(|c| c == "..") {
         d.push(
             Diagnostic::new(format!("prefix \"{}\" must be an absolute path", p.value))
                 .at(file, p.span.clone(), "not absolute")
                 .hint("e.g. prefix = \"/opt/rocm\""),
         );
     }
-    if let Some(i) = &image
-        && (i.is_empty()
-            || i.chars()
-                .any(|c| c.is_whitespace() || c.is_ascii_uppercase()))
+}
+
+fn check_image(file: &Arc<SourceFile>, i: &Sp<String>, d: &mut Diagnostics) {
+    if i.is_empty()
+        || i.chars()
+            .any(|c| c.is_whitespace() || c.is_ascii_uppercase())
     {
         d.push(
             Diagnostic::new(format!("malformed image reference \"{}\"", i.value))
@@ -216,6 +296,15 @@ pub fn parse(
                 .hint("e.g. image = \"ghcr.io/rocforge/builder:rocm-6.4.4\""),
         );
     }
+}
+
+/// `arches`: the default targets, one setting per processor.
+fn read_targets(
+    file: &Arc<SourceFile>,
+    default_arches: &[Sp<String>],
+    arches: &ArchTable,
+    d: &mut Diagnostics,
+) -> Vec<TargetId> {
     let written: Vec<(TargetId, &Sp<String>)> = default_arches
         .iter()
         .filter_map(|a| check_target_in_file(arches, file, a, "arches", d).map(|t| (t, a)))
@@ -248,23 +337,5 @@ pub fn parse(
     {
         d.push(Diagnostic::new(e.to_string()).in_file(file).hint(e.hint()));
     }
-    d.sort_from(before);
-    if d.len() > before {
-        return None;
-    }
-    Some(Release {
-        name: name?.value,
-        version: version?.value,
-        summary: summary.map(|s| s.value).unwrap_or_default(),
-        image: image?.value,
-        prefix: prefix?.value,
-        arches: targets,
-        preview,
-        built,
-        base,
-        image_base,
-        bundles,
-        bundle_spans,
-        file: file.clone(),
-    })
+    targets
 }
