@@ -305,23 +305,56 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
     let notes = r.opt_str("notes", d);
 
     let file = r.file().clone();
+    // The name decides what the entry is; a kind that disagrees is reported once, here.
+    let generic = llvm.ends_with("-generic");
+    check_kind(llvm, kind.as_ref(), generic, &file, d);
+    let matrix = matrix_cores(llvm, matrix.as_ref(), &file, d);
+    check_pci_ids(llvm, &pci, &file, d);
+    check_aliases(llvm, &aliases, &file, d);
+    let kfd = kfd_version(llvm, kfd, generic, r, d);
+    let wavefront = wavefront_size(llvm, wavefront, r, d);
+    Some(Arch {
+        llvm: llvm.to_string(),
+        name: name?.value,
+        family: family?.value,
+        generation: generation?.value,
+        kind: kind?.value,
+        wavefront: wavefront?,
+        xnack: xnack.map(|b| b.value).unwrap_or(false),
+        sramecc: sramecc.map(|b| b.value).unwrap_or(false),
+        matrix,
+        kfd_version: kfd?,
+        pci_ids: pci.into_iter().map(|s| s.value).collect(),
+        nearest: nearest.map(|s| s.value),
+        rocm_supported: supported.map(|b| b.value).unwrap_or(false),
+        aliases: aliases.into_iter().map(|s| s.value).collect(),
+        notes: notes.map(|s| s.value),
+    })
+}
+
+/// `kind` is one of the four, and `generic` exactly for a gfxN-generic name.
+fn check_kind(
+    llvm: &str,
+    kind: Option<&Sp<String>>,
+    generic: bool,
+    file: &Arc<SourceFile>,
+    d: &mut Diagnostics,
+) {
     const KINDS: [&str; 4] = ["igpu", "dgpu", "datacenter", "generic"];
-    if let Some(k) = &kind
+    if let Some(k) = kind
         && !KINDS.contains(&k.as_str())
     {
         d.push(
             Diagnostic::new(format!("unknown kind \"{}\" for {llvm}", k.value))
                 .at(
-                    &file,
+                    file,
                     k.span.clone(),
                     "expected igpu, dgpu, datacenter or generic",
                 )
                 .maybe_hint(did_you_mean(k, KINDS)),
         );
     }
-    // The name decides what the entry is; a kind that disagrees is reported once, here.
-    let generic = llvm.ends_with("-generic");
-    if let Some(k) = &kind
+    if let Some(k) = kind
         && (k.as_str() == "generic") != generic
     {
         d.push(
@@ -330,7 +363,7 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
                 k.value
             ))
             .at(
-                &file,
+                file,
                 k.span.clone(),
                 if generic {
                     "a gfxN-generic target is not a device"
@@ -341,21 +374,34 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
             .hint("generic targets (gfx9-generic, gfx11-generic, ...) have kind = \"generic\"; processors are igpu, dgpu or datacenter"),
         );
     }
-    let matrix = match matrix.as_ref().map(|m| m.as_str()) {
+}
+
+/// The `matrix` key; an unknown kind is reported and read as none.
+fn matrix_cores(
+    llvm: &str,
+    matrix: Option<&Sp<String>>,
+    file: &Arc<SourceFile>,
+    d: &mut Diagnostics,
+) -> MatrixCores {
+    match matrix.map(|m| m.as_str()) {
         None | Some("none") => MatrixCores::None,
         Some("mfma") => MatrixCores::Mfma,
         Some("wmma") => MatrixCores::Wmma,
         Some(other) => {
-            let m = matrix.as_ref().expect("matched Some");
+            let m = matrix.expect("matched Some");
             d.push(
                 Diagnostic::new(format!("unknown matrix core kind \"{other}\" for {llvm}"))
-                    .at(&file, m.span.clone(), "expected none, mfma or wmma")
+                    .at(file, m.span.clone(), "expected none, mfma or wmma")
                     .hint("matrix = \"none\" | \"mfma\" | \"wmma\""),
             );
             MatrixCores::None
         }
-    };
-    for id in &pci {
+    }
+}
+
+/// Each PCI device ID is four lowercase hex digits.
+fn check_pci_ids(llvm: &str, pci: &[Sp<String>], file: &Arc<SourceFile>, d: &mut Diagnostics) {
+    for id in pci {
         if id.len() != 4
             || !id
                 .chars()
@@ -366,24 +412,39 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
                     "malformed PCI device ID \"{}\" for {llvm}",
                     id.value
                 ))
-                .at(&file, id.span.clone(), "expected four lowercase hex digits")
+                .at(file, id.span.clone(), "expected four lowercase hex digits")
                 .hint("write the device ID without vendor or 0x, e.g. \"1636\""),
             );
         }
     }
-    for alias in &aliases {
+}
+
+/// Each alias is a processor name.
+fn check_aliases(llvm: &str, aliases: &[Sp<String>], file: &Arc<SourceFile>, d: &mut Diagnostics) {
+    for alias in aliases {
         if !is_arch_name(alias) {
             d.push(
                 Diagnostic::new(format!(
                     "alias \"{}\" of {llvm} is not a processor name",
                     alias.value
                 ))
-                .at(&file, alias.span.clone(), "expected gfxNNN")
+                .at(file, alias.span.clone(), "expected gfxNNN")
                 .hint("aliases are the names this GPU may enumerate as, e.g. \"gfx1100\""),
             );
         }
     }
-    let kfd = match kfd {
+}
+
+/// `kfd-version`: required of a processor, refused for a generic target (0 stands for it).
+fn kfd_version(
+    llvm: &str,
+    kfd: Option<Sp<i64>>,
+    generic: bool,
+    r: &mut TableReader<'_, '_>,
+    d: &mut Diagnostics,
+) -> Option<u32> {
+    let file = r.file().clone();
+    match kfd {
         Some(k) if generic => {
             d.push(
                 Diagnostic::new(format!("generic target {llvm} has a kfd-version"))
@@ -414,8 +475,18 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
             );
             None
         }
-    };
-    let wavefront = match wavefront {
+    }
+}
+
+/// `wavefront`: required, 32 or 64.
+fn wavefront_size(
+    llvm: &str,
+    wavefront: Option<Sp<i64>>,
+    r: &mut TableReader<'_, '_>,
+    d: &mut Diagnostics,
+) -> Option<u32> {
+    let file = r.file().clone();
+    match wavefront {
         Some(w) if w.value == 32 || w.value == 64 => Some(w.value as u32),
         Some(w) => {
             d.push(
@@ -433,24 +504,7 @@ fn read_arch(llvm: &str, r: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Op
             );
             None
         }
-    };
-    Some(Arch {
-        llvm: llvm.to_string(),
-        name: name?.value,
-        family: family?.value,
-        generation: generation?.value,
-        kind: kind?.value,
-        wavefront: wavefront?,
-        xnack: xnack.map(|b| b.value).unwrap_or(false),
-        sramecc: sramecc.map(|b| b.value).unwrap_or(false),
-        matrix,
-        kfd_version: kfd?,
-        pci_ids: pci.into_iter().map(|s| s.value).collect(),
-        nearest: nearest.map(|s| s.value),
-        rocm_supported: supported.map(|b| b.value).unwrap_or(false),
-        aliases: aliases.into_iter().map(|s| s.value).collect(),
-        notes: notes.map(|s| s.value),
-    })
+    }
 }
 
 /// `gfx90c`, `gfx1151`, or a generic target: `gfx9-generic`, `gfx10-3-generic`.

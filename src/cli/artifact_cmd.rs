@@ -628,24 +628,7 @@ pub(crate) fn render_rebuild(r: &app::verify::Report) -> String {
 }
 
 pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
-    let req = app::install::Request {
-        components: &a.components,
-        from: a.from.as_deref(),
-        prefix: a.prefix.as_deref(),
-        allow_unsigned: a.allow_unsigned,
-        allow_downgrade: a.allow_downgrade,
-        timeout: a.timeout.as_deref(),
-        allow_host: &a.allow_host,
-        keys: &a.key,
-        max_size: a.max_size.as_deref(),
-        runtime: if a.no_runtime_check {
-            install::RuntimeCheck::Skip
-        } else if a.with_runtime {
-            install::RuntimeCheck::With
-        } else {
-            install::RuntimeCheck::Auto
-        },
-    };
+    let req = install_request(a);
     let reporter = TermReporter::new(g);
     if a.dry_run {
         let plan = app::install::plan(&super::options(g), &req, &reporter)?;
@@ -668,7 +651,40 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         }
         Installed::Done(outcome) => outcome,
     };
-    let report = &outcome.report;
+    note_installed(g, &outcome.report);
+    if g.format == Format::Json {
+        print_install_json(&outcome);
+    } else {
+        print_environment(g, &outcome);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The install use case's request, as the flags give it.
+fn install_request(a: &InstallArgs) -> app::install::Request<'_> {
+    app::install::Request {
+        components: &a.components,
+        from: a.from.as_deref(),
+        prefix: a.prefix.as_deref(),
+        allow_unsigned: a.allow_unsigned,
+        allow_downgrade: a.allow_downgrade,
+        timeout: a.timeout.as_deref(),
+        allow_host: &a.allow_host,
+        keys: &a.key,
+        max_size: a.max_size.as_deref(),
+        runtime: if a.no_runtime_check {
+            install::RuntimeCheck::Skip
+        } else if a.with_runtime {
+            install::RuntimeCheck::With
+        } else {
+            install::RuntimeCheck::Auto
+        },
+    }
+}
+
+/// What each component came to (installed, repaired, already there), and whose signature the
+/// index carried.
+fn note_installed(g: &Global, report: &install::Report) {
     for n in &report.already {
         note!(g, "  {n:<20} already installed");
     }
@@ -696,43 +712,52 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
         Some(k) => note!(g, "index signature: good, key {k}"),
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
+}
+
+/// `--format json`: what was installed, and the environment that uses the prefix.
+fn print_install_json(outcome: &app::install::Outcome) {
+    let report = &outcome.report;
     let p = outcome.prefix.display();
-    if g.format == Format::Json {
-        let installed: Vec<_> = report
-            .installed
-            .iter()
-            .map(|r| {
-                let repaired = report
-                    .repaired
-                    .iter()
-                    .find(|(n, _)| *n == r.name.as_str())
-                    .map(|(_, missing)| *missing);
-                json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
-                    "files": r.files.len(), "repaired_missing": repaired,
-                    "device_code": report.with_device_code.iter().any(|n| *n == r.name.as_str()),
-                    "declined": r.declined})
-            })
-            .collect();
-        let advice: Vec<_> = outcome
-            .not_native
-            .iter()
-            .map(|n| json!({"component": n.component, "advice": n.advice}))
-            .collect();
-        super::print_json(&json!({
-            "schema": "rocforge.install/1",
-            "prefix": outcome.prefix,
-            "installed": installed,
-            "already": report.already,
-            "signed_by": report.signer,
-            "not_native": advice,
-            "environment": {
-                "ROCM_PATH": format!("{p}"),
-                "PATH": format!("{p}/bin"),
-                "LD_LIBRARY_PATH": format!("{p}/lib"),
-            },
-        }));
-        return Ok(ExitCode::SUCCESS);
-    }
+    let installed: Vec<_> = report
+        .installed
+        .iter()
+        .map(|r| {
+            let repaired = report
+                .repaired
+                .iter()
+                .find(|(n, _)| *n == r.name.as_str())
+                .map(|(_, missing)| *missing);
+            json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
+                "files": r.files.len(), "repaired_missing": repaired,
+                "device_code": report.with_device_code.iter().any(|n| *n == r.name.as_str()),
+                "declined": r.declined})
+        })
+        .collect();
+    let advice: Vec<_> = outcome
+        .not_native
+        .iter()
+        .map(|n| json!({"component": n.component, "advice": n.advice}))
+        .collect();
+    super::print_json(&json!({
+        "schema": "rocforge.install/1",
+        "prefix": outcome.prefix,
+        "installed": installed,
+        "already": report.already,
+        "signed_by": report.signer,
+        "not_native": advice,
+        "environment": {
+            "ROCM_PATH": format!("{p}"),
+            "PATH": format!("{p}/bin"),
+            "LD_LIBRARY_PATH": format!("{p}/lib"),
+        },
+    }));
+}
+
+/// The lines that put the prefix in the environment, and whether its libraries need an
+/// HSA_OVERRIDE_GFX_VERSION.
+fn print_environment(g: &Global, outcome: &app::install::Outcome) {
+    let report = &outcome.report;
+    let p = outcome.prefix.display();
     println!("export ROCM_PATH={p}");
     println!("export PATH={p}/bin:$PATH");
     println!("export LD_LIBRARY_PATH={p}/lib:$LD_LIBRARY_PATH");
@@ -767,7 +792,6 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
             eprintln!("  {:<20} {}", n.component, n.advice);
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Finishes an install into `prefix` that a kill -9 cut short (src/install/merge.rs), so the

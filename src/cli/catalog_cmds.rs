@@ -1,12 +1,13 @@
 //! `list`, `check` and `catalog export`.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
 
 use super::{CliError, Format, Global, Result, root};
-use rocforge::catalog::{Catalog, CatalogError};
+use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
 use rocforge::diag::Diagnostics;
 
 #[derive(clap::Args, Debug)]
@@ -19,31 +20,53 @@ pub struct ListArgs {
     pub prefix: Option<PathBuf>,
 }
 
+/// One component of one release line, as `list` shows it.
+struct Row {
+    name: String,
+    version: String,
+    release: String,
+    preview: bool,
+    default: bool,
+    recorded: bool,
+    stored: bool,
+    summary: String,
+}
+
+/// A bundle's name, its release line and its components.
+type Bundle = (String, String, Vec<String>);
+
 pub fn list(g: &Global) -> Result<ExitCode> {
     let root = root(g);
     let releases = rocforge::app::release_names(&root, g.release.as_deref())?;
     let default = root.default_release().ok().flatten();
     // What this machine's store holds, per (line, component): any target set counts.
-    let stored: std::collections::BTreeSet<(String, String)> = super::options(g)
+    let stored: BTreeSet<(String, String)> = super::options(g)
         .store()
         .entries()
         .into_iter()
         .map(|e| (e.release, e.component.to_string()))
         .collect();
-    struct Row {
-        name: String,
-        version: String,
-        release: String,
-        preview: bool,
-        default: bool,
-        recorded: bool,
-        stored: bool,
-        summary: String,
+    let (rows, bundles) = list_rows(&root, &releases, default.as_deref(), &stored)?;
+    if g.format == Format::Json {
+        print_list_json(&rows, &bundles);
+        return Ok(ExitCode::SUCCESS);
     }
+    print_list_table(&rows, &bundles);
+    print_list_legend(&rows, &bundles, default.as_deref());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The components and bundles of each line in `releases`, in order.
+fn list_rows(
+    root: &CatalogRoot,
+    releases: &[String],
+    default: Option<&str>,
+    stored: &BTreeSet<(String, String)>,
+) -> Result<(Vec<Row>, Vec<Bundle>)> {
     let mut rows = Vec::new();
     // Bundles are names `build`, `install` and `package` take like components.
-    let mut bundles: Vec<(String, String, Vec<String>)> = Vec::new();
-    for r in &releases {
+    let mut bundles: Vec<Bundle> = Vec::new();
+    for r in releases {
         let c = Catalog::load(root.clone(), Some(r))?;
         for (name, members) in &c.release.bundles {
             bundles.push((
@@ -61,29 +84,34 @@ pub fn list(g: &Global) -> Result<ExitCode> {
                 version: recipe.version.clone(),
                 release: r.clone(),
                 preview: c.release.preview,
-                default: default.as_deref() == Some(r.as_str()),
+                default: default == Some(r.as_str()),
                 summary: recipe.summary.clone(),
             });
         }
     }
-    if g.format == Format::Json {
-        let items: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({"name": r.name, "version": r.version, "release": r.release,
-                    "preview": r.preview, "default": r.default, "built": r.recorded,
-                    "stored": r.stored, "summary": r.summary})
-            })
-            .collect();
-        let bundles: Vec<_> = bundles
-            .iter()
-            .map(|(name, release, members)| json!({"name": name, "release": release, "components": members}))
-            .collect();
-        super::print_json(
-            &json!({"schema": "rocforge.list/1", "components": items, "bundles": bundles}),
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
+    Ok((rows, bundles))
+}
+
+fn print_list_json(rows: &[Row], bundles: &[Bundle]) {
+    let items: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({"name": r.name, "version": r.version, "release": r.release,
+                "preview": r.preview, "default": r.default, "built": r.recorded,
+                "stored": r.stored, "summary": r.summary})
+        })
+        .collect();
+    let bundles: Vec<_> = bundles
+        .iter()
+        .map(|(name, release, members)| json!({"name": name, "release": release, "components": members}))
+        .collect();
+    super::print_json(
+        &json!({"schema": "rocforge.list/1", "components": items, "bundles": bundles}),
+    );
+}
+
+/// The components in aligned columns, then the bundles.
+fn print_list_table(rows: &[Row], bundles: &[Bundle]) {
     let table: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
@@ -130,14 +158,17 @@ pub fn list(g: &Global) -> Result<ExitCode> {
             .map(|(n, r, _)| n.len() + r.len() + 3)
             .max()
             .unwrap_or(0);
-        for (name, release, members) in &bundles {
+        for (name, release, members) in bundles {
             let label = format!("{name} ({release})");
             println!("{label:width$}  {}", members.join(", "));
         }
     }
-    // What the marks mean, once, after the table: a reader of the table needs them there.
+}
+
+/// What the marks mean, once, after the table: a reader of the table needs them there.
+fn print_list_legend(rows: &[Row], bundles: &[Bundle], default: Option<&str>) {
     println!();
-    if let Some(d) = &default {
+    if let Some(d) = default {
         println!("default: {d}, the line used without --release");
     }
     if rows.iter().any(|r| r.preview) {
@@ -153,7 +184,6 @@ pub fn list(g: &Global) -> Result<ExitCode> {
             "bundles: names that build, install and package take like a component, for the components listed"
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 pub fn check(g: &Global) -> Result<ExitCode> {

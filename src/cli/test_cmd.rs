@@ -8,6 +8,7 @@ use super::{CliError, Format, Global, Result, exit_code, print_json};
 use rocforge::app::test;
 use rocforge::diag::Diagnostic;
 use rocforge::report;
+use rocforge::testrun::bundle::Bundle;
 use rocforge::testrun::detect::Device;
 use rocforge::testrun::share;
 
@@ -285,19 +286,7 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
             }
             // Pulled bundles go to disk beside the report, not to memory (nor to a /tmp that
             // may be memory).
-            let parent = match out.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            let pulls = tempfile::Builder::new()
-                .prefix(".rocforge-pull-")
-                .tempdir_in(&parent)
-                .map_err(|e| {
-                    one(
-                        format!("cannot write in {}: {e}", parent.display()),
-                        "check free disk space and permissions",
-                    )
-                })?;
+            let pulls = pull_dir(out)?;
             let pulled = share::pull_all(client.as_ref().expect("just set"), &repo, pulls.path())
                 .map_err(share_err)?;
             if pulled.is_empty() {
@@ -316,56 +305,7 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
                 trust = Some(rocforge::trust::Resolved::from_roots(&roots, &state.state));
             }
             let trust = trust.as_ref().expect("just set");
-            let (mut signed, mut unsigned, mut refused) = (0, 0, 0);
-            for p in pulled {
-                let results = std::fs::read(&p.results).map_err(|e| {
-                    one(
-                        format!("cannot read {}: {e}", p.results.display()),
-                        "check free disk space and permissions",
-                    )
-                })?;
-                match &p.signature {
-                    Some(sig) => match trust.verify_bytes(&results, sig, &p.reference) {
-                        Ok(v) => {
-                            signed += 1;
-                            if !g.quiet {
-                                eprintln!("{}: signed by trusted key {}", p.reference, v.key_id);
-                            }
-                        }
-                        Err(e) => {
-                            refused += 1;
-                            eprintln!("warning: {}: refused: {e}", p.reference);
-                            continue;
-                        }
-                    },
-                    None if allow_unsigned => {
-                        unsigned += 1;
-                        eprintln!(
-                            "warning: {}: unsigned, included because of --allow-unsigned",
-                            p.reference
-                        );
-                    }
-                    None => {
-                        refused += 1;
-                        eprintln!(
-                            "warning: {}: unsigned, left out (--allow-unsigned includes it)",
-                            p.reference
-                        );
-                        continue;
-                    }
-                }
-                bundles.push(report::parse(&results, &p.reference).map_err(|e| one(&e, e.hint()))?);
-            }
-            note!(
-                g,
-                "{text}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out"
-            );
-            if signed + unsigned == 0 {
-                return Err(one(
-                    format!("{text}: no results artifact is signed by a trusted key"),
-                    "trust the submitters' public keys with --key RW… (or [trust] keys in rocforge.toml), or pass --allow-unsigned to read unsigned ones",
-                ));
-            }
+            bundles.extend(trusted_bundles(g, &text, pulled, trust, allow_unsigned)?);
             continue;
         }
         if r.is_dir() {
@@ -374,7 +314,92 @@ pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
         }
         bundles.push(report::load(r).map_err(|e| one(&e, e.hint()))?);
     }
-    let rep = report::build(&bundles);
+    write_report(&bundles, out)
+}
+
+/// A scratch directory beside `out` for the pulled results.
+fn pull_dir(out: &Path) -> Result<tempfile::TempDir> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".rocforge-pull-")
+        .tempdir_in(&parent)
+        .map_err(|e| {
+            one(
+                format!("cannot write in {}: {e}", parent.display()),
+                "check free disk space and permissions",
+            )
+        })
+}
+
+/// The results pulled from `text` that a trusted key signed, and the unsigned ones with
+/// --allow-unsigned; fails when that leaves none.
+fn trusted_bundles(
+    g: &Global,
+    text: &str,
+    pulled: Vec<share::Pulled>,
+    trust: &rocforge::trust::Resolved,
+    allow_unsigned: bool,
+) -> Result<Vec<Bundle>> {
+    let mut bundles = Vec::new();
+    let (mut signed, mut unsigned, mut refused) = (0, 0, 0);
+    for p in pulled {
+        let results = std::fs::read(&p.results).map_err(|e| {
+            one(
+                format!("cannot read {}: {e}", p.results.display()),
+                "check free disk space and permissions",
+            )
+        })?;
+        match &p.signature {
+            Some(sig) => match trust.verify_bytes(&results, sig, &p.reference) {
+                Ok(v) => {
+                    signed += 1;
+                    if !g.quiet {
+                        eprintln!("{}: signed by trusted key {}", p.reference, v.key_id);
+                    }
+                }
+                Err(e) => {
+                    refused += 1;
+                    eprintln!("warning: {}: refused: {e}", p.reference);
+                    continue;
+                }
+            },
+            None if allow_unsigned => {
+                unsigned += 1;
+                eprintln!(
+                    "warning: {}: unsigned, included because of --allow-unsigned",
+                    p.reference
+                );
+            }
+            None => {
+                refused += 1;
+                eprintln!(
+                    "warning: {}: unsigned, left out (--allow-unsigned includes it)",
+                    p.reference
+                );
+                continue;
+            }
+        }
+        bundles.push(report::parse(&results, &p.reference).map_err(|e| one(&e, e.hint()))?);
+    }
+    note!(
+        g,
+        "{text}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out"
+    );
+    if signed + unsigned == 0 {
+        return Err(one(
+            format!("{text}: no results artifact is signed by a trusted key"),
+            "trust the submitters' public keys with --key RW… (or [trust] keys in rocforge.toml), or pass --allow-unsigned to read unsigned ones",
+        ));
+    }
+    Ok(bundles)
+}
+
+/// report.html and report.md of `bundles` in `out`, their paths printed.
+fn write_report(bundles: &[Bundle], out: &Path) -> Result<ExitCode> {
+    let rep = report::build(bundles);
     let rendered = |r: std::result::Result<String, report::view::RenderError>| {
         r.map_err(|e| {
             one(

@@ -214,13 +214,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
         // Hashed once, before either key: a large tree is walked once per plan.
-        let source_tree = match &r.source {
-            crate::recipe::Source::Path { path } => Some(
-                crate::source::prepare::path_tree_digest(catalog, name, path)
-                    .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?,
-            ),
-            _ => None,
-        };
+        let source_tree = path_source_digest(catalog, name, r)?;
         let input_for = |targets: &[TargetId], dep_key: &dyn Fn(&str) -> String| HashInput {
             schema: HASH_INPUT_SCHEMA,
             driver: BUILD_DRIVER_SCHEMA,
@@ -260,17 +254,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             sources_locked = false;
         }
         let key = input.key();
-        let status = if store.contains(&key) {
-            Status::Cached
-        } else {
-            let reason = match store.previous(name) {
-                Some(old) => Reason::Changed {
-                    inputs: changed_inputs(&old, &input.to_value()),
-                },
-                None => Reason::New,
-            };
-            Status::Build { reason }
-        };
+        let status = step_status(store, name, &key, &input);
         keys.insert(name, (key.clone(), level));
         steps.push(Step {
             component: name.to_string(),
@@ -308,6 +292,37 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         steps,
         estimate,
     })
+}
+
+/// The digest of a `path` source's tree; None for other sources.
+fn path_source_digest(
+    catalog: &Catalog,
+    name: &str,
+    r: &Recipe,
+) -> Result<Option<String>, Diagnostic> {
+    match &r.source {
+        crate::recipe::Source::Path { path } => Ok(Some(
+            crate::source::prepare::path_tree_digest(catalog, name, path)
+                .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?,
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// Cached when the store holds `key`; else built, and why: new, or which inputs changed
+/// since the store's last build of the component.
+fn step_status(store: &dyn StoreView, name: &str, key: &ContentKey, input: &HashInput) -> Status {
+    if store.contains(key) {
+        Status::Cached
+    } else {
+        let reason = match store.previous(name) {
+            Some(old) => Reason::Changed {
+                inputs: changed_inputs(&old, &input.to_value()),
+            },
+            None => Reason::New,
+        };
+        Status::Build { reason }
+    }
 }
 
 /// The builder image as keys see it: the locked digest; else, for an image `rocforge image

@@ -443,6 +443,53 @@ pub fn sparse_fetch(
         })?;
     let repo = work.path();
     let run = |cmd: Cmd| cmd.run().map_err(|e| from_process(url, e));
+    init_partial_clone(url, repo)?;
+    let commit = fetch_commit(url, repo, reference)?;
+    if let (Some(l), GitRef::Tag(tag)) = (locked, reference)
+        && l != commit
+    {
+        return Err(GitError::Moved {
+            url: url.to_string(),
+            tag: tag.clone(),
+            locked: l.to_string(),
+            found: commit,
+        });
+    }
+    if !sparse.paths.is_empty() || !sparse.exclude.is_empty() {
+        set_sparse_checkout(url, repo, sparse)?;
+    }
+    run(git()
+        .arg("-C")
+        .arg(repo)
+        .args(["checkout", "-q", "--detach"])
+        .arg(&commit))?;
+    if submodules {
+        run(git().arg("-C").arg(repo).args([
+            "submodule",
+            "update",
+            "-q",
+            "--init",
+            "--recursive",
+            "--depth=1",
+        ]))?;
+    }
+    let time: i64 = run(git()
+        .arg("-C")
+        .arg(repo)
+        .args(["show", "-s", "--format=%ct", "HEAD"]))?
+    .trim()
+    .parse()
+    .unwrap_or(0);
+    move_tree_without_git(repo, dest).map_err(|source| GitError::Io {
+        path: dest.display().to_string(),
+        source,
+    })?;
+    Ok(Fetched { commit, time })
+}
+
+/// An empty repository at `repo` whose `origin` is `url`, ready for a partial fetch.
+fn init_partial_clone(url: &str, repo: &Path) -> Result<(), GitError> {
+    let run = |cmd: Cmd| cmd.run().map_err(|e| from_process(url, e));
     run(git().args(["init", "-q"]).arg(repo))?;
     run(git()
         .arg("-C")
@@ -458,6 +505,12 @@ pub fn sparse_fetch(
             "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack",
         ]))?;
     }
+    Ok(())
+}
+
+/// Fetches `reference` (depth 1, no blobs) into `repo`; returns the commit it names.
+fn fetch_commit(url: &str, repo: &Path, reference: &GitRef) -> Result<String, GitError> {
+    let run = |cmd: Cmd| cmd.run().map_err(|e| from_process(url, e));
     // A tag is fetched into its own ref so it can be peeled; a rev by its commit ID.
     let (want, refspec) = match reference {
         GitRef::Rev(rev) => (rev.clone(), rev.clone()),
@@ -491,7 +544,7 @@ pub fn sparse_fetch(
         }
         e => e,
     })?;
-    let commit = match reference {
+    Ok(match reference {
         GitRef::Rev(rev) => rev.clone(),
         GitRef::Tag(tag) => run(git()
             .arg("-C")
@@ -500,67 +553,35 @@ pub fn sparse_fetch(
             .arg(format!("refs/tags/{tag}^{{commit}}")))?
         .trim()
         .to_string(),
-    };
-    if let (Some(l), GitRef::Tag(tag)) = (locked, reference)
-        && l != commit
-    {
-        return Err(GitError::Moved {
-            url: url.to_string(),
-            tag: tag.clone(),
-            locked: l.to_string(),
-            found: commit,
-        });
-    }
-    if !sparse.paths.is_empty() || !sparse.exclude.is_empty() {
-        // Without a trailing slash a pattern names a directory (with everything under it) or a
-        // single file: a recipe that needs only a repository's LICENSE.md fetches just that.
-        // Exclusions come last, so they win over what the paths include.
-        let included: Vec<String> = if sparse.paths.is_empty() {
-            vec!["/*".to_string()]
-        } else {
-            sparse
-                .paths
-                .iter()
-                .map(|p| format!("/{}", p.trim_end_matches('/')))
-                .collect()
-        };
-        let excluded = sparse
-            .exclude
+    })
+}
+
+/// Limits the checkout of `repo` to `sparse`'s paths without its exclusions.
+fn set_sparse_checkout(url: &str, repo: &Path, sparse: &Sparse<'_>) -> Result<(), GitError> {
+    // Without a trailing slash a pattern names a directory (with everything under it) or a
+    // single file: a recipe that needs only a repository's LICENSE.md fetches just that.
+    // Exclusions come last, so they win over what the paths include.
+    let included: Vec<String> = if sparse.paths.is_empty() {
+        vec!["/*".to_string()]
+    } else {
+        sparse
+            .paths
             .iter()
-            .map(|p| format!("!/{}", p.trim_end_matches('/')));
-        run(git()
-            .arg("-C")
-            .arg(repo)
-            .args(["sparse-checkout", "set", "--no-cone"])
-            .args(included.into_iter().chain(excluded)))?;
-    }
-    run(git()
+            .map(|p| format!("/{}", p.trim_end_matches('/')))
+            .collect()
+    };
+    let excluded = sparse
+        .exclude
+        .iter()
+        .map(|p| format!("!/{}", p.trim_end_matches('/')));
+    git()
         .arg("-C")
         .arg(repo)
-        .args(["checkout", "-q", "--detach"])
-        .arg(&commit))?;
-    if submodules {
-        run(git().arg("-C").arg(repo).args([
-            "submodule",
-            "update",
-            "-q",
-            "--init",
-            "--recursive",
-            "--depth=1",
-        ]))?;
-    }
-    let time: i64 = run(git()
-        .arg("-C")
-        .arg(repo)
-        .args(["show", "-s", "--format=%ct", "HEAD"]))?
-    .trim()
-    .parse()
-    .unwrap_or(0);
-    move_tree_without_git(repo, dest).map_err(|source| GitError::Io {
-        path: dest.display().to_string(),
-        source,
-    })?;
-    Ok(Fetched { commit, time })
+        .args(["sparse-checkout", "set", "--no-cone"])
+        .args(included.into_iter().chain(excluded))
+        .run()
+        .map_err(|e| from_process(url, e))?;
+    Ok(())
 }
 
 /// Moves every entry of `from` except git metadata into `to`.
