@@ -1,5 +1,6 @@
 //! The GPU target table (`recipes/arches.toml`) and LLVM target IDs such as `gfx90c:xnack-`.
 
+use crate::diag::Hint;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
@@ -590,8 +591,8 @@ pub enum TargetError {
     Conflict { a: String, b: String },
 }
 
-impl TargetError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for TargetError {
+    fn hint(&self) -> String {
         match self {
             TargetError::Malformed { .. } => {
                 "a target ID is a processor with optional features, e.g. gfx90c or gfx90c:xnack-"

@@ -1,6 +1,7 @@
 //! `dev` and `patch export`: a git checkout of a component's pristine source with its patch
 //! series applied as one commit per patch, and the commits written back as the series.
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 use super::{Error, Result, Session};
@@ -46,8 +47,7 @@ pub fn checkout(session: &Session, component: &str, dest: &Path) -> Result<usize
         .hint("choose another --dir, or remove the old checkout after exporting its patches")
         .into());
     }
-    let prepared = prepare::prepare(&sources, &pristine(recipe), targets)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let prepared = prepare::prepare(&sources, &pristine(recipe), targets)?;
     crate::fsutil::copy_tree(&prepared.tree, dest).map_err(|e| {
         Error::hinted(
             format!("cannot write {}: {e}", dest.display()),

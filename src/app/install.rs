@@ -1,6 +1,7 @@
 //! `install`: components and their dependencies from a signed release index into a prefix,
 //! and what each installed library carries for its targets.
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 

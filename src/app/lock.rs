@@ -39,7 +39,7 @@ impl Locking {
             .map(|r| Catalog::load(root.clone(), Some(r)))
             .collect::<std::result::Result<_, _>>()?;
         let path = base.join(lock::LOCK_FILE);
-        let old = Lockfile::read(&path).map_err(|e| Error::hinted(&e, e.hint()))?;
+        let old = Lockfile::read(&path)?;
         Ok(Locking {
             base,
             path,
@@ -129,8 +129,7 @@ pub fn update(root: &CatalogRoot, skip_images: bool, reporter: &dyn Reporter) ->
         return Err(Error::Diagnostics(d));
     }
     let changed = new != l.old;
-    new.write(&l.path)
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    new.write(&l.path)?;
     Ok(Written {
         path: l.path,
         changed,

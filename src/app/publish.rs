@@ -1,6 +1,7 @@
 //! `publish`: a release directory's files uploaded to a GitHub release or an OCI registry, and
 //! the PEP 503 index of its wheels written beside them.
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 use super::{Error, Result};
@@ -40,7 +41,7 @@ pub fn plan(dir: &Path, to: Option<&str>) -> Result<PublishPlan> {
 /// Publishes `dir` to `to`: [`plan`], then carried out.
 pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<Published> {
     let plan = plan(dir, to)?;
-    let files = publish::execute(&plan, reporter).map_err(|e| Error::hinted(&e, e.hint()))?;
+    let files = publish::execute(&plan, reporter)?;
     Ok(Published {
         files,
         wheel_index: plan.wheel_index,

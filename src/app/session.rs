@@ -1,6 +1,7 @@
 //! What every use case starts from: the catalog of one release line and what goes with it,
 //! loaded once.
 
+use crate::diag::Hint;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -135,7 +136,7 @@ impl Session {
         specs
             .iter()
             .map(|spec| {
-                let o = Overlay::parse(spec).map_err(|e| Error::hinted(&e, e.hint()))?;
+                let o = Overlay::parse(spec)?;
                 if self.catalog.get(&o.component).is_none() {
                     return Err(self.catalog.unknown_component(&o.component).into());
                 }

@@ -404,8 +404,7 @@ fn lay_out(session: &Session, plan: &TestPlan) -> Result<()> {
         runtime: install::RuntimeCheck::Auto,
         stop: &stop,
     };
-    let report = install::install(&install_req, session.reporter.as_ref())
-        .map_err(|e| Error::hinted(&e, e.hint()))?;
+    let report = install::install(&install_req, session.reporter.as_ref())?;
     // The index may have changed since it was read: the journal names what was chosen.
     if let Some(r) = report.installed.iter().find(|r| r.name == plan.component)
         && r.key != plan.tested.key
@@ -689,7 +688,7 @@ impl Prepared {
         let junit = write("junit.xml", bundle::junit(&b).as_bytes())?;
         let submitted = match &plan.destination {
             Some(dest) => {
-                let client = crate::publish::client().map_err(|e| Error::hinted(&e, e.hint()))?;
+                let client = crate::publish::client()?;
                 Some(
                     share::submit(&client, dest, out, &b, plan.key.as_ref()).map_err(|e| {
                         Error::hinted(

@@ -2,6 +2,7 @@
 //! pulled from a checkpoint, or new), its dependencies' trees, the container run, and the
 //! installed output moved into the staged store entry.
 
+use crate::diag::Hint;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;

@@ -136,8 +136,8 @@ pub enum LockError {
     Version { path: String, found: u32 },
 }
 
-impl LockError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for LockError {
+    fn hint(&self) -> String {
         match self {
             LockError::Malformed { .. } | LockError::Version { .. } => {
                 "regenerate it with `rocforge lock` (it is generated, not hand-written)".into()

@@ -76,8 +76,8 @@ pub enum LogicError {
     },
 }
 
-impl LogicError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for LogicError {
+    fn hint(&self) -> String {
         match self {
             LogicError::NotRequested { arch, .. } => format!(
                 "add {arch} to --arch, or drop the overlay"

@@ -58,8 +58,8 @@ pub enum DiscoverError {
     Answer { url: String, message: String },
 }
 
-impl DiscoverError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for DiscoverError {
+    fn hint(&self) -> String {
         match self {
             DiscoverError::Status { status: 401, .. } => {
                 "the token was refused: check ROCFORGE_RUNNERS_TOKEN (or GITHUB_TOKEN)".into()

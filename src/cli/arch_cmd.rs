@@ -1,5 +1,6 @@
 //! `arch list` and `arch show`.
 
+use rocforge::diag::Hint;
 use std::process::ExitCode;
 
 use serde_json::json;

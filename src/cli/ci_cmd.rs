@@ -1,5 +1,6 @@
 //! `ci github` and `nix export`.
 
+use rocforge::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -1,5 +1,6 @@
 //! `inspect`: the GPU code in built files, and `--against` coverage tables.
 
+use rocforge::diag::Hint;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
 //! `fetch`, `lock`, `dev`, `patch export` and `gc`: the source commands.
 
+use rocforge::diag::Hint;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -14,7 +14,6 @@ pub mod plan;
 pub mod receipt;
 mod runtime;
 
-use crate::diag::Hint;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -141,8 +140,8 @@ pub enum InstallError {
     },
 }
 
-impl InstallError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for InstallError {
+    fn hint(&self) -> String {
         match self {
             InstallError::Index { .. } => "check --from: a directory or URL holding index.json".into(),
             InstallError::NotPublished { .. } => format!("build it here instead: {}", build_it_yourself(&[], &[])),

@@ -69,7 +69,9 @@ impl IndexChoice {
             _ => Vec::new(),
         }
     }
+}
 
+impl IndexChoice {
     /// Where the location came from and how to use another, for an index that cannot be read.
     pub fn hint(&self) -> String {
         const OTHER: &str = "pass --from DIR_OR_URL (a directory or URL holding index.json), set ROCFORGE_INDEX, or set [install] index in rocforge.toml or ~/.config/rocforge/config.toml";

@@ -227,8 +227,8 @@ pub enum UninstallError {
     },
 }
 
-impl UninstallError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for UninstallError {
+    fn hint(&self) -> String {
         match self {
             UninstallError::NotInstalled { .. } => {
                 "`rocforge list --installed --prefix DIR` lists what is installed".into()

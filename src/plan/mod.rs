@@ -6,6 +6,7 @@ pub mod key;
 pub mod render;
 mod store_view;
 
+use crate::diag::Hint;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;

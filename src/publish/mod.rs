@@ -9,7 +9,6 @@ pub mod wheels;
 
 pub use plan::{PLAN_SCHEMA, PublishPlan};
 
-use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +43,8 @@ pub enum PublishError {
     Invalid { path: String, message: String },
 }
 
-impl PublishError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for PublishError {
+    fn hint(&self) -> String {
         match self {
             PublishError::BadDestination(_) => {
                 "write github://OWNER/REPO@TAG or oci://REGISTRY/REPO".into()

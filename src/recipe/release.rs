@@ -1,5 +1,6 @@
 //! `recipes/<release>/release.toml`: what a release line shares (builder image, prefix, targets).
 
+use crate::diag::Hint;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -41,8 +41,8 @@ pub enum DeriveError {
     },
 }
 
-impl DeriveError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for DeriveError {
+    fn hint(&self) -> String {
         match self {
             DeriveError::MissingFrom { .. } => "the upstream layout changed: fix `from` in the recipe's [[derive]]".into(),
             DeriveError::Exists { .. } => "upstream now ships this target's files: drop the [[derive]] for it".into(),

@@ -46,8 +46,8 @@ pub enum GitError {
     },
 }
 
-impl GitError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for GitError {
+    fn hint(&self) -> String {
         match self {
             GitError::Unreachable { url, .. } => format!(
                 "check the network and the URL; offline, {}",

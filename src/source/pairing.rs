@@ -74,8 +74,8 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-impl Mismatch {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for Mismatch {
+    fn hint(&self) -> String {
         format!(
             "pin {dep} and {comp} from the same release: a {dep} tag or rev whose source is {want}, or a {comp} whose find_package asks for {found}",
             dep = self.want.dependency,

@@ -114,8 +114,23 @@ fn conflict_message(
 }
 
 impl PatchError {
+    /// The patch the error is about, if any.
+    pub fn patch(&self) -> Option<&str> {
+        match self {
+            PatchError::Conflict { patch, .. }
+            | PatchError::MissingFile { patch, .. }
+            | PatchError::AlreadyExists { patch, .. }
+            | PatchError::BeyondSymlink { patch, .. }
+            | PatchError::Malformed { patch, .. }
+            | PatchError::Git { patch, .. } => Some(patch),
+            PatchError::Io { .. } => None,
+        }
+    }
+}
+
+impl crate::diag::Hint for PatchError {
     /// What the user can do about it.
-    pub fn hint(&self) -> String {
+    fn hint(&self) -> String {
         match self {
             PatchError::Conflict { patch, .. } | PatchError::MissingFile { patch, .. } => {
                 let c = component_of(patch);
@@ -135,19 +150,6 @@ impl PatchError {
             PatchError::Malformed { .. } => "a patch must be a unified diff as `git format-patch`, `git diff` or `diff -u` write it, with paths one directory deep (a/src/x.c, b/src/x.c)".to_string(),
             PatchError::Git { .. } => "libgit2 refused the operation; check that the repository is not in the middle of another operation and that its working tree is clean".to_string(),
             PatchError::Io { .. } => "check that the path exists and is writable".to_string(),
-        }
-    }
-
-    /// The patch the error is about, if any.
-    pub fn patch(&self) -> Option<&str> {
-        match self {
-            PatchError::Conflict { patch, .. }
-            | PatchError::MissingFile { patch, .. }
-            | PatchError::AlreadyExists { patch, .. }
-            | PatchError::BeyondSymlink { patch, .. }
-            | PatchError::Malformed { patch, .. }
-            | PatchError::Git { patch, .. } => Some(patch),
-            PatchError::Io { .. } => None,
         }
     }
 }

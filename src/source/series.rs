@@ -43,8 +43,8 @@ pub enum SeriesError {
     },
 }
 
-impl SeriesError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for SeriesError {
+    fn hint(&self) -> String {
         match self {
             SeriesError::Read { .. } => {
                 "the archive must be a tar file, optionally xz-, gzip- or zstd-compressed".into()
@@ -238,6 +238,7 @@ pub fn archive_name(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Hint;
 
     fn archive(files: &[(&str, &str)]) -> tempfile::NamedTempFile {
         let f = tempfile::NamedTempFile::new().unwrap();

@@ -8,6 +8,7 @@
 // A failed step short-circuits with the row's own `Outcome`; it is built once per row.
 #![allow(clippy::result_large_err)]
 
+use crate::diag::Hint;
 use std::collections::BTreeMap;
 use std::path::Path;
 

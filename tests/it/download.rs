@@ -1,5 +1,6 @@
 //! `source::download` against a real HTTP/1.1 server on 127.0.0.1 that can misbehave on demand.
 
+use rocforge::diag::Hint;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -1,6 +1,7 @@
 //! Patch series: applying to plain directories (byte-exact, all or nothing), the errors a patch
 //! author reads, and the commit/export round trip in real git repositories.
 
+use rocforge::diag::Hint;
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};

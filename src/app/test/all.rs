@@ -1,6 +1,7 @@
 //! `rocforge test --all`: every testable component of an index run in turn into one bundle
 //! with a summary.json.
 
+use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 use super::{Request, hostname, profile, sharing, start, test_plan};

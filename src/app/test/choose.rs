@@ -3,6 +3,7 @@
 
 use crate::app::{Error, Result, Session};
 use crate::arch::TargetId;
+use crate::diag::Hint;
 use crate::ids::{ArtifactId, ComponentName};
 use crate::install;
 use crate::plan;

@@ -88,9 +88,11 @@ impl DownloadError {
             | DownloadError::Interrupted { url } => url,
         }
     }
+}
 
+impl crate::diag::Hint for DownloadError {
     /// What the user can do about it.
-    pub fn hint(&self) -> String {
+    fn hint(&self) -> String {
         match self {
             DownloadError::InvalidUrl { .. } | DownloadError::UnsupportedScheme { .. } => {
                 "fix the recipe's url: it must be an https://, http:// or file:// URL".into()
@@ -168,6 +170,7 @@ fn is_part(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::Hint;
 
     #[test]
     fn hints_name_a_mirror_prefix() {

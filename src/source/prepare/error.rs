@@ -93,8 +93,8 @@ pub enum SourceError {
     },
 }
 
-impl SourceError {
-    pub fn hint(&self) -> String {
+impl crate::diag::Hint for SourceError {
+    fn hint(&self) -> String {
         match self {
             SourceError::Git { source, .. } => source.hint(),
             SourceError::Download { source, .. } => source.hint(),
