@@ -30,6 +30,18 @@ pub use all::{
 };
 use choose::{Chosen, choose};
 
+/// The index at `from`, its signature checked against the trusted keys, fetched through a
+/// client confined to the index's host.
+fn signed_index(session: &Session, from: &str) -> Result<install::LoadedIndex> {
+    let keys = session.trusted_keys(&[])?;
+    let client = crate::source::download::client_confined(
+        &Default::default(),
+        &install::index_url(from)?,
+        &[],
+    );
+    Ok(install::load_index(&client, from, &keys, false)?)
+}
+
 /// What `rocforge test` was asked.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {

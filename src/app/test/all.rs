@@ -1,13 +1,11 @@
 //! `rocforge test --all`: every testable component of an index run in turn into one bundle
 //! with a summary.json.
 
-use crate::diag::Hint;
 use std::path::{Path, PathBuf};
 
 use super::{Request, hostname, profile, sharing, start, test_plan};
 use crate::app::{Error, Result, Session};
 use crate::arch::{ArchTable, TargetId};
-use crate::install;
 use crate::sign::SecretKey;
 use crate::testrun::bundle::Summary;
 
@@ -206,14 +204,7 @@ pub fn run_all(session: &Session, req: &AllRequest<'_>) -> Result<AllOutcome> {
 /// The components of the index at `from` that can be tested for `target`; none is an error
 /// that says what the index holds for it.
 fn index_testable(session: &Session, from: &str, target: &TargetId) -> Result<Vec<String>> {
-    let keys = session.trusted_keys(&[])?;
-    let hinted = |e: install::InstallError| Error::hinted(&e, e.hint());
-    let client = crate::source::download::client_confined(
-        &Default::default(),
-        &install::index_url(from).map_err(hinted)?,
-        &[],
-    );
-    let loaded = install::load_index(&client, from, &keys, false).map_err(hinted)?;
+    let loaded = super::signed_index(session, from)?;
     let names = testable(session, &loaded.index, target);
     if !names.is_empty() {
         return Ok(names);

@@ -3,7 +3,6 @@
 
 use crate::app::{Error, Result, Session};
 use crate::arch::TargetId;
-use crate::diag::Hint;
 use crate::ids::{ArtifactId, ComponentName};
 use crate::install;
 use crate::plan;
@@ -116,20 +115,12 @@ fn from_store(store: &Store, component: &str, c: &select::Chosen) -> Chosen {
 
 /// The component and its dependencies as the index at `from` resolves them for `target`.
 fn from_index(session: &Session, component: &str, target: &TargetId, from: &str) -> Result<Chosen> {
-    let keys = session.trusted_keys(&[])?;
-    let hinted = |e: install::InstallError| Error::hinted(&e, e.hint());
-    let client = crate::source::download::client_confined(
-        &Default::default(),
-        &install::index_url(from).map_err(hinted)?,
-        &[],
-    );
-    let loaded = install::load_index(&client, from, &keys, false).map_err(hinted)?;
+    let loaded = super::signed_index(session, from)?;
     let chosen = install::resolve(
         &loaded.index,
         &[component.to_string()],
         &[target.to_string()],
-    )
-    .map_err(hinted)?;
+    )?;
     let as_entry = |x: &crate::package::index::Artifact| Artifact {
         id: x.id.clone(),
         runtime: "index".into(),
