@@ -206,21 +206,7 @@ fn rocrand_from_debians_archive_builds_for_gfx90c_and_gfx902() {
         "{}",
         said[inspect].stdout
     );
-    let o = rocforge_env(
-        d,
-        &env,
-        &[
-            "--release",
-            "debian-6.4",
-            "store",
-            "path",
-            "rocrand",
-            "--arch",
-            "gfx90c,gfx902",
-        ],
-    );
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let tree = o.stdout.trim().to_string();
+    let tree = rocrand_tree(d, &store).display().to_string();
     assert!(
         Path::new(&tree).join("lib/librocrand.so").exists(),
         "{tree}"
@@ -401,25 +387,8 @@ fn readme_quick_start_pipelines(d: &Path, env: &[(&str, &Path)], reg: &Registry)
         !pulled.contains("built in"),
         "nothing built on the other machine: {pulled}"
     );
-    let path = |store: &Path| {
-        let o = rocforge_env(
-            d,
-            &[("ROCFORGE_STORE", store)],
-            &[
-                "--release",
-                "debian-6.4",
-                "store",
-                "path",
-                "rocrand",
-                "--arch",
-                "gfx90c,gfx902",
-            ],
-        );
-        assert_eq!(o.code, 0, "{}", o.stderr);
-        std::path::PathBuf::from(o.stdout.trim())
-    };
     let store = env.iter().find(|(k, _)| *k == "ROCFORGE_STORE").unwrap().1;
-    let (here, there) = (path(store), path(&other_store));
+    let (here, there) = (rocrand_tree(d, store), rocrand_tree(d, &other_store));
     assert_eq!(
         here.parent().unwrap().file_name(),
         there.parent().unwrap().file_name(),
@@ -430,6 +399,25 @@ fn readme_quick_start_pipelines(d: &Path, env: &[(&str, &Path)], reg: &Registry)
         tree_contents(&there),
         "the same files"
     );
+}
+
+/// The tree of rocRAND for gfx90c,gfx902 in `store`, as `rocforge store path` names it.
+fn rocrand_tree(d: &Path, store: &Path) -> std::path::PathBuf {
+    let o = rocforge_env(
+        d,
+        &[("ROCFORGE_STORE", store)],
+        &[
+            "--release",
+            "debian-6.4",
+            "store",
+            "path",
+            "rocrand",
+            "--arch",
+            "gfx90c,gfx902",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    std::path::PathBuf::from(o.stdout.trim())
 }
 
 /// README's "Install a release" block, run word for word with the two addresses swapped for a
