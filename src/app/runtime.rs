@@ -80,9 +80,10 @@ pub fn runtime_image(
         return plan::RuntimeImage::Unknown;
     }
     let (wanted, podman, docker) = runtime_config(choice, config, false);
-    match runtime::local_image_id(wanted, podman, docker, image) {
+    let label = crate::build::image::INPUTS_LABEL;
+    match runtime::local_image_id(wanted, podman, docker, image, label) {
         None => plan::RuntimeImage::Unknown,
         Some(None) => plan::RuntimeImage::Absent,
-        Some(Some(id)) => plan::RuntimeImage::Id(id),
+        Some(Some((id, inputs))) => plan::RuntimeImage::Id { id, inputs },
     }
 }

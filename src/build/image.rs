@@ -376,6 +376,15 @@ pub fn ensure(
             }) {
                 return Ok(Ready::Present);
             }
+            // Made from these inputs elsewhere (its label says so): adopted once its apt pins
+            // are checked, as if built here.
+            if rt.image_label(&image.reference, INPUTS_LABEL).as_ref() == Some(inputs)
+                && let Some(file) = containerfile(catalog)
+            {
+                let log = log_path(store, &catalog.release.name)?;
+                record(rt, catalog, &file, id, Some(inputs.clone()), store, &log)?;
+                return Ok(Ready::Present);
+            }
         }
         (None, Some(_)) => return Ok(Ready::Present),
         (_, None) => {}
@@ -407,6 +416,11 @@ pub fn ensure(
     };
     build(rt, catalog, &file, store, &log, reporter).map(|l| Ready::Built(l.id))
 }
+
+/// The label `rocforge image build` puts on a builder image it makes from inputs that pin it:
+/// their digest ([`inputs_digest`]). Another machine, or another store on this one, that holds
+/// the image then keys it by those inputs as the machine that made it does.
+pub const INPUTS_LABEL: &str = "org.rocforge.image-inputs";
 
 /// `sha256:…` of what the release line's builder image is made from, when that pins it: the
 /// Containerfile's bytes (its apt version pins among them) and the `[image-base]` suite and
@@ -628,13 +642,37 @@ pub fn build(
     log: &Path,
     reporter: &dyn Reporter,
 ) -> Result<LocalImage, ImageError> {
-    let id = build_as(rt, catalog, Kind::Builder, file, store, log, reporter)?;
-    let image = &catalog.release.image;
-    let scratch = store.root().join(".tmp");
     // The file built may be another than the line's own (`image build --containerfile`):
     // only the line's own is what keys describe.
     let inputs = inputs_digest(catalog)
         .filter(|_| containerfile(catalog).is_some_and(|own| own.text == file.text));
+    let label = inputs.as_ref().map(|i| (INPUTS_LABEL, i.as_str()));
+    let id = build_as(
+        rt,
+        catalog,
+        Kind::Builder,
+        file,
+        label,
+        store,
+        log,
+        reporter,
+    )?;
+    record(rt, catalog, file, id, inputs, store, log)
+}
+
+/// Records the builder image `id` made from `file` in the store, once its apt pins are met:
+/// what keys naming its inputs rely on.
+fn record(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    file: &Containerfile,
+    id: String,
+    inputs: Option<String>,
+    store: &Store,
+    log: &Path,
+) -> Result<LocalImage, ImageError> {
+    let image = &catalog.release.image;
+    let scratch = store.root().join(".tmp");
     let pins = apt_pins(&file.text);
     // The list backs keys that name the inputs and not the image: it is read (and the pins
     // checked) for those, and for any Containerfile that pins apt versions.
@@ -706,14 +744,16 @@ pub fn build_kind(
     if kind == Kind::Devel {
         ensure_kind(rt, catalog, Kind::Runtime, store, reporter)?;
     }
-    build_as(rt, catalog, kind, file, store, log, reporter)
+    build_as(rt, catalog, kind, file, None, store, log, reporter)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_as(
     rt: &dyn ContainerRuntime,
     catalog: &Catalog,
     kind: Kind,
     file: &Containerfile,
+    label: Option<(&str, &str)>,
     store: &Store,
     log: &Path,
     reporter: &dyn Reporter,
@@ -730,13 +770,19 @@ fn build_as(
     // context, as containers/ is for the one on disk (the Containerfiles copy nothing in).
     let scratch = store.root().join(".tmp");
     std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
+    // A label is appended to a copy, so the file's own bytes (what `inputs_digest` reads)
+    // stay as they are.
     let written;
-    let path = match &file.path {
-        Some(p) => p.clone(),
-        None => {
+    let path = match (&file.path, label) {
+        (Some(p), None) => p.clone(),
+        _ => {
             written = tempfile::tempdir_in(&scratch).map_err(io(&scratch))?;
             let p = written.path().join(kind.file_name(&catalog.release.name));
-            std::fs::write(&p, &file.text).map_err(io(&p))?;
+            let mut text = file.text.clone();
+            if let Some((key, value)) = label {
+                text.push_str(&format!("\nLABEL {key}=\"{value}\"\n"));
+            }
+            std::fs::write(&p, text).map_err(io(&p))?;
             p
         }
     };

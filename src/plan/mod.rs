@@ -48,8 +48,9 @@ pub enum RuntimeImage {
     Unknown,
     /// The runtime does not hold the image.
     Absent,
-    /// The runtime's image ID for the reference.
-    Id(String),
+    /// The runtime's image ID for the reference, and the inputs `rocforge image build` made it
+    /// from (its label), if it says.
+    Id { id: String, inputs: Option<String> },
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -352,10 +353,14 @@ pub fn image_ref(
         .local_image(&catalog.release.name)
         .filter(|l| l.reference == reference)
         .map(|l| l.id);
-    // An image under the tag that `rocforge image build` did not make (pulled, loaded, built by
-    // hand) is what it is, whatever the Containerfile says: its ID keys it.
-    let foreign = matches!(runtime, RuntimeImage::Id(id) if recorded.as_ref() != Some(id));
-    if !foreign && let Some(built_from) = crate::build::image::inputs_digest(catalog) {
+    // An image under the tag that `rocforge image build` did not make from these inputs
+    // (pulled, loaded, built by hand or from another Containerfile) is what it is, whatever the
+    // Containerfile says: its ID keys it. One it made says so in its label, on this machine or
+    // the one it was made on, whatever this store recorded, so every machine keys it alike.
+    let inputs = crate::build::image::inputs_digest(catalog);
+    let foreign = matches!(runtime, RuntimeImage::Id { id, inputs: labelled }
+        if recorded.as_ref() != Some(id) && (labelled.is_none() || *labelled != inputs));
+    if !foreign && let Some(built_from) = inputs {
         // Built already or not, from this Containerfile or an older one: the build makes
         // (`build::image::ensure`) the image these inputs describe before it runs anything.
         return ImageRef {
@@ -370,7 +375,7 @@ pub fn image_ref(
         // `local` keeps meaning "made by `rocforge image build` here", which is what keeps an
         // entry out of shared caches; an image pulled or loaded under the tag is keyed by its
         // ID just the same, and that ID is its content, so sharing such an entry is safe.
-        RuntimeImage::Id(id) => ImageRef {
+        RuntimeImage::Id { id, .. } => ImageRef {
             reference,
             local: recorded.as_ref() == Some(id),
             digest: Some(id.clone()),
@@ -767,13 +772,19 @@ mod tests {
                 &catalog,
                 &lock,
                 &Recorded(a.clone()),
-                &RuntimeImage::Id(a.clone()),
+                &RuntimeImage::Id {
+                    id: a.clone(),
+                    inputs: None,
+                },
             ),
             image_ref(
                 &catalog,
                 &lock,
                 &Recorded(b.clone()),
-                &RuntimeImage::Id(b.clone()),
+                &RuntimeImage::Id {
+                    id: b.clone(),
+                    inputs: None,
+                },
             ),
             image_ref(&catalog, &lock, &EmptyStore, &RuntimeImage::Absent),
             image_ref(
@@ -784,6 +795,17 @@ mod tests {
             ),
         ];
         let built_from = crate::build::image::inputs_digest(&catalog).unwrap();
+        // Another machine's store never recorded the image, which says what it was made from.
+        let labelled = image_ref(
+            &catalog,
+            &lock,
+            &EmptyStore,
+            &RuntimeImage::Id {
+                id: b.clone(),
+                inputs: Some(built_from.clone()),
+            },
+        );
+        let refs = [refs.as_slice(), &[labelled]].concat();
         for r in &refs {
             let json = serde_json::to_string(r).unwrap();
             assert_eq!(r.built_from.as_deref(), Some(built_from.as_str()), "{json}");
@@ -794,9 +816,24 @@ mod tests {
             &catalog,
             &lock,
             &Recorded(a.clone()),
-            &RuntimeImage::Id(b.clone()),
+            &RuntimeImage::Id {
+                id: b.clone(),
+                inputs: None,
+            },
         );
         assert_eq!(foreign.digest.as_deref(), Some(b.as_str()));
         assert!(foreign.built_from.is_none() && !foreign.local);
+        // Made by `image build` from another Containerfile: its ID keys it too.
+        let older = image_ref(
+            &catalog,
+            &lock,
+            &EmptyStore,
+            &RuntimeImage::Id {
+                id: b.clone(),
+                inputs: Some(format!("sha256:{}", "c".repeat(64))),
+            },
+        );
+        assert_eq!(older.digest.as_deref(), Some(b.as_str()));
+        assert!(older.built_from.is_none());
     }
 }

@@ -146,6 +146,17 @@ impl ContainerRuntime for Container {
         })
     }
 
+    fn image_label(&self, image: &str, key: &str) -> Option<String> {
+        // podman and docker both keep an image's labels under .Config.Labels.
+        let format = format!("{{{{index .Config.Labels \"{key}\"}}}}");
+        let out = self
+            .cmd(&["image", "inspect", "--format", &format, image])
+            .run()
+            .ok()?;
+        let value = out.trim();
+        (!value.is_empty() && value != "<no value>").then(|| value.to_string())
+    }
+
     fn reap_stale(&self) -> Vec<String> {
         let format = format!("{{{{.Names}}}}\t{{{{index .Labels \"{LABEL_PID}\"}}}}");
         let Ok(out) = self

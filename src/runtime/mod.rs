@@ -202,6 +202,10 @@ pub trait ContainerRuntime: Send + Sync {
     fn stop(&self, name: &str);
     /// The local image ID of `image`, if present.
     fn image_id(&self, image: &str) -> Option<String>;
+    /// The value of label `key` on the local image `image`, if both exist.
+    fn image_label(&self, _image: &str, _key: &str) -> Option<String> {
+        None
+    }
     /// Removes containers labelled by rocforge processes that no longer exist.
     fn reap_stale(&self) -> Vec<String>;
     /// Version line for doctor and artifact metadata.
@@ -275,15 +279,17 @@ pub fn detect(
     }
 }
 
-/// What the runtime a build would use says of `image`: its local image ID, or that it does not
-/// hold it. The runtime is `wanted`, else podman, else docker, found on PATH without running
-/// anything, so a machine without one plans as fast as before (None).
+/// What the runtime a build would use says of `image`: its local image ID and the value of
+/// its `label`, or that it does not hold it. The runtime is `wanted`, else podman, else docker,
+/// found on PATH without running anything, so a machine without one plans as fast as before
+/// (None).
 pub fn local_image_id(
     wanted: Option<Kind>,
     podman: RuntimeArgs,
     docker: RuntimeArgs,
     image: &str,
-) -> Option<Option<String>> {
+    label: &str,
+) -> Option<Option<(String, Option<String>)>> {
     let kind = match wanted {
         Some(Kind::Host) => return None,
         Some(k) => k,
@@ -298,7 +304,10 @@ pub fn local_image_id(
     if !on_path(rt.program()) {
         return None;
     }
-    Some(rt.image_id(image))
+    Some(
+        rt.image_id(image)
+            .map(|id| (id, rt.image_label(image, label))),
+    )
 }
 
 fn on_path(program: &str) -> bool {

@@ -2198,6 +2198,39 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         "{packages:?}"
     );
 
+    // The image says what it was made from; a store that never recorded it (another
+    // machine's, which pulled or loaded it) keys it by that too, not by its ID.
+    let label = podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"org.rocforge.image-inputs\"}}",
+        KEYED,
+    ]);
+    assert_eq!(label, built_from);
+    let elsewhere = f.path().join("another-store");
+    let o = rocforge_env(
+        f.path(),
+        &[("ROCFORGE_STORE", elsewhere.as_path())],
+        &[
+            "--recipes",
+            "recipes",
+            "plan",
+            "hipcore",
+            "--arch",
+            "gfx90c",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let there: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        there["steps"], before["steps"],
+        "another store, the same keys"
+    );
+    assert_eq!(there["image"]["built_from"], built_from.as_str());
+
     // Gone from the runtime (another machine, before it builds): the same keys.
     podman(&["rmi", KEYED]);
     assert_eq!(plan()["steps"], before["steps"]);
