@@ -570,6 +570,8 @@ fn installed_packages(
         let path = path.to_path_buf();
         move |source| ImageError::Io { path, source }
     };
+    // A store's first use may be adopting an image: nothing has made its scratch yet.
+    std::fs::create_dir_all(scratch).map_err(io(scratch))?;
     let out = tempfile::tempdir_in(scratch).map_err(io(scratch))?;
     let spec = crate::runtime::RunSpec {
         name: format!("rocforge-image-packages-{}", std::process::id()),
