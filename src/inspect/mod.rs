@@ -63,6 +63,25 @@ impl Serialize for InspectError {
     }
 }
 
+// By hand, as its Serialize is: the file as text, whatever its bytes.
+impl schemars::JsonSchema for InspectError {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "InspectError".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "A file that could not be read fully.",
+            "properties": {
+                "file": {"type": "string"},
+                "offset": {"type": ["integer", "null"], "minimum": 0, "description": "Where in the file reading stopped, when known."},
+                "message": {"type": "string"},
+            },
+            "required": ["file", "offset", "message"],
+        })
+    }
+}
+
 /// Where device code was found in a file: a section (`.hip_fatbin`), an archive member's
 /// section (`a.o(.hip_fatbin)`) or the whole file.
 #[derive(Debug, Clone, Serialize)]

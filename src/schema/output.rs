@@ -21,14 +21,38 @@ pub enum Output {
     Lock,
     /// `rocforge lock --check --format json`
     LockCheck,
+    /// `rocforge fetch --format json`
+    Fetch,
+    /// `rocforge build --format json`
+    Build,
     /// `rocforge store list --format json`
     Store,
     /// `rocforge store show --format json`
     StoreEntry,
+    /// `rocforge inspect --against --format json`
+    Coverage,
+    /// `rocforge inspect --against --component --format json`, for GPU code not compiled ahead of time
+    Verdict,
+    /// `rocforge package --format json`
+    Package,
+    /// `rocforge install --format json`
+    Install,
+    /// `rocforge list --installed --format json`
+    Installed,
+    /// `rocforge uninstall --format json`
+    Uninstall,
+    /// `rocforge image create --format json`
+    Image,
+    /// `rocforge publish --format json`
+    Publish,
+    /// `rocforge ci runners --format json`
+    Runners,
+    /// `rocforge nix export --format json` (no `schema` field)
+    NixExport,
 }
 
 impl Output {
-    pub const ALL: [Output; 9] = [
+    pub const ALL: [Output; 21] = [
         Output::Schemas,
         Output::Arches,
         Output::Arch,
@@ -36,8 +60,20 @@ impl Output {
         Output::Check,
         Output::Lock,
         Output::LockCheck,
+        Output::Fetch,
+        Output::Build,
         Output::Store,
         Output::StoreEntry,
+        Output::Coverage,
+        Output::Verdict,
+        Output::Package,
+        Output::Install,
+        Output::Installed,
+        Output::Uninstall,
+        Output::Image,
+        Output::Publish,
+        Output::Runners,
+        Output::NixExport,
     ];
 
     /// The name `rocforge schema` takes (clap's spelling of the variant).
@@ -50,8 +86,20 @@ impl Output {
             Output::Check => "check",
             Output::Lock => "lock",
             Output::LockCheck => "lock-check",
+            Output::Fetch => "fetch",
+            Output::Build => "build",
             Output::Store => "store",
             Output::StoreEntry => "store-entry",
+            Output::Coverage => "coverage",
+            Output::Verdict => "verdict",
+            Output::Package => "package",
+            Output::Install => "install",
+            Output::Installed => "installed",
+            Output::Uninstall => "uninstall",
+            Output::Image => "image",
+            Output::Publish => "publish",
+            Output::Runners => "runners",
+            Output::NixExport => "nix-export",
         }
     }
 
@@ -65,8 +113,20 @@ impl Output {
             Output::Check => Some(crate::catalog::checked::CHECK_SCHEMA),
             Output::Lock => Some(crate::app::lock::LOCK_SCHEMA),
             Output::LockCheck => Some(crate::app::lock::LOCK_CHECK_SCHEMA),
+            Output::Fetch => Some(crate::source::prepare::FETCH_SCHEMA),
+            Output::Build => Some(crate::build::report::BUILD_SCHEMA),
             Output::Store => Some(crate::store::output::STORE_SCHEMA),
             Output::StoreEntry => Some(crate::store::output::STORE_ENTRY_SCHEMA),
+            Output::Coverage => Some(crate::inspect::coverage::COVERAGE_SCHEMA),
+            Output::Verdict => Some(crate::inspect::verdict::VERDICT_SCHEMA),
+            Output::Package => Some(crate::package::report::PACKAGE_SCHEMA),
+            Output::Install => Some(crate::app::install::INSTALL_SCHEMA),
+            Output::Installed => Some(crate::install::report::INSTALLED_SCHEMA),
+            Output::Uninstall => Some(crate::install::report::UNINSTALL_SCHEMA),
+            Output::Image => Some(crate::app::image::IMAGE_SCHEMA),
+            Output::Publish => Some(crate::app::publish::PUBLISH_SCHEMA),
+            Output::Runners => Some(crate::ci::discover::RUNNERS_SCHEMA),
+            Output::NixExport => None,
         }
     }
 
@@ -80,8 +140,20 @@ impl Output {
             Output::Check => generate::<crate::catalog::checked::CheckReport>(),
             Output::Lock => generate::<crate::app::lock::WrittenReport>(),
             Output::LockCheck => generate::<crate::app::lock::CheckedReport>(),
+            Output::Fetch => generate::<crate::source::prepare::Fetched>(),
+            Output::Build => generate::<crate::build::report::Report>(),
             Output::Store => generate::<crate::store::output::Listing>(),
             Output::StoreEntry => generate::<crate::store::output::Shown>(),
+            Output::Coverage => generate::<crate::inspect::coverage::Covered>(),
+            Output::Verdict => generate::<crate::inspect::verdict::Judged>(),
+            Output::Package => generate::<crate::package::report::Report>(),
+            Output::Install => generate::<crate::app::install::Report>(),
+            Output::Installed => generate::<crate::install::report::InstalledList>(),
+            Output::Uninstall => generate::<crate::install::report::Uninstalled>(),
+            Output::Image => generate::<crate::app::image::Report>(),
+            Output::Publish => generate::<crate::app::publish::Published>(),
+            Output::Runners => generate::<crate::ci::discover::Report>(),
+            Output::NixExport => generate::<crate::ci::nix::ExportReport>(),
         };
         finish(
             schema,
