@@ -87,6 +87,7 @@ impl World {
         assert_eq!(o.code, 0, "{}", o.stderr);
         let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
         assert_eq!(doc["schema"], "rocforge.fetch/1", "{doc}");
+        crate::common::schema::assert_matches_schema(self.path(), "fetch", &doc);
         doc["sources"][0].clone()
     }
     /// The error of a `fetch` of `component` for gfx90c, which must fail.
