@@ -49,10 +49,14 @@ pub enum Output {
     Runners,
     /// `rocforge nix export --format json` (no `schema` field)
     NixExport,
+    /// `rocforge verify --format json`, of a signed file or an image
+    Verify,
+    /// `rocforge test --format json`
+    Test,
 }
 
 impl Output {
-    pub const ALL: [Output; 21] = [
+    pub const ALL: [Output; 23] = [
         Output::Schemas,
         Output::Arches,
         Output::Arch,
@@ -74,6 +78,8 @@ impl Output {
         Output::Publish,
         Output::Runners,
         Output::NixExport,
+        Output::Verify,
+        Output::Test,
     ];
 
     /// The name `rocforge schema` takes (clap's spelling of the variant).
@@ -100,6 +106,8 @@ impl Output {
             Output::Publish => "publish",
             Output::Runners => "runners",
             Output::NixExport => "nix-export",
+            Output::Verify => "verify",
+            Output::Test => "test",
         }
     }
 
@@ -127,6 +135,8 @@ impl Output {
             Output::Publish => Some(crate::app::publish::PUBLISH_SCHEMA),
             Output::Runners => Some(crate::ci::discover::RUNNERS_SCHEMA),
             Output::NixExport => None,
+            Output::Verify => Some(crate::attest::report::VERIFY_SCHEMA),
+            Output::Test => Some(crate::app::test::TEST_SCHEMA),
         }
     }
 
@@ -154,6 +164,8 @@ impl Output {
             Output::Publish => generate::<crate::app::publish::Published>(),
             Output::Runners => generate::<crate::ci::discover::Report>(),
             Output::NixExport => generate::<crate::ci::nix::ExportReport>(),
+            Output::Verify => generate::<crate::attest::report::Verified>(),
+            Output::Test => generate::<crate::app::test::Report>(),
         };
         finish(
             schema,
