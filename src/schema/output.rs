@@ -53,10 +53,12 @@ pub enum Output {
     Verify,
     /// `rocforge test --format json`
     Test,
+    /// `--format json` of any command that fails
+    Error,
 }
 
 impl Output {
-    pub const ALL: [Output; 23] = [
+    pub const ALL: [Output; 24] = [
         Output::Schemas,
         Output::Arches,
         Output::Arch,
@@ -80,6 +82,7 @@ impl Output {
         Output::NixExport,
         Output::Verify,
         Output::Test,
+        Output::Error,
     ];
 
     /// The name `rocforge schema` takes (clap's spelling of the variant).
@@ -108,6 +111,7 @@ impl Output {
             Output::NixExport => "nix-export",
             Output::Verify => "verify",
             Output::Test => "test",
+            Output::Error => "error",
         }
     }
 
@@ -137,6 +141,7 @@ impl Output {
             Output::NixExport => None,
             Output::Verify => Some(crate::attest::report::VERIFY_SCHEMA),
             Output::Test => Some(crate::app::test::TEST_SCHEMA),
+            Output::Error => Some(crate::app::ERROR_SCHEMA),
         }
     }
 
@@ -166,6 +171,7 @@ impl Output {
             Output::NixExport => generate::<crate::ci::nix::ExportReport>(),
             Output::Verify => generate::<crate::attest::report::Verified>(),
             Output::Test => generate::<crate::app::test::Report>(),
+            Output::Error => generate::<crate::app::Failed>(),
         };
         finish(
             schema,
