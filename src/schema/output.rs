@@ -17,6 +17,8 @@ pub enum Output {
     List,
     /// `rocforge check --format json`
     Check,
+    /// `rocforge check --sources --format json`
+    CheckSources,
     /// `rocforge lock --format json`
     Lock,
     /// `rocforge lock --check --format json`
@@ -25,6 +27,8 @@ pub enum Output {
     Fetch,
     /// `rocforge build --format json`
     Build,
+    /// `rocforge doctor --format json`
+    Doctor,
     /// `rocforge store list --format json`
     Store,
     /// `rocforge store show --format json`
@@ -35,53 +39,73 @@ pub enum Output {
     Verdict,
     /// `rocforge package --format json`
     Package,
+    /// `rocforge verify --format json`, of a signed file or an image
+    Verify,
+    /// `rocforge verify --rebuild --format json`
+    VerifyRebuild,
     /// `rocforge install --format json`
     Install,
+    /// `rocforge install --dry-run --format json`
+    InstallPlan,
     /// `rocforge list --installed --format json`
     Installed,
     /// `rocforge uninstall --format json`
     Uninstall,
+    /// `rocforge detect --format json`
+    Device,
+    /// `rocforge test --format json`
+    Test,
+    /// `rocforge test --dry-run --format json`
+    TestPlan,
+    /// `rocforge test --all --format json`, also the bundle's summary.json
+    TestAll,
     /// `rocforge image create --format json`
     Image,
     /// `rocforge publish --format json`
     Publish,
+    /// `rocforge publish --dry-run --format json`
+    PublishPlan,
     /// `rocforge ci runners --format json`
     Runners,
     /// `rocforge nix export --format json` (no `schema` field)
     NixExport,
-    /// `rocforge verify --format json`, of a signed file or an image
-    Verify,
-    /// `rocforge test --format json`
-    Test,
     /// `--format json` of any command that fails
     Error,
 }
 
 impl Output {
-    pub const ALL: [Output; 24] = [
+    pub const ALL: [Output; 32] = [
         Output::Schemas,
         Output::Arches,
         Output::Arch,
         Output::List,
         Output::Check,
+        Output::CheckSources,
         Output::Lock,
         Output::LockCheck,
         Output::Fetch,
         Output::Build,
+        Output::Doctor,
         Output::Store,
         Output::StoreEntry,
         Output::Coverage,
         Output::Verdict,
         Output::Package,
+        Output::Verify,
+        Output::VerifyRebuild,
         Output::Install,
+        Output::InstallPlan,
         Output::Installed,
         Output::Uninstall,
+        Output::Device,
+        Output::Test,
+        Output::TestPlan,
+        Output::TestAll,
         Output::Image,
         Output::Publish,
+        Output::PublishPlan,
         Output::Runners,
         Output::NixExport,
-        Output::Verify,
-        Output::Test,
         Output::Error,
     ];
 
@@ -93,24 +117,32 @@ impl Output {
             Output::Arch => "arch",
             Output::List => "list",
             Output::Check => "check",
+            Output::CheckSources => "check-sources",
             Output::Lock => "lock",
             Output::LockCheck => "lock-check",
             Output::Fetch => "fetch",
             Output::Build => "build",
+            Output::Doctor => "doctor",
             Output::Store => "store",
             Output::StoreEntry => "store-entry",
             Output::Coverage => "coverage",
             Output::Verdict => "verdict",
             Output::Package => "package",
+            Output::Verify => "verify",
+            Output::VerifyRebuild => "verify-rebuild",
             Output::Install => "install",
+            Output::InstallPlan => "install-plan",
             Output::Installed => "installed",
             Output::Uninstall => "uninstall",
+            Output::Device => "device",
+            Output::Test => "test",
+            Output::TestPlan => "test-plan",
+            Output::TestAll => "test-all",
             Output::Image => "image",
             Output::Publish => "publish",
+            Output::PublishPlan => "publish-plan",
             Output::Runners => "runners",
             Output::NixExport => "nix-export",
-            Output::Verify => "verify",
-            Output::Test => "test",
             Output::Error => "error",
         }
     }
@@ -123,24 +155,32 @@ impl Output {
             Output::Arch => Some(crate::arch::output::ARCH_SCHEMA),
             Output::List => Some(crate::catalog::listing::LIST_SCHEMA),
             Output::Check => Some(crate::catalog::checked::CHECK_SCHEMA),
+            Output::CheckSources => Some(crate::app::check_sources::CHECK_SOURCES_SCHEMA),
             Output::Lock => Some(crate::app::lock::LOCK_SCHEMA),
             Output::LockCheck => Some(crate::app::lock::LOCK_CHECK_SCHEMA),
             Output::Fetch => Some(crate::source::prepare::FETCH_SCHEMA),
             Output::Build => Some(crate::build::report::BUILD_SCHEMA),
+            Output::Doctor => Some(crate::app::doctor::DOCTOR_SCHEMA),
             Output::Store => Some(crate::store::output::STORE_SCHEMA),
             Output::StoreEntry => Some(crate::store::output::STORE_ENTRY_SCHEMA),
             Output::Coverage => Some(crate::inspect::coverage::COVERAGE_SCHEMA),
             Output::Verdict => Some(crate::inspect::verdict::VERDICT_SCHEMA),
             Output::Package => Some(crate::package::report::PACKAGE_SCHEMA),
+            Output::Verify => Some(crate::attest::report::VERIFY_SCHEMA),
+            Output::VerifyRebuild => Some(crate::app::verify::REPORT_SCHEMA),
             Output::Install => Some(crate::app::install::INSTALL_SCHEMA),
+            Output::InstallPlan => Some(crate::install::plan::PLAN_SCHEMA),
             Output::Installed => Some(crate::install::report::INSTALLED_SCHEMA),
             Output::Uninstall => Some(crate::install::report::UNINSTALL_SCHEMA),
+            Output::Device => Some(crate::testrun::detect::PROFILE_SCHEMA),
+            Output::Test => Some(crate::app::test::TEST_SCHEMA),
+            Output::TestPlan => Some(crate::testrun::plan::PLAN_SCHEMA),
+            Output::TestAll => Some(crate::app::test::ALL_SCHEMA),
             Output::Image => Some(crate::app::image::IMAGE_SCHEMA),
             Output::Publish => Some(crate::app::publish::PUBLISH_SCHEMA),
+            Output::PublishPlan => Some(crate::publish::plan::PLAN_SCHEMA),
             Output::Runners => Some(crate::ci::discover::RUNNERS_SCHEMA),
             Output::NixExport => None,
-            Output::Verify => Some(crate::attest::report::VERIFY_SCHEMA),
-            Output::Test => Some(crate::app::test::TEST_SCHEMA),
             Output::Error => Some(crate::app::ERROR_SCHEMA),
         }
     }
@@ -153,24 +193,32 @@ impl Output {
             Output::Arch => generate::<crate::arch::output::Shown>(),
             Output::List => generate::<crate::catalog::listing::Listing>(),
             Output::Check => generate::<crate::catalog::checked::CheckReport>(),
+            Output::CheckSources => generate::<crate::app::check_sources::Report>(),
             Output::Lock => generate::<crate::app::lock::WrittenReport>(),
             Output::LockCheck => generate::<crate::app::lock::CheckedReport>(),
             Output::Fetch => generate::<crate::source::prepare::Fetched>(),
             Output::Build => generate::<crate::build::report::Report>(),
+            Output::Doctor => generate::<crate::app::doctor::Report>(),
             Output::Store => generate::<crate::store::output::Listing>(),
             Output::StoreEntry => generate::<crate::store::output::Shown>(),
             Output::Coverage => generate::<crate::inspect::coverage::Covered>(),
             Output::Verdict => generate::<crate::inspect::verdict::Judged>(),
             Output::Package => generate::<crate::package::report::Report>(),
+            Output::Verify => generate::<crate::attest::report::Verified>(),
+            Output::VerifyRebuild => generate::<crate::app::verify::Report>(),
             Output::Install => generate::<crate::app::install::Report>(),
+            Output::InstallPlan => generate::<crate::install::plan::InstallPlan>(),
             Output::Installed => generate::<crate::install::report::InstalledList>(),
             Output::Uninstall => generate::<crate::install::report::Uninstalled>(),
+            Output::Device => generate::<crate::testrun::detect::Profile>(),
+            Output::Test => generate::<crate::app::test::Report>(),
+            Output::TestPlan => generate::<crate::testrun::plan::TestPlan>(),
+            Output::TestAll => generate::<crate::app::test::AllOutcome>(),
             Output::Image => generate::<crate::app::image::Report>(),
             Output::Publish => generate::<crate::app::publish::Published>(),
+            Output::PublishPlan => generate::<crate::publish::plan::PublishPlan>(),
             Output::Runners => generate::<crate::ci::discover::Report>(),
             Output::NixExport => generate::<crate::ci::nix::ExportReport>(),
-            Output::Verify => generate::<crate::attest::report::Verified>(),
-            Output::Test => generate::<crate::app::test::Report>(),
             Output::Error => generate::<crate::app::Failed>(),
         };
         finish(
