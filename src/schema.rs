@@ -208,6 +208,14 @@ fn generate<T: JsonSchema>() -> Value {
     serde_json::to_value(generator.into_root_schema_for::<T>()).expect("a schema is plain JSON")
 }
 
+/// The schema of what `T` serializes to, for the outputs, which rocforge writes and never
+/// reads: a field left out when empty (`skip_serializing_if`) is not required, and an `Option`
+/// written as null when unset is.
+fn generate_output<T: JsonSchema>() -> Value {
+    let generator = SchemaGenerator::new(SchemaSettings::draft2020_12().for_serialize());
+    serde_json::to_value(generator.into_root_schema_for::<T>()).expect("a schema is plain JSON")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
