@@ -113,23 +113,12 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
     if g.format == Format::Json {
         // Streamed: a library of tens of thousands of bundles gives tens of MB of JSON, which
         // neither a serde_json::Value tree nor a String of it should hold in memory.
-        #[derive(serde::Serialize)]
-        struct Output<'a> {
-            schema: &'static str,
-            inventories: &'a [Inventory],
-        }
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(
-            &mut out,
-            &Output {
-                schema: "rocforge.inspect/1",
-                inventories: &inventories,
-            },
-        )
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush())
-        .map_err(|e| Diagnostic::new(format!("cannot write the JSON report: {e}")))?;
+        serde_json::to_writer_pretty(&mut out, &inspect::Inspected::new(&inventories))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush())
+            .map_err(|e| Diagnostic::new(format!("cannot write the JSON report: {e}")))?;
     } else {
         for inv in &inventories {
             print_inventory(inv);

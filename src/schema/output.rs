@@ -1,10 +1,11 @@
-//! The command outputs with a published schema: what `--format json` prints, by command.
+//! The command outputs with a published schema: what `--format json` prints, by command, and
+//! the JSON `plan --format github-matrix` prints.
 
 use serde_json::Value;
 
 use super::{finish, generate_output};
 
-/// A command's `--format json` output.
+/// A command's `--format json` output (and `plan --format github-matrix`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
     /// `rocforge schema --format json`
@@ -19,6 +20,10 @@ pub enum Output {
     Check,
     /// `rocforge check --sources --format json`
     CheckSources,
+    /// `rocforge plan --explain COMPONENT --format json`, also each artifact's hash-input.json
+    HashInput,
+    /// `rocforge plan --format github-matrix`
+    GithubMatrix,
     /// `rocforge lock --format json`
     Lock,
     /// `rocforge lock --check --format json`
@@ -33,6 +38,8 @@ pub enum Output {
     Store,
     /// `rocforge store show --format json`
     StoreEntry,
+    /// `rocforge inspect PATH… --format json` (without `--against`)
+    Inspect,
     /// `rocforge inspect --against --format json`
     Coverage,
     /// `rocforge inspect --against --component --format json`, for GPU code not compiled ahead of time
@@ -74,13 +81,15 @@ pub enum Output {
 }
 
 impl Output {
-    pub const ALL: [Output; 32] = [
+    pub const ALL: [Output; 35] = [
         Output::Schemas,
         Output::Arches,
         Output::Arch,
         Output::List,
         Output::Check,
         Output::CheckSources,
+        Output::HashInput,
+        Output::GithubMatrix,
         Output::Lock,
         Output::LockCheck,
         Output::Fetch,
@@ -88,6 +97,7 @@ impl Output {
         Output::Doctor,
         Output::Store,
         Output::StoreEntry,
+        Output::Inspect,
         Output::Coverage,
         Output::Verdict,
         Output::Package,
@@ -118,6 +128,8 @@ impl Output {
             Output::List => "list",
             Output::Check => "check",
             Output::CheckSources => "check-sources",
+            Output::HashInput => "hash-input",
+            Output::GithubMatrix => "github-matrix",
             Output::Lock => "lock",
             Output::LockCheck => "lock-check",
             Output::Fetch => "fetch",
@@ -125,6 +137,7 @@ impl Output {
             Output::Doctor => "doctor",
             Output::Store => "store",
             Output::StoreEntry => "store-entry",
+            Output::Inspect => "inspect",
             Output::Coverage => "coverage",
             Output::Verdict => "verdict",
             Output::Package => "package",
@@ -156,6 +169,8 @@ impl Output {
             Output::List => Some(crate::catalog::listing::LIST_SCHEMA),
             Output::Check => Some(crate::catalog::checked::CHECK_SCHEMA),
             Output::CheckSources => Some(crate::app::check_sources::CHECK_SOURCES_SCHEMA),
+            Output::HashInput => Some(crate::plan::key::HASH_INPUT_SCHEMA),
+            Output::GithubMatrix => Some(crate::plan::render::MATRIX_SCHEMA),
             Output::Lock => Some(crate::app::lock::LOCK_SCHEMA),
             Output::LockCheck => Some(crate::app::lock::LOCK_CHECK_SCHEMA),
             Output::Fetch => Some(crate::source::prepare::FETCH_SCHEMA),
@@ -163,6 +178,7 @@ impl Output {
             Output::Doctor => Some(crate::app::doctor::DOCTOR_SCHEMA),
             Output::Store => Some(crate::store::output::STORE_SCHEMA),
             Output::StoreEntry => Some(crate::store::output::STORE_ENTRY_SCHEMA),
+            Output::Inspect => Some(crate::inspect::INSPECT_SCHEMA),
             Output::Coverage => Some(crate::inspect::coverage::COVERAGE_SCHEMA),
             Output::Verdict => Some(crate::inspect::verdict::VERDICT_SCHEMA),
             Output::Package => Some(crate::package::report::PACKAGE_SCHEMA),
@@ -194,6 +210,8 @@ impl Output {
             Output::List => generate_output::<crate::catalog::listing::Listing>(),
             Output::Check => generate_output::<crate::catalog::checked::CheckReport>(),
             Output::CheckSources => generate_output::<crate::app::check_sources::Report>(),
+            Output::HashInput => generate_output::<crate::plan::key::HashInput>(),
+            Output::GithubMatrix => generate_output::<crate::plan::render::MatrixDoc<'static>>(),
             Output::Lock => generate_output::<crate::app::lock::WrittenReport>(),
             Output::LockCheck => generate_output::<crate::app::lock::CheckedReport>(),
             Output::Fetch => generate_output::<crate::source::prepare::Fetched>(),
@@ -201,6 +219,7 @@ impl Output {
             Output::Doctor => generate_output::<crate::app::doctor::Report>(),
             Output::Store => generate_output::<crate::store::output::Listing>(),
             Output::StoreEntry => generate_output::<crate::store::output::Shown>(),
+            Output::Inspect => generate_output::<crate::inspect::Inspected<'static>>(),
             Output::Coverage => generate_output::<crate::inspect::coverage::Covered>(),
             Output::Verdict => generate_output::<crate::inspect::verdict::Judged>(),
             Output::Package => generate_output::<crate::package::report::Report>(),
