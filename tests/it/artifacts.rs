@@ -2019,6 +2019,7 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     json_args.extend_from_slice(&args);
     let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
     assert_eq!(plan["schema"], "rocforge.install-plan/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "install-plan", &plan);
     let steps = plan["steps"].as_array().unwrap();
     let names: Vec<(&str, &str)> = steps
         .iter()

@@ -1551,6 +1551,7 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.check-sources/1");
+    crate::common::schema::assert_matches_schema(w.path(), "check-sources", &v);
     assert_eq!(v["ok"], false);
     let checks = v["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 3, "{checks:?}");
