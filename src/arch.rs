@@ -11,7 +11,9 @@ use serde::Serialize;
 use crate::diag::reader::{self, Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub mod output;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MatrixCores {
     None,
@@ -19,7 +21,7 @@ pub enum MatrixCores {
     Wmma,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Arch {
     pub llvm: String,
     pub name: String,

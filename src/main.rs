@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // Scripts read stdout; people read stderr: JSON for one, the rendering for the other.
             if json {
-                cli::print_json(&e.to_json());
+                cli::print_json(&e.report());
             }
             eprint!("{}", e.render(color));
             ExitCode::from(1)

@@ -17,10 +17,12 @@ use crate::arch::TargetId;
 use crate::ids::{ArtifactId, ComponentName, ContentKey};
 use crate::plan::{LocalImage, StoreView};
 
+pub mod output;
+
 /// An entry's `meta.json`. Its layout predates [`ArtifactId`] (`component`, not `name`, and
 /// the build's facts between the identity's fields) and stays, so every store on disk reads;
 /// [`EntryMeta::artifact_id`] gives the identity the formats made from it carry.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryMeta {
     pub component: ComponentName,
     pub key: ContentKey,

@@ -10,8 +10,11 @@ use crate::diag::Diagnostic;
 use crate::progress::Reporter;
 use crate::source::verify::{self, SourceCheck};
 
+/// The `schema` of `check --sources --format json`.
+pub const CHECK_SOURCES_SCHEMA: &str = "rocforge.check-sources/1";
+
 /// One component and target set of one release line.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Row {
     pub release: String,
     #[serde(flatten)]
@@ -19,9 +22,10 @@ pub struct Row {
 }
 
 /// The `rocforge.check-sources/1` report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub checks: Vec<Row>,
+    /// Every check applies.
     pub ok: bool,
     pub schema: &'static str,
 }
@@ -98,7 +102,7 @@ pub fn check_sources(
     Ok(Report {
         ok: checks.iter().all(|r| r.check.outcome.ok()),
         checks,
-        schema: "rocforge.check-sources/1",
+        schema: CHECK_SOURCES_SCHEMA,
     })
 }
 

@@ -12,8 +12,11 @@ use crate::runtime::{ContainerRuntime, Kind, RuntimeError};
 use crate::testrun::detect::Profile;
 use crate::units::format_size;
 
+/// The `schema` of `doctor --format json`.
+pub const DOCTOR_SCHEMA: &str = "rocforge.doctor/1";
+
 /// One check: a failed one makes `doctor` exit 1.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Check {
     pub check: String,
     pub detail: String,
@@ -21,18 +24,20 @@ pub struct Check {
 }
 
 /// Something worth knowing that fails nothing (builds need no GPU).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Note {
     pub check: String,
     pub detail: String,
 }
 
 /// The `rocforge.doctor/1` report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub checks: Vec<Check>,
+    /// This machine's GPUs, as `detect` reports them.
     pub gpu: Profile,
     pub notes: Vec<Note>,
+    /// Every check passed.
     pub ok: bool,
     pub schema: &'static str,
 }
@@ -87,7 +92,7 @@ pub fn doctor(
         checks,
         gpu,
         notes,
-        schema: "rocforge.doctor/1",
+        schema: DOCTOR_SCHEMA,
     })
 }
 

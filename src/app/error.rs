@@ -2,6 +2,8 @@
 
 use std::fmt::Display;
 
+use serde::Serialize;
+
 use crate::catalog::CatalogError;
 use crate::diag::{Diagnostic, Diagnostics};
 
@@ -16,6 +18,38 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// The schema of a failed command's JSON (`--format json`).
 pub const ERROR_SCHEMA: &str = "rocforge.error/1";
 
+/// What a command that failed prints under `--format json` (exit status 1).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Failed {
+    pub schema: &'static str,
+    /// Always false.
+    #[schemars(extend("const" = false))]
+    pub ok: bool,
+    /// Every problem found: more than one for an invalid catalog.
+    pub errors: Vec<Problem>,
+}
+
+/// One problem, as the text on stderr shows it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Problem {
+    pub message: String,
+    /// `file:line:col` of the offending text (the file alone when no place in it is known);
+    /// null when the problem is in no file.
+    pub location: Option<String>,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl Problem {
+    fn of(d: &Diagnostic) -> Self {
+        Problem {
+            message: d.message.clone(),
+            location: d.position(),
+            hint: d.hint.clone(),
+        }
+    }
+}
+
 impl Error {
     /// A lower layer's error with the hint that tells the user what to do about it.
     pub fn hinted(e: impl Display, hint: impl Into<String>) -> Self {
@@ -24,13 +58,16 @@ impl Error {
 
     /// The error as `--format json` prints it on stdout, so a script reading JSON gets JSON
     /// when a command fails too: each problem's message, its `file:line:col` and its hint.
-    pub fn to_json(&self) -> serde_json::Value {
-        let one = |d: &Diagnostic| serde_json::json!({"message": d.message, "location": d.position(), "hint": d.hint});
-        let errors: Vec<serde_json::Value> = match self {
-            Error::Diagnostics(d) => d.iter().map(one).collect(),
-            Error::One(d) => vec![one(d)],
+    pub fn report(&self) -> Failed {
+        let errors = match self {
+            Error::Diagnostics(d) => d.iter().map(Problem::of).collect(),
+            Error::One(d) => vec![Problem::of(d)],
         };
-        serde_json::json!({"schema": ERROR_SCHEMA, "ok": false, "errors": errors})
+        Failed {
+            schema: ERROR_SCHEMA,
+            ok: false,
+            errors,
+        }
     }
 
     /// The text the binary prints for this error.

@@ -10,6 +10,10 @@
 use crate::diag::Hint;
 use std::path::PathBuf;
 
+mod report;
+
+pub use report::{IMAGE_SCHEMA, Report};
+
 use super::runtime::{RuntimeChoice, open_runtime};
 use super::{Error, Result, Session};
 use crate::build::image::{self, Containerfile, ImageError, Kind};
@@ -157,7 +161,7 @@ pub struct CreateRequest<'a> {
 }
 
 /// One component in the image.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct CreatedComponent {
     pub name: String,
     pub version: String,

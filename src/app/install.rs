@@ -13,6 +13,10 @@ use crate::progress::Reporter;
 use crate::source::cache::Cache;
 use crate::source::download::DownloadOptions;
 
+mod report;
+
+pub use report::{INSTALL_SCHEMA, Report};
+
 /// What `rocforge install` was asked, as written on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Request<'a> {
@@ -51,8 +55,10 @@ pub struct Outcome {
     pub not_native: Vec<NotNative>,
 }
 
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct NotNative {
     pub component: String,
+    /// What it carries for the target instead, and what running it there takes.
     pub advice: String,
 }
 

@@ -73,6 +73,57 @@ pub struct Written {
     pub lock: Lockfile,
 }
 
+pub const LOCK_SCHEMA: &str = "rocforge.lock/1";
+pub const LOCK_CHECK_SCHEMA: &str = "rocforge.lock-check/1";
+
+/// `lock --format json`: where the lock is and how many pins of each kind it holds.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct WrittenReport {
+    pub schema: &'static str,
+    pub path: PathBuf,
+    /// The new lock differs from the old one (false: the file was left as it was).
+    pub changed: bool,
+    /// Pinned sources (git tags to commits, tarballs to sha256).
+    pub sources: usize,
+    /// Builder images pinned to a digest.
+    pub images: usize,
+    /// md5-pinned inputs pinned to a sha256.
+    pub inputs: usize,
+}
+
+impl Written {
+    pub fn report(&self) -> WrittenReport {
+        WrittenReport {
+            schema: LOCK_SCHEMA,
+            path: self.path.clone(),
+            changed: self.changed,
+            sources: self.lock.sources.len(),
+            images: self.lock.images.len(),
+            inputs: self.lock.inputs.len(),
+        }
+    }
+}
+
+/// `lock --check --format json`.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct CheckedReport {
+    pub schema: &'static str,
+    /// rocforge.lock matches the recipes.
+    pub ok: bool,
+    /// Each way it does not, one sentence each.
+    pub problems: Vec<String>,
+}
+
+impl Checked {
+    pub fn report(&self) -> CheckedReport {
+        CheckedReport {
+            schema: LOCK_CHECK_SCHEMA,
+            ok: self.problems.is_empty(),
+            problems: self.problems.clone(),
+        }
+    }
+}
+
 /// Resolves every pin and writes rocforge.lock; nothing is written unless everything resolved,
 /// since a half-updated lock would hide drift.
 pub fn update(root: &CatalogRoot, skip_images: bool, reporter: &dyn Reporter) -> Result<Written> {

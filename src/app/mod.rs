@@ -22,5 +22,5 @@ pub mod store_rm;
 pub mod test;
 pub mod verify;
 
-pub use error::{Error, Result};
+pub use error::{ERROR_SCHEMA, Error, Failed, Problem, Result};
 pub use session::{Options, Session, release_names};

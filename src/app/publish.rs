@@ -9,8 +9,14 @@ use crate::diag::Diagnostic;
 use crate::progress::Reporter;
 use crate::publish::{self, PublishError, PublishPlan};
 
-/// What a publish did.
+pub const PUBLISH_SCHEMA: &str = "rocforge.publish/1";
+
+/// What a publish did (`publish --format json`).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Published {
+    pub schema: &'static str,
+    /// The destination as given; null when only the wheel index was written.
+    pub to: Option<String>,
     /// Each file uploaded or skipped (empty without a destination).
     pub files: Vec<publish::Outcome>,
     /// The wheel index pages written.
@@ -43,6 +49,8 @@ pub fn publish(dir: &Path, to: Option<&str>, reporter: &dyn Reporter) -> Result<
     let plan = plan(dir, to)?;
     let files = publish::execute(&plan, reporter)?;
     Ok(Published {
+        schema: PUBLISH_SCHEMA,
+        to: to.map(str::to_string),
         files,
         wheel_index: plan.wheel_index,
     })

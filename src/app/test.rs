@@ -6,6 +6,7 @@
 
 mod all;
 mod choose;
+mod report;
 
 use crate::diag::Hint;
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ pub use all::{
     ALL_SCHEMA, AllOutcome, AllRequest, ComponentRun, RunStatus, detect_target, run_all, testable,
 };
 use choose::{Chosen, choose};
+pub use report::{Report, TEST_SCHEMA};
 
 /// The index at `from`, its signature checked against the trusted keys, fetched through a
 /// client confined to the index's host.

@@ -27,7 +27,7 @@ pub struct Request<'a> {
 }
 
 /// What the comparison found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema: &'static str,
     pub artifact: String,
@@ -38,7 +38,7 @@ pub struct Report {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Rebuilt and packaged: the same bytes.
@@ -66,7 +66,7 @@ impl Outcome {
 }
 
 /// Where the rebuild went.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StoreUsed {
     pub path: PathBuf,
     /// False: a temporary store, removed afterwards.
@@ -74,7 +74,7 @@ pub struct StoreUsed {
 }
 
 /// The first difference, in the manifest's path order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Difference {
     /// A path of the tree, or `rocforge-manifest.json`, or the whole tarball.
     pub path: String,

@@ -11,7 +11,7 @@ use super::provenance::{PREDICATE_TYPE, STATEMENT_TYPE, Statement};
 use super::{AttestError, Kind, SubjectKind, sbom};
 
 /// One document that passed.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Checked {
     pub kind: Kind,
     /// Its path, or `REGISTRY/REPO@DIGEST` of its referrer manifest.

@@ -9,6 +9,7 @@ pub mod check;
 pub mod inputs;
 pub mod provenance;
 pub mod referrers;
+pub mod report;
 pub mod sbom;
 
 use std::path::{Path, PathBuf};
@@ -120,7 +121,7 @@ impl std::fmt::Display for OtherSubject {
 }
 
 /// Which document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Sbom,

@@ -8,6 +8,7 @@ mod gate;
 pub mod image;
 pub mod jobs;
 pub mod license;
+pub mod report;
 pub mod resume;
 pub mod schedule;
 mod step;
@@ -43,7 +44,7 @@ pub struct BuildOptions {
     pub fresh: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "lowercase")]
 pub enum StepResult {
     /// Already in the store (or built meanwhile by another rocforge process).

@@ -26,7 +26,7 @@ pub const PROVENANCE_DIR: &str = "share/rocforge";
 pub const PROVENANCE_FILE: &str = "tensile-logic.json";
 
 /// Where one processor's Tensile logic comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum LogicSource {
     /// The source tree carries it.

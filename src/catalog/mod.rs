@@ -5,7 +5,9 @@
 //! plan sit beside the recipes: rocforge.lock ([`lock`]), rocforge.toml ([`config`]) and the
 //! `--overlay` directories ([`Overlay`]), with what each targeted processor's Tensile logic is ([`logic`]).
 
+pub mod checked;
 pub mod config;
+pub mod listing;
 pub mod lock;
 pub mod logic;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 /// Replace PATH of COMPONENT's source with DIR's contents.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Overlay {
     pub component: String,
     pub dest: String,

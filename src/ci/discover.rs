@@ -73,7 +73,7 @@ impl crate::diag::Hint for DiscoverError {
 }
 
 /// One runner as the API reports it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiRunner {
     pub name: String,
     /// `online` or `offline`.
@@ -175,7 +175,7 @@ pub fn list(
 }
 
 /// A runner label of runners.toml and what is known about it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LabelState {
     pub label: String,
     /// `gpu` or `build`.
@@ -198,6 +198,41 @@ impl LabelState {
 }
 
 /// The self-hosted labels of runners.toml, with the API's counts when `api` is given.
+pub const RUNNERS_SCHEMA: &str = "rocforge.runners/1";
+
+/// `ci runners --format json`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Report {
+    pub schema: &'static str,
+    /// Where the states come from: `runners.toml`, or `github-api` with a token.
+    pub source: &'static str,
+    pub labels: Vec<LabelState>,
+    /// The GPU labels a job would start on.
+    pub gpu_ready: Vec<String>,
+    /// Every runner the API listed; null without the API.
+    pub runners: Option<Vec<ApiRunner>>,
+}
+
+impl Report {
+    pub fn new(
+        source: &'static str,
+        labels: Vec<LabelState>,
+        runners: Option<Vec<ApiRunner>>,
+    ) -> Report {
+        Report {
+            schema: RUNNERS_SCHEMA,
+            source,
+            gpu_ready: labels
+                .iter()
+                .filter(|s| s.kind == "gpu" && s.ready())
+                .map(|s| s.label.clone())
+                .collect(),
+            labels,
+            runners,
+        }
+    }
+}
+
 pub fn states(runners: &Runners, api: Option<&[ApiRunner]>) -> Vec<LabelState> {
     let count = |label: &str| -> (Option<usize>, Option<usize>) {
         let Some(list) = api else {

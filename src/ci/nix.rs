@@ -98,6 +98,32 @@ pub struct Export {
     pub derived: Vec<String>,
 }
 
+/// `nix export --format json`: what an export wrote and what it left out.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct ExportReport {
+    /// The directory written.
+    pub out: String,
+    pub files: Vec<String>,
+    /// Components overridden in `rocmPackages`.
+    pub components: Vec<String>,
+    /// Components with no `rocmPackages` attribute.
+    pub not_in_nixpkgs: Vec<String>,
+    /// Components whose derived files (`[[derive]]`) the overlay redoes in `postPatch`.
+    pub derived_in_post_patch: Vec<String>,
+}
+
+impl Export {
+    pub fn report(&self, out: &Path) -> ExportReport {
+        ExportReport {
+            out: out.display().to_string(),
+            files: self.files.iter().map(|f| f.display().to_string()).collect(),
+            components: self.mapped.clone(),
+            not_in_nixpkgs: self.unmapped.clone(),
+            derived_in_post_patch: self.derived.clone(),
+        }
+    }
+}
+
 /// A bash script that redoes rocforge's `[[derive]]` steps for `arches` in a nixpkgs
 /// `postPatch`: copy `from` to `to`, rename entries (children before parents, as rocforge
 /// renames each name on the way down), then replace text in every non-binary file with

@@ -3,10 +3,8 @@
 use rocforge::diag::Hint;
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use super::{CliError, Format, Global, Result, root};
-use rocforge::arch::{Arch, ArchTable, MatrixCores, TargetId};
+use rocforge::arch::{ArchTable, MatrixCores, TargetId, output};
 use rocforge::catalog::load_arches;
 use rocforge::diag::{Diagnostic, Diagnostics};
 
@@ -34,8 +32,7 @@ fn yes_no(b: bool) -> &'static str {
 pub fn arch_list(g: &Global) -> Result<ExitCode> {
     let table = arch_table(g)?;
     if g.format == Format::Json {
-        let arches: Vec<&Arch> = table.iter().collect();
-        super::print_json(&json!({"schema": "rocforge.arches/1", "arches": arches}));
+        super::print_json(&output::Arches::of(&table));
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<[String; 8]> = table
@@ -118,7 +115,7 @@ pub fn arch_show(g: &Global, target: &str) -> Result<ExitCode> {
         }
     };
     if g.format == Format::Json {
-        super::print_json(&json!({"schema": "rocforge.arch/1", "target": id, "arch": arch}));
+        super::print_json(&output::Shown::new(id, arch));
         return Ok(ExitCode::SUCCESS);
     }
     let (maj, min, step) = arch.kfd_triple();

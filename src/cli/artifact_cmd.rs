@@ -7,8 +7,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::json;
-
 use super::progress::TermReporter;
 use super::{CliError, Format, Global, Result};
 use rocforge::app::{self, install::Installed};
@@ -267,17 +265,7 @@ pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     let (files, idx) = package::finish_release(&a.out, &packaged, key.as_ref(), a.expires_days)
         .map_err(pkg_err)?;
     if g.format == Format::Json {
-        let items: Vec<_> = packaged
-            .iter()
-            .map(|p| {
-                json!({"component": p.component, "file": p.tarball.path, "size": p.tarball.size,
-                "sha256": p.tarball.sha256, "files": p.manifest_files, "installed_size": p.installed_size,
-                "glibc_floor": p.glibc_floor, "licenses": p.licenses, "needs": p.needs,
-                "provides": p.provides, "signature": p.signature})
-            })
-            .collect();
-        super::print_json(&json!({"schema": "rocforge.package/1", "artifacts": items,
-                "release_files": files, "expires": idx.expires}));
+        super::print_json(&package::report::Report::new(&packaged, files, idx.expires));
         return Ok(ExitCode::SUCCESS);
     }
     for p in &packaged {
@@ -653,7 +641,7 @@ pub fn install_cmd(g: &Global, a: &InstallArgs) -> Result<ExitCode> {
     };
     note_installed(g, &outcome.report);
     if g.format == Format::Json {
-        print_install_json(&outcome);
+        super::print_json(&outcome.report());
     } else {
         print_environment(g, &outcome);
     }
@@ -712,45 +700,6 @@ fn note_installed(g: &Global, report: &install::Report) {
         Some(k) => note!(g, "index signature: good, key {k}"),
         None => eprintln!("WARNING: installed from an UNSIGNED or unverified index"),
     }
-}
-
-/// `--format json`: what was installed, and the environment that uses the prefix.
-fn print_install_json(outcome: &app::install::Outcome) {
-    let report = &outcome.report;
-    let p = outcome.prefix.display();
-    let installed: Vec<_> = report
-        .installed
-        .iter()
-        .map(|r| {
-            let repaired = report
-                .repaired
-                .iter()
-                .find(|(n, _)| *n == r.name.as_str())
-                .map(|(_, missing)| *missing);
-            json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
-                "files": r.files.len(), "repaired_missing": repaired,
-                "device_code": report.with_device_code.iter().any(|n| *n == r.name.as_str()),
-                "declined": r.declined})
-        })
-        .collect();
-    let advice: Vec<_> = outcome
-        .not_native
-        .iter()
-        .map(|n| json!({"component": n.component, "advice": n.advice}))
-        .collect();
-    super::print_json(&json!({
-        "schema": "rocforge.install/1",
-        "prefix": outcome.prefix,
-        "installed": installed,
-        "already": report.already,
-        "signed_by": report.signer,
-        "not_native": advice,
-        "environment": {
-            "ROCM_PATH": format!("{p}"),
-            "PATH": format!("{p}/bin"),
-            "LD_LIBRARY_PATH": format!("{p}/lib"),
-        },
-    }));
 }
 
 /// The lines that put the prefix in the environment, and whether its libraries need an
@@ -835,14 +784,7 @@ pub fn uninstall_cmd(g: &Global, names: &[String], prefix: Option<&Path>) -> Res
     let removed = receipt::uninstall(&prefix, names)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
     if g.format == Format::Json {
-        super::print_json(&json!({
-            "schema": "rocforge.uninstall/1",
-            "prefix": prefix,
-            "removed": names,
-            "files": removed.files,
-            "directories": removed.dirs,
-            "already_gone": removed.missing,
-        }));
+        super::print_json(&install::report::Uninstalled::new(&prefix, names, &removed));
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -866,27 +808,14 @@ pub fn list_installed(g: &Global, prefix: Option<&Path>) -> Result<ExitCode> {
         .unwrap_or_else(app::install::default_prefix);
     let _lock = settle(&prefix, false)?;
     let all = receipt::read_all(&prefix);
+    if g.format == Format::Json {
+        super::print_json(&install::report::InstalledList::new(&prefix, &all));
+        return Ok(ExitCode::SUCCESS);
+    }
     let missing: Vec<usize> = all
         .iter()
         .map(|r| receipt::missing_files(&prefix, r))
         .collect();
-    if g.format == Format::Json {
-        let items: Vec<_> = all
-            .iter()
-            .zip(&missing)
-            .map(|(r, &m)| {
-                json!({"name": r.name, "version": r.version, "targets": r.targets, "key": r.key,
-                "files": r.files.len(), "missing": m,
-                "state": if m == 0 { "installed" } else { "damaged" },
-                "installed": r.installed, "signed_by": r.signed_by,
-                "needs": r.needs, "provides": r.provides})
-            })
-            .collect();
-        super::print_json(
-            &json!({"schema": "rocforge.installed/1", "prefix": prefix, "components": items}),
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
     if all.is_empty() {
         note!(g, "nothing installed in {}", prefix.display());
         return Ok(ExitCode::SUCCESS);

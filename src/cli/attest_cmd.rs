@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::{CliError, Format, Global, Result};
-use rocforge::attest::{AttestError, check};
+use rocforge::attest::{AttestError, check, report};
 use rocforge::diag::Diagnostic;
 
 fn attest_err(e: AttestError) -> CliError {
@@ -44,13 +44,7 @@ pub fn verify_tarball_documents(
         Vec::new()
     };
     if g.format == Format::Json {
-        super::print_json(&serde_json::json!({
-            "schema": "rocforge.verify/1",
-            "file": file.display().to_string(),
-            "key_id": signature.key_id,
-            "trusted_comment": signature.trusted_comment,
-            "documents": checked,
-        }));
+        super::print_json(&report::Verified::file(file, signature, checked));
     } else {
         for c in &checked {
             println!(
@@ -82,12 +76,7 @@ pub fn verify_image(g: &Global, image: &str, keys: &[String]) -> Result<ExitCode
     let remote = rocforge::oci::Remote::new(client, repo);
     let (digest, checked) = check::verify_image(&remote, &reference, &trust).map_err(attest_err)?;
     if g.format == Format::Json {
-        super::print_json(&serde_json::json!({
-            "schema": "rocforge.verify/1",
-            "image": image,
-            "digest": digest,
-            "documents": checked,
-        }));
+        super::print_json(&report::Verified::image(image, digest, checked));
     } else {
         println!("{image}: {digest}");
         for c in &checked {

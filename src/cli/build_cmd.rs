@@ -107,26 +107,15 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
     }
     let outcome = build.run(&session)?;
     if g.format == Format::Json {
-        let ok = outcome.report.ok();
-        // Each step is one object, its component beside its result (/1 had [name, result] pairs).
-        let steps: Vec<serde_json::Value> = outcome
-            .report
-            .steps
-            .iter()
-            .map(|(component, result)| {
-                let mut step = serde_json::to_value(result).unwrap_or_default();
-                step["component"] = component.as_str().into();
-                step
-            })
-            .collect();
-        print_json(&serde_json::json!({"schema": "rocforge.build/2", "ok": ok, "steps": steps}));
+        let report = outcome.report.report();
+        print_json(&report);
         if outcome.timed_out {
             return Ok(ExitCode::from(TIME_LIMIT_EXIT));
         }
         if outcome.stopped {
             return Ok(ExitCode::from(130));
         }
-        return Ok(exit_code(ok));
+        return Ok(exit_code(report.ok));
     }
     Ok(render_text(g, &outcome, a.time_limit))
 }

@@ -4,10 +4,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use super::{CliError, Format, Global, Result, root};
-use rocforge::catalog::{Catalog, CatalogError, CatalogRoot};
+use rocforge::catalog::checked::CheckReport;
+use rocforge::catalog::listing::{Listed, ListedBundle, listing};
+use rocforge::catalog::{Catalog, CatalogError};
 use rocforge::diag::Diagnostics;
 
 #[derive(clap::Args, Debug)]
@@ -20,21 +20,6 @@ pub struct ListArgs {
     pub prefix: Option<PathBuf>,
 }
 
-/// One component of one release line, as `list` shows it.
-struct Row {
-    name: String,
-    version: String,
-    release: String,
-    preview: bool,
-    default: bool,
-    recorded: bool,
-    stored: bool,
-    summary: String,
-}
-
-/// A bundle's name, its release line and its components.
-type Bundle = (String, String, Vec<String>);
-
 pub fn list(g: &Global) -> Result<ExitCode> {
     let root = root(g);
     let releases = rocforge::app::release_names(&root, g.release.as_deref())?;
@@ -46,72 +31,18 @@ pub fn list(g: &Global) -> Result<ExitCode> {
         .into_iter()
         .map(|e| (e.release, e.component.to_string()))
         .collect();
-    let (rows, bundles) = list_rows(&root, &releases, default.as_deref(), &stored)?;
+    let listed = listing(&root, &releases, default.as_deref(), &stored)?;
     if g.format == Format::Json {
-        print_list_json(&rows, &bundles);
+        super::print_json(&listed);
         return Ok(ExitCode::SUCCESS);
     }
-    print_list_table(&rows, &bundles);
-    print_list_legend(&rows, &bundles, default.as_deref());
+    print_list_table(&listed.components, &listed.bundles);
+    print_list_legend(&listed.components, &listed.bundles, default.as_deref());
     Ok(ExitCode::SUCCESS)
 }
 
-/// The components and bundles of each line in `releases`, in order.
-fn list_rows(
-    root: &CatalogRoot,
-    releases: &[String],
-    default: Option<&str>,
-    stored: &BTreeSet<(String, String)>,
-) -> Result<(Vec<Row>, Vec<Bundle>)> {
-    let mut rows = Vec::new();
-    // Bundles are names `build`, `install` and `package` take like components.
-    let mut bundles: Vec<Bundle> = Vec::new();
-    for r in releases {
-        let c = Catalog::load(root.clone(), Some(r))?;
-        for (name, members) in &c.release.bundles {
-            bundles.push((
-                name.clone(),
-                r.clone(),
-                members.iter().map(|m| m.value.clone()).collect(),
-            ));
-        }
-        for recipe in c.recipes.values() {
-            let name = recipe.name.value.clone();
-            rows.push(Row {
-                recorded: c.release.built.iter().any(|b| b.value == name),
-                stored: stored.contains(&(r.clone(), name.clone())),
-                name,
-                version: recipe.version.clone(),
-                release: r.clone(),
-                preview: c.release.preview,
-                default: default == Some(r.as_str()),
-                summary: recipe.summary.clone(),
-            });
-        }
-    }
-    Ok((rows, bundles))
-}
-
-fn print_list_json(rows: &[Row], bundles: &[Bundle]) {
-    let items: Vec<_> = rows
-        .iter()
-        .map(|r| {
-            json!({"name": r.name, "version": r.version, "release": r.release,
-                "preview": r.preview, "default": r.default, "built": r.recorded,
-                "stored": r.stored, "summary": r.summary})
-        })
-        .collect();
-    let bundles: Vec<_> = bundles
-        .iter()
-        .map(|(name, release, members)| json!({"name": name, "release": release, "components": members}))
-        .collect();
-    super::print_json(
-        &json!({"schema": "rocforge.list/1", "components": items, "bundles": bundles}),
-    );
-}
-
 /// The components in aligned columns, then the bundles.
-fn print_list_table(rows: &[Row], bundles: &[Bundle]) {
+fn print_list_table(rows: &[Listed], bundles: &[ListedBundle]) {
     let table: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
@@ -122,7 +53,7 @@ fn print_list_table(rows: &[Row], bundles: &[Bundle]) {
             } else {
                 ""
             };
-            let built = match (r.recorded, r.stored) {
+            let built = match (r.built, r.stored) {
                 (true, true) => "recorded, here",
                 (true, false) => "recorded",
                 (false, true) => "here",
@@ -155,18 +86,18 @@ fn print_list_table(rows: &[Row], bundles: &[Bundle]) {
         println!();
         let width = bundles
             .iter()
-            .map(|(n, r, _)| n.len() + r.len() + 3)
+            .map(|b| b.name.len() + b.release.len() + 3)
             .max()
             .unwrap_or(0);
-        for (name, release, members) in bundles {
-            let label = format!("{name} ({release})");
-            println!("{label:width$}  {}", members.join(", "));
+        for b in bundles {
+            let label = format!("{} ({})", b.name, b.release);
+            println!("{label:width$}  {}", b.components.join(", "));
         }
     }
 }
 
 /// What the marks mean, once, after the table: a reader of the table needs them there.
-fn print_list_legend(rows: &[Row], bundles: &[Bundle], default: Option<&str>) {
+fn print_list_legend(rows: &[Listed], bundles: &[ListedBundle], default: Option<&str>) {
     println!();
     if let Some(d) = default {
         println!("default: {d}, the line used without --release");
@@ -197,17 +128,7 @@ pub fn check(g: &Global) -> Result<ExitCode> {
         None => Catalog::check_all(&root)?,
     };
     if g.format == Format::Json {
-        let problems: Vec<_> = diags
-            .iter()
-            .map(|d| json!({"message": d.message, "location": d.position(), "hint": d.hint}))
-            .collect();
-        super::print_json(&json!({
-            "schema": "rocforge.check/1",
-            "catalog": root.describe(),
-            "releases": releases,
-            "ok": diags.is_empty(),
-            "problems": problems,
-        }));
+        super::print_json(&CheckReport::new(&root, releases, &diags));
         return Ok(if diags.is_empty() {
             ExitCode::SUCCESS
         } else {

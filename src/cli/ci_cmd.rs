@@ -129,13 +129,7 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
     let ex = nix::export(catalog, targets, out)
         .map_err(|e| Diagnostic::new(e.to_string()).hint("choose a writable --out directory"))?;
     match g.format {
-        super::Format::Json => super::print_json(&serde_json::json!({
-            "out": out.display().to_string(),
-            "files": ex.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
-            "components": ex.mapped,
-            "not_in_nixpkgs": ex.unmapped,
-            "derived_in_post_patch": ex.derived,
-        })),
+        super::Format::Json => super::print_json(&ex.report(out)),
         _ => {
             println!(
                 "wrote {} files to {} (overlay.nix, default.nix, nixpkgs.json, patches/)",
@@ -212,29 +206,20 @@ pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
         (None, _) => ("runners.toml", None),
     };
     let states = discover::states(&runners, listed.as_deref());
-    let gpu_ready: Vec<&str> = states
-        .iter()
-        .filter(|s| s.kind == "gpu" && s.ready())
-        .map(|s| s.label.as_str())
-        .collect();
+    let report = discover::Report::new(source, states, listed);
+    let (states, gpu_ready) = (&report.labels, &report.gpu_ready);
     let disagree: Vec<&discover::LabelState> = states
         .iter()
         .filter(|s| s.online.is_some() && s.ready() != s.registered)
         .collect();
     if g.format == super::Format::Json {
-        super::print_json(&serde_json::json!({
-            "schema": "rocforge.runners/1",
-            "source": source,
-            "labels": states,
-            "gpu_ready": gpu_ready,
-            "runners": listed,
-        }));
+        super::print_json(&report);
     } else {
         println!(
             "{:<18} {:<6} {:<20} online  offline",
             "label", "kind", "runners.toml"
         );
-        for s in &states {
+        for s in states {
             let n = |v: Option<usize>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
             println!(
                 "{:<18} {:<6} {:<20} {:<7} {}",

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 
 use super::{Args, Format, Global, Result};
 use rocforge::diag::Diagnostic;
-use rocforge::schema::SavedFormat;
+use rocforge::schema::Document;
 
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
@@ -27,9 +27,9 @@ pub struct ManArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct SchemaArgs {
-    /// The format whose schema to print [default: list the formats]
+    /// The format or command output whose schema to print [default: list them]
     #[arg(value_enum)]
-    pub name: Option<SavedFormat>,
+    pub name: Option<Document>,
     /// Write every format's schema into DIR as NAME.schema.json instead
     #[arg(long, value_name = "DIR", conflicts_with = "name")]
     pub out: Option<PathBuf>,
@@ -68,20 +68,17 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let Some(dir) = &a.out else {
-        let formats = SavedFormat::ALL.iter().map(|f| {
-            let ids = f.identifiers();
-            (f.name(), ids[ids.len() - 1], f.file_name())
-        });
         if g.format == Format::Json {
-            let items: Vec<_> = formats
-                .map(|(name, id, file)| serde_json::json!({"name": name, "schema": id, "file": file}))
-                .collect();
-            let doc = serde_json::json!({"schema": "rocforge.schemas/1", "formats": items});
-            print(format!("{}\n", super::json_text(&doc)).as_bytes())?;
+            let listing = rocforge::schema::listing();
+            print(format!("{}\n", super::json_text(&listing)).as_bytes())?;
         } else {
+            // One column of names, as wide as the longest.
+            let width = Document::all().iter().map(|d| d.name().len()).max();
+            let width = width.unwrap_or(0);
             let mut out = String::new();
-            for (name, id, _) in formats {
-                out += &format!("{name:<9} {id}\n");
+            for d in Document::all() {
+                let id = d.identifier().unwrap_or("-");
+                out += &format!("{:<width$} {id}\n", d.name());
             }
             print(out.as_bytes())?;
         }
@@ -92,7 +89,7 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
             .hint("choose a writable directory")
     };
     std::fs::create_dir_all(dir).map_err(|e| failed(dir, e))?;
-    for f in SavedFormat::ALL {
+    for f in Document::all() {
         let path = dir.join(f.file_name());
         rocforge::fsutil::write_atomic(&path, f.text().as_bytes())
             .and_then(|()| {
@@ -104,7 +101,7 @@ pub fn schema(g: &Global, a: &SchemaArgs) -> Result<ExitCode> {
     note!(
         g,
         "{} schemas written to {}",
-        SavedFormat::ALL.len(),
+        Document::all().len(),
         dir.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -4,8 +4,6 @@
 
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -99,22 +97,7 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
         },
     )?;
     if g.format == Format::Json {
-        super::print_json(&json!({
-            "schema": "rocforge.image/1",
-            "tag": c.tag,
-            "digest": c.digest,
-            "id": c.id,
-            "base": c.base,
-            "base_digest": c.base_digest,
-            "layer": {"digest": c.layer_digest, "diff_id": c.layer_diff_id, "size": c.layer_size, "entries": c.layer_entries},
-            "components": c.components,
-            "targets": c.targets,
-            "prefix": c.prefix,
-            "created": c.created,
-            "pushed": c.pushed,
-            "loaded": c.loaded.as_ref().map(|(l, _)| l.tool()),
-            "hip_runtime": c.hip,
-        }));
+        super::print_json(&c.report());
     } else {
         println!("image   {}", c.tag);
         println!("digest  {}", c.digest);

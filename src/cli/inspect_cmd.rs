@@ -5,8 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use super::arch_cmd::arch_table;
 use super::{Format, Global, Result};
 use rocforge::diag::Diagnostic;
@@ -69,16 +67,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
             if let Some(v) = inspect::verdict::verdict(&recipe.gpu_code, &report, &requested) {
                 let holds = v.holds();
                 if g.format == Format::Json {
-                    let out = json!({
-                        "schema": "rocforge.verdict/1",
-                        "component": name,
-                        "declared": recipe.gpu_code,
-                        "holds": holds,
-                        "lines": v.lines,
-                        "gaps": v.gaps.iter().map(|(_, g)| g).collect::<Vec<_>>(),
-                        "code_object_libraries": v.code_object_libraries,
-                    });
-                    super::print_json(&out);
+                    super::print_json(&inspect::verdict::Judged::new(name, &recipe.gpu_code, &v));
                 } else {
                     println!("{name}: {} (declared in {})", v.kind, recipe.display_file());
                     for l in &v.lines {
@@ -106,11 +95,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
         }
         let complete = report.complete_allowing(&spoof_ok);
         if g.format == Format::Json {
-            let mut v = serde_json::to_value(&report).unwrap_or_default();
-            v["schema"] = json!("rocforge.coverage/1");
-            v["complete"] = json!(complete);
-            v["native"] = json!(report.complete());
-            super::print_json(&v);
+            super::print_json(&inspect::coverage::Covered::new(report, &spoof_ok));
         } else {
             print_coverage(&report, &table, &spoof_ok);
         }
@@ -128,23 +113,12 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
     if g.format == Format::Json {
         // Streamed: a library of tens of thousands of bundles gives tens of MB of JSON, which
         // neither a serde_json::Value tree nor a String of it should hold in memory.
-        #[derive(serde::Serialize)]
-        struct Output<'a> {
-            schema: &'static str,
-            inventories: &'a [Inventory],
-        }
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(
-            &mut out,
-            &Output {
-                schema: "rocforge.inspect/1",
-                inventories: &inventories,
-            },
-        )
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush())
-        .map_err(|e| Diagnostic::new(format!("cannot write the JSON report: {e}")))?;
+        serde_json::to_writer_pretty(&mut out, &inspect::Inspected::new(&inventories))
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush())
+            .map_err(|e| Diagnostic::new(format!("cannot write the JSON report: {e}")))?;
     } else {
         for inv in &inventories {
             print_inventory(inv);

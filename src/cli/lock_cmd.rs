@@ -25,9 +25,7 @@ pub fn lock(g: &Global, a: &LockArgs) -> Result<ExitCode> {
     let written = lock::update(&root(g), a.skip_images, reporter.as_ref())?;
     let (path, new) = (&written.path, &written.lock);
     if g.format == Format::Json {
-        print_json(
-            &serde_json::json!({"schema": "rocforge.lock/1", "path": path, "changed": written.changed, "sources": new.sources.len(), "images": new.images.len(), "inputs": new.inputs.len()}),
-        );
+        print_json(&written.report());
     } else {
         println!(
             "{} {}: {} source(s), {} image(s), {} md5-pinned input(s)",
@@ -47,14 +45,12 @@ pub fn lock(g: &Global, a: &LockArgs) -> Result<ExitCode> {
 
 fn check(g: &Global, a: &LockArgs) -> Result<ExitCode> {
     let checked = lock::check(&root(g), !a.skip_images)?;
-    let problems = checked.problems;
     if g.format == Format::Json {
-        let ok = problems.is_empty();
-        print_json(
-            &serde_json::json!({"schema": "rocforge.lock-check/1", "ok": ok, "problems": problems}),
-        );
-        return Ok(exit_code(ok));
+        let report = checked.report();
+        print_json(&report);
+        return Ok(exit_code(report.ok));
     }
+    let problems = checked.problems;
     if problems.is_empty() {
         println!("ok: {} matches the recipes", display_path(&checked.path));
         return Ok(ExitCode::SUCCESS);

@@ -270,10 +270,12 @@ Examples:
     /// JSON Schemas of the formats other programs read: index, manifest, receipt, results, plan
     #[command(after_help = "\
 Each schema is generated from the types rocforge writes the format with; docs/schemas/ holds
-the same files, and docs/*-schema.md describe each field.
+the same files, and docs/*-schema.md describe each field of the saved formats. A command's
+--format json output has its schema under the name `rocforge schema` lists (arches, install,
+store-entry, ...).
 
 Examples:
-  rocforge schema                     the formats, with their identifiers
+  rocforge schema                     every name, with its identifier
   rocforge schema index               the release index's schema
   rocforge schema --out docs/schemas  every schema, as NAME.schema.json")]
     Schema(docs_cmd::SchemaArgs),

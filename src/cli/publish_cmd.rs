@@ -32,12 +32,7 @@ pub fn publish_cmd(g: &Global, a: &PublishArgs) -> Result<ExitCode> {
     let reporter = TermReporter::new(g);
     let published = publish::publish(&a.dir, a.to.as_deref(), &reporter)?;
     if g.format == Format::Json {
-        print_json(&serde_json::json!({
-            "schema": "rocforge.publish/1",
-            "to": a.to,
-            "files": published.files,
-            "wheel_index": published.wheel_index,
-        }));
+        print_json(&published);
     } else {
         for o in &published.files {
             println!("{:<10} {}", o.action, o.file);

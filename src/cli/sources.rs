@@ -60,11 +60,11 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
         .map(|c| session.recipe(c))
         .collect::<Result<Vec<_>>>()?;
     let sources = session.sources(&overlays, false)?;
-    let mut json = Vec::new();
+    let mut fetched = Vec::new();
     for recipe in recipes {
         let prepared = prepare::prepare(&sources, recipe, targets).map_err(source_error)?;
         if g.format == Format::Json {
-            json.push(serde_json::to_value(&prepared).unwrap_or_default());
+            fetched.push(prepared);
             continue;
         }
         let series = recipe
@@ -95,7 +95,7 @@ pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
         println!("{}", prepared.tree.display());
     }
     if g.format == Format::Json {
-        super::print_json(&serde_json::json!({"schema": "rocforge.fetch/1", "sources": json}));
+        super::print_json(&prepare::Fetched::new(fetched));
     }
     Ok(ExitCode::SUCCESS)
 }

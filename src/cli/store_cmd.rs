@@ -5,10 +5,9 @@ use rocforge::diag::Hint;
 use rocforge::ids::{ComponentName, ContentKey};
 use std::process::ExitCode;
 
-use serde_json::json;
-
 use super::{CliError, Format, Global, Result};
 use rocforge::diag::Diagnostic;
+use rocforge::store::output;
 
 fn store(g: &Global) -> rocforge::store::Store {
     super::options(g).store()
@@ -18,9 +17,7 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
     let store = store(g);
     let entries = store.entries();
     if g.format == Format::Json {
-        super::print_json(
-            &json!({"schema": "rocforge.store/1", "root": store.root(), "entries": entries}),
-        );
+        super::print_json(&output::Listing::of(&store, entries));
         return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
@@ -93,9 +90,7 @@ pub fn store_show(g: &Global, key: &str) -> Result<ExitCode> {
         .find(key)
         .map_err(|e| CliError::One(Diagnostic::new(e.to_string()).hint(e.hint())))?;
     if g.format == Format::Json {
-        let mut doc = serde_json::to_value(&e).unwrap_or_default();
-        doc["schema"] = "rocforge.store-entry/1".into();
-        super::print_json(&doc);
+        super::print_json(&output::Shown::new(e));
         return Ok(ExitCode::SUCCESS);
     }
     println!("{} {} ({})", e.component, e.version, e.release);

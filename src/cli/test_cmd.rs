@@ -235,14 +235,7 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
     let outcome = prepared.run(session.reporter.as_ref())?;
     let (b, summary) = (&outcome.bundle, &outcome.bundle.summary);
     if g.format == Format::Json {
-        print_json(&serde_json::json!({
-            "schema": "rocforge.test/1",
-            "results": outcome.results,
-            "junit": outcome.junit,
-            "submitted": outcome.submitted,
-            "summary": summary,
-            "classes": b.classes,
-        }));
+        print_json(&outcome.report());
         return Ok(exit_code(outcome.ok()));
     }
     println!("{}", summary.line());

@@ -35,7 +35,7 @@ fn at(offset: u64, message: impl Into<String>) -> At {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Bundle {
     /// `offload-bundle` (clang-offload-bundler) or `offload-binary` (`.llvm.offloading`).
     pub format: &'static str,
@@ -46,7 +46,7 @@ pub struct Bundle {
     pub entries: Vec<Entry>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Compression {
     pub version: u16,
     pub method: &'static str,
@@ -58,7 +58,7 @@ pub struct Compression {
     pub hash_ok: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Entry {
     /// The whole bundle entry ID, e.g. `hipv4-amdgcn-amd-amdhsa--gfx90c:xnack-`.
     pub id: String,
@@ -73,7 +73,7 @@ pub struct Entry {
 }
 
 /// What an entry (or an OffloadBinary image) holds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Image {
     Empty,

@@ -145,7 +145,7 @@ pub fn generic_members(processor: &str) -> Option<&'static [&'static str]> {
 }
 
 /// A target feature as a code object records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Feature {
     /// The processor has no such feature (or the code object version cannot say).
@@ -177,7 +177,7 @@ impl Feature {
 }
 
 /// What the ELF header of one AMDGPU code object says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CodeObject {
     /// EF_AMDGPU_MACH (the low byte of e_flags).
     pub mach: u32,

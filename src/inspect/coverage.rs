@@ -62,7 +62,7 @@ pub fn served_by<'a>(codes: &'a [TargetId], requested: &TargetId) -> Vec<&'a Tar
     Vec::new()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "status")]
 pub enum Status {
     /// Code for the target (or a generic target covering it) is there.
@@ -83,14 +83,14 @@ pub enum Status {
     },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Cell {
     pub target: TargetId,
     #[serde(flatten)]
     pub status: Status,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Row {
     /// A file with device code, or a Tensile library directory (`dir (Tensile)`).
     pub library: String,
@@ -98,12 +98,37 @@ pub struct Row {
     pub targets: Vec<Cell>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CoverageReport {
     pub requested: Vec<TargetId>,
     pub rows: Vec<Row>,
     /// Files that could not be read fully: the gate must not pass over them.
     pub errors: Vec<InspectError>,
+}
+
+pub const COVERAGE_SCHEMA: &str = "rocforge.coverage/1";
+
+/// `inspect --against --format json`: the table and the two ways of judging it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Covered {
+    pub schema: &'static str,
+    #[serde(flatten)]
+    pub report: CoverageReport,
+    /// Every requested target has code, counting the spoofs --allow-spoof accepts.
+    pub complete: bool,
+    /// Every requested target has code of its own, no spoof counted.
+    pub native: bool,
+}
+
+impl Covered {
+    pub fn new(report: CoverageReport, spoof_ok: &[TargetId]) -> Covered {
+        Covered {
+            schema: COVERAGE_SCHEMA,
+            complete: report.complete_allowing(spoof_ok),
+            native: report.complete(),
+            report,
+        }
+    }
 }
 
 /// True when `allowed` (from `--allow-missing` or `--allow-spoof`) covers `target`: the same

@@ -63,15 +63,34 @@ impl Serialize for InspectError {
     }
 }
 
+// By hand, as its Serialize is: the file as text, whatever its bytes.
+impl schemars::JsonSchema for InspectError {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "InspectError".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "A file that could not be read fully.",
+            "properties": {
+                "file": {"type": "string"},
+                "offset": {"type": ["integer", "null"], "minimum": 0, "description": "Where in the file reading stopped, when known."},
+                "message": {"type": "string"},
+            },
+            "required": ["file", "offset", "message"],
+        })
+    }
+}
+
 /// Where device code was found in a file: a section (`.hip_fatbin`), an archive member's
 /// section (`a.o(.hip_fatbin)`) or the whole file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Container {
     pub place: String,
     pub bundles: Vec<Bundle>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FileReport {
     /// Relative to the inspected directory, or the path as given.
     pub path: String,
@@ -114,7 +133,7 @@ impl FileReport {
 }
 
 /// Tensile library files for one target in one directory, by file name.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TensileTarget {
     pub target: TargetId,
     /// Index files (`TensileLibrary*.dat` / `.yaml`, lazy-loading or not).
@@ -124,7 +143,7 @@ pub struct TensileTarget {
     pub files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TensileDir {
     pub dir: String,
     pub targets: Vec<TensileTarget>,
@@ -132,7 +151,7 @@ pub struct TensileDir {
     pub catalogs: Vec<tensile::Catalog>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Inventory {
     pub root: String,
     pub files: Vec<FileReport>,
@@ -141,6 +160,27 @@ pub struct Inventory {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub logic: BTreeMap<String, BTreeMap<String, crate::catalog::logic::LogicSource>>,
     pub errors: Vec<InspectError>,
+}
+
+pub const INSPECT_SCHEMA: &str = "rocforge.inspect/1";
+
+/// What `inspect PATH… --format json` prints: an inventory per path. Written as it is
+/// serialized (each object's fields in the order below), not with its keys sorted as the other
+/// outputs are: a large library's inventory is tens of MB of JSON.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Inspected<'a> {
+    pub schema: &'static str,
+    /// In the order the paths were given.
+    pub inventories: &'a [Inventory],
+}
+
+impl<'a> Inspected<'a> {
+    pub fn new(inventories: &'a [Inventory]) -> Self {
+        Inspected {
+            schema: INSPECT_SCHEMA,
+            inventories,
+        }
+    }
 }
 
 /// Inspects a file or a directory tree (an install prefix). Fails only when `path` itself

@@ -26,7 +26,7 @@ const MAX_CATALOG: u64 = 256 << 20;
 const MAX_DEPTH: usize = 256;
 
 /// One catalog of solutions a master catalog names.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Part {
     pub name: String,
     pub solutions: usize,
@@ -37,7 +37,7 @@ pub struct Part {
 }
 
 /// One master catalog: `TensileLibrary_lazy_<arch>.dat`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Catalog {
     pub file: String,
     /// The target the file name names.

@@ -25,6 +25,40 @@ impl Verdict {
     }
 }
 
+pub const VERDICT_SCHEMA: &str = "rocforge.verdict/1";
+
+/// `inspect --against --component --format json`, for a component whose GPU code is not
+/// compiled ahead of time.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Judged {
+    pub schema: &'static str,
+    pub component: String,
+    /// The recipe's `[coverage]`.
+    pub declared: GpuCode,
+    /// Nothing fails the verdict.
+    pub holds: bool,
+    /// One line a user reads per finding, in order.
+    pub lines: Vec<String>,
+    /// What fails the verdict, one per target or library.
+    pub gaps: Vec<String>,
+    /// Libraries with code objects, which this kind does not count for any target.
+    pub code_object_libraries: usize,
+}
+
+impl Judged {
+    pub fn new(component: &str, declared: &GpuCode, v: &Verdict) -> Judged {
+        Judged {
+            schema: VERDICT_SCHEMA,
+            component: component.to_string(),
+            declared: declared.clone(),
+            holds: v.holds(),
+            lines: v.lines.clone(),
+            gaps: v.gaps.iter().map(|(_, g)| g.clone()).collect(),
+            code_object_libraries: v.code_object_libraries,
+        }
+    }
+}
+
 /// `None` for `ahead-of-time`: the coverage report itself is the verdict then.
 pub fn verdict(code: &GpuCode, report: &CoverageReport, targets: &[TargetId]) -> Option<Verdict> {
     let with_code: Vec<String> = report

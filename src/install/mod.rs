@@ -12,6 +12,7 @@ pub mod merge;
 pub mod origin;
 pub mod plan;
 pub mod receipt;
+pub mod report;
 mod runtime;
 
 use std::io::Read;

@@ -22,7 +22,7 @@ use crate::units::format_size;
 pub const PLAN_SCHEMA: &str = "rocforge.install-plan/1";
 
 /// What an install will do.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InstallPlan {
     pub schema: &'static str,
     /// The index's URL, without credentials.
@@ -47,7 +47,7 @@ pub struct InstallPlan {
 }
 
 /// One artifact of the plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Step {
     /// What it is, as the index says.
     #[serde(flatten)]
@@ -80,7 +80,7 @@ pub struct Step {
 
 crate::carries_artifact_id!(Step);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Action {
     /// Not in the prefix: unpacked and merged in.

@@ -5,6 +5,7 @@
 pub mod extract;
 pub mod index;
 pub mod manifest;
+pub mod report;
 pub mod tarball;
 
 use std::collections::BTreeMap;

@@ -51,7 +51,9 @@ pub struct ImageRef {
     pub runtime_id: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// What a content key is the sha256 of (its compact JSON): `hash-input.json` beside every
+/// artifact, and `plan --explain COMPONENT --format json`, which prints it in this order.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HashInput {
     pub schema: &'static str,
     pub driver: u32,
@@ -63,13 +65,13 @@ pub struct HashInput {
     pub dependencies: Vec<DependencyInput>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReleaseInput {
     pub name: String,
     pub prefix: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ComponentInput {
     pub name: String,
     pub version: String,
@@ -104,13 +106,13 @@ pub struct ComponentInput {
     pub license_files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PatchInput {
     pub file: String,
     pub sha256: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BuildInput {
     #[serde(flatten)]
     pub system: BuildSystem,
@@ -121,7 +123,7 @@ pub struct BuildInput {
     pub env: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DependencyInput {
     pub name: String,
     pub key: String,

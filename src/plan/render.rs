@@ -244,36 +244,44 @@ pub fn json(plan: &Plan) -> String {
     serde_json::to_string_pretty(plan).expect("plan is plain data") + "\n"
 }
 
-#[derive(Serialize)]
-struct MatrixEntry<'a> {
-    component: &'a str,
-    targets: String,
-    key: &'a str,
-    runner: &'static str,
+/// One build job: a component to build, on which runner.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MatrixEntry<'a> {
+    pub component: &'a str,
+    /// The plan's targets, as `--arch` takes them.
+    pub targets: String,
+    /// The content key the build makes.
+    pub key: &'a str,
+    /// The runner label the job runs on.
+    pub runner: &'static str,
     /// Chained jobs the build may take (1: one job finishes it).
-    rounds: u32,
+    pub rounds: u32,
     /// The hosted job frees disk first (removes the preinstalled SDKs).
-    free_disk: bool,
+    pub free_disk: bool,
 }
 
-#[derive(Serialize)]
-struct MatrixInclude<'a> {
-    include: Vec<MatrixEntry<'a>>,
+/// A GitHub Actions matrix.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MatrixInclude<'a> {
+    pub include: Vec<MatrixEntry<'a>>,
 }
 
-#[derive(Serialize)]
-struct MatrixLevel<'a> {
-    level: usize,
+/// The jobs of one dependency level (or of one part of a level).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MatrixLevel<'a> {
+    /// Built after every lower level.
+    pub level: usize,
     /// Position of this list within its level when a level needs more than one job.
-    part: usize,
-    matrix: MatrixInclude<'a>,
+    pub part: usize,
+    pub matrix: MatrixInclude<'a>,
 }
 
-#[derive(Serialize)]
-struct MatrixDoc<'a> {
-    schema: &'static str,
-    release: &'a str,
-    levels: Vec<MatrixLevel<'a>>,
+/// What `plan --format github-matrix` prints: the release workflow's build jobs.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct MatrixDoc<'a> {
+    pub schema: &'static str,
+    pub release: &'a str,
+    pub levels: Vec<MatrixLevel<'a>>,
 }
 
 /// One `include` list per dependency level, holding only what must be built: a matrix cannot

@@ -111,7 +111,7 @@ impl Destination {
 }
 
 /// What a publish did with each file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub file: String,
     /// uploaded, replaced, present, or pushed (with the tag)

@@ -14,7 +14,8 @@ use crate::package::index::{INDEX_NAME, Index};
 /// The `schema` of `publish --dry-run --format json`.
 pub const PLAN_SCHEMA: &str = "rocforge.publish-plan/1";
 
-#[derive(Debug, Clone, Serialize)]
+/// What a publish will do.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PublishPlan {
     pub schema: &'static str,
     pub dir: PathBuf,
@@ -37,7 +38,7 @@ pub struct PublishPlan {
 }
 
 /// One file of the release directory and where it goes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Upload {
     pub file: String,
     /// tarball, signature, index, key-list, checksums or wheel
@@ -50,7 +51,7 @@ pub struct Upload {
     pub(super) path: PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IndexSummary {
     pub issued: String,
     pub expires: String,
@@ -59,7 +60,7 @@ pub struct IndexSummary {
     pub artifacts: Vec<IndexEntry>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IndexEntry {
     #[serde(flatten)]
     pub id: crate::ids::ArtifactId,

@@ -11,7 +11,7 @@ use crate::diag::{Diagnostic, Diagnostics, SourceFile, did_you_mean};
 
 use super::checks::{is_inner_path, is_var_name, path_problem};
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "system")]
 pub enum BuildSystem {
     Cmake {

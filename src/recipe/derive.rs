@@ -15,7 +15,7 @@ use super::checks::path_problem;
 /// rewrites text in the copies. The case that matters: Tensile logic for gfx90c/gfx902 derived
 /// from the gfx900 (vega10) logic. `{arch}`, `{isa}` (`9, 0, 12`), `{major}`, `{minor}`,
 /// `{stepping}` and the per-arch `vars` are substituted in `to`, `rename` and `replace`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Derive {
     pub arches: Vec<String>,
     pub from: String,

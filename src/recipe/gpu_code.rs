@@ -14,13 +14,13 @@ use crate::diag::reader::{Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 
 /// Kernels compiled for one target by the library's own compiler path, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ProofCount {
     pub compiled: u64,
     pub failed: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum GpuCode {
     /// Code objects in the libraries, checked per target by the coverage gate.

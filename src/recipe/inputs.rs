@@ -14,7 +14,7 @@ use super::checks::{check_url, hex_problem, is_hex};
 /// rocSPARSE's test matrices) is only a first-download check: `rocforge lock` downloads the
 /// file, verifies the md5 and records its sha256 in rocforge.lock; fetches then verify that
 /// sha256, and an md5 input without a lock entry is refused.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ExtraInput {
     pub name: String,
     pub url: String,

@@ -11,7 +11,7 @@ use super::checks::{check_url, hex_problem, is_hex, path_problem};
 /// `<pkg>_<version>.debian.tar.xz`): the archive is pinned by sha256, its `series` file is read
 /// and the patches it lists are applied in order, so no such patch file is copied into the
 /// catalog.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Series {
     pub url: String,
     pub sha256: String,

@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 
 use super::checks::{check_url, hex_problem, is_hex, path_problem};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Source {
     Git {
@@ -36,7 +36,7 @@ pub enum Source {
     },
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum GitRef {
     Tag(String),

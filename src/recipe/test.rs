@@ -28,7 +28,7 @@ pub struct Test {
 }
 
 /// How a `[test]` corpus is run.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TestKind {
     /// One gtest client, sharded with gtest's variables.

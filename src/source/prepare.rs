@@ -4,6 +4,7 @@
 mod error;
 mod fetch;
 mod inputs;
+mod report;
 mod unpack;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ pub use error::{SourceError, VersionDiff};
 pub use fetch::path_tree_digest;
 use fetch::{fetch_file, fetch_origin};
 use inputs::fetch_inputs;
+pub use report::{FETCH_SCHEMA, Fetched};
 
 pub const SOURCE_KEY_SCHEMA: &str = "rocforge.source/1";
 
@@ -46,7 +48,7 @@ pub struct Sources<'a> {
     pub offline: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Prepared {
     pub component: String,
     pub key: String,
@@ -61,7 +63,15 @@ pub struct Prepared {
     pub cached: bool,
     /// Extra inputs: name and the file or directory the build mounts at /inputs/<name>.
     #[serde(serialize_with = "named_paths")]
+    #[schemars(with = "Vec<Input<'static>>")]
     pub inputs: Vec<(String, PathBuf)>,
+}
+
+/// An extra input as JSON shows it.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Input<'a> {
+    name: &'a str,
+    path: &'a Path,
 }
 
 /// Inputs as `{name, path}` objects: JSON readers get names, not positions.
@@ -69,11 +79,6 @@ fn named_paths<S: serde::Serializer>(
     inputs: &[(String, PathBuf)],
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    struct Input<'a> {
-        name: &'a str,
-        path: &'a Path,
-    }
     s.collect_seq(inputs.iter().map(|(name, path)| Input { name, path }))
 }
 

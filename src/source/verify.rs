@@ -22,7 +22,7 @@ use crate::arch::TargetId;
 use crate::recipe::Recipe;
 
 /// The result of checking one component for one set of targets.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SourceCheck {
     pub component: String,
     /// The processors whose series and derivations were applied together.
@@ -31,7 +31,7 @@ pub struct SourceCheck {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum Outcome {
     /// Every patch applied and every derivation found its source.

@@ -20,7 +20,7 @@ use crate::sign::SecretKey;
 pub const PLAN_SCHEMA: &str = "rocforge.test-plan/1";
 
 /// What a test run will do.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct TestPlan {
     pub schema: &'static str,
     pub component: String,
@@ -79,7 +79,7 @@ pub struct TestPlan {
 }
 
 /// Where the tested artifact comes from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Source {
     /// A build in the store, hard-linked into the prefix.
@@ -102,7 +102,7 @@ pub enum Source {
 }
 
 /// What the recipe's `[test]` runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CorpusPlan {
     pub kind: TestKind,
     /// gtest: the client; each-binary: the corpus dir or glob; ctest: the CTestTestfile's dir;
@@ -120,7 +120,7 @@ pub struct CorpusPlan {
 }
 
 /// One shard's first start.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ShardPlan {
     pub shard: u32,
     /// gtest's sharding variables (none for one shard, or a corpus of programs).

@@ -2019,6 +2019,7 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     json_args.extend_from_slice(&args);
     let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
     assert_eq!(plan["schema"], "rocforge.install-plan/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "install-plan", &plan);
     let steps = plan["steps"].as_array().unwrap();
     let names: Vec<(&str, &str)> = steps
         .iter()
@@ -2139,6 +2140,7 @@ fn install_and_uninstall_speak_json() {
     let v: serde_json::Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(v["schema"], "rocforge.install/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "install", &v);
     assert_eq!(v["prefix"], p);
     let names: Vec<&str> = v["installed"]
         .as_array()
@@ -2154,6 +2156,53 @@ fn install_and_uninstall_speak_json() {
     let v: serde_json::Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(v["schema"], "rocforge.uninstall/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "uninstall", &v);
     assert_eq!(v["removed"], serde_json::json!(["greet"]));
     assert!(v["files"].as_u64().unwrap() > 0, "{v}");
+}
+
+/// The JSON of `build`, `store list`, `store show`, `package` and `list --installed` matches the
+/// schemas `rocforge schema` publishes for them, with entries in them.
+#[test]
+fn build_store_and_package_outputs_match_their_schemas() {
+    use crate::common::schema::assert_matches_schema;
+    let fx = fixture();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut argv = vec!["--format", "json"];
+        argv.extend_from_slice(args);
+        let o = fx.ok(&argv);
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", o.stdout))
+    };
+    let build = json(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
+    assert_matches_schema(&fx.root, "build", &build);
+    let store = json(&["store", "list"]);
+    assert_matches_schema(&fx.root, "store", &store);
+    let key = store["entries"][0]["key"].as_str().unwrap().to_string();
+    assert_matches_schema(&fx.root, "store-entry", &json(&["store", "show", &key]));
+    let key_file = fx.key();
+    let package = json(&[
+        "package",
+        "greet",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+        "--sign-key",
+        &key_file,
+    ]);
+    assert_matches_schema(&fx.root, "package", &package);
+    let prefix = fx.root.join("prefix").display().to_string();
+    let from = fx.root.join("dist/index.json").display().to_string();
+    fx.ok(&[
+        "install", "greet", "--arch", "gfx90c", "--from", &from, "--prefix", &prefix,
+    ]);
+    let installed = json(&["list", "--installed", "--prefix", &prefix]);
+    assert_eq!(
+        installed["components"].as_array().unwrap().len(),
+        2,
+        "{installed}"
+    );
+    assert_matches_schema(&fx.root, "installed", &installed);
 }

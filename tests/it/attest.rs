@@ -588,6 +588,7 @@ fn packages_carry_signed_sboms_and_provenance_that_verify() {
     );
     let v: Value =
         serde_json::from_str(&fx.ok(&["verify", &g, "--format", "json"]).stdout).unwrap();
+    crate::common::schema::assert_matches_schema(&fx.root, "verify", &v);
     let docs = v["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 2, "{v:#}");
     for d in docs {
@@ -742,6 +743,7 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     let created = |o: &Out| -> String {
         assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
         let v: Value = serde_json::from_str(&o.stdout).unwrap();
+        crate::common::schema::assert_matches_schema(&fx.root, "image", &v);
         v["digest"].as_str().unwrap().to_string()
     };
     let tag = format!("{host}/stack:1");
@@ -805,6 +807,7 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     let o = verify(&format!("oci://{tag}"));
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    crate::common::schema::assert_matches_schema(&fx.root, "verify", &v);
     assert_eq!(v["digest"], digest.as_str());
     let docs = v["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 2, "{v:#}");

@@ -21,6 +21,7 @@ mod image;
 mod inspect;
 mod malformed;
 mod nix;
+mod outputs;
 mod patch;
 mod publish;
 mod readme;

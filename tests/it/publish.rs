@@ -786,6 +786,7 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
     assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
     let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plan["schema"], "rocforge.publish-plan/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "publish-plan", &plan);
     let uploads = plan["uploads"].as_array().unwrap();
     let kinds: Vec<&str> = uploads
         .iter()

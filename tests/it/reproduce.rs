@@ -327,6 +327,7 @@ fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.verify-rebuild/1");
+    crate::common::schema::assert_matches_schema(&fx.root, "verify-rebuild", &v);
     assert_eq!(v["result"], "identical", "{v}");
     assert_eq!(v["sha256"], sha256_file(&tarball));
     assert_eq!(v["name"], "dated");

@@ -87,6 +87,7 @@ impl World {
         assert_eq!(o.code, 0, "{}", o.stderr);
         let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
         assert_eq!(doc["schema"], "rocforge.fetch/1", "{doc}");
+        crate::common::schema::assert_matches_schema(self.path(), "fetch", &doc);
         doc["sources"][0].clone()
     }
     /// The error of a `fetch` of `component` for gfx90c, which must fail.
@@ -1550,6 +1551,7 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.check-sources/1");
+    crate::common::schema::assert_matches_schema(w.path(), "check-sources", &v);
     assert_eq!(v["ok"], false);
     let checks = v["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 3, "{checks:?}");

@@ -360,6 +360,8 @@ fn detect_reads_recorded_machines() {
         insta::assert_snapshot!(format!("detect_{m}"), text);
         let (_, json) = detect_text(tmp.path(), m, true);
         insta::assert_snapshot!(format!("detect_{m}_json"), json);
+        let doc: Value = serde_json::from_str(&json).unwrap();
+        crate::common::schema::assert_matches_schema(tmp.path(), "device", &doc);
     }
     // HSA_XNACK=1 with retry enabled (noretry=0) turns xnack on.
     let root = tmp.path().join("m-gfx902");
@@ -429,6 +431,38 @@ fn shards_run_with_gtest_variables() {
         "{junit}"
     );
     assert!(o.stdout.contains("6 tests: 6 passed"), "{}", o.stdout);
+}
+
+/// Under --format json a finished run prints where its results went and how its tests ended
+/// (rocforge.test/1), as its schema says; its exit status is the run's.
+#[test]
+fn a_finished_run_speaks_json() {
+    let Some(f) = fixture() else { return };
+    let out = f.dir.join("r-passing-json");
+    let o = test_run(
+        f,
+        &[
+            "passing",
+            "--arch",
+            "gfx90c",
+            "--sysfs-root",
+            &f.root("m-gfx90c"),
+            "--out",
+            out.to_str().unwrap(),
+            "--machine",
+            "laptop-a",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    crate::common::schema::assert_matches_schema(&f.dir, "test", &v);
+    assert_eq!(v["summary"]["passed"], 6, "{v:#}");
+    assert_eq!(v["classes"], serde_json::json!({}), "{v:#}");
+    assert_eq!(v["submitted"], Value::Null);
+    assert_eq!(v["results"], out.join("results.json").to_str().unwrap());
+    assert_eq!(v["junit"], out.join("junit.xml").to_str().unwrap());
 }
 
 #[test]
@@ -1177,6 +1211,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     let o = on_gfx902("json");
     let plan: Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    crate::common::schema::assert_matches_schema(dir, "test-plan", &plan);
     assert_eq!(plan["source"]["kind"], "not-built", "{plan:#}");
     assert_eq!(
         plan["source"]["build"],
@@ -1188,6 +1223,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let plan: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(plan["schema"], "rocforge.test-plan/1");
+    crate::common::schema::assert_matches_schema(dir, "test-plan", &plan);
     let store = rf(dir, &["--format", "json", "store", "list"]);
     let entries: Value = serde_json::from_str(&store.stdout).unwrap();
     let built = entries["entries"]
@@ -2788,6 +2824,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.test-all/1");
+    crate::common::schema::assert_matches_schema(&f.dir, "test-all", &v);
     assert_eq!(v["components"][0]["status"], "install-failed");
     assert!(
         v["components"][0]["error"]

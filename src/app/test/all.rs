@@ -24,7 +24,9 @@ pub struct AllRequest<'a> {
 }
 
 /// How one component's part of a `test --all` run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunStatus {
     /// Its tests ran; the summary says how they went.
@@ -36,7 +38,7 @@ pub enum RunStatus {
 }
 
 /// One component of a `test --all` bundle (summary.json's `components`).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ComponentRun {
     pub component: String,
     pub status: RunStatus,
@@ -84,7 +86,7 @@ impl ComponentRun {
 pub const ALL_SCHEMA: &str = "rocforge.test-all/1";
 
 /// summary.json of a `test --all` bundle.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AllOutcome {
     pub schema: String,
     pub target: String,

@@ -4,6 +4,7 @@
 
 pub mod github;
 pub mod readme;
+pub mod schema;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
