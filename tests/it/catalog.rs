@@ -305,7 +305,7 @@ fn the_default_lines_built_components_are_in_its_record() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(built.len(), 19, "{built:?}");
+    assert_eq!(built.len(), 20, "{built:?}");
     let catalog = std::fs::read_to_string(manifest().join("docs/catalog.md")).unwrap();
     let section = &catalog[catalog
         .find("\n# debian-6.4")
