@@ -17,57 +17,28 @@ use common::*;
 use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_NAME, MANIFEST_SCHEMA, Manifest};
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
-    fn path(&self) -> &Path {
-        &self.root
-    }
     /// Makes a signing key in keys/ and trusts its public half (trust.toml).
     fn trust_a_new_key(&self) {
-        let pubkey = self.ok(&["key", "generate", "--out", "keys"]).stdout;
-        std::fs::write(
-            self.root.join("trust.toml"),
-            format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-        )
-        .unwrap();
-    }
-    fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![
-            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
-            ("ROCFORGE_STATE", self.root.join("state")),
-        ]
-    }
-    fn run(&self, args: &[&str]) -> Out {
-        self.run_env(&[], args)
+        self.trust_new_key("keys", "trust.toml");
     }
     /// With more environment variables (e.g. ROCFORGE_HOST_LIBS).
     fn run_env(&self, extra: &[(&'static str, PathBuf)], args: &[&str]) -> Out {
-        let mut env = self.env();
-        env.extend(extra.iter().cloned());
-        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        rocforge_env(self.path(), &env, &full)
-    }
-    fn ok(&self, args: &[&str]) -> Out {
-        let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
-        o
-    }
-    fn fails(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert_eq!(
-            o.code, 1,
-            "{args:?} should fail:\n{}\n{}",
-            o.stdout, o.stderr
-        );
-        o.stderr
+        let extra: Vec<(&str, &Path)> = extra.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        self.w.run_env(&extra, args)
     }
     fn key(&self) -> String {
-        self.root.join("keys/rocforge.key").display().to_string()
+        self.root().join("keys/rocforge.key").display().to_string()
     }
     fn package(&self, out: &str) -> PathBuf {
         self.package_signed(&["greet"], out, &self.key())
@@ -88,7 +59,7 @@ impl Fx {
             key,
         ]);
         self.ok(&args);
-        self.root.join(out)
+        self.root().join(out)
     }
 }
 
@@ -129,18 +100,20 @@ fn named(items: &serde_json::Value, name: &str) -> serde_json::Value {
         .clone()
 }
 
-fn catalog() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
-    std::fs::write(root.join("trust.toml"), "").unwrap();
-    (tmp, root, rel)
+fn catalog() -> (World, PathBuf, PathBuf) {
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .config("trust.toml")
+        .state()
+        .build();
+    let (root, rel) = (w.root().to_path_buf(), w.release_dir());
+    (w, root, rel)
 }
 
 /// A catalog with `greet` (script build with cc) depending on `greetdoc` (copy), built with the
 /// host runtime into the test's store, and a key pair trusted through the config.
 fn fixture() -> Fx {
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     std::fs::create_dir_all(root.join("src/greet")).unwrap();
     std::fs::create_dir_all(root.join("src/doc")).unwrap();
     std::fs::write(
@@ -165,7 +138,7 @@ fn fixture() -> Fx {
     )
     .unwrap();
     std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     fx.ok(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
     fx.trust_a_new_key();
     fx
@@ -274,9 +247,9 @@ fn packaging_twice_gives_identical_bytes_and_a_full_manifest() {
             &key,
         ]);
     }
-    for (x, y) in tarballs(&fx.root.join("gz1"))
+    for (x, y) in tarballs(&fx.root().join("gz1"))
         .iter()
-        .zip(tarballs(&fx.root.join("gz2")))
+        .zip(tarballs(&fx.root().join("gz2")))
     {
         assert!(std::fs::read(x).unwrap() == std::fs::read(&y).unwrap());
     }
@@ -297,7 +270,7 @@ fn minisign_verifies_ours_and_we_verify_minisigns() {
     }
     let fx = fixture();
     let dist = fx.package("dist");
-    let pubfile = fx.root.join("keys/rocforge.pub");
+    let pubfile = fx.root().join("keys/rocforge.pub");
     for f in tarballs(&dist)
         .into_iter()
         .chain([dist.join("index.json"), dist.join("SHA256SUMS")])
@@ -319,7 +292,7 @@ fn minisign_verifies_ours_and_we_verify_minisigns() {
     // minisign's own key and signature, checked by rocforge.
     let st = Command::new("minisign")
         .args(["-G", "-W", "-p", "m.pub", "-s", "m.key"])
-        .current_dir(&fx.root)
+        .current_dir(fx.root())
         .output()
         .unwrap();
     assert!(
@@ -327,10 +300,10 @@ fn minisign_verifies_ours_and_we_verify_minisigns() {
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
-    std::fs::write(fx.root.join("data.txt"), "signed by minisign\n").unwrap();
+    std::fs::write(fx.root().join("data.txt"), "signed by minisign\n").unwrap();
     let st = Command::new("minisign")
         .args(["-S", "-s", "m.key", "-m", "data.txt"])
-        .current_dir(&fx.root)
+        .current_dir(fx.root())
         .output()
         .unwrap();
     assert!(
@@ -343,13 +316,13 @@ fn minisign_verifies_ours_and_we_verify_minisigns() {
     // Not trusted without the key; wrong after a change.
     let err = fx.fails(&["verify", "data.txt"]);
     assert!(err.contains("not trusted"), "{err}");
-    std::fs::write(fx.root.join("data.txt"), "signed by minisign?\n").unwrap();
+    std::fs::write(fx.root().join("data.txt"), "signed by minisign?\n").unwrap();
     let err = fx.fails(&["verify", "data.txt", "--key", "m.pub"]);
     assert!(err.contains("does not verify"), "{err}");
 }
 
 fn redact(s: &str, fx: &Fx, port: Option<u16>) -> String {
-    let mut s = s.replace(&fx.root.display().to_string(), "[ROOT]");
+    let mut s = s.replace(&fx.root().display().to_string(), "[ROOT]");
     if let Some(p) = port {
         s = s.replace(&p.to_string(), "[PORT]");
     }
@@ -395,7 +368,7 @@ fn install_from_http_then_relocated_link_then_uninstall() {
     let dist = fx.package("dist");
     let server = HttpServer::start(&dist);
     let url = server.url();
-    let prefix = fx.root.join("elsewhere/rocm");
+    let prefix = fx.root().join("elsewhere/rocm");
     let p = prefix.display().to_string();
     // A separate cache, so the download really comes over HTTP.
     let o = fx.ok(&[
@@ -429,18 +402,18 @@ fn install_from_http_then_relocated_link_then_uninstall() {
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, world\n");
     // ...and a new program links against the relocated library.
     std::fs::write(
-        fx.root.join("use.c"),
+        fx.root().join("use.c"),
         "#include <greet.h>\nint main(void) { greet(\"relocated\"); return 0; }\n",
     )
     .unwrap();
     let cc = Command::new("cc")
-        .arg(fx.root.join("use.c"))
+        .arg(fx.root().join("use.c"))
         .arg(format!("-I{p}/include"))
         .arg(format!("-L{p}/lib"))
         .arg("-lgreet")
         .arg(format!("-Wl,-rpath,{p}/lib"))
         .arg("-o")
-        .arg(fx.root.join("use"))
+        .arg(fx.root().join("use"))
         .output()
         .unwrap();
     assert!(
@@ -448,7 +421,7 @@ fn install_from_http_then_relocated_link_then_uninstall() {
         "{}",
         String::from_utf8_lossy(&cc.stderr)
     );
-    let run = Command::new(fx.root.join("use")).output().unwrap();
+    let run = Command::new(fx.root().join("use")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "hello, relocated\n");
     // Listed, idempotent.
     let list = fx.ok(&["list", "--installed", "--prefix", &p]).stdout;
@@ -508,7 +481,7 @@ cat "$ROCFORGE_DEPS/share/greet/README" > "$P/share/app/data-seen.txt"
 /// A catalog with `app` (see [`APP`]), `gen` and `greetdoc`, built with the host runtime, and
 /// a key pair trusted through the config.
 fn build_only_fixture() -> Fx {
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     for dir in ["src/app", "src/gen", "src/doc"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
@@ -527,7 +500,7 @@ fn build_only_fixture() -> Fx {
     std::fs::write(rel.join("gen.toml"), copy("gen", "gen", "gen")).unwrap();
     std::fs::write(rel.join("greetdoc.toml"), copy("greetdoc", "doc", "greet")).unwrap();
     std::fs::write(rel.join("app.toml"), APP).unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     fx.ok(&["build", "app", "--arch", "gfx90c", "--runtime", "host"]);
     fx.trust_a_new_key();
     fx
@@ -616,7 +589,7 @@ fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
     assert_eq!(listed, ["greetdoc"], "{entry}");
     assert!(entry.get("build_depends").is_none(), "{entry}");
 
-    let prefix = fx.root.join("fresh/rocm");
+    let prefix = fx.root().join("fresh/rocm");
     let p = prefix.display().to_string();
     let from = dist.display().to_string();
     fx.ok(&[
@@ -659,7 +632,12 @@ fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
 
     // Once the component is built, its build-only dependency may leave the store: packaging
     // it again needs only what the package holds.
-    std::fs::remove_dir_all(fx.root.join("store").join(m.build_depends[0].key.as_str())).unwrap();
+    std::fs::remove_dir_all(
+        fx.root()
+            .join("store")
+            .join(m.build_depends[0].key.as_str()),
+    )
+    .unwrap();
     let again = tarballs(&fx.package_signed(&["app"], "again", &fx.key()));
     assert_eq!(again.len(), 2, "{again:?}");
     let err = fx.fails(&[
@@ -679,7 +657,7 @@ fn build_only_dependencies_are_built_and_packaged_but_not_installed() {
 fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
     let fx = fixture();
     let dist = fx.package("dist");
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     std::fs::create_dir_all(prefix.join("lib")).unwrap();
     std::fs::write(prefix.join("lib/existing.so"), "keep me").unwrap();
     let before = listing(&prefix);
@@ -737,7 +715,7 @@ fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
         ),
     ];
     for (name, spoil) in &cases {
-        let d = fx.root.join(format!("serve-{name}"));
+        let d = fx.root().join(format!("serve-{name}"));
         rocforge::fsutil::copy_tree(&dist, &d).unwrap();
         spoil(&d);
         let server = HttpServer::start(&d);
@@ -747,7 +725,7 @@ fn install_refuses_truncated_tampered_expired_and_foreign_artifacts() {
         ]);
         assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
         assert_eq!(listing(&prefix), before, "{name}: the prefix changed");
-        let staging: Vec<_> = std::fs::read_dir(&fx.root)
+        let staging: Vec<_> = std::fs::read_dir(fx.root())
             .unwrap()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with(".prefix"))
@@ -1007,7 +985,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
             ],
         ),
     ];
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     std::fs::create_dir_all(prefix.join("lib")).unwrap();
     std::fs::write(prefix.join("lib/existing.so"), "keep me").unwrap();
     let before = listing(&prefix);
@@ -1015,7 +993,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
     let key = fx.key();
     let mut snaps = Vec::new();
     for (name, listed, entries) in cases {
-        let d = fx.root.join(format!("evil-{name}"));
+        let d = fx.root().join(format!("evil-{name}"));
         std::fs::create_dir_all(&d).unwrap();
         let comp = format!("evil{}", name.replace('_', ""));
         evil_tarball(&d, &comp, listed, &entries);
@@ -1030,7 +1008,7 @@ fn malicious_tarballs_are_refused_and_the_prefix_is_unchanged() {
         snaps.push(format!("--- {name}\n{}", redact(&o.stderr, &fx, None)));
     }
     // Sanity: the same machinery installs a clean hand-made tarball.
-    let d = fx.root.join("clean");
+    let d = fx.root().join("clean");
     std::fs::create_dir_all(&d).unwrap();
     evil_tarball(
         &d,
@@ -1062,7 +1040,7 @@ fn data_recipe(name: &str, source: &str, extra: &str) -> String {
 
 #[test]
 fn packages_carry_the_license_files_of_their_source() {
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     let repo = root.join("origin/lic.git");
     make_repo(
         &repo,
@@ -1097,7 +1075,7 @@ fn packages_carry_the_license_files_of_their_source() {
         data_recipe("nolic", "path = \"../../src/nolic\"", ""),
     )
     .unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     // The content key changes only for the recipe that lists license files.
     let explain = |c: &str| -> serde_json::Value {
         let o = fx.ok(&[
@@ -1165,7 +1143,7 @@ fn packages_carry_the_license_files_of_their_source() {
         "{}",
         o.stderr
     );
-    let dist = fx.root.join("dist");
+    let dist = fx.root().join("dist");
     let find = |name: &str| {
         tarballs(&dist)
             .into_iter()
@@ -1201,7 +1179,7 @@ fn packages_carry_the_license_files_of_their_source() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "MIT License\n");
     // Installed with the component.
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     let p = prefix.display().to_string();
     fx.ok(&[
         "install",
@@ -1223,7 +1201,7 @@ fn packages_carry_the_license_files_of_their_source() {
 /// `hipapp`: a library whose DT_NEEDED names libamdhip64.so.6 (linked against a stub built in the
 /// build directory, not installed); `rocm-runtime`: a stub libamdhip64.so.6 with that SONAME.
 fn runtime_fixture() -> Fx {
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     for d in ["src/hipapp", "src/runtime"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
@@ -1283,7 +1261,7 @@ ln -s libamdhip64.so.6 "$P/lib/libamdhip64.so"
 "#,
     )
     .unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     fx.ok(&[
         "build",
         "hipapp",
@@ -1307,7 +1285,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
     let with = package("dist-yes", &["hipapp", "rocm-runtime"]);
     // What package recorded: in the manifests and the index.
     let index: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fx.root.join("dist-yes/index.json")).unwrap())
+        serde_json::from_slice(&std::fs::read(fx.root().join("dist-yes/index.json")).unwrap())
             .unwrap();
     let by_name = |n: &str| named(&index["artifacts"], n);
     assert_eq!(
@@ -1324,14 +1302,14 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         serde_json::json!(["hip-runtime"])
     );
     assert!(by_name("rocm-runtime").get("needs").is_none());
-    let empty = fx.root.join("host-empty");
-    let hostlib = fx.root.join("host-lib");
+    let empty = fx.root().join("host-empty");
+    let hostlib = fx.root().join("host-lib");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::create_dir_all(&hostlib).unwrap();
     std::fs::write(hostlib.join("libamdhip64.so.6"), "stub").unwrap();
     let host = |d: &Path| vec![("ROCFORGE_HOST_LIBS", d.to_path_buf())];
     let install = |from: &str, prefix: &str, host_dir: &Path, extra: &[&str]| {
-        let p = fx.root.join(prefix).display().to_string();
+        let p = fx.root().join(prefix).display().to_string();
         let mut args = vec![
             "install", "hipapp", "--arch", "gfx90c", "--from", from, "--prefix", &p,
         ];
@@ -1350,9 +1328,9 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         "{}",
         o.stderr
     );
-    assert!(!fx.root.join("p-none").exists());
+    assert!(!fx.root().join("p-none").exists());
     // Another ROCm's runtime (libamdhip64.so.7) does not serve a tree built against 6: named.
-    let rocm7 = fx.root.join("host-rocm7");
+    let rocm7 = fx.root().join("host-rocm7");
     std::fs::create_dir_all(&rocm7).unwrap();
     std::fs::write(rocm7.join("libamdhip64.so.7"), "stub").unwrap();
     let o = install(&without, "p-rocm7", &rocm7, &[]);
@@ -1365,7 +1343,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         "{}",
         o.stderr
     );
-    assert!(!fx.root.join("p-rocm7").exists());
+    assert!(!fx.root().join("p-rocm7").exists());
     // ...unless told not to check.
     let o = install(&without, "p-none", &empty, &["--no-runtime-check"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -1385,7 +1363,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         "{}",
         o.stderr
     );
-    assert!(!fx.root.join("p-host/lib/libamdhip64.so.6").exists());
+    assert!(!fx.root().join("p-host/lib/libamdhip64.so.6").exists());
     // The index offers one and the host lacks it: added, and said so.
     let o = install(&with, "p-added", &empty, &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -1395,13 +1373,17 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         "{}",
         o.stderr
     );
-    assert!(fx.root.join("p-added/lib/libamdhip64.so.6").is_file());
+    assert!(fx.root().join("p-added/lib/libamdhip64.so.6").is_file());
     let r: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(fx.root.join("p-added/.rocforge/receipts/rocm-runtime.json")).unwrap(),
+        &std::fs::read(
+            fx.root()
+                .join("p-added/.rocforge/receipts/rocm-runtime.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(r["provides"], serde_json::json!(["hip-runtime"]));
-    let p_added = fx.root.join("p-added").display().to_string();
+    let p_added = fx.root().join("p-added").display().to_string();
     let listed: serde_json::Value = serde_json::from_str(
         &fx.ok(&[
             "--format",
@@ -1432,7 +1414,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
     // The host has one and the index too: the host's is used unless --with-runtime.
     let o = install(&with, "p-both", &hostlib, &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(!fx.root.join("p-both/lib/libamdhip64.so.6").exists());
+    assert!(!fx.root().join("p-both/lib/libamdhip64.so.6").exists());
     let o = install(&with, "p-with", &hostlib, &["--with-runtime"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
@@ -1441,7 +1423,7 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         "{}",
         o.stderr
     );
-    assert!(fx.root.join("p-with/lib/libamdhip64.so.6").is_file());
+    assert!(fx.root().join("p-with/lib/libamdhip64.so.6").is_file());
     // --with-runtime and an index without one.
     let o = install(&without, "p-nowith", &hostlib, &["--with-runtime"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
@@ -1452,10 +1434,10 @@ fn install_finds_adds_or_requires_the_hip_runtime() {
         o.stderr
     );
     // An index written before these fields existed installs as before (no check).
-    edit_index(&fx.root.join("dist-no"), |v| {
+    edit_index(&fx.root().join("dist-no"), |v| {
         v["artifacts"][0].as_object_mut().unwrap().remove("needs");
     });
-    resign(&fx, &fx.root.join("dist-no"));
+    resign(&fx, &fx.root().join("dist-no"));
     let o = install(&without, "p-old", &empty, &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
@@ -1479,12 +1461,12 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         "minisign",
         Command::new("minisign").arg("-v").output().is_ok(),
     );
-    let a_pub = fx.root.join("keys/rocforge.pub");
+    let a_pub = fx.root().join("keys/rocforge.pub");
     let a_key = fx.key();
     for k in ["keys-b", "keys-c", "keys-u"] {
         fx.ok(&["key", "generate", "--out", k]);
     }
-    let path = |p: &str| fx.root.join(p).display().to_string();
+    let path = |p: &str| fx.root().join(p).display().to_string();
     let rotate = |old: &str, new: &str, extra: &[&str], out: &str| {
         let mut args = vec!["key", "rotate", "--old", old, "--new", new];
         args.extend_from_slice(extra);
@@ -1503,15 +1485,15 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     );
     assert!(o.stdout.contains("keys-1.json"), "{}", o.stdout);
     let list: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fx.root.join("dist/keys.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(fx.root().join("dist/keys.json")).unwrap()).unwrap();
     assert_eq!(list["schema"], "rocforge.keys/1");
     assert_eq!(list["sequence"], 1);
     assert_eq!(list["revoke"].as_array().unwrap().len(), 1);
     if has_minisign {
-        assert!(minisign_ok(&fx.root.join("dist/keys.json"), &a_pub));
+        assert!(minisign_ok(&fx.root().join("dist/keys.json"), &a_pub));
         assert!(!minisign_ok(
-            &fx.root.join("dist/keys.json"),
-            &fx.root.join("keys-b/rocforge.pub")
+            &fx.root().join("dist/keys.json"),
+            &fx.root().join("keys-b/rocforge.pub")
         ));
     }
     // Packaged and signed with B; the user trusts only A (config): install follows the list.
@@ -1540,17 +1522,17 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         &path("dist/keys.json"),
     );
     if has_minisign {
-        assert!(minisign_ok(&fx.root.join("dist/keys-1.json"), &a_pub));
+        assert!(minisign_ok(&fx.root().join("dist/keys-1.json"), &a_pub));
         assert!(minisign_ok(
-            &fx.root.join("dist/keys-2.json"),
-            &fx.root.join("keys-b/rocforge.pub")
+            &fx.root().join("dist/keys-2.json"),
+            &fx.root().join("keys-b/rocforge.pub")
         ));
         assert!(minisign_ok(
-            &fx.root.join("dist/keys.json"),
-            &fx.root.join("keys-b/rocforge.pub")
+            &fx.root().join("dist/keys.json"),
+            &fx.root().join("keys-b/rocforge.pub")
         ));
     }
-    index(&fx.root.join("dist"), &path("keys-c/rocforge.key"));
+    index(&fx.root().join("dist"), &path("keys-c/rocforge.key"));
     let o = install("dist", "p2");
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
@@ -1559,7 +1541,7 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         o.stderr
     );
     // The release files include the key lists, for publish.
-    let files: Vec<String> = rocforge::package::index::release_files(&fx.root.join("dist"))
+    let files: Vec<String> = rocforge::package::index::release_files(&fx.root().join("dist"))
         .unwrap()
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -1578,21 +1560,21 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
     let refused = |name: &str, says: &[&str]| {
         let o = install(&format!("serve-{name}"), &format!("p-{name}"));
         assert_eq!(o.code, 1, "{name}: {}\n{}", o.stdout, o.stderr);
-        assert!(!fx.root.join(format!("p-{name}")).exists(), "{name}");
+        assert!(!fx.root().join(format!("p-{name}")).exists(), "{name}");
         for s in says {
             assert!(o.stderr.contains(s), "{name}: {}", o.stderr);
         }
     };
     let copy = |name: &str| {
-        let d = fx.root.join(format!("serve-{name}"));
-        rocforge::fsutil::copy_tree(&fx.root.join("dist"), &d).unwrap();
+        let d = fx.root().join(format!("serve-{name}"));
+        rocforge::fsutil::copy_tree(&fx.root().join("dist"), &d).unwrap();
         d
     };
     // Tampered: a key swapped into the newest list after signing.
     let d = copy("tampered");
-    let u_pub = std::fs::read_to_string(fx.root.join("keys-u/rocforge.pub")).unwrap();
+    let u_pub = std::fs::read_to_string(fx.root().join("keys-u/rocforge.pub")).unwrap();
     let u_line = u_pub.lines().last().unwrap();
-    let c_pub = std::fs::read_to_string(fx.root.join("keys-c/rocforge.pub")).unwrap();
+    let c_pub = std::fs::read_to_string(fx.root().join("keys-c/rocforge.pub")).unwrap();
     let c_line = c_pub.lines().last().unwrap();
     let text = std::fs::read_to_string(d.join("keys.json")).unwrap();
     std::fs::write(d.join("keys.json"), text.replace(c_line, u_line)).unwrap();
@@ -1642,9 +1624,9 @@ fn key_rotation_chains_are_followed_and_bad_lists_refused() {
         ],
     );
     // Revoked: A retired itself in list 1; an index it signs is refused even with no key list.
-    let d = fx.root.join("serve-revoked");
+    let d = fx.root().join("serve-revoked");
     std::fs::create_dir_all(&d).unwrap();
-    for t in tarballs(&fx.root.join("dist")) {
+    for t in tarballs(&fx.root().join("dist")) {
         std::fs::copy(&t, d.join(t.file_name().unwrap())).unwrap();
     }
     index(&d, &a_key);
@@ -1660,7 +1642,7 @@ fn install_advice_follows_what_the_artifact_carries() {
     if !require("hipcc", which("hipcc")) {
         return;
     }
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     std::fs::create_dir_all(root.join("src/spoof")).unwrap();
     std::fs::write(
         root.join("src/spoof/k.hip"),
@@ -1704,7 +1686,7 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/lib{name}.so" k.hip
         "a HIP library with kernels for another processor only",
         "\n[coverage]\nkind = \"declined\"\nreason = \"kernels for matrix-core GPUs only\"\nfallback = \"hipBLAS\"\n",
     );
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     let o = fx.run(&["build", "spoof", "--arch", "gfx90c", "--runtime", "host"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
@@ -1733,7 +1715,7 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/lib{name}.so" k.hip
     );
     fx.trust_a_new_key();
     let dist = fx.package_signed(&["spoof", "lt"], "dist", &fx.key());
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     let o = fx.ok(&[
         "install",
         "spoof",
@@ -1785,7 +1767,7 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
     use rocforge::install::origin::DEFAULT_INDEX;
     let fx = fixture();
     let dist = fx.package("dist");
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     let p = prefix.display().to_string();
     let offline = |args: &[&str]| {
         fx.run_env(
@@ -1815,7 +1797,7 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
     assert!(help.contains(DEFAULT_INDEX), "{help}");
 
     // The config names the index: no --from needed.
-    let config = fx.root.join("trust.toml");
+    let config = fx.root().join("trust.toml");
     let trust = std::fs::read_to_string(&config).unwrap();
     let with_index = |index: &Path| {
         std::fs::write(
@@ -1824,7 +1806,7 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
         )
         .unwrap();
     };
-    with_index(&fx.root.join("nowhere"));
+    with_index(&fx.root().join("nowhere"));
     let o = offline(&install);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("nowhere"), "{}", o.stderr);
@@ -1847,9 +1829,9 @@ fn install_without_from_uses_the_configured_or_the_default_index() {
 #[test]
 fn a_generated_key_is_trusted_for_local_indexes_only() {
     let fx = fixture();
-    std::fs::write(fx.root.join("trust.toml"), "").unwrap();
+    std::fs::write(fx.root().join("trust.toml"), "").unwrap();
     let made = fx.ok(&["key", "generate"]);
-    let recorded = fx.root.join(".config/rocforge/local-keys.pub");
+    let recorded = fx.root().join(".config/rocforge/local-keys.pub");
     assert!(
         made.stderr
             .contains("trusted for installs from local directories")
@@ -1871,9 +1853,9 @@ fn a_generated_key_is_trusted_for_local_indexes_only() {
         "--out",
         "dist",
     ]);
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     let p = prefix.display().to_string();
-    let dist = fx.root.join("dist");
+    let dist = fx.root().join("dist");
     let d = dist.display().to_string();
     let install = |from: &str| {
         fx.run(&[
@@ -1905,10 +1887,10 @@ fn a_generated_key_is_trusted_for_local_indexes_only() {
             .contains(other.stdout.trim())
     );
     // One flag name per meaning: --sign-key signs; the old --key still does, and says so.
-    let data = fx.root.join("data.txt");
+    let data = fx.root().join("data.txt");
     std::fs::write(&data, "x\n").unwrap();
     let d = data.display().to_string();
-    let secret = fx.root.join("other/rocforge.key").display().to_string();
+    let secret = fx.root().join("other/rocforge.key").display().to_string();
     let old = fx.ok(&["sign", &d, "--key", &secret]);
     assert!(
         old.stderr
@@ -1916,10 +1898,10 @@ fn a_generated_key_is_trusted_for_local_indexes_only() {
         "{}",
         old.stderr
     );
-    std::fs::remove_file(fx.root.join("data.txt.minisig")).unwrap();
+    std::fs::remove_file(fx.root().join("data.txt.minisig")).unwrap();
     let new = fx.ok(&["sign", &d, "--sign-key", &secret]);
     assert!(!new.stderr.contains("warning"), "{}", new.stderr);
-    let public = fx.root.join("other/rocforge.pub").display().to_string();
+    let public = fx.root().join("other/rocforge.pub").display().to_string();
     fx.ok(&["verify", &d, "--key", &public]);
 }
 
@@ -1970,9 +1952,9 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     let dist = fx.package("dist");
     let server = HttpServer::start(&dist);
     let url = server.url();
-    let prefix = fx.root.join("p");
+    let prefix = fx.root().join("p");
     let p = prefix.display().to_string();
-    let before = listing(&fx.root);
+    let before = listing(fx.root());
     let args = [
         "install",
         "greet",
@@ -1985,7 +1967,7 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
         "--dry-run",
     ];
     let text = fx.ok(&args).stdout;
-    assert_eq!(listing(&fx.root), before, "a dry run writes nothing");
+    assert_eq!(listing(fx.root()), before, "a dry run writes nothing");
     assert!(!prefix.exists());
     let shown: Vec<String> = text
         .lines()
@@ -2012,14 +1994,14 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
     }
     insta::assert_snapshot!(
         "install_dry_run",
-        redacted.replace(&fx.root.display().to_string(), "[ROOT]")
+        redacted.replace(&fx.root().display().to_string(), "[ROOT]")
     );
 
     let mut json_args = vec!["--format", "json"];
     json_args.extend_from_slice(&args);
     let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
     assert_eq!(plan["schema"], "rocforge.install-plan/1");
-    crate::common::schema::assert_matches_schema(&fx.root, "install-plan", &plan);
+    crate::common::schema::assert_matches_schema(fx.root(), "install-plan", &plan);
     let steps = plan["steps"].as_array().unwrap();
     let names: Vec<(&str, &str)> = steps
         .iter()
@@ -2031,11 +2013,11 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
         assert_eq!(s["sha256"], sha256_file(&dist.join(file)));
         assert_eq!(s["size"], std::fs::metadata(dist.join(file)).unwrap().len());
     }
-    assert_eq!(listing(&fx.root), before, "a dry run writes nothing");
+    assert_eq!(listing(fx.root()), before, "a dry run writes nothing");
 
     // Installed: the same plan keeps both, and still changes nothing.
     fx.ok(&args[..args.len() - 1]);
-    let installed = listing(&fx.root);
+    let installed = listing(fx.root());
     let plan: serde_json::Value = serde_json::from_str(&fx.ok(&json_args).stdout).unwrap();
     let actions: Vec<&str> = plan["steps"]
         .as_array()
@@ -2045,7 +2027,7 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
         .collect();
     assert_eq!(actions, ["keep", "keep"]);
     assert_eq!(plan["download_bytes"], 0);
-    assert_eq!(listing(&fx.root), installed);
+    assert_eq!(listing(fx.root()), installed);
     // A refusal is the install's own: a component the index lacks.
     let o = fx.run(&[
         "install",
@@ -2086,7 +2068,7 @@ fn install_dry_run_prints_the_plan_and_writes_nothing() {
 /// from the index follows that name and key.
 #[test]
 fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with() {
-    let (tmp, root, rel) = catalog();
+    let (w, root, rel) = catalog();
     for dir in ["src/wrap", "src/doc"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
@@ -2102,7 +2084,7 @@ fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with()
         "name = \"wrap\"\nversion = \"1.0\"\nsummary = \"host code\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/wrap\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/wrap\"\ndevice-code = false\n",
     )
     .unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     fx.ok(&["build", "wrap", "--arch", "gfx90c", "--runtime", "host"]);
     fx.trust_a_new_key();
     let dist = fx.package_signed(&["wrap"], "dist", &fx.key());
@@ -2114,7 +2096,7 @@ fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with()
         by_name("greetdoc")["key"],
         "{index}"
     );
-    let prefix = fx.root.join("fresh/rocm");
+    let prefix = fx.root().join("fresh/rocm");
     let p = prefix.display().to_string();
     let from = dist.display().to_string();
     fx.ok(&[
@@ -2131,7 +2113,7 @@ fn a_package_without_device_code_names_the_dependency_keys_it_is_released_with()
 fn install_and_uninstall_speak_json() {
     let fx = fixture();
     let dist = fx.package("dist");
-    let prefix = fx.root.join("json-prefix");
+    let prefix = fx.root().join("json-prefix");
     let p = prefix.display().to_string();
     let from = dist.join("index.json").display().to_string();
     let o = fx.ok(&[
@@ -2140,7 +2122,7 @@ fn install_and_uninstall_speak_json() {
     let v: serde_json::Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(v["schema"], "rocforge.install/1");
-    crate::common::schema::assert_matches_schema(&fx.root, "install", &v);
+    crate::common::schema::assert_matches_schema(fx.root(), "install", &v);
     assert_eq!(v["prefix"], p);
     let names: Vec<&str> = v["installed"]
         .as_array()
@@ -2156,7 +2138,7 @@ fn install_and_uninstall_speak_json() {
     let v: serde_json::Value =
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(v["schema"], "rocforge.uninstall/1");
-    crate::common::schema::assert_matches_schema(&fx.root, "uninstall", &v);
+    crate::common::schema::assert_matches_schema(fx.root(), "uninstall", &v);
     assert_eq!(v["removed"], serde_json::json!(["greet"]));
     assert!(v["files"].as_u64().unwrap() > 0, "{v}");
 }
@@ -2174,11 +2156,11 @@ fn build_store_and_package_outputs_match_their_schemas() {
         serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", o.stdout))
     };
     let build = json(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
-    assert_matches_schema(&fx.root, "build", &build);
+    assert_matches_schema(fx.root(), "build", &build);
     let store = json(&["store", "list"]);
-    assert_matches_schema(&fx.root, "store", &store);
+    assert_matches_schema(fx.root(), "store", &store);
     let key = store["entries"][0]["key"].as_str().unwrap().to_string();
-    assert_matches_schema(&fx.root, "store-entry", &json(&["store", "show", &key]));
+    assert_matches_schema(fx.root(), "store-entry", &json(&["store", "show", &key]));
     let key_file = fx.key();
     let package = json(&[
         "package",
@@ -2192,9 +2174,9 @@ fn build_store_and_package_outputs_match_their_schemas() {
         "--sign-key",
         &key_file,
     ]);
-    assert_matches_schema(&fx.root, "package", &package);
-    let prefix = fx.root.join("prefix").display().to_string();
-    let from = fx.root.join("dist/index.json").display().to_string();
+    assert_matches_schema(fx.root(), "package", &package);
+    let prefix = fx.root().join("prefix").display().to_string();
+    let from = fx.root().join("dist/index.json").display().to_string();
     fx.ok(&[
         "install", "greet", "--arch", "gfx90c", "--from", &from, "--prefix", &prefix,
     ]);
@@ -2204,5 +2186,5 @@ fn build_store_and_package_outputs_match_their_schemas() {
         2,
         "{installed}"
     );
-    assert_matches_schema(&fx.root, "installed", &installed);
+    assert_matches_schema(fx.root(), "installed", &installed);
 }

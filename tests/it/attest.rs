@@ -16,46 +16,25 @@ use common::*;
 use serde_json::Value;
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
     _http: HttpServer,
     port: u16,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 const PATCH: &str = "--- a/greeting.txt\n+++ b/greeting.txt\n@@ -1 +1 @@\n-hello\n+hello, gfx90c\n";
 
 impl Fx {
-    fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![
-            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
-            ("ROCFORGE_STATE", self.root.join("state")),
-            ("SOURCE_DATE_EPOCH", PathBuf::from("1700000000")),
-        ]
-    }
+    /// With more variables given as strings (a signing key's path, a fault point).
     fn run_env(&self, extra: &[(&'static str, &str)], args: &[&str]) -> Out {
-        let mut env = self.env();
-        env.extend(extra.iter().map(|(k, v)| (*k, PathBuf::from(v))));
-        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
-    }
-    fn run(&self, args: &[&str]) -> Out {
-        self.run_env(&[], args)
-    }
-    fn ok(&self, args: &[&str]) -> Out {
-        let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
-        o
-    }
-    fn fails(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert_eq!(
-            o.code, 1,
-            "{args:?} should fail:\n{}\n{}",
-            o.stdout, o.stderr
-        );
-        o.stderr
+        let extra: Vec<(&str, &Path)> = extra.iter().map(|(k, v)| (*k, Path::new(*v))).collect();
+        self.w.run_env(&extra, args)
     }
     fn package(&self, out: &str) -> PathBuf {
         self.ok(&[
@@ -70,19 +49,23 @@ impl Fx {
             "--key",
             "keys/rocforge.key",
         ]);
-        self.root.join(out)
+        self.root().join(out)
     }
     fn pubkey(&self) -> String {
-        self.root.join("keys/rocforge.pub").display().to_string()
+        self.root().join("keys/rocforge.pub").display().to_string()
     }
 }
 
 /// `greet` 1.2 from a pinned archive on 127.0.0.1, one patch, depending on `greetdoc` (a
 /// local directory, copied): built with the host runtime; a key made and trusted.
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .config("trust.toml")
+        .state()
+        .var("SOURCE_DATE_EPOCH", "1700000000")
+        .build();
+    let (root, rel) = (w.root(), w.release_dir());
     let origin = root.join("origin");
     let src = origin.join("src/greet-1.2");
     std::fs::create_dir_all(&src).unwrap();
@@ -119,20 +102,13 @@ fn fixture() -> Fx {
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"CC-BY-4.0\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet/doc\"\n",
     )
     .unwrap();
-    std::fs::write(root.join("trust.toml"), "").unwrap();
     let fx = Fx {
-        _tmp: tmp,
-        root,
+        w,
         port: http.port,
         _http: http,
     };
     fx.ok(&["build", "greet", "--arch", "gfx90c", "--runtime", "host"]);
-    let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-    std::fs::write(
-        fx.root.join("trust.toml"),
-        format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-    )
-    .unwrap();
+    fx.trust_new_key("keys", "trust.toml");
     fx
 }
 
@@ -407,7 +383,7 @@ fn packages_carry_signed_sboms_and_provenance_that_verify() {
     assert_eq!(
         patch_sha,
         sha256_file(
-            &fx.root
+            &fx.root()
                 .join("patches/test-1.0/greet/0001-greet-gfx90c.patch")
         )
     );
@@ -588,7 +564,7 @@ fn packages_carry_signed_sboms_and_provenance_that_verify() {
     );
     let v: Value =
         serde_json::from_str(&fx.ok(&["verify", &g, "--format", "json"]).stdout).unwrap();
-    crate::common::schema::assert_matches_schema(&fx.root, "verify", &v);
+    crate::common::schema::assert_matches_schema(fx.root(), "verify", &v);
     let docs = v["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 2, "{v:#}");
     for d in docs {
@@ -635,7 +611,7 @@ fn packages_carry_signed_sboms_and_provenance_that_verify() {
     insta::assert_snapshot!(
         "other_tarball_sbom",
         redact(
-            &err.replace(&fx.root.display().to_string(), "[ROOT]"),
+            &err.replace(&fx.root().display().to_string(), "[ROOT]"),
             &fx,
             &[
                 (tar_sha.as_str(), "[TARBALL-SHA256]"),
@@ -714,7 +690,7 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     let host = reg.host();
     let fx = fixture();
     let base = push_base(&host, 1);
-    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    let key = fx.root().join("keys/rocforge.key").display().to_string();
     let create = |component: &str, base: &str, tag: &str, fault: Option<&str>| -> Out {
         let mut env = vec![("ROCFORGE_SIGNING_KEY", key.as_str())];
         if let Some(f) = fault {
@@ -743,7 +719,7 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     let created = |o: &Out| -> String {
         assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
         let v: Value = serde_json::from_str(&o.stdout).unwrap();
-        crate::common::schema::assert_matches_schema(&fx.root, "image", &v);
+        crate::common::schema::assert_matches_schema(fx.root(), "image", &v);
         v["digest"].as_str().unwrap().to_string()
     };
     let tag = format!("{host}/stack:1");
@@ -807,7 +783,7 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     let o = verify(&format!("oci://{tag}"));
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
-    crate::common::schema::assert_matches_schema(&fx.root, "verify", &v);
+    crate::common::schema::assert_matches_schema(fx.root(), "verify", &v);
     assert_eq!(v["digest"], digest.as_str());
     let docs = v["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 2, "{v:#}");

@@ -13,24 +13,28 @@ use common::*;
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
     /// Runs rocforge with the store `store` and the config `config` (files under the root).
     fn run(&self, store: &str, config: &str, args: &[&str]) -> Out {
-        let conf = containers_conf();
-        let store = self.root.join(store);
-        let config = self.root.join(config);
-        let env: Vec<(&str, &Path)> = vec![
-            ("CONTAINERS_CONF", conf.as_path()),
-            ("ROCFORGE_STORE", store.as_path()),
-            ("ROCFORGE_CONFIG", config.as_path()),
-        ];
-        let mut full = vec!["--recipes", "recipes", "--arch", "gfx90c"];
-        full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
+        let store = self.path(store);
+        let config = self.path(config);
+        self.w.run_env(
+            &[
+                ("ROCFORGE_STORE", store.as_path()),
+                ("ROCFORGE_CONFIG", config.as_path()),
+            ],
+            args,
+        )
     }
 
     fn build(&self, store: &str, config: &str, args: &[&str]) -> (serde_json::Value, String) {
@@ -53,39 +57,29 @@ fn trees(report: &serde_json::Value) -> Vec<Vec<(String, Vec<u8>)>> {
 
 /// `greet` (a C program built with cc in the builder image) depending on `greetdoc` (copied).
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, IMAGE);
-    std::fs::create_dir_all(root.join("src/greet")).unwrap();
-    std::fs::create_dir_all(root.join("src/doc")).unwrap();
-    std::fs::write(
-        rel.join("greetdoc.toml"),
+    let w = World::new()
+        .release(IMAGE)
+        .containers()
+        .args(&["--arch", "gfx90c"])
+        .build();
+    w.write(
+        "recipes/test-1.0/greetdoc.toml",
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("greet.toml"),
+    );
+    w.write(
+        "recipes/test-1.0/greet.toml",
         "name = \"greet\"\nversion = \"1.2\"\nsummary = \"a program\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/greet\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/bin\"\ncc -O2 -o \"$P/bin/greet\" main.c\n\"\"\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/greet/main.c"),
+    );
+    w.write(
+        "src/greet/main.c",
         "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
-    std::fs::write(root.join("empty.toml"), "").unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    );
+    w.write("src/doc/README", "docs\n");
+    w.write("empty.toml", "");
     for (dir, trust) in [("keys", "trust.toml"), ("other-keys", "other.toml")] {
-        let o = fx.run("store-a", "empty.toml", &["key", "generate", "--out", dir]);
-        assert_eq!(o.code, 0, "{}", o.stderr);
-        std::fs::write(
-            fx.root.join(trust),
-            format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
-        )
-        .unwrap();
+        w.trust_new_key(dir, trust);
     }
-    fx
+    Fx { w }
 }
 
 #[test]
@@ -98,7 +92,7 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
     }
     let fx = fixture();
     let cache = format!("oci://{}/rocforge/cache", reg.host());
-    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    let key = fx.root().join("keys/rocforge.key").display().to_string();
 
     // A: built in podman, each new entry pushed.
     let (a, err) = fx.build(
@@ -184,8 +178,8 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
     );
     assert_eq!(trees(&a), trees(&b));
     assert!(
-        !fx.root.join("store-b/.logs").exists() || {
-            std::fs::read_dir(fx.root.join("store-b/.logs"))
+        !fx.root().join("store-b/.logs").exists() || {
+            std::fs::read_dir(fx.root().join("store-b/.logs"))
                 .unwrap()
                 .count()
                 == 0
@@ -259,7 +253,7 @@ fn stored_entries_are_pushed_to_a_cache_that_lacks_them() {
     }
     let fx = fixture();
     let cache = format!("oci://{}/rocforge/seeded", reg.host());
-    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    let key = fx.root().join("keys/rocforge.key").display().to_string();
     let (first, _) = fx.build("store-a", "trust.toml", &["--runtime", "podman"]);
     let with_cache = [
         "--runtime",

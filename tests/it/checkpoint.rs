@@ -14,19 +14,22 @@ use common::*;
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    rel: PathBuf,
+    w: World,
     counter: PathBuf,
     flag: PathBuf,
 }
 
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
+}
+
 impl Fx {
     fn build(&self, config: &str, extra: &[&str]) -> Out {
-        let config = self.root.join(config);
+        let config = self.path(config);
         let mut args = vec![
-            "--recipes",
-            "recipes",
             "build",
             "resumable",
             "--arch",
@@ -35,7 +38,7 @@ impl Fx {
             "host",
         ];
         args.extend_from_slice(extra);
-        rocforge_env(&self.root, &[("ROCFORGE_CONFIG", config.as_path())], &args)
+        self.run_env(&[("ROCFORGE_CONFIG", config.as_path())], &args)
     }
 
     /// How often the first ninja step has run, over every build so far.
@@ -49,13 +52,13 @@ impl Fx {
     /// A fresh machine: no store, no source cache, no build directory.
     fn wipe(&self) {
         for d in ["store", "cache"] {
-            let _ = std::fs::remove_dir_all(self.root.join(d));
+            let _ = std::fs::remove_dir_all(self.path(d));
         }
     }
 
     fn write_recipe(&self, extra_arg: &str) {
         std::fs::write(
-            self.rel.join("resumable.toml"),
+            self.release_dir().join("resumable.toml"),
             format!(
                 "name = \"resumable\"\nversion = \"1.0\"\nsummary = \"two ninja steps\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/resumable\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCOUNTER={}\", \"-DFLAG={}\"{extra_arg}]\n",
                 self.counter.display(),
@@ -69,10 +72,8 @@ impl Fx {
 /// Two ninja steps: the first appends to a counter outside the build; the second waits two
 /// minutes unless `flag` exists, so a short time limit stops the build in it.
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
-    let src = rel.join("src/resumable");
+    let w = World::new().release("localhost/rocforge-none:1").build();
+    let src = w.release_dir().join("src/resumable");
     two_step_source(
         &src,
         "test -e \"$1\" || sleep 120\ncat first.txt > second.txt\necho two >> second.txt\n",
@@ -85,22 +86,14 @@ fn fixture() -> Fx {
     )
     .unwrap();
     let fx = Fx {
-        counter: root.join("first-step-runs"),
-        flag: root.join("second-step-may-run"),
-        _tmp: tmp,
-        root,
-        rel,
+        counter: w.path("first-step-runs"),
+        flag: w.path("second-step-may-run"),
+        w,
     };
     fx.write_recipe("");
-    std::fs::write(fx.root.join("empty.toml"), "").unwrap();
+    fx.write("empty.toml", "");
     for (dir, trust) in [("keys", "trust.toml"), ("other-keys", "other.toml")] {
-        let o = rocforge(&fx.root, &["key", "generate", "--out", dir]);
-        assert_eq!(o.code, 0, "{}", o.stderr);
-        std::fs::write(
-            fx.root.join(trust),
-            format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
-        )
-        .unwrap();
+        fx.trust_new_key(dir, trust);
     }
     fx
 }
@@ -120,22 +113,17 @@ fn built(o: &Out) -> (String, Vec<(String, Vec<u8>)>) {
 }
 
 fn planned_key(fx: &Fx) -> String {
-    let o = rocforge(
-        &fx.root,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "resumable",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-            "--dry-run",
-            "--format",
-            "json",
-        ],
-    );
+    let o = fx.run(&[
+        "build",
+        "resumable",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let plan: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     plan["steps"][0]["key"].as_str().unwrap().to_string()
@@ -155,7 +143,7 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
     };
     let fx = fixture();
     let cache = format!("oci://{}/rocforge/ckpt", reg.host());
-    let key_file = fx.root.join("keys/rocforge.key").display().to_string();
+    let key_file = fx.root().join("keys/rocforge.key").display().to_string();
     let key = planned_key(&fx);
     let tag = format!("checkpoint-{key}");
 
@@ -241,7 +229,7 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
         "{}",
         resumed.stderr
     );
-    let restored: Vec<_> = std::fs::read_dir(fx.root.join("cache/ccache"))
+    let restored: Vec<_> = std::fs::read_dir(fx.root().join("cache/ccache"))
         .unwrap()
         .map(|d| d.unwrap().path().join("a/b/0123R"))
         .filter(|p| p.is_file())
@@ -306,8 +294,8 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
     );
     assert_eq!(fx.runs(), 5, "a truncated checkpoint was used");
     assert!(
-        !Path::new(&fx.root.join("cache/builds")).exists()
-            || std::fs::read_dir(fx.root.join("cache/builds"))
+        !Path::new(&fx.root().join("cache/builds")).exists()
+            || std::fs::read_dir(fx.root().join("cache/builds"))
                 .unwrap()
                 .count()
                 == 0,
@@ -317,9 +305,9 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
 
 #[test]
 fn a_time_limit_that_is_not_a_duration_is_refused_with_the_form_it_takes() {
-    let tmp = tempfile::tempdir().unwrap();
+    let w = World::new().build();
     for bad in ["soon", "0s", "5x"] {
-        let o = rocforge(tmp.path(), &["build", "rocprim", "--time-limit", bad]);
+        let o = w.run(&["build", "rocprim", "--time-limit", bad]);
         assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
         assert!(
             o.stderr.contains(&format!(

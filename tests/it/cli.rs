@@ -1007,7 +1007,7 @@ fn help_pages() {
 #[test]
 fn the_detected_gpu_is_the_default_target() {
     let tmp = tempfile::tempdir().unwrap();
-    crate::testrun::machines(tmp.path());
+    crate::common::kfd::machines(tmp.path());
     let plan_on = |machine: &str, extra: &[&str]| {
         let root = tmp.path().join(machine);
         let mut args = vec![

@@ -16,52 +16,30 @@ use common::*;
 use rocforge::package::manifest::{FileEntry, Kind, MANIFEST_SCHEMA, Manifest};
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
-    /// An empty catalog and a trusted key pair: all an attacker with the key needs.
+    /// An empty catalog and a trusted key pair: all an attacker with the key needs. The
+    /// attacker's world has its own config, state and caches.
     fn new() -> Fx {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("w");
-        test_release(&root, "localhost/rocforge-none:1");
-        std::fs::write(root.join("trust.toml"), "").unwrap();
-        let fx = Fx { _tmp: tmp, root };
-        let pubkey = fx.ok(&["key", "generate", "--out", "keys"]).stdout;
-        std::fs::write(
-            fx.root.join("trust.toml"),
-            format!("[trust]\nkeys = [\"{}\"]\n", pubkey.trim()),
-        )
-        .unwrap();
+        let w = World::new()
+            .release("localhost/rocforge-none:1")
+            .with_keys()
+            .state()
+            .under("ROCFORGE_CACHE", "cache")
+            .under("XDG_CACHE_HOME", "xdg-cache")
+            .build();
         // The victim's files beside the prefix.
-        std::fs::create_dir_all(fx.root.join("outside")).unwrap();
-        std::fs::write(fx.root.join("outside/victim"), "precious").unwrap();
-        fx
-    }
-    /// The attacker's world: this fixture's config, state and caches.
-    fn env(&self) -> [(&'static str, PathBuf); 4] {
-        [
-            ("ROCFORGE_CONFIG", self.root.join("trust.toml")),
-            ("ROCFORGE_STATE", self.root.join("state")),
-            ("ROCFORGE_CACHE", self.root.join("cache")),
-            ("XDG_CACHE_HOME", self.root.join("xdg-cache")),
-        ]
-    }
-    fn command(&self, args: &[&str]) -> std::process::Command {
-        let env = self.env();
-        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        rocforge_command(&self.root, &env, &full)
-    }
-    fn run(&self, args: &[&str]) -> Out {
-        Out::from(self.command(args).output().unwrap())
-    }
-    fn ok(&self, args: &[&str]) -> Out {
-        let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
-        o
+        w.write("outside/victim", "precious");
+        Fx { w }
     }
     /// Fails cleanly (exit 1: an error, not a panic) and returns stderr.
     fn fails(&self, args: &[&str]) -> String {
@@ -75,24 +53,24 @@ impl Fx {
         o.stderr
     }
     fn prefix(&self) -> PathBuf {
-        self.root.join("prefix")
+        self.root().join("prefix")
     }
     fn p(&self) -> String {
         self.prefix().display().to_string()
     }
     /// A signed release of `tarballs` (name, version, listed, entries) in a new directory.
     fn release(&self, dir: &str, tarballs: &[Tarball]) -> PathBuf {
-        let d = self.root.join(dir);
+        let d = self.root().join(dir);
         std::fs::create_dir_all(&d).unwrap();
         for t in tarballs {
             t.write(&d);
         }
-        let key = self.root.join("keys/rocforge.key").display().to_string();
+        let key = self.root().join("keys/rocforge.key").display().to_string();
         self.ok(&["index", &d.display().to_string(), "--sign-key", &key]);
         d
     }
     fn resign(&self, dir: &Path) {
-        let key = self.root.join("keys/rocforge.key").display().to_string();
+        let key = self.root().join("keys/rocforge.key").display().to_string();
         let idx = dir.join("index.json").display().to_string();
         self.ok(&["sign", &idx, "--sign-key", &key]);
     }
@@ -107,17 +85,17 @@ impl Fx {
     /// Nothing outside the prefix changed: the victim is intact and alone.
     fn outside_intact(&self) {
         assert_eq!(
-            std::fs::read_to_string(self.root.join("outside/victim")).unwrap(),
+            std::fs::read_to_string(self.root().join("outside/victim")).unwrap(),
             "precious"
         );
-        let names: Vec<_> = std::fs::read_dir(self.root.join("outside"))
+        let names: Vec<_> = std::fs::read_dir(self.root().join("outside"))
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "written outside the prefix: {names:?}");
-        assert!(!self.root.join("victim").exists());
-        assert!(!self.root.parent().unwrap().join("victim").exists());
+        assert!(!self.root().join("victim").exists());
+        assert!(!self.root().parent().unwrap().join("victim").exists());
     }
 }
 
@@ -457,7 +435,7 @@ fn hostile_names_digests_and_keys_in_a_signed_index_are_refused_without_panic() 
         ),
     ];
     for (case, field, value, rule) in cases {
-        let d = fx.root.join(format!("names-{case}"));
+        let d = fx.root().join(format!("names-{case}"));
         rocforge::fsutil::copy_tree(&rel, &d).unwrap();
         edit_index(&d, |v| v["artifacts"][0][field] = value.clone());
         fx.resign(&d);
@@ -478,7 +456,7 @@ fn hostile_names_digests_and_keys_in_a_signed_index_are_refused_without_panic() 
         assert!(!err.contains('\x1b'), "{case}: a raw escape was printed");
     }
     assert!(!fx.prefix().exists());
-    assert!(!fx.root.parent().unwrap().join("victim").exists());
+    assert!(!fx.root().parent().unwrap().join("victim").exists());
 
     // A receipt with a non-ASCII content key or a hostile name, left in the prefix: listed
     // without a panic, and ignored.
@@ -515,7 +493,7 @@ fn a_forged_journal_beside_the_prefix_is_not_replayed() {
     std::fs::write(prefix.join("keep"), "keep").unwrap();
     // What a killed merge leaves: a staging directory with a journal. This one removes a file
     // outside and writes a receipt outside.
-    let stage = fx.root.join(".prefix.tmp-1-abc");
+    let stage = fx.root().join(".prefix.tmp-1-abc");
     std::fs::create_dir_all(&stage).unwrap();
     std::fs::write(
         stage.join(".rocforge-merge.json"),
@@ -719,7 +697,7 @@ fn a_hostile_mirror_can_neither_fill_the_disk_nor_stall_install_for_ever() {
     let err = fx.fails(&fx_install_args(&fx, "small", Path::new(&m.url())));
     assert!(err.contains("more than the"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(60));
-    let cached = du(&fx.root.join("cache")) + du(&fx.root.join("xdg-cache"));
+    let cached = du(&fx.root().join("cache")) + du(&fx.root().join("xdg-cache"));
     assert!(
         cached <= size + 4096,
         "{cached} bytes kept for a {size}-byte release"
@@ -926,12 +904,12 @@ fn passwords_in_urls_reach_neither_errors_nor_receipts() {
 #[test]
 fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
     let fx = Fx::new();
-    let fifo = fx.root.join("fifo.so");
+    let fifo = fx.root().join("fifo.so");
     let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
     let started = Instant::now();
-    let mut child = rocforge_command(&fx.root, &[], &["inspect", &fifo.display().to_string()])
+    let mut child = rocforge_command(fx.root(), &[], &["inspect", &fifo.display().to_string()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -956,7 +934,7 @@ fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
     );
 
     // An ELF-looking file that another process keeps truncating and regrowing.
-    let victim = fx.root.join("shrinking.so");
+    let victim = fx.root().join("shrinking.so");
     let mut bytes = b"\x7fELF\x02\x01\x01\0".to_vec();
     bytes.resize(32 << 20, 0x41);
     std::fs::write(&victim, &bytes).unwrap();
@@ -975,7 +953,7 @@ fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
         })
     };
     for _ in 0..5 {
-        let o = rocforge_command(&fx.root, &[], &["inspect", &victim.display().to_string()])
+        let o = rocforge_command(fx.root(), &[], &["inspect", &victim.display().to_string()])
             .output()
             .unwrap();
         assert!(
@@ -991,15 +969,15 @@ fn inspect_refuses_a_fifo_and_survives_a_file_truncated_under_it() {
 #[test]
 fn a_secret_key_given_as_text_is_used_and_never_echoed() {
     let fx = Fx::new();
-    let d = fx.root.join("text-key");
+    let d = fx.root().join("text-key");
     std::fs::create_dir_all(&d).unwrap();
     Tarball::new("txt", vec![file("ok", b"ok")], vec![e_file("ok", b"ok")]).write(&d);
-    let text = std::fs::read_to_string(fx.root.join("keys/rocforge.key")).unwrap();
+    let text = std::fs::read_to_string(fx.root().join("keys/rocforge.key")).unwrap();
     let dir = d.display().to_string();
     let run = |value: &str| {
-        let cfg = fx.root.join("trust.toml");
+        let cfg = fx.root().join("trust.toml");
         rocforge_command(
-            &fx.root,
+            fx.root(),
             &[("ROCFORGE_CONFIG", cfg.as_path())],
             &["--recipes", "recipes", "index", &dir],
         )
@@ -1214,7 +1192,7 @@ fn an_uninstall_killed_part_way_is_finished_and_a_damaged_component_repaired() {
     assert_eq!(count(), n);
 
     let killed = rocforge_command(
-        &fx.root,
+        fx.root(),
         &[("ROCFORGE_FAULT_AT", Path::new("uninstall:1500"))],
         &["uninstall", "many", "--prefix", &fx.p()],
     )
@@ -1303,7 +1281,7 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
         .find(|n| n.ends_with(".tar.zst"))
         .unwrap();
     let copy = |name: &str| {
-        let d = fx.root.join(name);
+        let d = fx.root().join(name);
         rocforge::fsutil::copy_tree(&rel, &d).unwrap();
         d
     };
@@ -1337,12 +1315,12 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
     }
 
     // Results for `report`: a FIFO, and a link to /dev/zero.
-    let fifo = fx.root.join("results-fifo.json");
+    let fifo = fx.root().join("results-fifo.json");
     mkfifo(&fifo);
-    let zero = fx.root.join("results-zero.json");
+    let zero = fx.root().join("results-zero.json");
     std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
     for (f, what) in [(&fifo, "a FIFO"), (&zero, "a character device")] {
-        let out = fx.root.join("report-out");
+        let out = fx.root().join("report-out");
         let o = fx.run_bounded(&[
             "report",
             &f.display().to_string(),

@@ -89,57 +89,35 @@ fn assert_not_pwned(root: &Path, after: &str) {
     assert!(found.is_empty(), "after {after}: injected files {found:?}");
 }
 
-/// A KFD sysfs tree with one gfx90c node, as tests/testrun.rs writes them.
+/// A KFD sysfs tree with one gfx90c node.
 fn machine(root: &Path) {
-    let topo = root.join("sys/class/kfd/kfd/topology/nodes");
-    std::fs::create_dir_all(topo.join("0/mem_banks/0")).unwrap();
-    std::fs::create_dir_all(topo.join("1/mem_banks/0")).unwrap();
-    std::fs::write(
-        topo.join("0/properties"),
-        "cpu_cores_count 8\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\n",
-    )
-    .unwrap();
-    std::fs::write(
-        topo.join("0/mem_banks/0/properties"),
-        "heap_type 0\nsize_in_bytes 16106127360\n",
-    )
-    .unwrap();
-    std::fs::write(
-        topo.join("1/properties"),
-        "cpu_cores_count 0\nsimd_count 32\nmem_banks_count 1\ngfx_target_version 90012\nsimd_per_cu 4\nwave_front_size 64\nvendor_id 4098\ndevice_id 5686\ndrm_render_minor 128\n",
-    )
-    .unwrap();
-    std::fs::write(
-        topo.join("1/mem_banks/0/properties"),
-        "heap_type 1\nsize_in_bytes 2147483648\nwidth 64\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(root.join("dev")).unwrap();
-    std::fs::write(root.join("dev/kfd"), "").unwrap();
-    std::fs::write(root.join("dev/kmsg"), "6,1,100,-;Linux version 6.1.0\n").unwrap();
-    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
-    std::fs::write(root.join("proc/sys/kernel/osrelease"), "6.1.0-28-amd64\n").unwrap();
+    kfd::write_machine(root, Some(kfd::gfx90c(2 << 30)), None, None);
 }
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
     h: String,
     recipe: String,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
     fn run(&self, env: &[(&str, &str)], args: &[&str]) -> Out {
         let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, Path::new(*v))).collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
+        self.w.run_env(&env, args)
     }
 
+    /// Succeeds, and nothing the metacharacters could have run left a file behind.
     fn ok(&self, args: &[&str]) -> Out {
         let o = self.run(&[], args);
         assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
-        assert_not_pwned(&self.root, &format!("{args:?}"));
+        assert_not_pwned(self.root(), &format!("{args:?}"));
         o
     }
 }
@@ -150,10 +128,9 @@ fn fixture() -> Option<Fx> {
     if !require("cmake", cmake_works()) {
         return None;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
+    let w = World::new().release("localhost/rocforge-none:1").build();
+    let (root, rel) = (w.root().to_path_buf(), w.release_dir());
     let h = hostile(&root);
-    let rel = test_release(&root, "localhost/rocforge-none:1");
 
     // The repository: the component's root under sub/<metacharacters>, another needed path
     // under shared/<metacharacters>; the tag is full of metacharacters too.
@@ -221,12 +198,7 @@ fn fixture() -> Option<Fx> {
         flag = q(&format!("--flag={h}")),
     );
     std::fs::write(rel.join("hostile.toml"), &recipe).unwrap();
-    Some(Fx {
-        _tmp: tmp,
-        root,
-        h,
-        recipe,
-    })
+    Some(Fx { w, h, recipe })
 }
 
 #[test]
@@ -268,7 +240,7 @@ fn metacharacters_in_every_recipe_string_reach_commands_literally() {
     fx.ok(&["build", "hostile", "--arch", "gfx90c", "--runtime", "host"]);
 
     // What cmake saw: the values, byte for byte, and the patch applied.
-    let store = fx.root.join("store");
+    let store = fx.root().join("store");
     let entry = std::fs::read_dir(&store)
         .unwrap()
         .flatten()
@@ -302,7 +274,7 @@ fn metacharacters_in_every_recipe_string_reach_commands_literally() {
         "{cache}"
     );
     // The sparse checkout held only subdir and paths.
-    let tree = std::fs::read_dir(fx.root.join("cache/src"))
+    let tree = std::fs::read_dir(fx.root().join("cache/src"))
         .unwrap()
         .flatten()
         .find(|e| e.path().join("tree").is_dir())
@@ -325,7 +297,7 @@ fn metacharacters_in_every_recipe_string_reach_commands_literally() {
     ]);
 
     // The test client gets each argument as one word, unchanged.
-    let sysfs = fx.root.join("machine");
+    let sysfs = fx.root().join("machine");
     machine(&sysfs);
     let o = fx.run(
         &[],
@@ -340,9 +312,9 @@ fn metacharacters_in_every_recipe_string_reach_commands_literally() {
             "results",
         ],
     );
-    assert_not_pwned(&fx.root, "test");
+    assert_not_pwned(fx.root(), "test");
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
-    let got = std::fs::read_to_string(fx.root.join("test-args.txt")).unwrap();
+    let got = std::fs::read_to_string(fx.root().join("test-args.txt")).unwrap();
     assert_eq!(got, format!("{h}\n--end--\n--flag={h}\n--end--\n"));
 }
 
@@ -394,7 +366,7 @@ fn validated_fields_refuse_metacharacters_with_a_clear_message() {
             "invalid version",
         ),
     ];
-    let file = fx.root.join("recipes/test-1.0/hostile.toml");
+    let file = fx.root().join("recipes/test-1.0/hostile.toml");
     for (what, text, message) in cases {
         assert_ne!(text, fx.recipe, "{what}: the case changed nothing");
         std::fs::write(&file, &text).unwrap();
@@ -402,7 +374,7 @@ fn validated_fields_refuse_metacharacters_with_a_clear_message() {
             let o = fx.run(&[], args);
             assert_eq!(o.code, 1, "{what} {args:?}: {}\n{}", o.stdout, o.stderr);
             assert!(o.stderr.contains(message), "{what}: {}", o.stderr);
-            assert_not_pwned(&fx.root, what);
+            assert_not_pwned(fx.root(), what);
         }
     }
 }
@@ -422,7 +394,7 @@ fn tokens_never_reach_output_when_publish_and_submit_fail() {
         "dist",
         "--allow-build-paths",
     ]);
-    let sysfs = fx.root.join("machine");
+    let sysfs = fx.root().join("machine");
     machine(&sysfs);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

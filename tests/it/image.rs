@@ -7,7 +7,6 @@
 use crate::common;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
@@ -44,27 +43,17 @@ fn docker(args: &[&str]) -> std::process::Output {
 }
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
-    fn run(&self, args: &[&str]) -> Out {
-        let conf = containers_conf();
-        let env: Vec<(&str, &Path)> = vec![
-            ("CONTAINERS_CONF", conf.as_path()),
-            ("SOURCE_DATE_EPOCH", Path::new(EPOCH)),
-            ("DOCKER_HOST", Path::new(DOCKER_HOST)),
-        ];
-        let mut full = vec!["--recipes", "recipes", "--arch", "gfx90c"];
-        full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
-    }
-    fn ok(&self, args: &[&str]) -> Out {
-        let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}:\n{}\n{}", o.stdout, o.stderr);
-        o
-    }
     fn create(&self, base: &str, tag: &str, how: &[&str]) -> serde_json::Value {
         let mut args = vec![
             "image",
@@ -87,9 +76,14 @@ impl Fx {
 /// `hello` (a shell script copied into bin/) depending on `hellodoc` (copied into share/hello),
 /// built with the host runtime.
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .containers()
+        .var("SOURCE_DATE_EPOCH", EPOCH)
+        .var("DOCKER_HOST", DOCKER_HOST)
+        .args(&["--arch", "gfx90c"])
+        .build();
+    let (root, rel) = (w.root(), w.release_dir());
     std::fs::create_dir_all(root.join("src/hello")).unwrap();
     std::fs::create_dir_all(root.join("src/doc/sub")).unwrap();
     std::fs::write(
@@ -109,7 +103,7 @@ fn fixture() -> Fx {
     std::fs::write(root.join("src/doc/README"), "stack docs\n").unwrap();
     std::fs::write(root.join("src/doc/sub/notes"), "notes\n").unwrap();
     std::os::unix::fs::symlink("README", root.join("src/doc/README.link")).unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    let fx = Fx { w };
     fx.ok(&["build", "hello", "--runtime", "host"]);
     fx
 }
@@ -689,7 +683,7 @@ fn image_create_from_a_local_base_and_its_refusals() {
 
     // A stack linking a library the base lacks: refused before anything is written, naming the
     // library and the file that needs it.
-    let lib = fx.root.join("src/needy");
+    let lib = fx.root().join("src/needy");
     std::fs::create_dir_all(&lib).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("a.c"), "int nothere(void) { return 1; }\n").unwrap();
@@ -729,7 +723,7 @@ fn image_create_from_a_local_base_and_its_refusals() {
         "-l:libnothere.so.1",
     ]);
     std::fs::write(
-        fx.root.join("recipes/test-1.0/needy.toml"),
+        fx.root().join("recipes/test-1.0/needy.toml"),
         "name = \"needy\"\nversion = \"1.0\"\nsummary = \"links a library no base has\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/needy\"\n\n[build]\nsystem = \"copy\"\ndest = \"lib\"\n",
     )
     .unwrap();

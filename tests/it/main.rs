@@ -4,6 +4,7 @@
 
 mod common;
 
+mod app;
 mod artifacts;
 mod attest;
 mod build;

@@ -12,25 +12,23 @@ use std::process::Command;
 use common::github::FakeGitHub;
 use common::*;
 
+/// The world with the GitHub-like servers' variables given per run (their URLs and tokens are
+/// strings, not paths under the root).
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
     fn run(&self, env: &[(&str, &str)], args: &[&str]) -> Out {
-        let conf = self.root.join("trust.toml");
-        let mut cmd_env: Vec<(String, PathBuf)> = vec![("ROCFORGE_CONFIG".into(), conf)];
-        for (k, v) in env {
-            cmd_env.push((k.to_string(), PathBuf::from(v)));
-        }
-        let env: Vec<(&str, &Path)> = cmd_env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_path()))
-            .collect();
-        let mut full = vec!["--recipes", "recipes"];
-        full.extend_from_slice(args);
-        rocforge_env(&self.root, &env, &full)
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, Path::new(*v))).collect();
+        self.w.run_env(&env, args)
     }
     fn ok(&self, env: &[(&str, &str)], args: &[&str]) -> Out {
         let o = self.run(env, args);
@@ -38,42 +36,37 @@ impl Fx {
         o
     }
     fn dist(&self) -> PathBuf {
-        self.root.join("dist")
+        self.path("dist")
     }
 }
 
 /// A release directory: `greet` (a program built with cc on the host) and `greetdoc` (copied),
 /// packaged and signed into dist/.
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
-    std::fs::create_dir_all(root.join("src/greet")).unwrap();
-    std::fs::create_dir_all(root.join("src/doc")).unwrap();
-    std::fs::write(
-        rel.join("greetdoc.toml"),
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .config("trust.toml")
+        .build();
+    w.write(
+        "recipes/test-1.0/greetdoc.toml",
         "name = \"greetdoc\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/doc\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/greet\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        rel.join("greet.toml"),
+    );
+    w.write(
+        "recipes/test-1.0/greet.toml",
         "name = \"greet\"\nversion = \"1.2\"\nsummary = \"a program\"\nlicense = \"MIT\"\ndepends = [\"greetdoc\"]\n\n[source]\npath = \"../../src/greet\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=/opt; P=\"$DESTDIR$P/rocm\"\nmkdir -p \"$P/bin\"\ncc -O2 -o \"$P/bin/greet\" main.c\n\"\"\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/greet/main.c"),
+    );
+    w.write(
+        "src/greet/main.c",
         "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("src/doc/README"), "docs\n").unwrap();
-    std::fs::write(root.join("trust.toml"), "").unwrap();
-    let fx = Fx { _tmp: tmp, root };
+    );
+    w.write("src/doc/README", "docs\n");
+    let fx = Fx { w };
     fx.ok(
         &[],
         &["build", "greet", "--arch", "gfx90c", "--runtime", "host"],
     );
-    fx.ok(&[], &["key", "generate", "--out", "keys"]);
-    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    fx.generate_key("keys");
+    let key = fx.secret_key("keys");
     fx.ok(
         &[],
         &[
@@ -535,7 +528,7 @@ fn wheel_index_serves_pip_per_target() {
     let dist = fx.dist();
     // The gfx90c wheel comes the way torch's does: a build installs it under
     // share/rocforge/wheels, and `package` copies it beside the tarballs, signed and summed.
-    let wheel_src = fx.root.join("src/rocdemo");
+    let wheel_src = fx.root().join("src/rocdemo");
     std::fs::create_dir_all(&wheel_src).unwrap();
     let built = write_wheel(
         &wheel_src,
@@ -545,11 +538,11 @@ fn wheel_index_serves_pip_per_target() {
         &["roc_dep>=0.1"],
     );
     std::fs::write(
-        fx.root.join("recipes/test-1.0/rocdemo.toml"),
+        fx.root().join("recipes/test-1.0/rocdemo.toml"),
         "name = \"rocdemo\"\nversion = \"1.0\"\nsummary = \"a wheel\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/rocdemo\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/wheels\"\n",
     )
     .unwrap();
-    let key = fx.root.join("keys/rocforge.key").display().to_string();
+    let key = fx.root().join("keys/rocforge.key").display().to_string();
     fx.ok(
         &[],
         &["build", "rocdemo", "--arch", "gfx90c", "--runtime", "host"],
@@ -583,7 +576,7 @@ fn wheel_index_serves_pip_per_target() {
     );
     let o = Command::new("minisign")
         .args(["-V", "-p"])
-        .arg(fx.root.join("keys/rocforge.pub"))
+        .arg(fx.root().join("keys/rocforge.pub"))
         .arg("-m")
         .arg(dist.join(name))
         .output();
@@ -627,7 +620,7 @@ fn wheel_index_serves_pip_per_target() {
     );
 
     let server = HttpServer::start(&dist);
-    let venv = fx.root.join("venv");
+    let venv = fx.root().join("venv");
     let st = Command::new("python3")
         .args(["-m", "venv"])
         .arg(&venv)
@@ -685,7 +678,7 @@ fn wheel_index_serves_pip_per_target() {
         );
     }
     fx.ok(&[], &["publish", "dist"]);
-    let pypi = fx.root.join("pypi");
+    let pypi = fx.root().join("pypi");
     std::fs::create_dir_all(pypi.join("roc-dep")).unwrap();
     std::fs::copy(&dep, pypi.join("roc-dep").join(dep.file_name().unwrap())).unwrap();
     let pypi_server = HttpServer::start(&pypi);
@@ -701,7 +694,7 @@ fn wheel_index_serves_pip_per_target() {
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     ));
-    let home = fx.root.join("pip-home");
+    let home = fx.root().join("pip-home");
     std::fs::create_dir_all(&home).unwrap();
     let o = crate::common::readme::run(
         &home,
@@ -731,7 +724,7 @@ fn wheel_index_serves_pip_per_target() {
 fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
     let fx = fixture();
     write_wheel(&fx.dist(), "hello", "1.0", "hello", &[]);
-    let before = tree_contents(&fx.root);
+    let before = tree_contents(fx.root());
     let unset = [("GITHUB_TOKEN", "")];
     let text = fx
         .ok(
@@ -745,7 +738,7 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
             ],
         )
         .stdout;
-    assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
+    assert_eq!(tree_contents(fx.root()), before, "a dry run writes nothing");
     let mut shown = String::new();
     for l in text.lines() {
         let l = if l.starts_with("    sha256 ") {
@@ -783,10 +776,10 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
             ],
         )
         .stdout;
-    assert_eq!(tree_contents(&fx.root), before, "a dry run writes nothing");
+    assert_eq!(tree_contents(fx.root()), before, "a dry run writes nothing");
     let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(plan["schema"], "rocforge.publish-plan/1");
-    crate::common::schema::assert_matches_schema(&fx.root, "publish-plan", &plan);
+    crate::common::schema::assert_matches_schema(fx.root(), "publish-plan", &plan);
     let uploads = plan["uploads"].as_array().unwrap();
     let kinds: Vec<&str> = uploads
         .iter()

@@ -17,17 +17,20 @@ const PATH_DATE: u64 = 1_650_000_000;
 const TAR_DATE: u64 = 1_660_000_000;
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
     _http: HttpServer,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
     fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut full = vec!["--recipes", "recipes", "--arch", "gfx90c"];
-        full.extend_from_slice(args);
-        let conf = containers_conf();
-        let mut cmd = rocforge_command(&self.root, &[("CONTAINERS_CONF", &conf)], &full);
+        let mut cmd = self.w.command(args);
         // The date must come from the sources, never from the test's environment.
         cmd.env_remove("SOURCE_DATE_EPOCH");
         cmd
@@ -68,9 +71,12 @@ fn set_mtime(path: &Path, secs: u64) {
 /// `tarred` (a tarball served on 127.0.0.1 whose entries carry known mtimes, copied into
 /// share/tarred).
 fn fixture() -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, "localhost/rocforge-none:1");
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .containers()
+        .args(&["--arch", "gfx90c"])
+        .build();
+    let (root, rel) = (w.root(), w.release_dir());
     let src = root.join("src/dated");
     std::fs::create_dir_all(src.join("sub")).unwrap();
     std::fs::write(src.join("old.txt"), "older\n").unwrap();
@@ -117,11 +123,7 @@ fn fixture() -> Fx {
         ),
     )
     .unwrap();
-    Fx {
-        _tmp: tmp,
-        root,
-        _http: http,
-    }
+    Fx { w, _http: http }
 }
 
 /// The manifest and every entry's (path, mtime) of a packaged tarball.
@@ -168,7 +170,7 @@ fn the_sources_date_is_recorded_and_every_packaged_file_carries_it() {
         assert_eq!(meta["source_date_epoch"], date, "{component}: {meta}");
 
         fx.ok(&["package", component, "--runtime", "host", "--out", "dist"]);
-        let (manifest, entries) = tarball(&packaged(&fx.root.join("dist"), component));
+        let (manifest, entries) = tarball(&packaged(&fx.root().join("dist"), component));
         assert_eq!(manifest["source_date_epoch"], date, "{component}");
         assert!(entries.len() >= 3, "{entries:?}");
         for (name, mtime) in &entries {
@@ -193,7 +195,7 @@ fn an_entry_from_before_the_date_was_recorded_packages_as_it_did() {
     meta.as_object_mut().unwrap().remove("source_date_epoch");
     std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
     fx.ok(&["package", "dated", "--runtime", "host", "--out", "dist"]);
-    let (manifest, entries) = tarball(&packaged(&fx.root.join("dist"), "dated"));
+    let (manifest, entries) = tarball(&packaged(&fx.root().join("dist"), "dated"));
     assert_eq!(manifest["source_date_epoch"], 0);
     assert!(entries.iter().all(|(_, m)| *m == 0), "{entries:?}");
 }
@@ -281,7 +283,7 @@ fn redacted(text: &str, root: &Path, key: &str) -> String {
 fn build_and_package(fx: &Fx, component: &str) -> (PathBuf, String) {
     fx.ok(&["build", component, "--runtime", "host"]);
     fx.ok(&["package", component, "--runtime", "host", "--out", "dist"]);
-    let tarball = packaged(&fx.root.join("dist"), component);
+    let tarball = packaged(&fx.root().join("dist"), component);
     let (manifest, _) = self::tarball(&tarball);
     (tarball, manifest["key"].as_str().unwrap().to_string())
 }
@@ -295,9 +297,9 @@ fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
     let o = fx.ok(&["verify", &path, "--rebuild"]);
     insta::assert_snapshot!(
         "verify_rebuild_identical",
-        redacted(&o.stdout, &fx.root, &key)
+        redacted(&o.stdout, fx.root(), &key)
     );
-    let leftovers: Vec<_> = std::fs::read_dir(fx.root.join("cache"))
+    let leftovers: Vec<_> = std::fs::read_dir(fx.root().join("cache"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
@@ -307,7 +309,7 @@ fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
     // By URL, into a store of the user's that lacks the key: the entry stays there.
     std::fs::copy(
         &tarball,
-        fx.root.join("served").join(tarball.file_name().unwrap()),
+        fx.root().join("served").join(tarball.file_name().unwrap()),
     )
     .unwrap();
     let url = format!(
@@ -315,7 +317,7 @@ fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
         fx._http.url(),
         tarball.file_name().unwrap().to_string_lossy()
     );
-    let mine = fx.root.join("mine");
+    let mine = fx.root().join("mine");
     let o = fx.ok(&[
         "--store",
         mine.to_str().unwrap(),
@@ -327,7 +329,7 @@ fn verify_rebuild_reproduces_a_packaged_artifact_byte_for_byte() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.verify-rebuild/1");
-    crate::common::schema::assert_matches_schema(&fx.root, "verify-rebuild", &v);
+    crate::common::schema::assert_matches_schema(fx.root(), "verify-rebuild", &v);
     assert_eq!(v["result"], "identical", "{v}");
     assert_eq!(v["sha256"], sha256_file(&tarball));
     assert_eq!(v["name"], "dated");
@@ -341,14 +343,14 @@ fn verify_rebuild_names_the_first_file_that_differs() {
     let fx = fixture();
     // A build whose output depends on when it ran: its `stamp` differs on every build.
     std::fs::write(
-        fx.root.join("recipes/test-1.0/noisy.toml"),
+        fx.root().join("recipes/test-1.0/noisy.toml"),
         "name = \"noisy\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/dated\"\n\n[build]\nsystem = \"script\"\nscript = \"\"\"\nP=\"$DESTDIR$PREFIX/share/noisy\"\nmkdir -p \"$P\"\necho steady > \"$P/a-steady\"\ndate +%s%N > \"$P/stamp\"\n\"\"\"\n",
     )
     .unwrap();
     let (tarball, key) = build_and_package(&fx, "noisy");
     let o = fx.run(&["verify", tarball.to_str().unwrap(), "--rebuild"]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
-    let text = redacted(&o.stdout, &fx.root, &key);
+    let text = redacted(&o.stdout, fx.root(), &key);
     assert!(
         text.contains("first difference: share/noisy/stamp: bytes"),
         "{text}"
@@ -368,14 +370,14 @@ fn verify_rebuild_of_another_catalogs_key_names_the_inputs_that_differ() {
     let fx = fixture();
     let (tarball, key) = build_and_package(&fx, "dated");
     // The catalog's recipe changed since: another key, and nothing is built.
-    let recipe = fx.root.join("recipes/test-1.0/dated.toml");
+    let recipe = fx.root().join("recipes/test-1.0/dated.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
     std::fs::write(&recipe, text.replace("share/dated", "share/dated-2")).unwrap();
     let o = fx.run(&["verify", tarball.to_str().unwrap(), "--rebuild"]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     insta::assert_snapshot!(
         "verify_rebuild_key_differs",
-        redacted(&o.stdout, &fx.root, &key)
+        redacted(&o.stdout, fx.root(), &key)
     );
     let (code, v) = fx.rebuild_json(&tarball);
     assert_eq!(code, 1);
@@ -384,7 +386,7 @@ fn verify_rebuild_of_another_catalogs_key_names_the_inputs_that_differ() {
     assert_ne!(v["planned"], key.as_str());
     assert_eq!(v["changed"], serde_json::json!(["component.build"]), "{v}");
     // Nothing was built: the store holds the one entry of the first build.
-    let entries = std::fs::read_dir(fx.root.join("store"))
+    let entries = std::fs::read_dir(fx.root().join("store"))
         .unwrap()
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
@@ -395,7 +397,7 @@ fn verify_rebuild_of_another_catalogs_key_names_the_inputs_that_differ() {
 #[test]
 fn verify_rebuild_refuses_what_is_no_tarball() {
     let fx = fixture();
-    std::fs::write(fx.root.join("notes.txt"), "no tarball\n").unwrap();
+    std::fs::write(fx.root().join("notes.txt"), "no tarball\n").unwrap();
     let o = fx.run(&["verify", "notes.txt", "--rebuild"]);
     assert_eq!(o.code, 1);
     let missing = fx.run(&["verify", "gone.tar.zst", "--rebuild"]);

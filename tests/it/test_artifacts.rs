@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use serde_json::Value;
@@ -47,15 +47,25 @@ int main(int argc, char **argv) {
 const CTEST: &str = "add_test(passes \"../tiny-test\" \"passes\")\nadd_test(fails \"../tiny-test\" \"fails\")\nadd_test(crashes \"../tiny-test\" \"crashes\")\n";
 
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
 }
 
 impl Fx {
     /// A base line whose `tiny` builds its client, and a derived line that turns it off.
     fn new(flag: &str) -> Fx {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
+        // Two lines of their own rather than the test release; every command opens the derived one.
+        let w = World::new()
+            .config("no-config.toml")
+            .args(&["--recipes", "recipes", "--release", "line-1.0"])
+            .build();
+        let root = w.root();
         let src = root.join("src/tiny");
         std::fs::create_dir_all(&src).unwrap();
         for (name, text) in [
@@ -95,20 +105,7 @@ impl Fx {
             format!("version = \"1.0\"\ntests = false\n\n[build]\nargs = [\"-DBUILD_TEST=OFF\", \"-DTINY_FLAG={flag}\"]\n"),
         )
         .unwrap();
-        std::fs::write(root.join("no-config.toml"), "").unwrap();
-        Fx { _tmp: tmp, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let store = self.root.join("store");
-        let config = self.root.join("no-config.toml");
-        let mut full = vec!["--recipes", "recipes", "--release", "line-1.0"];
-        full.extend_from_slice(args);
-        rocforge_env(
-            &self.root,
-            &[("ROCFORGE_STORE", &store), ("ROCFORGE_CONFIG", &config)],
-            &full,
-        )
+        Fx { w }
     }
 
     fn plan(&self) -> Value {
@@ -182,7 +179,7 @@ fn tests_artifact_is_its_own_step_keyed_to_the_library_build() {
 
     // A component without a [test] table has no tests artifact, and says so.
     let o = rocforge(
-        &fx.root,
+        fx.root(),
         &[
             "--release",
             "debian-6.4",
@@ -218,7 +215,7 @@ fn tests_artifact_is_its_own_step_keyed_to_the_library_build() {
 #[test]
 fn a_line_can_build_a_header_library_once_for_every_target_set() {
     let fx = Fx::new("42");
-    let line = fx.root.join("recipes/line-1.0/tiny.toml");
+    let line = fx.root().join("recipes/line-1.0/tiny.toml");
     std::fs::write(
         &line,
         "version = \"1.0\"\ntests = false\n\n[build]\nargs = [\"-DBUILD_TEST=OFF\", \"-DTINY_FLAG=42\"]\ndevice-code = false\n",
@@ -294,7 +291,7 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
         .unwrap()
         .to_string();
     let lib_key = step(&plan, "tiny")["key"].as_str().unwrap().to_string();
-    let tree = fx.root.join("store").join(&tests_key).join("tree");
+    let tree = fx.root().join("store").join(&tests_key).join("tree");
     let listed = files(&tree);
     eprintln!("{listed:#?}");
     assert!(
@@ -309,16 +306,16 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
 
     // Packaged and signed, served over HTTP: the index lists both, the tests artifact with the
     // library's key.
-    let keys = fx.root.join("keys");
+    let keys = fx.root().join("keys");
     let o = fx.run(&["key", "generate", "--out", keys.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let config = fx.root.join("trust.toml");
+    let config = fx.root().join("trust.toml");
     std::fs::write(
         &config,
         format!("[trust]\nkeys = [\"{}\"]\n", o.stdout.trim()),
     )
     .unwrap();
-    let dist = fx.root.join("dist");
+    let dist = fx.root().join("dist");
     let o = fx.run(&[
         "package",
         "tiny-tests",
@@ -357,24 +354,17 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
 
     // A tester's machine: an empty store, a gfx90c in sysfs. `test tiny` runs tiny-tests,
     // installed with its library from the index; nothing is built.
-    let machine = fx.root.join("m-gfx90c");
-    crate::testrun::write_machine(
+    let machine = fx.root().join("m-gfx90c");
+    crate::common::kfd::write_machine(
         &machine,
-        Some(crate::testrun::Node {
-            version: 90012,
-            simds: 32,
-            simd_per_cu: 4,
-            device_id: 0x1636,
-            wave: 64,
-            mem: 512 << 20,
-        }),
+        Some(crate::common::kfd::gfx90c(512 << 20)),
         Some("1"),
         None,
     );
-    let out = fx.root.join("results");
-    let empty = fx.root.join("tester-store");
+    let out = fx.root().join("results");
+    let empty = fx.root().join("tester-store");
     let o = rocforge_env(
-        &fx.root,
+        fx.root(),
         &[("ROCFORGE_STORE", &empty), ("ROCFORGE_CONFIG", &config)],
         &[
             "--recipes",
@@ -425,7 +415,7 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
     let other = Fx::new("41");
     let o = other.run(&["build", "tiny", "--arch", "gfx90c", "--runtime", "host"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let dist2 = other.root.join("dist");
+    let dist2 = other.root().join("dist");
     let o = other.run(&[
         "package",
         "tiny",
@@ -439,13 +429,13 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
         keys.join("rocforge.key").to_str().unwrap(),
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let prefix = fx.root.join("prefix");
+    let prefix = fx.root().join("prefix");
     let install = |from: &Path, what: &str, prefix: &Path| {
         rocforge_env(
-            &fx.root,
+            fx.root(),
             &[
                 ("ROCFORGE_CONFIG", &config),
-                ("ROCFORGE_STATE", &fx.root.join("state")),
+                ("ROCFORGE_STATE", &fx.root().join("state")),
             ],
             &[
                 "--recipes",
@@ -484,7 +474,7 @@ fn tests_artifact_holds_only_the_client_and_runs_from_an_index() {
         "a refused install changes nothing"
     );
     // Where the library build it tests is installed (or none is), it installs, library and all.
-    let fresh = fx.root.join("prefix-ok");
+    let fresh = fx.root().join("prefix-ok");
     let o = install(&dist, "tiny-tests", &fresh);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(fresh.join("bin/tiny-test").is_file() && fresh.join("lib/libtiny.so").exists());

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::kfd::machines;
 use common::{listing, manifest, which};
 use serde_json::Value;
 
@@ -70,112 +71,6 @@ fn rf(dir: &Path, args: &[&str]) -> Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// The machines: a KFD topology (and /proc, /dev, amdgpu parameters) per GPU, and one without.
-pub(crate) struct Node {
-    pub(crate) version: u32,
-    pub(crate) simds: u32,
-    pub(crate) simd_per_cu: u32,
-    pub(crate) device_id: u32,
-    pub(crate) wave: u32,
-    pub(crate) mem: u64,
-}
-
-pub(crate) fn write_machine(
-    root: &Path,
-    gpu: Option<Node>,
-    noretry: Option<&str>,
-    driver: Option<&str>,
-) {
-    let topo = root.join("sys/class/kfd/kfd/topology/nodes");
-    std::fs::create_dir_all(topo.join("0/mem_banks/0")).unwrap();
-    std::fs::write(
-        topo.join("0/properties"),
-        "cpu_cores_count 8\nsimd_count 0\nmem_banks_count 1\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\n",
-    )
-    .unwrap();
-    std::fs::write(
-        topo.join("0/mem_banks/0/properties"),
-        "heap_type 0\nsize_in_bytes 16106127360\n",
-    )
-    .unwrap();
-    if let Some(n) = gpu {
-        std::fs::create_dir_all(topo.join("1/mem_banks/0")).unwrap();
-        std::fs::write(
-            topo.join("1/properties"),
-            format!(
-                "cpu_cores_count 0\nsimd_count {}\nmem_banks_count 1\ngfx_target_version {}\nsimd_per_cu {}\nwave_front_size {}\nvendor_id 4098\ndevice_id {}\ndrm_render_minor 128\n",
-                n.simds, n.version, n.simd_per_cu, n.wave, n.device_id
-            ),
-        )
-        .unwrap();
-        std::fs::write(
-            topo.join("1/mem_banks/0/properties"),
-            format!("heap_type 1\nsize_in_bytes {}\nwidth 64\n", n.mem),
-        )
-        .unwrap();
-        std::fs::create_dir_all(root.join("dev")).unwrap();
-        std::fs::write(root.join("dev/kfd"), "").unwrap();
-        std::fs::write(root.join("dev/kmsg"), "6,1,100,-;Linux version 6.1.0\n").unwrap();
-    }
-    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
-    std::fs::write(root.join("proc/sys/kernel/osrelease"), "6.1.0-28-amd64\n").unwrap();
-    if let Some(nr) = noretry {
-        std::fs::create_dir_all(root.join("sys/module/amdgpu/parameters")).unwrap();
-        std::fs::write(
-            root.join("sys/module/amdgpu/parameters/noretry"),
-            format!("{nr}\n"),
-        )
-        .unwrap();
-    }
-    if let Some(v) = driver {
-        std::fs::create_dir_all(root.join("sys/module/amdgpu")).unwrap();
-        std::fs::write(root.join("sys/module/amdgpu/version"), format!("{v}\n")).unwrap();
-    }
-}
-
-pub(crate) fn machines(base: &Path) {
-    write_machine(
-        &base.join("m-gfx90c"),
-        Some(Node {
-            version: 90012,
-            simds: 32,
-            simd_per_cu: 4,
-            device_id: 0x1636,
-            wave: 64,
-            mem: 512 << 20,
-        }),
-        Some("1"),
-        None,
-    );
-    write_machine(
-        &base.join("m-gfx902"),
-        Some(Node {
-            version: 90002,
-            simds: 44,
-            simd_per_cu: 4,
-            device_id: 0x15dd,
-            wave: 64,
-            mem: 1 << 30,
-        }),
-        Some("0"),
-        Some("6.8.5"),
-    );
-    write_machine(
-        &base.join("m-gfx1151"),
-        Some(Node {
-            version: 110501,
-            simds: 80,
-            simd_per_cu: 2,
-            device_id: 0x1586,
-            wave: 32,
-            mem: 96 << 30,
-        }),
-        None,
-        None,
-    );
-    write_machine(&base.join("m-none"), None, None, None);
 }
 
 const MIXED: &str = "Mixed.pass1 pass

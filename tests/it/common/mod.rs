@@ -3,8 +3,12 @@
 #![allow(dead_code)]
 
 pub mod github;
+pub mod kfd;
 pub mod readme;
 pub mod schema;
+pub mod world;
+
+pub use world::World;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
