@@ -186,16 +186,16 @@ impl ContentKey {
 
 /// A sha256 digest of some bytes (a tarball, a source archive): 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Sha256(String);
+pub struct Sha256Digest(String);
 
 string_id!(
-    Sha256,
+    Sha256Digest,
     |s| lower_hex("sha256 digest", s, 64),
     "^[0-9a-f]{64}$",
     "A sha256 digest, 64 lowercase hex digits."
 );
 
-impl Sha256 {
+impl Sha256Digest {
     pub fn from_digest(digest: &[u8]) -> Self {
         Self(hex::encode(digest))
     }

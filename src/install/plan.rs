@@ -61,7 +61,7 @@ pub struct Step {
     pub missing: usize,
     /// Where the tarball comes from, without credentials.
     pub url: String,
-    pub sha256: crate::ids::Sha256,
+    pub sha256: crate::ids::Sha256Digest,
     /// The tarball's size and what it unpacks to, in bytes.
     pub size: u64,
     pub installed_size: u64,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::PackageError;
 use super::manifest::Dependency;
 use super::tarball::{Compression, read_manifest};
-use crate::ids::{ArtifactId, Sha256};
+use crate::ids::{ArtifactId, Sha256Digest};
 use crate::units::{now_unix, rfc3339};
 
 pub const INDEX_SCHEMA: &str = "rocforge.index/1";
@@ -37,7 +37,7 @@ pub struct Artifact {
     /// Relative to the index's URL (or absolute; installers refuse other hosts by default).
     pub url: String,
     pub size: u64,
-    pub sha256: Sha256,
+    pub sha256: Sha256Digest,
     /// Sum of the files' sizes once extracted.
     pub installed_size: u64,
     /// `tests` for a test-client artifact (`<name>-tests`); absent otherwise.
@@ -80,7 +80,7 @@ pub struct Artifact {
 pub struct Attachment {
     /// Relative like the artifact's `url`.
     pub url: String,
-    pub sha256: Sha256,
+    pub sha256: Sha256Digest,
     /// Its detached signature, relative like `url`.
     #[serde(default)]
     pub signature: Option<String>,
@@ -198,7 +198,7 @@ pub fn renew(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
     Ok(index)
 }
 
-fn sha256_file(p: &Path) -> Result<crate::ids::Sha256, PackageError> {
+fn sha256_file(p: &Path) -> Result<Sha256Digest, PackageError> {
     use sha2::{Digest, Sha256};
     let mut f = std::fs::File::open(p).map_err(|source| PackageError::Io {
         path: p.to_path_buf(),
@@ -213,7 +213,7 @@ fn sha256_file(p: &Path) -> Result<crate::ids::Sha256, PackageError> {
         path: p.to_path_buf(),
         source,
     })?;
-    Ok(crate::ids::Sha256::from_digest(&h.hasher.finalize()))
+    Ok(Sha256Digest::from_digest(&h.hasher.finalize()))
 }
 
 /// Writes `dir/index.json` and, with a key, `dir/index.json.minisig`. Returns the paths.

@@ -65,7 +65,7 @@ pub struct IndexEntry {
     #[serde(flatten)]
     pub id: crate::ids::ArtifactId,
     pub file: String,
-    pub sha256: crate::ids::Sha256,
+    pub sha256: crate::ids::Sha256Digest,
     /// Whether the tarball's .minisig is beside it.
     pub signed: bool,
 }
