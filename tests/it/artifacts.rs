@@ -20,12 +20,7 @@ struct Fx {
     w: World,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     /// Makes a signing key in keys/ and trusts its public half (trust.toml).

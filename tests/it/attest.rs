@@ -21,12 +21,7 @@ struct Fx {
     port: u16,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 const PATCH: &str = "--- a/greeting.txt\n+++ b/greeting.txt\n@@ -1 +1 @@\n-hello\n+hello, gfx90c\n";
 

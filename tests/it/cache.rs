@@ -16,12 +16,7 @@ struct Fx {
     w: World,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     /// Runs rocforge with the store `store` and the config `config` (files under the root).

@@ -19,12 +19,7 @@ struct Fx {
     flag: PathBuf,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     fn build(&self, config: &str, extra: &[&str]) -> Out {

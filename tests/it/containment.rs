@@ -19,12 +19,7 @@ struct Fx {
     w: World,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     /// An empty catalog and a trusted key pair: all an attacker with the key needs. The

@@ -100,12 +100,7 @@ struct Fx {
     recipe: String,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     fn run(&self, env: &[(&str, &str)], args: &[&str]) -> Out {

@@ -46,12 +46,7 @@ struct Fx {
     w: World,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     fn create(&self, base: &str, tag: &str, how: &[&str]) -> serde_json::Value {

@@ -21,12 +21,7 @@ struct Fx {
     _http: HttpServer,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     fn command(&self, args: &[&str]) -> std::process::Command {

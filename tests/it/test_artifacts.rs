@@ -50,12 +50,7 @@ struct Fx {
     w: World,
 }
 
-impl std::ops::Deref for Fx {
-    type Target = World;
-    fn deref(&self) -> &World {
-        &self.w
-    }
-}
+derefs_to_world!(Fx);
 
 impl Fx {
     /// A base line whose `tiny` builds its client, and a derived line that turns it off.

@@ -8,7 +8,7 @@ pub mod readme;
 pub mod schema;
 pub mod world;
 
-pub use world::World;
+pub(crate) use world::{World, derefs_to_world};
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -268,3 +268,17 @@ impl Builder {
         world
     }
 }
+
+/// Gives a file's fixture (a `World` in its field `w`, beside what is particular to the file)
+/// the World's paths and runners.
+macro_rules! derefs_to_world {
+    ($fx:ty) => {
+        impl std::ops::Deref for $fx {
+            type Target = $crate::common::World;
+            fn deref(&self) -> &Self::Target {
+                &self.w
+            }
+        }
+    };
+}
+pub(crate) use derefs_to_world;
