@@ -15,6 +15,30 @@ pub struct Container {
 }
 
 impl Container {
+    /// The image's ID and the value of its label `key`, from one `image inspect`: planning asks
+    /// both of the builder image, and each inspect starts the runtime anew.
+    pub fn image_id_and_label(&self, image: &str, key: &str) -> Option<(String, Option<String>)> {
+        let format = format!("{{{{.Id}}}}\t{{{{index .Config.Labels \"{key}\"}}}}");
+        let out = self
+            .cmd(&["image", "inspect", "--format", &format, image])
+            .run()
+            .ok()?;
+        let (id, label) = out.trim().split_once('\t').unwrap_or((out.trim(), ""));
+        if id.is_empty() {
+            return None;
+        }
+        let id = if id.starts_with("sha256:") {
+            id.to_string()
+        } else {
+            format!("sha256:{id}")
+        };
+        let label = label.trim();
+        Some((
+            id,
+            (!label.is_empty() && label != "<no value>").then(|| label.to_string()),
+        ))
+    }
+
     pub fn new(kind: Kind, args: RuntimeArgs) -> Self {
         Self { kind, args }
     }

@@ -304,10 +304,7 @@ pub fn local_image_id(
     if !on_path(rt.program()) {
         return None;
     }
-    Some(
-        rt.image_id(image)
-            .map(|id| (id, rt.image_label(image, label))),
-    )
+    Some(rt.image_id_and_label(image, label))
 }
 
 fn on_path(program: &str) -> bool {
