@@ -158,6 +158,27 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         },
         None => (plan, overlays),
     };
+    // The flavours the steps to build name, FROM the line's image made ready above.
+    if let Some(rt) = &runtime {
+        let mut done = std::collections::BTreeSet::new();
+        for step in plan.steps.iter().filter(|s| s.needs_build()) {
+            let recipe = session.catalog.get(&step.component);
+            let Some(flavour) = recipe.and_then(|r| r.build.image.as_ref()) else {
+                continue;
+            };
+            if done.insert(flavour.as_str()) {
+                crate::build::flavour::ensure(
+                    rt.as_ref(),
+                    &session.catalog,
+                    flavour.as_str(),
+                    &step.hash_input.image,
+                    &session.store,
+                    session.reporter.as_ref(),
+                )
+                .map_err(|e| super::image::image_error(session, e))?;
+            }
+        }
+    }
     let cache = req
         .cache
         .map(|url| open_cache(url, req.cache_key, config))

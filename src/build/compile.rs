@@ -103,7 +103,7 @@ impl Builder<'_> {
         jobs: usize,
     ) -> Result<RunSpec, StepError> {
         let (component, step, recipe) = (s.component, s.step, s.recipe);
-        let ccache = self.ccache_dir();
+        let ccache = self.ccache_dir(step);
         std::fs::create_dir_all(&ccache).map_err(s.io("ccache"))?;
         let mut mounts = vec![
             Mount {
@@ -148,7 +148,7 @@ impl Builder<'_> {
                 step.key.short(),
                 std::process::id()
             ),
-            image: self.image_for_run(),
+            image: self.image_for_run(step),
             mounts,
             env: driver::environment(
                 recipe,

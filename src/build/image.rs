@@ -9,7 +9,6 @@
 
 use std::path::{Path, PathBuf};
 
-use include_dir::{Dir, include_dir};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::{Catalog, CatalogRoot};
@@ -20,17 +19,7 @@ use crate::runtime::debootstrap::{self, BaseError, Made};
 use crate::runtime::{ContainerRuntime, Kind as RtKind, RuntimeError};
 use crate::store::{Store, StoreError};
 
-static EMBEDDED_CONTAINERS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/containers");
-
-/// A release line's Containerfile: on disk, or the one built in.
-#[derive(Debug, Clone)]
-pub struct Containerfile {
-    /// The path a user sees (`<built-in>/containers/…` for the embedded one).
-    pub shown: String,
-    pub text: String,
-    /// The file on disk; None for the embedded one (written out to build it).
-    pub path: Option<PathBuf>,
-}
+pub use crate::catalog::containers::Containerfile;
 
 /// Which of a release line's images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,41 +74,12 @@ pub fn containerfile(catalog: &Catalog) -> Option<Containerfile> {
 /// The catalog's Containerfile of `kind` for its release line, found as [`containerfile`] finds
 /// the builder's.
 pub fn containerfile_of(catalog: &Catalog, kind: Kind) -> Option<Containerfile> {
-    let file = kind.file_name(&catalog.release.name);
-    let rel = format!("containers/{file}");
-    let embedded = |_: &str| embedded_file(&file);
-    match &catalog.root {
-        CatalogRoot::Embedded => embedded(&catalog.release.name),
-        // A catalog directory without its own file (a copy of recipes/ alone) builds the
-        // shipped one of the same line.
-        CatalogRoot::Dir(_) => catalog
-            .root
-            .base_dir()
-            .map(|base| base.join(&rel))
-            .and_then(|path| {
-                let text = std::fs::read_to_string(&path).ok()?;
-                Some(Containerfile {
-                    shown: path.display().to_string(),
-                    text,
-                    path: Some(path),
-                })
-            })
-            .or_else(|| embedded(&catalog.release.name)),
-    }
+    crate::catalog::containers::find(&catalog.root, &kind.file_name(&catalog.release.name))
 }
 
 /// The Containerfile of `release` built into this binary.
 pub fn embedded(release: &str) -> Option<Containerfile> {
-    embedded_file(&format!("Containerfile.{release}"))
-}
-
-fn embedded_file(name: &str) -> Option<Containerfile> {
-    let text = EMBEDDED_CONTAINERS.get_file(name)?.contents_utf8()?;
-    Some(Containerfile {
-        shown: format!("<built-in>/containers/{name}"),
-        text: text.to_string(),
-        path: None,
-    })
+    crate::catalog::containers::embedded(&format!("Containerfile.{release}"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -382,7 +342,8 @@ pub fn ensure(
                 && let Some(file) = containerfile(catalog)
             {
                 let log = log_path(store, &catalog.release.name)?;
-                record(rt, catalog, &file, id, Some(inputs.clone()), store, &log)?;
+                let line = Named::line(catalog);
+                record(rt, &line, &file, id, Some(inputs.clone()), store, &log)?;
                 return Ok(Ready::Present);
             }
         }
@@ -439,12 +400,7 @@ pub fn inputs_digest(catalog: &Catalog) -> Option<String> {
     if base.is_none() && !from.contains("@sha256:") {
         return None;
     }
-    let copies = logical_lines(&file.text).any(|l| {
-        l.split_whitespace()
-            .next()
-            .is_some_and(|w| w.eq_ignore_ascii_case("COPY") || w.eq_ignore_ascii_case("ADD"))
-    });
-    if copies {
+    if copies_in(&file.text) {
         return None;
     }
     #[derive(serde::Serialize)]
@@ -461,6 +417,15 @@ pub fn inputs_digest(catalog: &Catalog) -> Option<String> {
     };
     let bytes = serde_json::to_vec(&inputs).expect("plain data");
     Some(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+}
+
+/// Whether a Containerfile copies files in (COPY, ADD), which its bytes do not hold.
+pub(super) fn copies_in(text: &str) -> bool {
+    logical_lines(text).any(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("COPY") || w.eq_ignore_ascii_case("ADD"))
+    })
 }
 
 /// A Containerfile's instructions, continuation lines joined and comment lines dropped.
@@ -649,31 +614,23 @@ pub fn build(
     let inputs = inputs_digest(catalog)
         .filter(|_| containerfile(catalog).is_some_and(|own| own.text == file.text));
     let label = inputs.as_ref().map(|i| (INPUTS_LABEL, i.as_str()));
-    let id = build_as(
-        rt,
-        catalog,
-        Kind::Builder,
-        file,
-        label,
-        store,
-        log,
-        reporter,
-    )?;
-    record(rt, catalog, file, id, inputs, store, log)
+    let line = Named::line(catalog);
+    let id = build_as(rt, catalog, &line, file, label, store, log, reporter)?;
+    record(rt, &line, file, id, inputs, store, log)
 }
 
 /// Records the builder image `id` made from `file` in the store, once its apt pins are met:
 /// what keys naming its inputs rely on.
-fn record(
+pub(super) fn record(
     rt: &dyn ContainerRuntime,
-    catalog: &Catalog,
+    named: &Named,
     file: &Containerfile,
     id: String,
     inputs: Option<String>,
     store: &Store,
     log: &Path,
 ) -> Result<LocalImage, ImageError> {
-    let image = &catalog.release.image;
+    let image = &named.image;
     let scratch = store.root().join(".tmp");
     let pins = apt_pins(&file.text);
     // The list backs keys that name the inputs and not the image: it is read (and the pins
@@ -698,7 +655,7 @@ fn record(
         inputs,
         packages,
     };
-    store.record_local_image(&catalog.release.name, &local)?;
+    store.record_local_image(&named.record, &local)?;
     Ok(local)
 }
 
@@ -746,14 +703,50 @@ pub fn build_kind(
     if kind == Kind::Devel {
         ensure_kind(rt, catalog, Kind::Runtime, store, reporter)?;
     }
-    build_as(rt, catalog, kind, file, None, store, log, reporter)
+    build_as(
+        rt,
+        catalog,
+        &Named::of_kind(catalog, kind),
+        file,
+        None,
+        store,
+        log,
+        reporter,
+    )
+}
+
+/// An image `build_as` makes, and under which names: the image, its Containerfile when written
+/// out, its record in the store, how messages call it, and whether it builds FROM the line's
+/// debootstrap base (the line's own images do; devel and flavours build FROM another of them).
+pub(super) struct Named {
+    pub image: String,
+    pub file_name: String,
+    pub record: String,
+    pub kind: &'static str,
+    pub from_base: bool,
+}
+
+impl Named {
+    pub fn line(catalog: &Catalog) -> Named {
+        Named::of_kind(catalog, Kind::Builder)
+    }
+
+    fn of_kind(catalog: &Catalog, kind: Kind) -> Named {
+        Named {
+            image: kind.image(catalog),
+            file_name: kind.file_name(&catalog.release.name),
+            record: catalog.release.name.clone(),
+            kind: kind.name(),
+            from_base: kind != Kind::Devel,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build_as(
+pub(super) fn build_as(
     rt: &dyn ContainerRuntime,
     catalog: &Catalog,
-    kind: Kind,
+    named: &Named,
     file: &Containerfile,
     label: Option<(&str, &str)>,
     store: &Store,
@@ -763,7 +756,7 @@ fn build_as(
     if rt.kind() == RtKind::Host {
         return Err(ImageError::Host);
     }
-    let image = &kind.image(catalog);
+    let image = &named.image;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ImageError::Io { path, source }
@@ -779,7 +772,7 @@ fn build_as(
         (Some(p), None) => p.clone(),
         _ => {
             written = tempfile::tempdir_in(&scratch).map_err(io(&scratch))?;
-            let p = written.path().join(kind.file_name(&catalog.release.name));
+            let p = written.path().join(&named.file_name);
             let mut text = file.text.clone();
             if let Some((key, value)) = label {
                 text.push_str(&format!("\nLABEL {key}=\"{value}\"\n"));
@@ -790,7 +783,7 @@ fn build_as(
     };
     reporter.note(&format!(
         "building the {} image {image} from {} (log: {})",
-        kind.name(),
+        named.kind,
         file.shown,
         log.display()
     ));
@@ -799,7 +792,7 @@ fn build_as(
         .release
         .image_base
         .as_ref()
-        .filter(|_| kind != Kind::Devel)
+        .filter(|_| named.from_base)
     {
         debootstrap::check_from(&path, base)?;
         if rt.image_id(&base.name).is_none() {
@@ -823,14 +816,14 @@ fn build_as(
         let gone = crate::image::apt_versions_gone(&text);
         return Err(if gone.is_empty() {
             ImageError::Build {
-                kind: kind.name(),
+                kind: named.kind,
                 image: image.clone(),
                 containerfile: file.shown.clone(),
                 log: log.to_path_buf(),
             }
         } else {
             ImageError::Gone {
-                kind: kind.name(),
+                kind: named.kind,
                 image: image.clone(),
                 containerfile: file.shown.clone(),
                 gone,

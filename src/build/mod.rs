@@ -3,6 +3,7 @@
 
 mod compile;
 pub mod driver;
+pub mod flavour;
 pub mod follow;
 mod gate;
 pub mod image;
@@ -193,9 +194,10 @@ fn now() -> u64 {
 }
 
 impl Builder<'_> {
-    /// The image as the runtime must be told: pinned by digest or local ID when known.
-    pub fn image_for_run(&self) -> String {
-        let image = &self.plan.image;
+    /// The image `step` builds in, as the runtime must be told: pinned by digest or local ID
+    /// when known. The line's builder image, or the flavour of it the recipe names.
+    pub fn image_for_run(&self, step: &Step) -> String {
+        let image = &step.hash_input.image;
         match (&image.digest, image.local) {
             (Some(id), true) => id.clone(),
             (Some(id), false) if image.runtime_id => id.clone(),
@@ -431,7 +433,7 @@ impl Builder<'_> {
             component: component.into(),
             steps_done: resume::ninja_steps(&scratch.build()),
             ccache: scratch.began().map(|since| crate::cache::CompilerCache {
-                dir: self.ccache_dir(),
+                dir: self.ccache_dir(step),
                 since,
                 max_bytes: crate::cache::CompilerCache::DEFAULT_MAX_BYTES,
             }),
@@ -478,7 +480,7 @@ impl Builder<'_> {
         crate::fsutil::remove_tree(&work.root)?;
         std::fs::create_dir_all(&work.root)?;
         let began = SystemTime::now();
-        let ccache = self.ccache_dir();
+        let ccache = self.ccache_dir(step);
         match cache.pull_checkpoint(&step.key, component, &work.build(), Some(&ccache)) {
             Ok(None) => crate::fsutil::remove_tree(&work.root)?,
             Ok(Some(pulled)) => {
@@ -515,11 +517,11 @@ impl Builder<'_> {
 }
 
 impl Builder<'_> {
-    /// The compiler cache of the builds made with this run's builder image.
-    fn ccache_dir(&self) -> PathBuf {
+    /// The compiler cache of the builds made with `step`'s builder image.
+    fn ccache_dir(&self, step: &Step) -> PathBuf {
         self.sources.cache.root().join("ccache").join(
             &hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
-                self.image_for_run().as_bytes(),
+                self.image_for_run(step).as_bytes(),
             ))[..16],
         )
     }

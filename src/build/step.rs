@@ -186,7 +186,7 @@ impl Builder<'_> {
             targets: self.plan.targets.clone(),
             runtime: self.runtime.kind().to_string(),
             reproducible: self.runtime.kind() != Kind::Host,
-            image: Some(self.plan.image.clone()),
+            image: Some(step.hash_input.image.clone()),
             started,
             duration_secs: seconds,
             source_commit: prepared.commit.clone(),

@@ -184,3 +184,55 @@ pub(super) fn check_patches(
     }
     digests
 }
+
+/// Every builder image flavour a recipe names has its Containerfile, built FROM the line's
+/// builder image: what the flavour adds is all that differs from the image the others build in.
+pub(super) fn check_flavours(
+    root: &CatalogRoot,
+    release: &Release,
+    recipes: &BTreeMap<String, Recipe>,
+    d: &mut Diagnostics,
+) {
+    use super::containers::{find, flavour_file_name, from_of};
+    for r in recipes.values() {
+        let Some(f) = &r.build.image else { continue };
+        let file = flavour_file_name(&release.name, f.as_str());
+        let Some(found) = find(root, &file) else {
+            d.push(
+                Diagnostic::new(format!(
+                    "{}: no containers/{file} for the builder image flavour \"{}\"",
+                    r.name.value,
+                    f.as_str()
+                ))
+                .at(&f.file, f.name.span.clone(), "flavour named here")
+                .hint(format!(
+                    "write containers/{file} beside the recipes, FROM {}, adding what this build needs",
+                    release.image
+                )),
+            );
+            continue;
+        };
+        let from = from_of(&found.text);
+        // Relative, as the recipes are shown: where the catalog lies is the user's to know.
+        let shown = match found.path {
+            Some(_) => format!("containers/{file}"),
+            None => found.shown.clone(),
+        };
+        if from.as_deref() != Some(release.image.as_str()) {
+            d.push(
+                Diagnostic::new(format!(
+                    "{}: {} builds FROM {}, not the line's builder image {}",
+                    r.name.value,
+                    shown,
+                    from.as_deref().unwrap_or("nothing"),
+                    release.image
+                ))
+                .at(&f.file, f.name.span.clone(), "flavour named here")
+                .hint(format!(
+                    "a flavour is the line's image plus what it adds: start it with FROM {}",
+                    release.image
+                )),
+            );
+        }
+    }
+}

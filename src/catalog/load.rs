@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::checks::{check_built, check_bundles, check_dependencies, check_patches};
+use super::checks::{
+    check_built, check_bundles, check_dependencies, check_flavours, check_patches,
+};
 use super::cycles::{needs, report_cycles};
 use super::{Catalog, CatalogError, CatalogRoot};
 use crate::arch::ArchTable;
@@ -73,6 +75,9 @@ pub(super) fn load_line(
         check_built(rel, &recipes, &failed, d);
     }
     let patch_digests = check_patches(&root, name, &recipes, d);
+    if let Some(rel) = &release {
+        check_flavours(&root, rel, &recipes, d);
+    }
     let Some(release) = release else {
         return Ok(None);
     };

@@ -7,6 +7,7 @@
 
 pub mod checked;
 pub mod config;
+pub mod containers;
 pub mod listing;
 pub mod lock;
 pub mod logic;

@@ -98,6 +98,10 @@ pub struct Step {
     /// the store has no build of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_secs: Option<f64>,
+    /// The flavour of the builder image the step builds in (`[build] image`), as keys see it.
+    /// Absent for a step built in the plan's `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageRef>,
     #[serde(skip)]
     pub hash_input: HashInput,
 }
@@ -217,6 +221,11 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
         // Hashed once, before either key: a large tree is walked once per plan.
         let source_tree = path_source_digest(catalog, name, r)?;
+        // A flavour of the builder image keys the components built in it, and them alone.
+        let step_image = match &r.build.image {
+            Some(f) => crate::build::flavour::image_ref(catalog, f.as_str(), &image),
+            None => image.clone(),
+        };
         let input_for = |targets: &[TargetId], dep_key: &dyn Fn(&str) -> String| HashInput {
             schema: HASH_INPUT_SCHEMA,
             driver: BUILD_DRIVER_SCHEMA,
@@ -224,7 +233,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 name: catalog.release.name.clone(),
                 prefix: catalog.release.prefix.clone(),
             },
-            image: image.clone(),
+            image: step_image.clone(),
             runtime: req.runtime,
             component: component_input(
                 catalog,
@@ -274,6 +283,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 .flatten()
                 .map(|m| scaled(m, r.build.device_code, req.targets.len())),
             status,
+            image: r.build.image.is_some().then(|| step_image.clone()),
             gpu_flags: gpu_flags(r, &req.targets),
             resources: r.resources,
             hash_input: input,

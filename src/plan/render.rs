@@ -155,6 +155,28 @@ pub fn text(plan: &Plan) -> String {
             (None, None) => " (digest not pinned)".into(),
         }
     );
+    // Flavours of it, each with the components built in it.
+    let mut flavours: std::collections::BTreeMap<&str, (&super::key::ImageRef, Vec<&str>)> =
+        Default::default();
+    for s in &plan.steps {
+        let Some(image) = &s.image else { continue };
+        flavours
+            .entry(image.reference.as_str())
+            .or_insert((image, Vec::new()))
+            .1
+            .push(s.component.as_str());
+    }
+    for (reference, (image, components)) in flavours {
+        let _ = writeln!(
+            out,
+            "  and {reference}{} for {}",
+            match &image.built_from {
+                Some(inputs) => format!(" built from {inputs} (its Containerfile and the above)"),
+                None => " (not pinned: the builder image above is not)".into(),
+            },
+            components.join(", ")
+        );
+    }
     if !plan.sources_locked {
         let _ = writeln!(out, "Sources are named by tag, not yet pinned to commits.");
     }

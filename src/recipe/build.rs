@@ -47,6 +47,24 @@ pub struct Build {
     /// package): no GPU variable, no coverage gate, and a content key the target set does not
     /// change, so one build serves every target set.
     pub device_code: bool,
+    /// A flavour of the line's builder image this component builds in (`[build] image`): the
+    /// line's image plus what `containers/Containerfile.builder-<flavour>-<line>` adds, so what
+    /// one component needs (PyTorch's Python) changes no other component's key.
+    #[serde(skip)]
+    pub image: Option<Flavour>,
+}
+
+/// `[build] image`: a flavour name and the file that set it (a line's override or the recipe).
+#[derive(Debug, Clone)]
+pub struct Flavour {
+    pub name: Sp<String>,
+    pub file: Arc<SourceFile>,
+}
+
+impl Flavour {
+    pub fn as_str(&self) -> &str {
+        &self.name.value
+    }
 }
 
 /// The keys of a `[build]` table as written, before they are checked against each other.
@@ -61,6 +79,7 @@ struct Keys {
     post_install: Option<Sp<String>>,
     env: BTreeMap<String, Sp<String>>,
     arch_args: BTreeMap<String, Vec<String>>,
+    image: Option<Flavour>,
 }
 
 impl Keys {
@@ -76,6 +95,7 @@ impl Keys {
             post_install: t.opt_str("post-install", d),
             env: t.opt_str_map("env", d).unwrap_or_default(),
             arch_args: read_arch_args(t, arches, d),
+            image: read_flavour(t, d),
         }
     }
 }
@@ -113,7 +133,28 @@ pub(super) fn read_build(
         arch_args: keys.arch_args,
         env: keys.env.into_iter().map(|(k, v)| (k, v.value)).collect(),
         device_code: !host_only,
+        image: keys.image,
     })
+}
+
+/// `image = "<flavour>"`: a name that becomes part of an image tag and a file name.
+pub(super) fn read_flavour(t: &mut TableReader<'_, '_>, d: &mut Diagnostics) -> Option<Flavour> {
+    let file = t.file().clone();
+    let v = t.opt_str("image", d)?;
+    let ok = !v.is_empty()
+        && v.len() <= 32
+        && v.starts_with(|c: char| c.is_ascii_lowercase())
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !ok {
+        d.push(
+            Diagnostic::new(format!("\"{}\" is not an image flavour name", v.value))
+                .at(&file, v.span.clone(), "expected a short lowercase name")
+                .hint("name a flavour of the line's builder image, e.g. image = \"python\": lowercase letters, digits and -, at most 32"),
+        );
+        return None;
+    }
+    Some(Flavour { name: v, file })
 }
 
 /// `[build.arch-args]`: extra arguments per processor.

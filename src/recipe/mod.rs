@@ -27,7 +27,7 @@ use crate::arch::ArchTable;
 use crate::diag::reader::{self, Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 
-pub use build::{Build, BuildSystem};
+pub use build::{Build, BuildSystem, Flavour};
 pub use checks::is_inner_path;
 pub use depends::BUILD_DEPENDS;
 pub use derive::{Derive, placeholders};

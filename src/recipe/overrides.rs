@@ -44,6 +44,8 @@ pub struct Override {
     /// `device-code = false`: what this line builds of the component has no device code
     /// (a header-only library whose test client, the only GPU code, is built apart).
     pub device_code: Option<Sp<bool>>,
+    /// `[build] image`: the builder image flavour this line builds the component in.
+    pub image: Option<super::build::Flavour>,
     pub inputs: Option<Vec<ExtraInput>>,
     /// `tests = false`: the library's build leaves its test client out (hours of compiling);
     /// `<name>-tests` builds it when asked for.
@@ -139,6 +141,7 @@ pub fn parse_override(
         post_install: build.post_install,
         script: build.script,
         device_code: build.device_code,
+        image: build.image,
         inputs,
         tests,
         resources,
@@ -180,6 +183,7 @@ struct BuildOverride {
     post_install: Option<String>,
     script: Option<Sp<String>>,
     device_code: Option<Sp<bool>>,
+    image: Option<super::build::Flavour>,
 }
 
 fn read_build_override(mut b: TableReader<'_, '_>, d: &mut Diagnostics) -> BuildOverride {
@@ -210,6 +214,7 @@ fn read_build_override(mut b: TableReader<'_, '_>, d: &mut Diagnostics) -> Build
         post_install: b.opt_str("post-install", d).map(|p| p.value),
         script: b.opt_str("script", d),
         device_code: b.opt_bool("device-code", d),
+        image: super::build::read_flavour(&mut b, d),
     };
     b.finish(d);
     build
@@ -398,6 +403,9 @@ impl Recipe {
         }
         if let (BuildSystem::Script { script }, Some(ours)) = (&mut self.build.system, &o.script) {
             *script = ours.value.clone();
+        }
+        if o.image.is_some() {
+            self.build.image = o.image.clone();
         }
     }
 }

@@ -94,16 +94,7 @@ pub fn host_mirror() -> String {
     "http://deb.debian.org/debian".into()
 }
 
-/// The image a Containerfile builds FROM (its first FROM line).
-pub fn from_of(containerfile: &str) -> Option<String> {
-    containerfile.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        (w.next()?.eq_ignore_ascii_case("FROM"))
-            .then(|| w.find(|x| !x.starts_with("--")))
-            .flatten()
-            .map(str::to_string)
-    })
-}
+pub use crate::catalog::containers::from_of;
 
 /// Checks that `containerfile` builds FROM `base.name`.
 pub fn check_from(containerfile: &Path, base: &ImageBase) -> Result<(), BaseError> {

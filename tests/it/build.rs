@@ -2614,3 +2614,209 @@ fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
     );
     assert_eq!(made, (true, true), "{text}");
 }
+
+/// A recipe that names a flavour of the builder image (`[build] image`) builds in the image its
+/// `Containerfile.builder-<flavour>-<line>` makes FROM the line's image, and only its key
+/// depends on that file: the other components keep theirs. A flavour without its Containerfile,
+/// or one FROM another image, is refused at load, naming the recipe's line and the file.
+#[test]
+fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    let conf = containers_conf();
+    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
+    let flavoured = format!("{IMAGE}-extra");
+    let podman = |args: &[&str]| {
+        Command::new("podman")
+            .env("CONTAINERS_CONF", &conf)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let _ = podman(&["rmi", &flavoured]);
+    let plan = || -> serde_json::Value {
+        let o = rocforge_env(
+            f.path(),
+            &env,
+            &[
+                "--recipes",
+                "recipes",
+                "plan",
+                "--arch",
+                "gfx90c",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let key_of = |plan: &serde_json::Value, c: &str| -> String {
+        plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["component"] == c)
+            .map(|s| s["key"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let before = plan();
+    let recipe = f.path().join("recipes/test-1.0/flavoured.toml");
+    std::fs::write(
+        &recipe,
+        "name = \"flavoured\"\nversion = \"1.0\"\nsummary = \"built in a flavour\"\nlicense = \"MIT\"\n\n[source]\npath = \"flavoured-src\"\n\n[build]\nsystem = \"script\"\ndevice-code = false\nimage = \"extra\"\nscript = '''\nmkdir -p \"$DESTDIR$PREFIX/share/flavoured\"\ncp /etc/rocforge-flavour \"$DESTDIR$PREFIX/share/flavoured/which\"\n'''\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(f.path().join("recipes/test-1.0/flavoured-src")).unwrap();
+    std::fs::write(
+        f.path().join("recipes/test-1.0/flavoured-src/README"),
+        "x\n",
+    )
+    .unwrap();
+
+    // Named, but no Containerfile yet.
+    let o = rocforge_env(
+        f.path(),
+        &env,
+        &["--recipes", "recipes", "plan", "flavoured"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("no containers/Containerfile.builder-extra-test-1.0")
+            && o.stderr.contains("flavoured.toml:12"),
+        "{}",
+        o.stderr
+    );
+    let containerfile = f
+        .path()
+        .join("containers/Containerfile.builder-extra-test-1.0");
+    std::fs::create_dir_all(containerfile.parent().unwrap()).unwrap();
+    std::fs::write(&containerfile, "FROM localhost/other:1\n").unwrap();
+    let o = rocforge_env(
+        f.path(),
+        &env,
+        &["--recipes", "recipes", "plan", "flavoured"],
+    );
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("builds FROM localhost/other:1, not the line's builder image"),
+        "{}",
+        o.stderr
+    );
+
+    std::fs::write(
+        &containerfile,
+        format!("FROM {IMAGE}\nRUN echo extra > /etc/rocforge-flavour\n"),
+    )
+    .unwrap();
+    let with = plan();
+    for c in ["hipcore", "hipapp", "hipextra"] {
+        assert_eq!(
+            key_of(&with, c),
+            key_of(&before, c),
+            "{c}: a flavour keyed it"
+        );
+    }
+    let step = with["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component"] == "flavoured")
+        .unwrap()
+        .clone();
+    assert_eq!(step["image"]["reference"], flavoured.as_str());
+    let inputs = step["image"]["built_from"]
+        .as_str()
+        .expect("keyed by its inputs")
+        .to_string();
+    let shown = rocforge_env(
+        f.path(),
+        &env,
+        &["--recipes", "recipes", "plan", "flavoured"],
+    );
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("and {flavoured} built from {inputs}"))
+            && shown.stdout.contains("for flavoured"),
+        "{}",
+        shown.stdout
+    );
+
+    let built = rocforge_env(
+        f.path(),
+        &env,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "flavoured",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    assert!(
+        built
+            .stderr
+            .contains(&format!("building the builder image {flavoured}")),
+        "{}",
+        built.stderr
+    );
+    let key = key_of(&with, "flavoured");
+    let which = f
+        .path()
+        .join("store")
+        .join(&key)
+        .join("tree/share/flavoured/which");
+    assert_eq!(std::fs::read_to_string(&which).unwrap(), "extra\n");
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(f.path().join("store/.images/test-1.0+extra.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["inputs"], inputs.as_str(), "{record}");
+    assert_eq!(record["reference"], flavoured.as_str(), "{record}");
+    let label = podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{index .Labels \"org.rocforge.image-inputs\"}}",
+        &flavoured,
+    ]);
+    assert_eq!(String::from_utf8_lossy(&label.stdout).trim(), inputs);
+
+    // A second build finds it made; one byte of its file changes the flavoured key alone.
+    let again = rocforge_env(
+        f.path(),
+        &env,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "flavoured",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        !again.stderr.contains("building the builder image"),
+        "{}",
+        again.stderr
+    );
+    std::fs::write(
+        &containerfile,
+        format!("FROM {IMAGE}\nRUN echo extra > /etc/rocforge-flavour\n\n"),
+    )
+    .unwrap();
+    let changed = plan();
+    assert_ne!(key_of(&changed, "flavoured"), key);
+    for c in ["hipcore", "hipapp", "hipextra"] {
+        assert_eq!(key_of(&changed, c), key_of(&before, c), "{c}");
+    }
+    let _ = podman(&["rmi", &flavoured]);
+}
