@@ -43,6 +43,15 @@ pub struct Request<'a> {
     pub cache_key: Option<&'a Path>,
     /// `--time-limit`: stop the build (as Ctrl-C does) once it has run this long.
     pub time_limit: Option<std::time::Duration>,
+    /// `--drain`: how long before the limit the build stops starting compiles, so those under
+    /// way finish into the checkpoint. None: [`default_drain`].
+    pub drain: Option<std::time::Duration>,
+}
+
+/// A tenth of the time limit, at most 30 minutes: room for the longest compiles of the line
+/// (single rocSPARSE and PyTorch units take minutes on 2 cores) without idling much of a job.
+pub fn default_drain(limit: std::time::Duration) -> std::time::Duration {
+    (limit / 10).min(std::time::Duration::from_secs(30 * 60))
 }
 
 /// The plan of a build, before anything runs: what `--dry-run` shows.
@@ -74,6 +83,8 @@ pub struct Build {
     /// Keys whose old entries `--rebuild` set aside: settled when the run ends.
     aside: Vec<String>,
     time_limit: Option<std::time::Duration>,
+    drain_for: std::time::Duration,
+    drain: Arc<crate::build::drain::Drain>,
 }
 
 /// Stops a running build from a signal handler.
@@ -212,6 +223,12 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
         running: Arc::default(),
         aside,
         time_limit: req.time_limit,
+        drain_for: match (req.time_limit, req.drain) {
+            (Some(limit), Some(d)) => d.min(limit),
+            (Some(limit), None) => default_drain(limit),
+            (None, _) => std::time::Duration::ZERO,
+        },
+        drain: Arc::default(),
     })
 }
 
@@ -284,11 +301,25 @@ impl Build {
         let outcome = std::thread::scope(|s| {
             if let (Some(limit), Some(interrupt)) = (self.time_limit, self.interrupt()) {
                 let timed_out = &timed_out;
+                let (drain, drain_for) = (&self.drain, self.drain_for);
+                let reporter = session.reporter.as_ref();
                 s.spawn(move || {
+                    use std::sync::mpsc::RecvTimeoutError::Timeout;
                     // Woken early when the run ends (the sender is dropped).
-                    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                        finished.recv_timeout(limit)
-                    {
+                    if !drain_for.is_zero() {
+                        if finished.recv_timeout(limit - drain_for) != Err(Timeout) {
+                            return;
+                        }
+                        timed_out.store(true, Ordering::SeqCst);
+                        interrupt.stop.store(true, Ordering::SeqCst);
+                        let n = drain.begin();
+                        reporter.note(&format!(
+                            "time limit in {}: no component or compile starts now; the {n} build(s) under way finish the compiles they run, then stop",
+                            crate::units::format_duration(drain_for.as_secs())
+                        ));
+                    }
+                    let last = if drain_for.is_zero() { limit } else { drain_for };
+                    if finished.recv_timeout(last) == Err(Timeout) {
                         timed_out.store(true, Ordering::SeqCst);
                         interrupt.interrupt();
                     }
@@ -358,6 +389,7 @@ impl Build {
                 reporter: session.reporter.as_ref(),
                 options: self.options.clone(),
                 stop: &self.stop,
+                drain: &self.drain,
                 running: &self.running,
                 cache: self
                     .cache
@@ -372,9 +404,11 @@ impl Build {
             .filter_map(|c| plan.step(c))
             .map(|s| store.tree(&s.key))
             .collect();
+        // A drain that let every build under way finish stopped nothing.
+        let stopped = self.stop.load(Ordering::SeqCst) && !report.ok();
         Ok(Outcome {
             report,
-            stopped: self.stop.load(Ordering::SeqCst),
+            stopped,
             timed_out: false,
             trees,
         })

@@ -30,7 +30,13 @@ impl Builder<'_> {
         let deps = scratch.join("deps");
         self.link_dependencies(s, prepared, &deps, &prefix)?;
         let spec = self.run_spec(s, prepared, &scratch, &deps, &prefix, jobs)?;
-        self.run_container(s, &spec, progress)?;
+        let entered = self
+            .drain
+            .enter(&work.build())
+            .map_err(s.io("build directory"))?;
+        let ran = self.run_container(s, &spec, progress);
+        drop(entered);
+        ran?;
         crate::fault::point("build");
         self.take_output(s, staging, &work, prefix)
     }
@@ -223,7 +229,8 @@ impl Builder<'_> {
             .expect("not poisoned")
             .retain(|n| n != &spec.name);
         let exit = exit?;
-        if self.stop.load(Ordering::SeqCst) {
+        // A build that finished while the run drained is done: only one that did not is stopped.
+        if self.stop.load(Ordering::SeqCst) && !(self.drain.is_on() && exit.success()) {
             return Err(s.stopped());
         }
         if exit.success() {

@@ -87,10 +87,19 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                 .as_deref()
                 .map(|p| format!("echo '==> post-install'\n{p}\n"))
                 .unwrap_or_default();
+            // The drain's gate goes before ccache (build::drain); a build directory configured
+            // without it keeps its launcher, as a new one would make ninja redo every compile.
+            let gate = format!("$BUILD/{}", super::drain::GATE);
+            let gate_text = shell_quote(&super::drain::gate_script());
             Some(format!(
                 "set -eu\n\
+                 printf '%s' {gate_text} > \"{gate}\"\n\
+                 chmod 0755 \"{gate}\"\n\
+                 launch=\"\"\n\
+                 if command -v ccache >/dev/null 2>&1; then launch=ccache; fi\n\
+                 if [ ! -f \"$BUILD/CMakeCache.txt\" ] || grep -q '{gate_name}' \"$BUILD/CMakeCache.txt\"; then launch=\"{gate}${{launch:+;$launch}}\"; fi\n\
                  launcher=\"\"\n\
-                 if command -v ccache >/dev/null 2>&1; then launcher=\"-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache\"; fi\n\
+                 if [ -n \"$launch\" ]; then launcher=\"-DCMAKE_C_COMPILER_LAUNCHER=$launch -DCMAKE_CXX_COMPILER_LAUNCHER=$launch -DCMAKE_HIP_COMPILER_LAUNCHER=$launch\"; fi\n\
                  generator=\"\"\n\
                  if command -v ninja >/dev/null 2>&1; then generator=\"-G Ninja\"; fi\n\
                  {pre}\
@@ -100,7 +109,8 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                  cmake --build \"$BUILD\" --parallel {jobs}\n\
                  echo '==> install'\n\
                  cmake --install \"$BUILD\"\n\
-                 {post}"
+                 {post}",
+                gate_name = super::drain::GATE,
             ))
         }
         BuildSystem::Script { script } => {

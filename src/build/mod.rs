@@ -2,6 +2,7 @@
 //! parallel, in the chosen runtime, committed to the store.
 
 mod compile;
+pub mod drain;
 pub mod driver;
 pub mod flavour;
 pub mod follow;
@@ -181,6 +182,8 @@ pub struct Builder<'a> {
     pub options: BuildOptions,
     /// Set by Ctrl-C: no new component starts, running containers are stopped.
     pub stop: &'a AtomicBool,
+    /// A time limit's last stretch (with `stop` set): builds under way finish their compiles.
+    pub drain: &'a drain::Drain,
     /// Names of running containers, for Ctrl-C.
     pub running: &'a Mutex<Vec<String>>,
     /// A shared build cache: hits are pulled instead of built, new entries pushed.

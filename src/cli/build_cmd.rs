@@ -57,6 +57,11 @@ pub struct BuildArgs {
     /// command continues on another machine
     #[arg(long, value_name = "DURATION", value_parser = parse_time_limit)]
     time_limit: Option<std::time::Duration>,
+    /// With --time-limit: this long before the limit, start no component and no compile, and
+    /// let the compiles under way finish into the checkpoint, so the next machine does not
+    /// redo them [default: a tenth of the limit, at most 30m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time_limit, requires = "time_limit")]
+    drain: Option<std::time::Duration>,
 }
 
 /// The exit code of a build stopped by --time-limit: run the same command again to continue.
@@ -92,6 +97,7 @@ pub fn build(g: &Global, a: &BuildArgs) -> Result<ExitCode> {
         cache: a.cache.as_deref(),
         cache_key: a.cache_key.as_deref(),
         time_limit: a.time_limit,
+        drain: a.drain,
     };
     let planned = build::plan(&session, &req)?;
     if a.dry_run {

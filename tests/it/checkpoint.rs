@@ -313,3 +313,103 @@ fn a_time_limit_that_is_not_a_duration_is_refused_with_the_form_it_takes() {
         );
     }
 }
+
+/// `--drain`: before the time limit no compile starts, and the one under way finishes into the
+/// build directory, so the run that continues it compiles only what was never started. The
+/// first of two C compiles waits until the drain has begun (its marker is in the build
+/// directory), then finishes; the second is refused by the gate, and the build stops, exit 75,
+/// long before its limit. The next run compiles the second source alone.
+#[test]
+fn a_draining_build_finishes_its_compile_under_way_and_starts_no_other() {
+    if !require(
+        "cmake, ninja and cc",
+        which("cmake") && which("ninja") && which("cc"),
+    ) {
+        return;
+    }
+    let w = World::new().release("localhost/rocforge-none:1").build();
+    let src = w.release_dir().join("src/drained");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("LICENSE"), "MIT\n").unwrap();
+    std::fs::write(src.join("a.c"), "int a(void) { return 1; }\n").unwrap();
+    std::fs::write(src.join("b.c"), "int b(void) { return 2; }\n").unwrap();
+    std::fs::write(
+        src.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.16)\nproject(drained C)\nadd_library(drained STATIC a.c b.c)\ninstall(TARGETS drained DESTINATION lib)\n",
+    )
+    .unwrap();
+    let log = w.path("compiles.log");
+    // The compiler: the first compile of a.c or b.c waits for the drain, then compiles; every
+    // compile of either is logged. CMake's own probes pass straight through.
+    let cc = w.executable(
+        "cc-logged",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in\n*/a.c*|*/b.c*)\n  if mkdir \"$BUILD/.first-compile\" 2>/dev/null; then\n    n=0\n    while [ ! -e \"$BUILD/.rocforge-drain\" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done\n  fi\n  for x in \"$@\"; do case \"$x\" in *.c) echo \"${{x##*/}}\" >> {log};; esac; done ;;\nesac\nexec cc \"$@\"\n",
+            log = log.display()
+        ),
+    );
+    std::fs::write(
+        w.release_dir().join("drained.toml"),
+        format!(
+            "name = \"drained\"\nversion = \"1.0\"\nsummary = \"two compiles\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/drained\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_C_COMPILER={}\"]\n",
+            cc.display()
+        ),
+    )
+    .unwrap();
+    let args = [
+        "build",
+        "drained",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--jobs",
+        "1",
+    ];
+    let compiled = || -> Vec<String> {
+        let mut l: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        l.sort();
+        l
+    };
+
+    let started = std::time::Instant::now();
+    let mut limited = args.to_vec();
+    limited.extend(["--time-limit", "90s", "--drain", "80s"]);
+    let stopped = w.run(&limited);
+    assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the drain did not end the build before its limit"
+    );
+    assert!(
+        stopped
+            .stderr
+            .contains("time limit in 1m20s: no component or compile starts now"),
+        "{}",
+        stopped.stderr
+    );
+    let first = compiled();
+    assert_eq!(
+        first.len(),
+        1,
+        "one compile ran, the other never started: {first:?}"
+    );
+
+    let done = w.run(&args);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("drained: continuing the build that stopped in"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(
+        compiled(),
+        ["a.c", "b.c"],
+        "the compile that finished while draining was not done again"
+    );
+}
