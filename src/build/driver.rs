@@ -113,8 +113,22 @@ pub fn script(recipe: &Recipe, flags: &GpuFlags, prefix: &str, jobs: usize) -> O
                 gate_name = super::drain::GATE,
             ))
         }
+        // A script's own CMake or setup.py build joins the drain by naming
+        // $ROCFORGE_COMPILER_LAUNCHER as its compiler launcher (the gate, then ccache).
         BuildSystem::Script { script } => {
-            Some(format!("set -eu\ncd {root}\necho '==> build'\n{script}\n"))
+            let gate = format!("$BUILD/{}", super::drain::GATE);
+            let gate_text = shell_quote(&super::drain::gate_script());
+            Some(format!(
+                "set -eu\n\
+                 printf '%s' {gate_text} > \"{gate}\"\n\
+                 chmod 0755 \"{gate}\"\n\
+                 ROCFORGE_COMPILER_LAUNCHER=\"{gate}\"\n\
+                 if command -v ccache >/dev/null 2>&1; then ROCFORGE_COMPILER_LAUNCHER=\"{gate};ccache\"; fi\n\
+                 export ROCFORGE_COMPILER_LAUNCHER\n\
+                 cd {root}\n\
+                 echo '==> build'\n\
+                 {script}\n"
+            ))
         }
         BuildSystem::Copy { .. } => None,
     }
