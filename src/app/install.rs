@@ -200,16 +200,24 @@ fn prepare<'a>(
         .map(Path::to_path_buf)
         .unwrap_or_else(default_prefix);
     let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
-    let mut targets: Vec<String> = options
-        .arch
-        .as_deref()
-        .map(|l| {
-            l.split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
+    // Read as every command reads --arch: a typo or a trailing comma is an error that says
+    // so, not a target no artifact has.
+    let mut targets: Vec<String> = match options.arch.as_deref() {
+        Some(list) => {
+            let mut d = crate::diag::Diagnostics::default();
+            let table = crate::catalog::load_arches(&options.root, &mut d)?;
+            if !d.is_empty() {
+                return Err(Error::Diagnostics(d));
+            }
+            table
+                .resolve_list(list)
+                .map_err(|e| Error::hinted(format!("--arch {list}: {e}"), e.hint()))?
+                .iter()
+                .map(|t| t.to_string())
                 .collect()
-        })
-        .unwrap_or_default();
+        }
+        None => Vec::new(),
+    };
     targets.sort();
     targets.dedup();
     let max_bytes = match req.max_size {

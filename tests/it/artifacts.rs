@@ -365,6 +365,15 @@ fn install_from_http_then_relocated_link_then_uninstall() {
     let url = server.url();
     let prefix = fx.root().join("elsewhere/rocm");
     let p = prefix.display().to_string();
+    // A misspelt target is said to be one, before anything is fetched or written.
+    let typo = fx.fails(&[
+        "install", "greet", "--arch", "gfx09c", "--from", &url, "--prefix", &p,
+    ]);
+    assert!(
+        typo.contains("--arch gfx09c:") && typo.contains("gfx90c"),
+        "{typo}"
+    );
+    assert!(!prefix.exists(), "a refused install wrote its prefix");
     // A separate cache, so the download really comes over HTTP.
     let o = fx.ok(&[
         "install", "greet", "--arch", "gfx90c", "--from", &url, "--prefix", &p,

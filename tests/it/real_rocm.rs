@@ -349,7 +349,14 @@ fn rocrand_stopped_at_its_time_limit_finishes_on_an_empty_machine(
         &a_store,
         &a_cache,
         // The drain starts 50 s in: the compiles then under way finish into the checkpoint.
-        &["--cache-key", &key, "--time-limit", "150s", "--drain", "100s"],
+        &[
+            "--cache-key",
+            &key,
+            "--time-limit",
+            "150s",
+            "--drain",
+            "100s",
+        ],
     );
     assert_eq!(stopped.code, 75, "{}", stopped.stderr);
     let pushed = stopped
