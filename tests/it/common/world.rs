@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Out, containers_conf, kfd, rocforge_command, test_release};
+use super::{Out, containers_conf, kfd, manifest, rocforge_command, test_release};
 
 /// Where `key generate --out DIR` leaves the pair; the secret half signs, the public half is
 /// what configs trust.
@@ -22,6 +22,8 @@ pub struct World {
 /// What [`World::new`] sets up; [`Builder::build`] makes it.
 pub struct Builder {
     release: Option<String>,
+    arches: Option<Vec<String>>,
+    catalog: Option<String>,
     config: Option<String>,
     env: Vec<(String, Value)>,
     lead: Vec<String>,
@@ -39,6 +41,8 @@ impl World {
     pub fn new() -> Builder {
         Builder {
             release: None,
+            arches: None,
+            catalog: None,
             config: None,
             env: Vec::new(),
             lead: Vec::new(),
@@ -194,6 +198,16 @@ impl Builder {
             .splice(0..0, ["--recipes".into(), "recipes".into()]);
         self
     }
+    /// A copy of the test catalog tests/fixtures/`name` (recipes/, patches/) under the root.
+    pub fn catalog(mut self, name: &str) -> Builder {
+        self.catalog = Some(name.to_string());
+        self
+    }
+    /// The GPU targets of the release [`Builder::release`] writes, instead of gfx90c alone.
+    pub fn arches(mut self, arches: &[&str]) -> Builder {
+        self.arches = Some(arches.iter().map(|a| a.to_string()).collect());
+        self
+    }
     /// Arguments every command starts with (after `--recipes recipes` when there is a
     /// release), e.g. `--arch gfx90c`.
     pub fn args(mut self, args: &[&str]) -> Builder {
@@ -239,8 +253,23 @@ impl Builder {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("w");
         std::fs::create_dir_all(&root).unwrap();
+        if let Some(name) = &self.catalog {
+            rocforge::fsutil::copy_tree(&manifest().join("tests/fixtures").join(name), &root)
+                .unwrap();
+        }
         if let Some(image) = &self.release {
-            test_release(&root, image);
+            let rel = test_release(&root, image);
+            if let Some(arches) = &self.arches {
+                let file = rel.join("release.toml");
+                let text = std::fs::read_to_string(&file).unwrap();
+                let list: Vec<String> = arches.iter().map(|a| format!("\"{a}\"")).collect();
+                let new = text.replace(
+                    "arches = [\"gfx90c\"]",
+                    &format!("arches = [{}]", list.join(", ")),
+                );
+                assert_ne!(new, text, "test_release names its arches");
+                std::fs::write(&file, new).unwrap();
+            }
         }
         if let Some(config) = &self.config {
             std::fs::write(root.join(config), "").unwrap();
