@@ -4,12 +4,17 @@
 
 use crate::common;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
+use common::world::KEYS;
 use common::*;
+use rocforge::app::install::{self, Installed};
 use rocforge::app::runtime::RuntimeChoice;
 use rocforge::app::{Options, Session, doctor, lock};
 use rocforge::catalog::CatalogRoot;
+use rocforge::install::RuntimeCheck;
 use rocforge::progress::Silent;
 
 /// The test release with `lib`, a git source (a repository on disk tagged v1) copied as data;
@@ -152,4 +157,214 @@ fn doctor_on_the_host_runtime_checks_the_store_and_no_container_engine() {
     );
     assert!(check("memory").detail.contains("compile job"));
     assert_eq!(report.ok, report.checks.iter().all(|c| c.ok));
+}
+
+/// The test release with `data` (a copied directory), built with the host runtime and packaged
+/// into dist/, its index signed with the world's key (keys/); returns the world and dist/.
+fn signed_index() -> (World, PathBuf) {
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .with_keys()
+        .build();
+    w.write("src/data/README", "data\n");
+    w.write(
+        "recipes/test-1.0/data.toml",
+        "name = \"data\"\nversion = \"1.0\"\nsummary = \"data\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/data\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/data\"\n",
+    );
+    w.ok(&["build", "data", "--arch", "gfx90c", "--runtime", "host"]);
+    let key = w.secret_key(KEYS);
+    w.ok(&[
+        "package",
+        "data",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        "dist",
+        "--sign-key",
+        &key,
+    ]);
+    let dist = w.path("dist");
+    (w, dist)
+}
+
+fn install_options(w: &World) -> Options {
+    Options {
+        root: CatalogRoot::Dir(w.recipes()),
+        release: None,
+        store: Some(w.store()),
+        arch: Some("gfx90c".into()),
+        locked: false,
+    }
+}
+
+/// `app::install` of `data` from the index in `from` into `prefix`, trusting `keys` (public
+/// key files) besides the built-in and configured ones.
+fn install_data(
+    w: &World,
+    from: &Path,
+    prefix: &Path,
+    keys: &[String],
+    stop: bool,
+) -> rocforge::app::Result<Installed> {
+    let components = ["data".to_string()];
+    let from = from.display().to_string();
+    let req = install::Request {
+        components: &components,
+        from: Some(&from),
+        prefix: Some(prefix),
+        keys,
+        runtime: RuntimeCheck::Auto,
+        ..Default::default()
+    };
+    install::install(&install_options(w), &req, &Silent, &AtomicBool::new(stop))
+}
+
+/// Every receipt in `prefix`, by file name.
+fn receipts(prefix: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(prefix.join(".rocforge/receipts")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A signed index installs into a prefix: the typed report names what was installed, its
+/// files and receipt are there, what the prefix already held stays, and a second install keeps
+/// what is there.
+#[test]
+fn install_of_a_signed_index_fills_the_prefix() {
+    let (w, dist) = signed_index();
+    let prefix = w.path("opt/rocm");
+    w.write("opt/rocm/lib/existing.so", "keep me");
+    let trusted = [w.public_key(KEYS)];
+    let Installed::Done(done) = install_data(&w, &dist, &prefix, &trusted, false).unwrap() else {
+        panic!("an install nobody stopped was stopped");
+    };
+    assert_eq!(done.prefix, prefix);
+    let names: Vec<String> = done
+        .report
+        .installed
+        .iter()
+        .map(|r| r.name.to_string())
+        .collect();
+    assert_eq!(names, ["data"]);
+    assert!(done.not_native.is_empty(), "data has no GPU code");
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("share/data/README")).unwrap(),
+        "data\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(prefix.join("lib/existing.so")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(receipts(&prefix), ["data.json"]);
+
+    let installed = listing(&prefix);
+    let Installed::Done(again) = install_data(&w, &dist, &prefix, &trusted, false).unwrap() else {
+        panic!("the second install was stopped");
+    };
+    assert_eq!(again.prefix, prefix);
+    assert_eq!(
+        listing(&prefix)
+            .into_iter()
+            .filter(|l| !l.starts_with(".rocforge"))
+            .collect::<Vec<_>>(),
+        installed
+            .into_iter()
+            .filter(|l| !l.starts_with(".rocforge"))
+            .collect::<Vec<_>>(),
+        "installing what is installed changes no file"
+    );
+}
+
+/// What the prefix looks like when an install is refused: exactly as before, with no staging
+/// beside it and no receipt. Each refusal is checked for its reason, so a refusal for another
+/// cause (a broken fixture) fails the test.
+fn assert_refused(
+    prefix: &Path,
+    before: &[String],
+    what: &str,
+    r: rocforge::app::Result<Installed>,
+    reason: &str,
+) {
+    let e = match r {
+        Err(e) => e,
+        Ok(_) => panic!("{what}: installed"),
+    };
+    let text = format!("{e:?}");
+    assert!(text.contains(reason), "{what}: {text}");
+    assert_eq!(listing(prefix), before, "{what}: the prefix changed");
+    assert!(receipts(prefix).is_empty(), "{what}: a receipt was written");
+    let beside: Vec<String> = std::fs::read_dir(prefix.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "rocm")
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "{what}: left beside the prefix: {beside:?}"
+    );
+}
+
+/// An index signed by a key nobody trusts, and one whose artifact was changed (with the index
+/// edited to match but not signed again), are refused before anything is downloaded or
+/// unpacked: the prefix holds what it held. The same index with its key trusted installs, so
+/// the refusals are the signature's doing.
+#[test]
+fn install_refuses_an_untrusted_or_tampered_index_and_leaves_the_prefix_alone() {
+    let (w, dist) = signed_index();
+    let prefix = w.path("opt/rocm");
+    w.write("opt/rocm/lib/existing.so", "keep me");
+    let before = listing(&prefix);
+    let trusted = [w.public_key(KEYS)];
+
+    // Untrusted: only the built-in and configured keys, none of which signed it.
+    let r = install_data(&w, &dist, &prefix, &[], false);
+    assert_refused(&prefix, &before, "untrusted", r, "signature does not verify");
+
+    // Another key's pair, trusted instead of the signer.
+    w.generate_key("other");
+    let r = install_data(&w, &dist, &prefix, &[w.public_key("other")], false);
+    assert_refused(&prefix, &before, "another key", r, "which is not trusted");
+
+    // Tampered: the tarball changed and the index's sha256 with it, the signature not.
+    let tampered = w.path("tampered");
+    rocforge::fsutil::copy_tree(&dist, &tampered).unwrap();
+    let tarball = std::fs::read_dir(&tampered)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .expect("a tarball in dist/");
+    let mut bytes = std::fs::read(&tarball).unwrap();
+    let n = bytes.len() / 2;
+    bytes[n] ^= 0xff;
+    std::fs::write(&tarball, &bytes).unwrap();
+    let index = tampered.join("index.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    v["artifacts"][0]["sha256"] = sha256_file(&tarball).into();
+    std::fs::write(&index, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let r = install_data(&w, &tampered, &prefix, &trusted, false);
+    assert_refused(&prefix, &before, "tampered", r, "changed after signing");
+
+    // Stopped before it began: nothing changed, and it says so.
+    match install_data(&w, &dist, &prefix, &trusted, true).unwrap() {
+        Installed::Stopped { prefix: p } => assert_eq!(p, prefix),
+        Installed::Done(_) => panic!("a stopped install went on"),
+    }
+    assert_eq!(listing(&prefix), before, "stopped: the prefix changed");
+
+    // The untampered index, trusted: installed.
+    assert!(matches!(
+        install_data(&w, &dist, &prefix, &trusted, false).unwrap(),
+        Installed::Done(_)
+    ));
+    assert_eq!(receipts(&prefix), ["data.json"]);
 }
