@@ -6,6 +6,8 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::common::World;
+
 struct Out {
     code: i32,
     stdout: String,
@@ -39,13 +41,15 @@ fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A copy of tests/fixtures/base in a temp dir, with a second component depending on the
-/// first, so plans have a graph.
-fn fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&manifest().join("tests/fixtures/base"), dir.path());
-    std::fs::write(
-        dir.path().join("recipes/line-1.0/hip-app.toml"),
+/// A copy of tests/fixtures/base in a world, with a second component depending on the first,
+/// so plans have a graph; commands get `--recipes recipes`.
+fn fixture() -> World {
+    let w = World::new()
+        .catalog("base")
+        .args(&["--recipes", "recipes"])
+        .build();
+    w.write(
+        "recipes/line-1.0/hip-app.toml",
         r#"name = "hip-app"
 version = "2.0.0"
 summary = "links hip-core"
@@ -69,22 +73,8 @@ disk = "20GiB"
 memory = "3GiB"
 hours = 2
 "#,
-    )
-    .unwrap();
-    dir
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
+    );
+    w
 }
 
 #[test]
@@ -303,24 +293,16 @@ fn plan_github_matrix_has_one_list_per_level() {
 
 #[test]
 fn github_matrix_splits_levels_over_256_entries() {
-    let dir = fixture();
+    let w = fixture();
     // Path sources are digested when planned: the tree must exist.
-    std::fs::create_dir_all(dir.path().join("recipes/line-1.0/src")).unwrap();
-    std::fs::write(dir.path().join("recipes/line-1.0/src/CMakeLists.txt"), "").unwrap();
+    w.write("recipes/line-1.0/src/CMakeLists.txt", "");
     for i in 0..300 {
-        std::fs::write(
-            dir.path().join(format!("recipes/line-1.0/leaf-{i:03}.toml")),
-            format!(
+        w.write(&format!("recipes/line-1.0/leaf-{i:03}.toml"), &format!(
                 "name = \"leaf-{i:03}\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
-            ),
-        )
-        .unwrap();
+            ));
     }
-    let v: Value = serde_json::from_str(&ok(
-        dir.path(),
-        &["--recipes", "recipes", "plan", "--format", "github-matrix"],
-    ))
-    .unwrap();
+    let v: Value =
+        serde_json::from_str(&w.ok(&["plan", "--format", "github-matrix"]).stdout).unwrap();
     let levels = v["levels"].as_array().unwrap();
     let sizes: Vec<(u64, u64, usize)> = levels
         .iter()
@@ -479,12 +461,11 @@ fn bad_flags_get_clear_errors() {
 
 #[test]
 fn keys_track_exactly_what_changes_the_output() {
-    let dir = fixture();
-    let d = dir.path();
+    let w = fixture();
     let keys = |args: &[&str]| -> Vec<(String, String)> {
-        let mut full = vec!["--recipes", "recipes", "plan", "--format", "json"];
+        let mut full = vec!["plan", "--format", "json"];
         full.extend_from_slice(args);
-        let v: Value = serde_json::from_str(&ok(d, &full)).unwrap();
+        let v: Value = serde_json::from_str(&w.ok(&full).stdout).unwrap();
         v["steps"]
             .as_array()
             .unwrap()
@@ -516,7 +497,7 @@ fn keys_track_exactly_what_changes_the_output() {
     assert!(base.iter().zip(&host).all(|(a, b)| a.1 != b.1));
 
     // The summary cannot change the output: same keys.
-    let recipe = d.join("recipes/line-1.0/hip-app.toml");
+    let recipe = w.path("recipes/line-1.0/hip-app.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
     std::fs::write(
         &recipe,
@@ -534,18 +515,9 @@ fn keys_track_exactly_what_changes_the_output() {
     )
     .unwrap();
     assert_eq!(base, keys(&["--arch", "gfx90c"]));
-    let explained = ok(
-        d,
-        &[
-            "--recipes",
-            "recipes",
-            "plan",
-            "--arch",
-            "gfx90c",
-            "--explain",
-            "hip-app",
-        ],
-    );
+    let explained = w
+        .ok(&["plan", "--arch", "gfx90c", "--explain", "hip-app"])
+        .stdout;
     assert!(
         explained.contains("build-only hip-core (built and mounted like the others"),
         "{explained}"
@@ -553,7 +525,7 @@ fn keys_track_exactly_what_changes_the_output() {
     std::fs::write(&recipe, &text).unwrap();
 
     // A patch byte changes hip-core and, through its key, hip-app.
-    let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
+    let patch = w.path("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
     let mut bytes = std::fs::read(&patch).unwrap();
     bytes.extend_from_slice(b"\n");
     std::fs::write(&patch, bytes).unwrap();
@@ -563,14 +535,12 @@ fn keys_track_exactly_what_changes_the_output() {
 }
 
 /// Writes a store entry the way the builder commits one, from the plan's own hash input.
-fn commit_to_store(dir: &Path, store: &Path, component: &str, committed: u64) {
-    let input = ok(
-        dir,
-        &[
-            "--recipes",
-            "recipes",
+fn commit_to_store(w: &World, store: &Path, component: &str, committed: u64) {
+    let store_arg = store.to_str().unwrap();
+    let input = w
+        .ok(&[
             "--store",
-            store.to_str().unwrap(),
+            store_arg,
             "plan",
             "--arch",
             "gfx90c",
@@ -578,23 +548,15 @@ fn commit_to_store(dir: &Path, store: &Path, component: &str, committed: u64) {
             component,
             "--format",
             "json",
-        ],
-    );
+        ])
+        .stdout;
     let key = {
-        let plan: Value = serde_json::from_str(&ok(
-            dir,
-            &[
-                "--recipes",
-                "recipes",
-                "--store",
-                store.to_str().unwrap(),
-                "plan",
-                "--arch",
-                "gfx90c",
-                "--format",
-                "json",
-            ],
-        ))
+        let plan: Value = serde_json::from_str(
+            &w.ok(&[
+                "--store", store_arg, "plan", "--arch", "gfx90c", "--format", "json",
+            ])
+            .stdout,
+        )
         .unwrap();
         plan["steps"]
             .as_array()
@@ -618,29 +580,20 @@ fn commit_to_store(dir: &Path, store: &Path, component: &str, committed: u64) {
 
 #[test]
 fn status_says_cached_or_which_input_changed() {
-    let dir = fixture();
-    let d = dir.path();
-    let store = d.join("store");
+    let w = fixture();
+    let store = w.store();
     let store_arg = store.to_str().unwrap();
-    commit_to_store(d, &store, "hip-core", 1);
-    commit_to_store(d, &store, "hip-app", 2);
+    commit_to_store(&w, &store, "hip-core", 1);
+    commit_to_store(&w, &store, "hip-app", 2);
     let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "--recipes",
-            "recipes",
-            "--store",
-            store_arg,
-            "plan",
-            "--arch",
-            "gfx90c",
-        ];
+        let mut args = vec!["--store", store_arg, "plan", "--arch", "gfx90c"];
         args.extend_from_slice(extra);
-        ok(d, &args)
+        w.ok(&args).stdout
     };
     let cached = plan(&[]);
     assert!(cached.contains("0 to build, 2 cached"), "{cached}");
 
-    let patch = d.join("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
+    let patch = w.path("patches/line-1.0/hip-core/0001-accept-gfx90c.patch");
     let text = std::fs::read_to_string(&patch).unwrap();
     std::fs::write(
         &patch,
