@@ -327,7 +327,13 @@ fn install_refuses_an_untrusted_or_tampered_index_and_leaves_the_prefix_alone() 
 
     // Untrusted: only the built-in and configured keys, none of which signed it.
     let r = install_data(&w, &dist, &prefix, &[], false);
-    assert_refused(&prefix, &before, "untrusted", r, "signature does not verify");
+    assert_refused(
+        &prefix,
+        &before,
+        "untrusted",
+        r,
+        "signature does not verify",
+    );
 
     // Another key's pair, trusted instead of the signer.
     w.generate_key("other");
