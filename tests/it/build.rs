@@ -13,34 +13,33 @@ use common::*;
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
 const PATCH: &str = "Accept gfx90c and gfx902 in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -11,7 +11,7 @@ foreach(t IN LISTS GPU_TARGETS)\n   list(APPEND OFFLOAD \"--offload-arch=${t}\")\n endforeach()\n \n-set(SUPPORTED_TARGETS gfx900)\n+set(SUPPORTED_TARGETS gfx900 gfx90c gfx902)\n add_library(hipcore SHARED src/scale.hip)\n set_source_files_properties(src/scale.hip PROPERTIES LANGUAGE CXX)\n target_compile_options(hipcore PRIVATE -x hip ${OFFLOAD})\n";
 
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+const ARCHES: &str = "gfx90c,gfx902";
+
+/// The world (the test-1.0 line for gfx90c and gfx902, podman's test configuration) and the
+/// git repositories beside it, served by a git daemon.
+struct Fx {
+    w: World,
     origin: PathBuf,
     _daemon: GitDaemon,
+    _origin: tempfile::TempDir,
 }
 
-impl Fixture {
-    fn path(&self) -> &Path {
-        &self.root
-    }
+derefs_to_world!(Fx);
 
+impl Fx {
+    /// `build --arch gfx90c,gfx902 args`, in the world's environment then `env`.
     fn build(&self, env: &[(&str, &Path)], args: &[&str]) -> Out {
-        let conf = containers_conf();
-        let mut all_env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
-        all_env.extend_from_slice(env);
-        let mut full = vec!["--recipes", "recipes", "build", "--arch", "gfx90c,gfx902"];
+        let mut full = vec!["build", "--arch", ARCHES];
         full.extend_from_slice(args);
-        rocforge_env(self.path(), &all_env, &full)
+        self.run_env(env, &full)
     }
 }
 
 /// The fixture catalog: hipcore (a HIP shared library, patched), hipapp (links it) and
 /// hipextra (independent of both), sources in git repositories served by git daemon.
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("catalog");
-    let origin = tmp.path().join("origin");
+fn fixture() -> Fx {
+    let origin_dir = tempfile::tempdir().unwrap();
+    let origin = origin_dir.path().join("origin");
     let src = manifest().join("tests/fixtures/hip-build");
     for name in ["hipcore", "hipapp"] {
         let repo = origin.join(format!("{name}.git"));
@@ -56,61 +55,40 @@ fn fixture() -> Fixture {
         "v1",
     );
     let daemon = GitDaemon::start(&origin);
-    std::fs::create_dir_all(root.join("recipes/test-1.0")).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("recipes/test-1.0/release.toml"),
-        format!("name = \"test-1.0\"\nversion = \"1.0\"\nimage = \"{IMAGE}\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\", \"gfx902\"]\n"),
-    )
-    .unwrap();
+    let w = World::new()
+        .release(IMAGE)
+        .arches(&["gfx90c", "gfx902"])
+        .containers()
+        .build();
     let url = daemon.url();
-    std::fs::write(
-        root.join("recipes/test-1.0/hipcore.toml"),
-        format!("name = \"hipcore\"\nversion = \"1.0\"\nsummary = \"HIP library\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipcore.git\"\ntag = \"v1\"\n\n[patches]\nall = [\"0001-accept-gfx90c-and-gfx902.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_CXX_COMPILER=hipcc\", \"-DCMAKE_BUILD_TYPE=Release\"]\n\n[resources]\nhours = 0.1\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("recipes/test-1.0/hipapp.toml"),
-        format!("name = \"hipapp\"\nversion = \"1.0\"\nsummary = \"program linking hipcore\"\nlicense = \"MIT\"\ndepends = [\"hipcore\"]\n\n[source]\ngit = \"{url}hipapp.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\"]\npost-install = \"\"\"\ntest -x \"$DESTDIR$PREFIX/bin/hipapp\"\nmkdir -p \"$DESTDIR$PREFIX/share/hipapp\"\nprintf 'post-install after install, build tree %s\\\\n' \"$(test -f \"$BUILD/CMakeCache.txt\" && echo found)\" > \"$DESTDIR$PREFIX/share/hipapp/post-install.txt\"\n\"\"\"\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("recipes/test-1.0/hipextra.toml"),
-        format!("name = \"hipextra\"\nversion = \"1.0\"\nsummary = \"independent data\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipextra.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/hipextra-src\"\n"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(root.join("patches/test-1.0/hipcore")).unwrap();
-    std::fs::write(
-        root.join("patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch"),
+    w.write(
+        "recipes/test-1.0/hipcore.toml",
+        &format!("name = \"hipcore\"\nversion = \"1.0\"\nsummary = \"HIP library\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipcore.git\"\ntag = \"v1\"\n\n[patches]\nall = [\"0001-accept-gfx90c-and-gfx902.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_CXX_COMPILER=hipcc\", \"-DCMAKE_BUILD_TYPE=Release\"]\n\n[resources]\nhours = 0.1\n"),
+    );
+    w.write(
+        "recipes/test-1.0/hipapp.toml",
+        &format!("name = \"hipapp\"\nversion = \"1.0\"\nsummary = \"program linking hipcore\"\nlicense = \"MIT\"\ndepends = [\"hipcore\"]\n\n[source]\ngit = \"{url}hipapp.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\"]\npost-install = \"\"\"\ntest -x \"$DESTDIR$PREFIX/bin/hipapp\"\nmkdir -p \"$DESTDIR$PREFIX/share/hipapp\"\nprintf 'post-install after install, build tree %s\\\\n' \"$(test -f \"$BUILD/CMakeCache.txt\" && echo found)\" > \"$DESTDIR$PREFIX/share/hipapp/post-install.txt\"\n\"\"\"\n"),
+    );
+    w.write(
+        "recipes/test-1.0/hipextra.toml",
+        &format!("name = \"hipextra\"\nversion = \"1.0\"\nsummary = \"independent data\"\nlicense = \"MIT\"\n\n[source]\ngit = \"{url}hipextra.git\"\ntag = \"v1\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/hipextra-src\"\n"),
+    );
+    w.write(
+        "patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch",
         PATCH,
-    )
-    .unwrap();
-    Fixture {
-        _tmp: tmp,
-        root,
+    );
+    Fx {
+        w,
         origin,
         _daemon: daemon,
+        _origin: origin_dir,
     }
 }
 
-fn keys(f: &Fixture) -> Vec<(String, String, String)> {
-    let v: serde_json::Value = serde_json::from_str(&ok(
-        f.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "plan",
-            "--arch",
-            "gfx90c,gfx902",
-            "--format",
-            "json",
-        ],
-    ))
-    .unwrap();
+fn keys(f: &Fx) -> Vec<(String, String, String)> {
+    let v: serde_json::Value =
+        serde_json::from_str(&f.ok(&["plan", "--arch", ARCHES, "--format", "json"]).stdout)
+            .unwrap();
     v["steps"]
         .as_array()
         .unwrap()
@@ -125,13 +103,13 @@ fn keys(f: &Fixture) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn store_tree(f: &Fixture, key: &str) -> PathBuf {
-    f.path().join("store").join(key).join("tree")
+fn store_tree(f: &Fx, key: &str) -> PathBuf {
+    f.store().join(key).join("tree")
 }
 
 /// Runs the built program in the builder image with the store trees as the prefix: it loads
 /// libhipcore and the HIP runtime, then finds no GPU (there is none here) and says so.
-fn run_program(f: &Fixture, app: &str, core: &str) -> (Option<i32>, String) {
+fn run_program(f: &Fx, app: &str, core: &str) -> (Option<i32>, String) {
     let out = Command::new("podman")
         .env("CONTAINERS_CONF", containers_conf())
         .args(["run", "--rm", "--network=none"])
@@ -222,24 +200,12 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
     assert!(text.contains("no GPU"), "{text}");
     // Metadata records how it was built.
     let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            f.path()
-                .join("store")
-                .join(key("hipcore"))
-                .join("meta.json"),
-        )
-        .unwrap(),
+        &std::fs::read(f.store().join(key("hipcore")).join("meta.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(meta["runtime"], "podman");
     assert_eq!(meta["reproducible"], true);
-    assert!(
-        f.path()
-            .join("store")
-            .join(key("hipcore"))
-            .join("build.log")
-            .is_file()
-    );
+    assert!(f.store().join(key("hipcore")).join("build.log").is_file());
 
     let second = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
@@ -251,9 +217,7 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
     assert!(keys(&f).iter().all(|(_, _, s)| s == "cached"));
 
     // Changing one patch rebuilds exactly that component and its dependents.
-    let p = f
-        .path()
-        .join("patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch");
+    let p = f.path("patches/test-1.0/hipcore/0001-accept-gfx90c-and-gfx902.patch");
     std::fs::write(
         &p,
         PATCH.replace(
@@ -286,10 +250,10 @@ fn two_clean_builds_into_two_stores_give_identical_trees() {
         return;
     }
     let f = fixture();
-    let a = f.path().join("store-a");
-    let b = f.path().join("store-b");
+    let a = f.path("store-a");
+    let b = f.path("store-b");
     for (store, cache) in [(&a, "cache-a"), (&b, "cache-b")] {
-        let cache = f.path().join(cache);
+        let cache = f.path(cache);
         let o = f.build(
             &[
                 ("ROCFORGE_STORE", store.as_path()),
@@ -314,26 +278,13 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
         return;
     }
     let f = fixture();
-    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rocforge"))
-        .current_dir(f.path())
-        .args([
-            "--recipes",
-            "recipes",
-            "build",
-            "--arch",
-            "gfx90c,gfx902",
-            "hipapp",
-        ])
-        .env("CONTAINERS_CONF", containers_conf())
-        .env("ROCFORGE_CACHE", f.path().join("cache"))
-        .env("ROCFORGE_STORE", f.path().join("store"))
-        .env("ROCFORGE_CONFIG", f.path().join("no-user-config.toml"))
+    let mut child = f
+        .command(&["build", "--arch", ARCHES, "hipapp"])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // Wait until a build is under way (its log says so), then kill -9.
-    let logs = f.path().join("store/.logs");
+    let logs = f.path("store/.logs");
     let start = std::time::Instant::now();
     loop {
         let busy = std::fs::read_dir(&logs)
@@ -352,7 +303,7 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
     child.kill().unwrap();
     child.wait().unwrap();
     // Whatever was committed is complete; nothing half-made sits under a key.
-    for e in std::fs::read_dir(f.path().join("store")).unwrap().flatten() {
+    for e in std::fs::read_dir(f.store()).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with('.') {
             assert!(
@@ -369,7 +320,7 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
         "the rerun cleans up: {}",
         rerun.stderr
     );
-    let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
+    let leftovers: Vec<_> = std::fs::read_dir(f.store())
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
@@ -386,7 +337,7 @@ fn a_kill_during_a_build_leaves_a_consistent_store_and_the_rerun_completes() {
 
 /// Makes hipcore's build ignore GPU_TARGETS and compile for `target` alone, under a new tag
 /// the recipe then names.
-fn ignore_gpu_targets(f: &Fixture, target: &str, tag: &str) {
+fn ignore_gpu_targets(f: &Fx, target: &str, tag: &str) {
     let repo = f.origin.join("hipcore.git");
     let cmake = std::fs::read_to_string(repo.join("CMakeLists.txt")).unwrap();
     commit_files(
@@ -401,7 +352,7 @@ fn ignore_gpu_targets(f: &Fixture, target: &str, tag: &str) {
         &format!("only {target}"),
     );
     git(&repo, &["tag", "-f", tag]);
-    let recipe = f.path().join("recipes/test-1.0/hipcore.toml");
+    let recipe = f.path("recipes/test-1.0/hipcore.toml");
     std::fs::write(
         &recipe,
         std::fs::read_to_string(&recipe)
@@ -429,7 +380,7 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
     );
     assert!(!o.stderr.contains("no gfx902 code object"), "{}", o.stderr);
     assert!(o.stderr.contains("--allow-missing"), "{}", o.stderr);
-    let entries: Vec<_> = std::fs::read_dir(f.path().join("store"))
+    let entries: Vec<_> = std::fs::read_dir(f.store())
         .unwrap()
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
@@ -440,10 +391,9 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
     let o = f.build(&[], &["hipcore", "--allow-missing", "gfx90c"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.path().join("store").join(&key).join("meta.json")).unwrap(),
-    )
-    .unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.store().join(&key).join("meta.json")).unwrap())
+            .unwrap();
     assert_eq!(
         meta["coverage"]["missing_allowed"][0][0],
         "lib/libhipcore.so"
@@ -476,10 +426,9 @@ fn the_coverage_gate_refuses_the_nearest_targets_code() {
     let o = f.build(&[], &["hipcore", "--allow-spoof", "gfx90c,gfx902"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.path().join("store").join(&key).join("meta.json")).unwrap(),
-    )
-    .unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.store().join(&key).join("meta.json")).unwrap())
+            .unwrap();
     let spoofed = meta["coverage"]["spoof_allowed"].as_array().unwrap();
     assert_eq!(spoofed.len(), 2, "{spoofed:?}");
     assert_eq!(spoofed[0][0], "lib/libhipcore.so");
@@ -513,30 +462,29 @@ fn docker_builds_the_same_trees() {
     let d = f.build(
         &[
             ("DOCKER_HOST", host),
-            ("ROCFORGE_STORE", &f.path().join("store-docker")),
+            ("ROCFORGE_STORE", &f.path("store-docker")),
         ],
         &["hipapp", "--runtime", "docker"],
     );
     assert_eq!(d.code, 0, "{}", d.stderr);
     let p = f.build(
         &[
-            ("ROCFORGE_STORE", &f.path().join("store-podman")),
-            ("ROCFORGE_CACHE", &f.path().join("cache-podman")),
+            ("ROCFORGE_STORE", &f.path("store-podman")),
+            ("ROCFORGE_CACHE", &f.path("cache-podman")),
         ],
         &["hipapp", "--runtime", "podman"],
     );
     assert_eq!(p.code, 0, "{}", p.stderr);
     // Same image, same inputs: podman and docker share content keys and produce the same trees.
     for (component, key, _) in keys(&f).iter().filter(|k| k.0 != "hipextra") {
-        let a = tree_hashes(&f.path().join("store-docker").join(key).join("tree"));
-        let b = tree_hashes(&f.path().join("store-podman").join(key).join("tree"));
+        let a = tree_hashes(&f.path("store-docker").join(key).join("tree"));
+        let b = tree_hashes(&f.path("store-podman").join(key).join("tree"));
         assert!(!a.is_empty(), "{component} missing from the docker store");
         assert_eq!(a, b, "{component} differs between docker and podman");
     }
     let meta: serde_json::Value = serde_json::from_slice(
         &std::fs::read(
-            f.path()
-                .join("store-docker")
+            f.path("store-docker")
                 .join(&keys(&f)[0].1)
                 .join("meta.json"),
         )
@@ -632,10 +580,10 @@ fn rootless_podman_builds_as_the_invoking_user() {
         return;
     }
     let f = fixture();
-    let shared = hand_to_rootless_user(f.path());
+    let shared = hand_to_rootless_user(f.root());
     let out = as_rootless_user(
         uid,
-        f.path(),
+        f.root(),
         &shared,
         &[
             "--recipes",
@@ -709,26 +657,13 @@ fn interrupted_build_stops_its_container(signal: i32) {
         return;
     }
     let f = fixture();
-    std::fs::write(f.path().join("no-user-config.toml"), "").unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_rocforge"))
-        .current_dir(f.path())
-        .args([
-            "--recipes",
-            "recipes",
-            "build",
-            "--arch",
-            "gfx90c,gfx902",
-            "hipapp",
-        ])
-        .env("CONTAINERS_CONF", containers_conf())
-        .env("ROCFORGE_CACHE", f.path().join("cache"))
-        .env("ROCFORGE_STORE", f.path().join("store"))
-        .env("ROCFORGE_CONFIG", f.path().join("no-user-config.toml"))
+    let child = f
+        .command(&["build", "--arch", ARCHES, "hipapp"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let logs = f.path().join("store/.logs");
+    let logs = f.path("store/.logs");
     let start = std::time::Instant::now();
     while !std::fs::read_dir(&logs)
         .map(|d| {
@@ -757,7 +692,7 @@ fn interrupted_build_stops_its_container(signal: i32) {
     );
     // No container of that run is left, and the store holds only complete entries.
     assert_eq!(containers_of(pid), "", "containers left running");
-    let leftovers: Vec<_> = std::fs::read_dir(f.path().join("store"))
+    let leftovers: Vec<_> = std::fs::read_dir(f.store())
         .unwrap()
         .flatten()
         .filter(|e| {
@@ -777,20 +712,7 @@ fn doctor_store_and_image_build() {
         return;
     }
     let f = fixture();
-    let conf = containers_conf();
-    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
-    let doctor = rocforge_env(
-        f.path(),
-        &env,
-        &[
-            "--recipes",
-            "recipes",
-            "doctor",
-            "hipapp",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let doctor = f.run(&["doctor", "hipapp", "--arch", "gfx90c"]);
     assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
     assert!(
         doctor.stdout.contains("ok   container runtime  podman"),
@@ -805,10 +727,10 @@ fn doctor_store_and_image_build() {
 
     let o = f.build(&[], &["hipcore"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let list = rocforge_env(f.path(), &env, &["store", "list"]);
+    let list = f.run(&["store", "list"]);
     assert!(list.stdout.contains("hipcore"), "{}", list.stdout);
     let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
-    let show = rocforge_env(f.path(), &env, &["store", "show", &key[..10]]);
+    let show = f.run(&["store", "show", &key[..10]]);
     assert!(
         show.stdout.contains(&key) && show.stdout.contains("podman"),
         "{}",
@@ -816,13 +738,13 @@ fn doctor_store_and_image_build() {
     );
 
     // A locally built builder image enters keys by its ID, marked local.
-    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    std::fs::create_dir_all(f.path("containers")).unwrap();
     std::fs::write(
-        f.path().join("containers/Containerfile.test-1.0"),
+        f.path("containers/Containerfile.test-1.0"),
         format!("FROM {IMAGE}\nLABEL org.rocforge.test=local-image\n"),
     )
     .unwrap();
-    let release = f.path().join("recipes/test-1.0/release.toml");
+    let release = f.path("recipes/test-1.0/release.toml");
     std::fs::write(
         &release,
         std::fs::read_to_string(&release)
@@ -830,31 +752,12 @@ fn doctor_store_and_image_build() {
             .replace(IMAGE, "localhost/rocforge-test-local:1"),
     )
     .unwrap();
-    let built = rocforge_env(
-        f.path(),
-        &env,
-        &[
-            "--recipes",
-            "recipes",
-            "image",
-            "build",
-            "--runtime",
-            "podman",
-        ],
-    );
+    let built = f.run(&["image", "build", "--runtime", "podman"]);
     assert_eq!(built.code, 0, "{}", built.stderr);
-    let plan: serde_json::Value = serde_json::from_str(&ok(
-        f.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "plan",
-            "--arch",
-            "gfx90c",
-            "--format",
-            "json",
-        ],
-    ))
+    let plan: serde_json::Value = serde_json::from_str(
+        &f.ok(&["plan", "--arch", "gfx90c", "--format", "json"])
+            .stdout,
+    )
     .unwrap();
     assert_eq!(plan["image"]["local"], true, "{}", plan["image"]);
     assert!(
@@ -864,7 +767,7 @@ fn doctor_store_and_image_build() {
             .starts_with("sha256:")
     );
     let _ = Command::new("podman")
-        .env("CONTAINERS_CONF", &conf)
+        .env("CONTAINERS_CONF", containers_conf())
         .args(["rmi", "localhost/rocforge-test-local:1"])
         .output();
 }
@@ -877,9 +780,7 @@ fn image_build_names_a_wrong_base_and_a_vanished_apt_version() {
         return;
     }
     let f = fixture();
-    let conf = containers_conf();
-    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
-    let release = f.path().join("recipes/test-1.0/release.toml");
+    let release = f.path("recipes/test-1.0/release.toml");
     let text = std::fs::read_to_string(&release)
         .unwrap()
         .replace(IMAGE, "localhost/rocforge-test-apt:1");
@@ -889,18 +790,11 @@ fn image_build_names_a_wrong_base_and_a_vanished_apt_version() {
         format!("{text}\n[image-base]\nname = \"{IMAGE}\"\ndebootstrap = \"bookworm\"\n"),
     )
     .unwrap();
-    std::fs::create_dir_all(f.path().join("containers")).unwrap();
-    let containerfile = f.path().join("containers/Containerfile.test-1.0");
+    std::fs::create_dir_all(f.path("containers")).unwrap();
+    let containerfile = f.path("containers/Containerfile.test-1.0");
     std::fs::write(&containerfile, "FROM localhost/somewhere-else:1\n").unwrap();
-    let args = [
-        "--recipes",
-        "recipes",
-        "image",
-        "build",
-        "--runtime",
-        "podman",
-    ];
-    let o = rocforge_env(f.path(), &env, &args);
+    let args = ["image", "build", "--runtime", "podman"];
+    let o = f.run(&args);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stderr
@@ -917,7 +811,7 @@ fn image_build_names_a_wrong_base_and_a_vanished_apt_version() {
         ),
     )
     .unwrap();
-    let o = rocforge_env(f.path(), &env, &args);
+    let o = f.run(&args);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stderr
@@ -936,7 +830,7 @@ fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
     let f = fixture();
     let conf = containers_conf();
     let tag = format!("localhost/rocforge-test-rebuilt-{}:1", std::process::id());
-    let release = f.path().join("recipes/test-1.0/release.toml");
+    let release = f.path("recipes/test-1.0/release.toml");
     std::fs::write(
         &release,
         std::fs::read_to_string(&release)
@@ -946,7 +840,7 @@ fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
     .unwrap();
     // Plain `podman build`, not `rocforge image build`: nothing is recorded in the store.
     let podman_build = |label: &str| {
-        let dir = f.path().join(format!("image-{label}"));
+        let dir = f.path(&format!("image-{label}"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("Containerfile"),
@@ -968,19 +862,17 @@ fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
         format!("sha256:{}", String::from_utf8_lossy(&id.stdout).trim())
     };
     let plan = || -> serde_json::Value {
-        serde_json::from_str(&ok(
-            f.path(),
-            &[
-                "--recipes",
-                "recipes",
+        serde_json::from_str(
+            &f.ok(&[
                 "plan",
                 "hipextra",
                 "--arch",
                 "gfx90c,gfx902",
                 "--format",
                 "json",
-            ],
-        ))
+            ])
+            .stdout,
+        )
         .unwrap()
     };
     let first = podman_build("one");
@@ -1011,17 +903,7 @@ fn an_image_rebuilt_under_the_same_tag_by_podman_build_changes_the_keys() {
         "the result built with the old image is not reused: {}",
         after["steps"][0]
     );
-    let text = ok(
-        f.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "plan",
-            "hipextra",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let text = f.ok(&["plan", "hipextra", "--arch", "gfx90c"]).stdout;
     assert!(
         text.contains(&format!("{tag} @ {second} (local image ID)")),
         "{text}"
@@ -2088,7 +1970,6 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
     const KEYED: &str = "localhost/rocforge-test-keyed:1";
     let f = fixture();
     let conf = containers_conf();
-    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
     let podman = |args: &[&str]| {
         let o = Command::new("podman")
             .env("CONTAINERS_CONF", &conf)
@@ -2111,7 +1992,7 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         "make",
     ]);
     assert!(!make.is_empty(), "the test image has make");
-    let release = f.path().join("recipes/test-1.0/release.toml");
+    let release = f.path("recipes/test-1.0/release.toml");
     let text = std::fs::read_to_string(&release)
         .unwrap()
         .replace(IMAGE, KEYED);
@@ -2121,8 +2002,8 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         format!("{text}\n[image-base]\nname = \"{IMAGE}\"\ndebootstrap = \"bookworm\"\n"),
     )
     .unwrap();
-    std::fs::create_dir_all(f.path().join("containers")).unwrap();
-    let containerfile = f.path().join("containers/Containerfile.test-1.0");
+    std::fs::create_dir_all(f.path("containers")).unwrap();
+    let containerfile = f.path("containers/Containerfile.test-1.0");
     // The pin is one apt would leave as it is: make is installed at that version already.
     let write = |label: &str, pinned: &str| {
         std::fs::write(
@@ -2135,38 +2016,16 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
     };
     write("keyed", &make);
     let plan = || -> serde_json::Value {
-        serde_json::from_str(&ok(
-            f.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "plan",
-                "hipcore",
-                "--arch",
-                "gfx90c",
-                "--format",
-                "json",
-            ],
-        ))
+        serde_json::from_str(
+            &f.ok(&["plan", "hipcore", "--arch", "gfx90c", "--format", "json"])
+                .stdout,
+        )
         .unwrap()
     };
     let before = plan();
     let built_from = before["image"]["built_from"].as_str().unwrap().to_string();
     assert!(before["image"]["digest"].is_null(), "{}", before["image"]);
-    let image_build = || {
-        rocforge_env(
-            f.path(),
-            &env,
-            &[
-                "--recipes",
-                "recipes",
-                "image",
-                "build",
-                "--runtime",
-                "podman",
-            ],
-        )
-    };
+    let image_build = || f.run(&["image", "build", "--runtime", "podman"]);
     let built = image_build();
     assert_eq!(built.code, 0, "{}", built.stderr);
     let id = podman(&["image", "inspect", "--format", "{{.Id}}", KEYED]);
@@ -2181,10 +2040,9 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         !shown.contains(&id),
         "the image ID reached the plan: {shown}"
     );
-    let record: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.path().join("store/.images/test-1.0.json")).unwrap(),
-    )
-    .unwrap();
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path("store/.images/test-1.0.json")).unwrap())
+            .unwrap();
     assert_eq!(record["inputs"], built_from.as_str(), "{record}");
     assert!(record["id"].as_str().unwrap().ends_with(&id), "{record}");
     let packages: Vec<&str> = record["packages"]
@@ -2208,20 +2066,10 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         KEYED,
     ]);
     assert_eq!(label, built_from);
-    let elsewhere = f.path().join("another-store");
-    let o = rocforge_env(
-        f.path(),
+    let elsewhere = f.path("another-store");
+    let o = f.run_env(
         &[("ROCFORGE_STORE", elsewhere.as_path())],
-        &[
-            "--recipes",
-            "recipes",
-            "plan",
-            "hipcore",
-            "--arch",
-            "gfx90c",
-            "--format",
-            "json",
-        ],
+        &["plan", "hipcore", "--arch", "gfx90c", "--format", "json"],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let there: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -2257,10 +2105,9 @@ fn an_image_built_from_pinned_inputs_keys_builds_by_them_and_is_checked_against_
         o.stderr
     );
     // The record still describes the image that passed.
-    let kept: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.path().join("store/.images/test-1.0.json")).unwrap(),
-    )
-    .unwrap();
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path("store/.images/test-1.0.json")).unwrap())
+            .unwrap();
     assert_eq!(kept["inputs"], built_from.as_str());
     let _ = podman(&["rmi", KEYED]);
 }
@@ -2499,7 +2346,7 @@ fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
     }
     let f = fixture();
     std::fs::write(
-        f.path().join("rocforge.toml"),
+        f.path("rocforge.toml"),
         "[runtime]\npodman-run = [\"--ulimit\", \"nofile=999999999:999999999\"]\n",
     )
     .unwrap();
@@ -2519,19 +2366,7 @@ fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
         "{}",
         o.stderr
     );
-    let conf = containers_conf();
-    let doctor = rocforge_env(
-        f.path(),
-        &[("CONTAINERS_CONF", conf.as_path())],
-        &[
-            "--recipes",
-            "recipes",
-            "doctor",
-            "hipcore",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let doctor = f.run(&["doctor", "hipcore", "--arch", "gfx90c"]);
     assert_eq!(doctor.code, 1, "{}\n{}", doctor.stdout, doctor.stderr);
     let all = format!("{}{}", doctor.stdout, doctor.stderr);
     assert!(all.contains("FAIL"), "{all}");
@@ -2564,7 +2399,7 @@ fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
     let f = fixture();
     let base = format!("localhost/rocforge-test-mm-base:{}", std::process::id());
     let builder = format!("localhost/rocforge-test-mm-builder:{}", std::process::id());
-    let release = f.path().join("recipes/test-1.0/release.toml");
+    let release = f.path("recipes/test-1.0/release.toml");
     let text = std::fs::read_to_string(&release)
         .unwrap()
         .replace(IMAGE, &builder);
@@ -2575,14 +2410,14 @@ fn a_user_without_root_makes_the_debian_base_with_mmdebstrap() {
         ),
     )
     .unwrap();
-    std::fs::create_dir_all(f.path().join("containers")).unwrap();
+    std::fs::create_dir_all(f.path("containers")).unwrap();
     std::fs::write(
-        f.path().join("containers/Containerfile.test-1.0"),
+        f.path("containers/Containerfile.test-1.0"),
         format!("FROM {base}\nRUN test -f /etc/debian_version\n"),
     )
     .unwrap();
-    let shared = hand_to_rootless_user(f.path());
-    let as_user = |program: &Path, args: &[&str]| as_rootless_user(uid, f.path(), program, args);
+    let shared = hand_to_rootless_user(f.root());
+    let as_user = |program: &Path, args: &[&str]| as_rootless_user(uid, f.root(), program, args);
     let out = as_user(
         &shared,
         &[
@@ -2626,7 +2461,6 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
     }
     let f = fixture();
     let conf = containers_conf();
-    let env: Vec<(&str, &Path)> = vec![("CONTAINERS_CONF", conf.as_path())];
     let flavoured = format!("{IMAGE}-extra");
     let podman = |args: &[&str]| {
         Command::new("podman")
@@ -2637,19 +2471,7 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
     };
     let _ = podman(&["rmi", &flavoured]);
     let plan = || -> serde_json::Value {
-        let o = rocforge_env(
-            f.path(),
-            &env,
-            &[
-                "--recipes",
-                "recipes",
-                "plan",
-                "--arch",
-                "gfx90c",
-                "--format",
-                "json",
-            ],
-        );
+        let o = f.run(&["plan", "--arch", "gfx90c", "--format", "json"]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         serde_json::from_str(&o.stdout).unwrap()
     };
@@ -2663,25 +2485,17 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
             .unwrap_or_default()
     };
     let before = plan();
-    let recipe = f.path().join("recipes/test-1.0/flavoured.toml");
+    let recipe = f.path("recipes/test-1.0/flavoured.toml");
     std::fs::write(
         &recipe,
         "name = \"flavoured\"\nversion = \"1.0\"\nsummary = \"built in a flavour\"\nlicense = \"MIT\"\n\n[source]\npath = \"flavoured-src\"\n\n[build]\nsystem = \"script\"\ndevice-code = false\nimage = \"extra\"\nscript = '''\nmkdir -p \"$DESTDIR$PREFIX/share/flavoured\"\ncp /etc/rocforge-flavour \"$DESTDIR$PREFIX/share/flavoured/which\"\n'''\n",
     )
     .unwrap();
-    std::fs::create_dir_all(f.path().join("recipes/test-1.0/flavoured-src")).unwrap();
-    std::fs::write(
-        f.path().join("recipes/test-1.0/flavoured-src/README"),
-        "x\n",
-    )
-    .unwrap();
+    std::fs::create_dir_all(f.path("recipes/test-1.0/flavoured-src")).unwrap();
+    std::fs::write(f.path("recipes/test-1.0/flavoured-src/README"), "x\n").unwrap();
 
     // Named, but no Containerfile yet.
-    let o = rocforge_env(
-        f.path(),
-        &env,
-        &["--recipes", "recipes", "plan", "flavoured"],
-    );
+    let o = f.run(&["plan", "flavoured"]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(
         o.stderr
@@ -2690,16 +2504,10 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
         "{}",
         o.stderr
     );
-    let containerfile = f
-        .path()
-        .join("containers/Containerfile.builder-extra-test-1.0");
+    let containerfile = f.path("containers/Containerfile.builder-extra-test-1.0");
     std::fs::create_dir_all(containerfile.parent().unwrap()).unwrap();
     std::fs::write(&containerfile, "FROM localhost/other:1\n").unwrap();
-    let o = rocforge_env(
-        f.path(),
-        &env,
-        &["--recipes", "recipes", "plan", "flavoured"],
-    );
+    let o = f.run(&["plan", "flavoured"]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(
         o.stderr
@@ -2733,11 +2541,7 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
         .as_str()
         .expect("keyed by its inputs")
         .to_string();
-    let shown = rocforge_env(
-        f.path(),
-        &env,
-        &["--recipes", "recipes", "plan", "flavoured"],
-    );
+    let shown = f.run(&["plan", "flavoured"]);
     assert!(
         shown
             .stdout
@@ -2747,18 +2551,7 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
         shown.stdout
     );
 
-    let built = rocforge_env(
-        f.path(),
-        &env,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "flavoured",
-            "--runtime",
-            "podman",
-        ],
-    );
+    let built = f.run(&["build", "flavoured", "--runtime", "podman"]);
     assert_eq!(built.code, 0, "{}", built.stderr);
     assert!(
         built
@@ -2768,14 +2561,10 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
         built.stderr
     );
     let key = key_of(&with, "flavoured");
-    let which = f
-        .path()
-        .join("store")
-        .join(&key)
-        .join("tree/share/flavoured/which");
+    let which = f.store().join(&key).join("tree/share/flavoured/which");
     assert_eq!(std::fs::read_to_string(&which).unwrap(), "extra\n");
     let record: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(f.path().join("store/.images/test-1.0+extra.json")).unwrap(),
+        &std::fs::read(f.path("store/.images/test-1.0+extra.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(record["inputs"], inputs.as_str(), "{record}");
@@ -2790,18 +2579,7 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
     assert_eq!(String::from_utf8_lossy(&label.stdout).trim(), inputs);
 
     // A second build finds it made; one byte of its file changes the flavoured key alone.
-    let again = rocforge_env(
-        f.path(),
-        &env,
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "flavoured",
-            "--runtime",
-            "podman",
-        ],
-    );
+    let again = f.run(&["build", "flavoured", "--runtime", "podman"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
         !again.stderr.contains("building the builder image"),
