@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const IMAGE: &str = "localhost/rocforge-test-builder:bookworm";
-const RECIPES: &[&str] = &["--recipes", "recipes"];
 
 // ---------------------------------------------------------------------------------------------
 // The seeded generator.
@@ -85,11 +84,13 @@ fn iterations() -> usize {
 // ---------------------------------------------------------------------------------------------
 // The fixture: a catalog of script builds with git sources, one tarball source over HTTP.
 
+/// The world and the HTTP server of the tarball source.
 struct Fx {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+    w: World,
     _http: HttpServer,
 }
+
+derefs_to_world!(Fx);
 
 /// `name`'s recipe: a script build that logs its start and end to `$CCACHE_DIR/builds.log`,
 /// sleeps a little (so a random kill can land inside it) and installs a program, a library
@@ -112,10 +113,9 @@ fn script_recipe(name: &str, deps: &[&str], url: &str, sleep: &str) -> String {
 /// base ← a; base ← b ← c (script builds, git sources); data (a tarball over HTTP, copied);
 /// big (3 MiB of random bytes, for the disk-full test). `image` is the release's builder image.
 fn fixture(image: &str) -> Fx {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("w");
-    let rel = test_release(&root, image);
-    let origin = root.join("origin");
+    let w = World::new().release(image).build();
+    let rel = w.release_dir();
+    let origin = w.path("origin");
     for (name, deps) in [
         ("base", &[][..]),
         ("a", &["base"][..]),
@@ -164,34 +164,30 @@ fn fixture(image: &str) -> Fx {
         ),
     )
     .unwrap();
-    Fx {
-        _tmp: tmp,
-        root,
-        _http: http,
-    }
+    Fx { w, _http: http }
 }
 
-/// One run's store and cache (and anything else it needs), by name, under the fixture.
+/// One run's store and cache (and anything else it needs), by name, under the world.
 #[derive(Clone)]
-struct Ctx {
-    root: PathBuf,
+struct Ctx<'w> {
+    w: &'w World,
     store: PathBuf,
     cache: PathBuf,
     extra: Vec<(String, PathBuf)>,
 }
 
 impl Fx {
-    fn ctx(&self, name: &str) -> Ctx {
+    fn ctx(&self, name: &str) -> Ctx<'_> {
         Ctx {
-            root: self.root.clone(),
-            store: self.root.join(name).join("store"),
-            cache: self.root.join(name).join("cache"),
+            w: &self.w,
+            store: self.path(name).join("store"),
+            cache: self.path(name).join("cache"),
             extra: Vec::new(),
         }
     }
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn command(&self, args: &[&str], fault: Option<(&str, u64)>) -> Command {
         let spec = fault.map(|(p, n)| format!("{p}:{n}"));
         let mut env: Vec<(&str, &Path)> = vec![
@@ -204,9 +200,7 @@ impl Ctx {
         if let Some(s) = &spec {
             env.push(("ROCFORGE_FAULT_AT", Path::new(s)));
         }
-        let mut full = RECIPES.to_vec();
-        full.extend_from_slice(args);
-        rocforge_command(&self.root, &env, &full)
+        self.w.command_env(&env, args)
     }
 
     /// [`Ctx::command`] started, its output thrown away: for a kill from here.
@@ -564,7 +558,7 @@ const BUILD_ALL: [&str; 8] = [
 ];
 
 /// A store holding every component (host builds), and a signing key in keys/.
-fn packaged(fx: &Fx) -> Ctx {
+fn packaged(fx: &Fx) -> Ctx<'_> {
     let ctx = fx.ctx("shared");
     ctx.ok(&BUILD_ALL);
     ctx.ok(&["key", "generate", "--out", "keys"]);
@@ -572,7 +566,7 @@ fn packaged(fx: &Fx) -> Ctx {
 }
 
 /// [`packaged`], and its signed release in dist/.
-fn released(fx: &Fx) -> Ctx {
+fn released(fx: &Fx) -> Ctx<'_> {
     let ctx = packaged(fx);
     ctx.ok(&strs(&package_args("dist")));
     ctx
@@ -665,7 +659,7 @@ fn kill_during_package_leaves_no_partial_release_and_the_rerun_matches_a_clean_o
     let args = package_args("dist-ref");
     let args = strs(&args);
     let (points, took) = ctx.calibrate(&args, "package");
-    let want = tarballs(&fx.root.join("dist-ref"));
+    let want = tarballs(&fx.path("dist-ref"));
     assert_eq!(want.len(), 5);
     for i in 0..iterations() {
         let out = format!("dist-{i}");
@@ -674,7 +668,7 @@ fn kill_during_package_leaves_no_partial_release_and_the_rerun_matches_a_clean_o
         let what = ctx.kill(&mut rng, &args, "package", points, took);
         eprintln!("package #{i}: {what}");
         ctx.ok(&args);
-        check_dist(&ctx, &fx.root.join(&out), &want);
+        check_dist(&ctx, &fx.path(&out), &want);
     }
 }
 
@@ -704,16 +698,16 @@ fn kill_during_install_leaves_the_prefix_old_or_new_and_the_rerun_completes() {
     let full = ["c", "a", "data"];
     // The old state: base installed. The new one: everything, as a clean install leaves it.
     ctx.ok(&strs(&install("prefix-ref", &["base"])));
-    let old = prefix_state(&fx.root.join("prefix-ref"));
+    let old = prefix_state(&fx.path("prefix-ref"));
     let (points, took) = ctx.calibrate(&strs(&install("prefix-ref", &full)), "install");
-    let new = prefix_state(&fx.root.join("prefix-ref"));
+    let new = prefix_state(&fx.path("prefix-ref"));
     assert_ne!(old, new);
     // Into an empty prefix the install is one rename: fewer crash points.
     let (points_empty, _) = ctx.calibrate(&strs(&install("prefix-empty", &full)), "install");
-    assert_eq!(prefix_state(&fx.root.join("prefix-empty")), new);
+    assert_eq!(prefix_state(&fx.path("prefix-empty")), new);
     for i in 0..iterations() {
         let name = format!("prefix-{i}");
-        let prefix = fx.root.join(&name);
+        let prefix = fx.path(&name);
         // Half the runs start from an empty prefix (one rename), half merge into base.
         let from_empty = rng.one_in(2);
         if !from_empty {
@@ -760,7 +754,7 @@ fn kill_during_publish_and_the_rerun_pushes_everything_intact() {
     let fx = fixture("localhost/rocforge-none:1");
     let mut rng = Rng::for_test("publish");
     let ctx = released(&fx);
-    let dist = fx.root.join("dist");
+    let dist = fx.path("dist");
     let before = listing(&dist);
     let to = |repo: &str| format!("oci://{}/faults/{repo}", reg.host());
     let (points, took) = ctx.calibrate(&["publish", "dist", "--to", &to("ref")], "publish");
@@ -1023,14 +1017,14 @@ impl Drop for Tmpfs {
 fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
     let fx = fixture("localhost/rocforge-none:1");
     // Without root (or a mount namespace allowing it) there is no small filesystem to fill.
-    let probe = Tmpfs::mount(&fx.root.join("probe"), "64k");
+    let probe = Tmpfs::mount(&fx.path("probe"), "64k");
     if !require("root, to mount a small tmpfs", probe.is_some()) {
         return;
     }
     drop(probe);
 
     // The store's filesystem fills while the build's output moves in.
-    let fs = Tmpfs::mount(&fx.root.join("small-store"), "1m").unwrap();
+    let fs = Tmpfs::mount(&fx.path("small-store"), "1m").unwrap();
     let mut ctx = fx.ctx("disk-store");
     ctx.store = fs.0.join("store");
     let args = ["build", "big", "--arch", "gfx90c", "--runtime", "host"];
@@ -1050,7 +1044,7 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
     check_cache(&ctx.cache);
 
     // The cache's filesystem fills during a download.
-    let fs = Tmpfs::mount(&fx.root.join("small-cache"), "128k").unwrap();
+    let fs = Tmpfs::mount(&fx.path("small-cache"), "128k").unwrap();
     let mut ctx = fx.ctx("disk-cache");
     ctx.cache = fs.0.join("cache");
     let args = ["fetch", "data", "--arch", "gfx90c"];
@@ -1093,7 +1087,7 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
         "--out",
         "dist-big",
     ]);
-    let fs = Tmpfs::mount(&fx.root.join("small-prefix"), "1m").unwrap();
+    let fs = Tmpfs::mount(&fx.path("small-prefix"), "1m").unwrap();
     let prefix = fs.0.join("rocm").display().to_string();
     let install = |what: &str| {
         ctx.run(&[
@@ -1158,7 +1152,7 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
             && stderr.contains("free disk space"),
         "{stderr}"
     );
-    let left: BTreeSet<String> = names(&fx.root.join("dist-limited")).into_iter().collect();
+    let left: BTreeSet<String> = names(&fx.path("dist-limited")).into_iter().collect();
     assert!(
         left.iter()
             .all(|n| !n.starts_with('.') && !n.ends_with(".tar.zst")),
@@ -1175,7 +1169,7 @@ fn a_full_disk_fails_clearly_and_leaves_consistent_state() {
 #[test]
 fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
     let fx = fixture("localhost/rocforge-none:1");
-    let probe = Tmpfs::mount(&fx.root.join("probe-mount"), "64k");
+    let probe = Tmpfs::mount(&fx.path("probe-mount"), "64k");
     if !require("root, to mount a small tmpfs", probe.is_some()) {
         return;
     }
@@ -1184,10 +1178,10 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
     let host = ["--arch", "gfx90c", "--runtime", "host"];
     ctx.ok(&[&["build", "base"][..], &host].concat());
     ctx.ok(&[&["package", "base"][..], &host, &["--out", "dist-mount"]].concat());
-    let tmpfs = Tmpfs::mount(&fx.root.join("mounted"), "16m").unwrap();
-    let shared = fx.root.join("bind-source");
+    let tmpfs = Tmpfs::mount(&fx.path("mounted"), "16m").unwrap();
+    let shared = fx.path("bind-source");
     std::fs::create_dir_all(&shared).unwrap();
-    let bound = fx.root.join("bound");
+    let bound = fx.path("bound");
     std::fs::create_dir_all(&bound).unwrap();
     assert!(
         Command::new("mount")
@@ -1234,7 +1228,7 @@ fn an_install_into_a_prefix_that_is_a_mount_point_stages_inside_it() {
     }
     // A prefix that cannot be written (a read-only mount) fails before anything is downloaded,
     // naming the prefix.
-    let ro = fx.root.join("read-only");
+    let ro = fx.path("read-only");
     std::fs::create_dir_all(&ro).unwrap();
     assert!(
         Command::new("mount")
