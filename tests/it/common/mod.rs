@@ -50,6 +50,9 @@ pub fn rocforge_command(dir: &Path, env: &[(&str, &Path)], args: &[&str]) -> Com
         .env_remove("ROCFORGE_RECIPES")
         .env_remove("ROCFORGE_RELEASE")
         .env_remove("GITHUB_ACTIONS")
+        // A developer's GPU settings would change what `test` runs and reports.
+        .env_remove("HSA_XNACK")
+        .env_remove("HSA_OVERRIDE_GFX_VERSION")
         .env("ROCFORGE_CACHE", dir.join("cache"))
         .env("ROCFORGE_STORE", dir.join("store"))
         .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))

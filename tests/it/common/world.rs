@@ -13,7 +13,8 @@ use super::{Out, containers_conf, kfd, manifest, rocforge_command, test_release}
 pub const KEYS: &str = "keys";
 
 pub struct World {
-    _tmp: tempfile::TempDir,
+    /// None for a [`Builder::shared`] world, which is never removed.
+    _tmp: Option<tempfile::TempDir>,
     root: PathBuf,
     env: Vec<(String, PathBuf)>,
     lead: Vec<String>,
@@ -24,6 +25,7 @@ pub struct Builder {
     release: Option<String>,
     arches: Option<Vec<String>>,
     catalog: Option<String>,
+    shared: Option<String>,
     config: Option<String>,
     env: Vec<(String, Value)>,
     lead: Vec<String>,
@@ -43,6 +45,7 @@ impl World {
             release: None,
             arches: None,
             catalog: None,
+            shared: None,
             config: None,
             env: Vec::new(),
             lead: Vec::new(),
@@ -198,6 +201,13 @@ impl Builder {
             .splice(0..0, ["--recipes".into(), "recipes".into()]);
         self
     }
+    /// For a world built once per test process and kept in a static (which is never dropped):
+    /// its root is `$CARGO_TARGET_TMPDIR/<name>-<pid>`, and the roots of earlier processes that
+    /// are gone are removed when it is built.
+    pub fn shared(mut self, name: &str) -> Builder {
+        self.shared = Some(name.to_string());
+        self
+    }
     /// A copy of the test catalog tests/fixtures/`name` (recipes/, patches/) under the root.
     pub fn catalog(mut self, name: &str) -> Builder {
         self.catalog = Some(name.to_string());
@@ -250,8 +260,14 @@ impl Builder {
     }
 
     pub fn build(self) -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("w");
+        let (tmp, root) = match &self.shared {
+            Some(name) => (None, shared_root(name)),
+            None => {
+                let tmp = tempfile::tempdir().unwrap();
+                let root = tmp.path().join("w");
+                (Some(tmp), root)
+            }
+        };
         std::fs::create_dir_all(&root).unwrap();
         if let Some(name) = &self.catalog {
             rocforge::fsutil::copy_tree(&manifest().join("tests/fixtures").join(name), &root)
@@ -296,6 +312,26 @@ impl Builder {
         }
         world
     }
+}
+
+/// `$CARGO_TARGET_TMPDIR/<name>-<pid>`, empty, after removing those of processes that are
+/// gone.
+fn shared_root(name: &str) -> PathBuf {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let root = base.join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let prefix = format!("{name}-");
+    for e in std::fs::read_dir(&base).unwrap().flatten() {
+        let file = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = file
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    root
 }
 
 /// Gives a file's fixture (a `World` in its field `w`, beside what is particular to the file)
