@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::kfd::machines;
-use common::{listing, manifest, which};
+use common::{Out, World, listing, manifest, rocforge, rocforge_command, which};
 use serde_json::Value;
 
 fn ci() -> bool {
@@ -41,36 +41,13 @@ fn cc_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// rocforge in `dir` with its own store, cache and HOME (see [`rocforge_command`]).
 fn base_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocforge"));
-    cmd.current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("ROCFORGE_RECIPES")
-        .env_remove("ROCFORGE_RELEASE")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("HSA_XNACK")
-        .env_remove("HSA_OVERRIDE_GFX_VERSION")
-        .env("ROCFORGE_CACHE", dir.join("cache"))
-        .env("ROCFORGE_STORE", dir.join("store"))
-        .env("ROCFORGE_CONFIG", dir.join("no-user-config.toml"))
-        .env("HOME", dir);
-    cmd
+    rocforge_command(dir, &[], args)
 }
 
 fn rf(dir: &Path, args: &[&str]) -> Out {
-    let out = base_cmd(dir, args).output().expect("run rocforge");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    rocforge(dir, args)
 }
 
 const MIXED: &str = "Mixed.pass1 pass
@@ -101,10 +78,6 @@ Other.end pass
 NoDev.after_segv fail
 ";
 
-struct Fixture {
-    dir: PathBuf,
-}
-
 /// Runs of `mixed` log an amdgpu reset to the one recorded kernel log: they take turns, so no
 /// run reads another's reset.
 static KMSG: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -113,10 +86,9 @@ fn kmsg_turn() -> std::sync::MutexGuard<'static, ()> {
     KMSG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Fixture {
-    fn root(&self, m: &str) -> String {
-        self.dir.join(m).display().to_string()
-    }
+/// The recorded machine `m`'s root (see [`common::kfd::machines`]) in `f`, as an argument.
+fn sysfs_root(f: &World, m: &str) -> String {
+    f.path(m).display().to_string()
 }
 
 fn recipe(
@@ -136,26 +108,15 @@ fn recipe(
 
 /// The catalog, the clients and the store, built once for every test here. None when cc is
 /// missing (and not in CI).
-fn fixture() -> Option<&'static Fixture> {
-    static F: OnceLock<Option<Fixture>> = OnceLock::new();
+fn fixture() -> Option<&'static World> {
+    static F: OnceLock<Option<World>> = OnceLock::new();
     F.get_or_init(|| {
         if !require("a C compiler (cc)", cc_works()) {
             return None;
         }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("testrun-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        // Fixtures of earlier runs whose process is gone.
-        for e in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("testrun-").and_then(|p| p.parse::<u32>().ok())
-                && !Path::new(&format!("/proc/{pid}")).exists()
-            {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
-        machines(&dir);
+        let w = World::new().shared("testrun").build();
+        w.machines();
+        let dir = w.root().to_path_buf();
         let rel = hw_release(&dir);
         // The gtest client, and a client linked against a library that is not installed.
         let bin = dir.join("bin");
@@ -205,18 +166,18 @@ fn fixture() -> Option<&'static Fixture> {
         )
         .unwrap();
         for arch in ["gfx90c", "gfx900", "gfx902"] {
-            let o = rf(&dir, &["--recipes", "recipes", "build", "passing", "mixed", "slow", "nodev", "missing", "examples", "--arch", arch, "--runtime", "host"]);
+            let o = w.run(&["--recipes", "recipes", "build", "passing", "mixed", "slow", "nodev", "missing", "examples", "--arch", arch, "--runtime", "host"]);
             assert_eq!(o.code, 0, "build for {arch}:\n{}\n{}", o.stdout, o.stderr);
         }
-        Some(Fixture { dir })
+        Some(w)
     })
     .as_ref()
 }
 
-fn test_run(f: &Fixture, args: &[&str]) -> Out {
+fn test_run(f: &World, args: &[&str]) -> Out {
     let mut full = vec!["--recipes", "recipes", "--quiet", "test"];
     full.extend_from_slice(args);
-    rf(&f.dir, &full)
+    f.run(&full)
 }
 
 fn results(path: &Path) -> Value {
@@ -276,7 +237,7 @@ fn detect_reads_recorded_machines() {
 #[test]
 fn shards_run_with_gtest_variables() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-passing");
+    let out = f.path("r-passing");
     let started = Instant::now();
     let o = test_run(
         f,
@@ -285,7 +246,7 @@ fn shards_run_with_gtest_variables() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--machine",
@@ -333,7 +294,7 @@ fn shards_run_with_gtest_variables() {
 #[test]
 fn a_finished_run_speaks_json() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-passing-json");
+    let out = f.path("r-passing-json");
     let o = test_run(
         f,
         &[
@@ -341,7 +302,7 @@ fn a_finished_run_speaks_json() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--machine",
@@ -352,7 +313,7 @@ fn a_finished_run_speaks_json() {
     );
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
-    crate::common::schema::assert_matches_schema(&f.dir, "test", &v);
+    crate::common::schema::assert_matches_schema(f.root(), "test", &v);
     assert_eq!(v["summary"]["passed"], 6, "{v:#}");
     assert_eq!(v["classes"], serde_json::json!({}), "{v:#}");
     assert_eq!(v["submitted"], Value::Null);
@@ -363,7 +324,7 @@ fn a_finished_run_speaks_json() {
 #[test]
 fn hangs_and_crashes_restart_the_shard_and_every_failure_is_classified() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-mixed");
+    let out = f.path("r-mixed");
     let turn = kmsg_turn();
     let o = test_run(
         f,
@@ -372,7 +333,7 @@ fn hangs_and_crashes_restart_the_shard_and_every_failure_is_classified() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--machine",
@@ -469,7 +430,7 @@ fn hangs_and_crashes_restart_the_shard_and_every_failure_is_classified() {
 #[test]
 fn failures_in_a_process_that_found_no_gpu_are_no_gpu() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-nodev");
+    let out = f.path("r-nodev");
     let o = test_run(
         f,
         &[
@@ -477,7 +438,7 @@ fn failures_in_a_process_that_found_no_gpu_are_no_gpu() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
         ],
@@ -519,7 +480,7 @@ fn failures_in_a_process_that_found_no_gpu_are_no_gpu() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--resume",
@@ -532,7 +493,7 @@ fn failures_in_a_process_that_found_no_gpu_are_no_gpu() {
 #[test]
 fn missing_library_is_exit_127() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-missing");
+    let out = f.path("r-missing");
     let o = test_run(
         f,
         &[
@@ -540,7 +501,7 @@ fn missing_library_is_exit_127() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
         ],
@@ -564,7 +525,7 @@ fn report_counts_match_what_test_printed() {
     let mut printed = Vec::new();
     let mut bundles = Vec::new();
     for (component, dir) in [("mixed", "rc-mixed"), ("missing", "rc-missing")] {
-        let out = f.dir.join(dir);
+        let out = f.root().join(dir);
         let turn = kmsg_turn();
         let o = test_run(
             f,
@@ -573,7 +534,7 @@ fn report_counts_match_what_test_printed() {
                 "--arch",
                 "gfx90c",
                 "--sysfs-root",
-                &f.root("m-gfx90c"),
+                &sysfs_root(f, "m-gfx90c"),
                 "--out",
                 out.to_str().unwrap(),
                 "--machine",
@@ -591,10 +552,10 @@ fn report_counts_match_what_test_printed() {
         printed[0]
     );
     let report = |bundles: &[PathBuf], to: &str| -> String {
-        let out = f.dir.join(to);
+        let out = f.root().join(to);
         let mut args = vec!["report", "--out", out.to_str().unwrap()];
         args.extend(bundles.iter().map(|b| b.to_str().unwrap()));
-        let o = rf(&f.dir, &args);
+        let o = f.run(&args);
         assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
         std::fs::read_to_string(out.join("report.md")).unwrap()
     };
@@ -647,8 +608,8 @@ fn report_counts_match_what_test_printed() {
 #[test]
 fn ctrl_c_says_how_to_resume() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-slow-interrupted");
-    let root = f.root("m-gfx90c");
+    let out = f.path("r-slow-interrupted");
+    let root = sysfs_root(f, "m-gfx90c");
     let args = [
         "--recipes",
         "recipes",
@@ -662,7 +623,8 @@ fn ctrl_c_says_how_to_resume() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let child = base_cmd(&f.dir, &args)
+    let child = f
+        .command(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -697,7 +659,7 @@ fn ctrl_c_says_how_to_resume() {
     assert!(!text.contains("\"crashed\""), "{text}");
     let mut resumed = args.to_vec();
     resumed.push("--resume");
-    let o = rf(&f.dir, &resumed);
+    let o = f.run(&resumed);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert_eq!(results(&out)["summary"]["passed"], 20);
 }
@@ -705,8 +667,8 @@ fn ctrl_c_says_how_to_resume() {
 #[test]
 fn resume_after_the_runner_is_killed() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-slow");
-    let root = f.root("m-gfx90c");
+    let out = f.path("r-slow");
+    let root = sysfs_root(f, "m-gfx90c");
     let args = [
         "--recipes",
         "recipes",
@@ -720,7 +682,8 @@ fn resume_after_the_runner_is_killed() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let mut child = base_cmd(&f.dir, &args)
+    let mut child = f
+        .command(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -747,7 +710,7 @@ fn resume_after_the_runner_is_killed() {
         .count();
     assert!(before < 20);
     // Starting over is refused while the journal holds an unfinished run.
-    let o = rf(&f.dir, &args);
+    let o = f.run(&args);
     assert_eq!(o.code, 1);
     assert!(
         o.stderr.contains("unfinished run") && o.stderr.contains("--resume"),
@@ -756,7 +719,7 @@ fn resume_after_the_runner_is_killed() {
     );
     let mut resumed = args.to_vec();
     resumed.push("--resume");
-    let o = rf(&f.dir, &resumed);
+    let o = f.run(&resumed);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let v = results(&out);
     assert_eq!(v["summary"]["passed"], 20, "{:#}", v["summary"]);
@@ -782,7 +745,7 @@ fn a_build_for_several_targets_is_tested_for_one_of_them() {
     // A catalog of its own, so its store holds only what this test builds.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    rocforge::fsutil::copy_tree(&f.dir.join("recipes"), &dir.join("recipes")).unwrap();
+    rocforge::fsutil::copy_tree(&f.path("recipes"), &dir.join("recipes")).unwrap();
     std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
     let build = |arch: &str| {
         let o = rf(
@@ -800,7 +763,7 @@ fn a_build_for_several_targets_is_tested_for_one_of_them() {
         );
         assert_eq!(o.code, 0, "build for {arch}:\n{}", o.stderr);
     };
-    let root = f.root("m-gfx90c");
+    let root = sysfs_root(f, "m-gfx90c");
     let test = |out: &str| {
         let o = rf(
             dir,
@@ -855,7 +818,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx902"),
+            &sysfs_root(f, "m-gfx902"),
             "--out",
             "x",
         ],
@@ -876,7 +839,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-none"),
+            &sysfs_root(f, "m-none"),
             "--out",
             "x",
         ],
@@ -895,7 +858,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
             "--arch",
             "gfx1151",
             "--sysfs-root",
-            &f.root("m-gfx1151"),
+            &sysfs_root(f, "m-gfx1151"),
             "--out",
             "x",
         ],
@@ -915,7 +878,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
             "gfx902",
             "--spoof",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             "x",
         ],
@@ -923,7 +886,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("--arch gfx900 --spoof"), "{}", o.stderr);
     // The gfx900 artifact on the gfx90c under HSA_OVERRIDE_GFX_VERSION=9.0.0.
-    let out = f.dir.join("r-spoofed");
+    let out = f.path("r-spoofed");
     let o = test_run(
         f,
         &[
@@ -932,7 +895,7 @@ fn target_mismatch_spoof_and_missing_artifacts() {
             "gfx900",
             "--spoof",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--machine",
@@ -973,7 +936,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     // A catalog and store of its own, so nothing else writes to the tree compared.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    rocforge::fsutil::copy_tree(&f.dir.join("recipes"), &dir.join("recipes")).unwrap();
+    rocforge::fsutil::copy_tree(&f.path("recipes"), &dir.join("recipes")).unwrap();
     std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
     for (arch, component) in [
         ("gfx90c", "passing"),
@@ -995,7 +958,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
         );
         assert_eq!(o.code, 0, "build {component} for {arch}:\n{}", o.stderr);
     }
-    let root = f.root("m-gfx90c");
+    let root = sysfs_root(f, "m-gfx90c");
     let dry = |extra: &[&str]| -> Out {
         let mut args = vec!["--recipes", "recipes", "--quiet"];
         args.extend_from_slice(extra);
@@ -1023,7 +986,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
         hex_redacted(
             &text
                 .replace(&dir.display().to_string(), "[DIR]")
-                .replace(&f.dir.display().to_string(), "[FIXTURE]"),
+                .replace(&f.root().display().to_string(), "[FIXTURE]"),
         )
     };
     let before = listing(dir);
@@ -1036,7 +999,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
 
     // On a machine without the GPU the plan for --arch is still made, and says so; running it
     // is refused.
-    let none = f.root("m-none");
+    let none = sysfs_root(f, "m-none");
     let on_none = |extra: &[&str]| {
         let mut args = vec![
             "--recipes",
@@ -1058,7 +1021,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     assert!(
         o.stdout.contains(
             "no GPU here (none under [FIXTURE]"
-                .replace("[FIXTURE]", &f.dir.display().to_string())
+                .replace("[FIXTURE]", &f.root().display().to_string())
                 .as_str()
         ),
         "{}",
@@ -1183,7 +1146,7 @@ fn dry_run_prints_the_plan_and_writes_nothing() {
     assert_eq!(plan["target"], "gfx900");
 
     // A refusal is the run's own.
-    let other = f.root("m-gfx902");
+    let other = sysfs_root(f, "m-gfx902");
     let o = rf(
         dir,
         &[
@@ -1249,7 +1212,7 @@ const EXAMPLES: [(&str, &str, Option<&str>); 8] = [
 #[test]
 fn each_binary_corpus_runs_every_executable_as_one_test() {
     let Some(f) = fixture() else { return };
-    let out = f.dir.join("r-examples");
+    let out = f.path("r-examples");
     let args = |resume: bool| {
         let mut v = vec![
             "--recipes".to_string(),
@@ -1260,7 +1223,7 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
             "--arch".into(),
             "gfx90c".into(),
             "--sysfs-root".into(),
-            f.root("m-gfx90c"),
+            sysfs_root(f, "m-gfx90c"),
             "--out".into(),
             out.display().to_string(),
             "--machine".into(),
@@ -1275,11 +1238,8 @@ fn each_binary_corpus_runs_every_executable_as_one_test() {
     let journal = out.join("journal.jsonl");
     let turn = kmsg_turn();
     // Once ex_segv is journaled, ex_slow runs for a second: killed in the middle of it.
-    kill_when_journaled(&f.dir, &args(false), &journal, "bin/ex_segv", 100);
-    let o = rf(
-        &f.dir,
-        &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    kill_when_journaled(f.root(), &args(false), &journal, "bin/ex_segv", 100);
+    let o = f.run(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
     drop(turn);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     let v = results(&out);
@@ -1386,11 +1346,8 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
     };
     let repo = format!("oci://{}/volunteers/results", reg.host());
     // Machine A signs its submission; machine B (a gfx902 laptop) does not.
-    let keys = f.dir.join("submit-keys");
-    let o = rf(
-        &f.dir,
-        &["key", "generate", "--out", keys.to_str().unwrap()],
-    );
+    let keys = f.path("submit-keys");
+    let o = f.run(&["key", "generate", "--out", keys.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let key = keys.join("rocforge.key");
     let runs = [
@@ -1398,8 +1355,8 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
         ("laptop-b", "gfx902", "m-gfx902", None),
     ];
     for (machine, arch, root, key) in runs {
-        let out = f.dir.join(format!("r-submit-{machine}"));
-        let (root, out_s) = (f.root(root), out.display().to_string());
+        let out = f.path(&format!("r-submit-{machine}"));
+        let (root, out_s) = (sysfs_root(f, root), out.display().to_string());
         let mut args = vec![
             "passing",
             "--arch",
@@ -1481,7 +1438,7 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
             .bytes()
             .unwrap()
     };
-    let pulled = f.dir.join("r-submit-pulled");
+    let pulled = f.path("r-submit-pulled");
     std::fs::create_dir_all(&pulled).unwrap();
     std::fs::write(
         pulled.join("results.json"),
@@ -1493,23 +1450,20 @@ fn two_machines_submit_to_a_registry_and_one_report_pulls_both() {
         blob(m["layers"][1]["digest"].as_str().unwrap()),
     )
     .unwrap();
-    let o = rf(
-        &f.dir,
-        &[
-            "verify",
-            pulled.join("results.json").to_str().unwrap(),
-            "--key",
-            keys.join("rocforge.pub").to_str().unwrap(),
-        ],
-    );
+    let o = f.run(&[
+        "verify",
+        pulled.join("results.json").to_str().unwrap(),
+        "--key",
+        keys.join("rocforge.pub").to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     // Pulled results must be signed by a trusted key: A's key is not trusted yet and B signed
     // nothing, so nothing is left and the report says how to trust a submitter.
-    let report = f.dir.join("report-oci");
+    let report = f.path("report-oci");
     let report_from = |from: &str, extra: &[&str]| {
         let mut args = vec!["report", from, "--out", report.to_str().unwrap()];
         args.extend_from_slice(extra);
-        rf(&f.dir, &args)
+        f.run(&args)
     };
     let o = report_from(&repo, &[]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
@@ -1617,7 +1571,7 @@ fn put_server() -> (String, Received) {
 fn submit_to_an_http_url_puts_the_results() {
     let Some(f) = fixture() else { return };
     let (url, got) = put_server();
-    let out = f.dir.join("r-submit-http");
+    let out = f.path("r-submit-http");
     let o = test_run(
         f,
         &[
@@ -1625,7 +1579,7 @@ fn submit_to_an_http_url_puts_the_results() {
             "--arch",
             "gfx90c",
             "--sysfs-root",
-            &f.root("m-gfx90c"),
+            &sysfs_root(f, "m-gfx90c"),
             "--out",
             out.to_str().unwrap(),
             "--machine",
@@ -1668,14 +1622,11 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
         return;
     }
     // A signed index of `passing` for gfx90c, served over HTTP; the key trusted by the config.
-    let work = f.dir.join("from-index");
+    let work = f.path("from-index");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let keys = work.join("keys");
-    let o = rf(
-        &f.dir,
-        &["key", "generate", "--out", keys.to_str().unwrap()],
-    );
+    let o = f.run(&["key", "generate", "--out", keys.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let config = work.join("trust.toml");
     std::fs::write(
@@ -1684,23 +1635,20 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
     )
     .unwrap();
     let dist = work.join("dist");
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "package",
-            "passing",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-            "--out",
-            dist.to_str().unwrap(),
-            "--sign-key",
-            keys.join("rocforge.key").to_str().unwrap(),
-        ],
-    );
+    let o = f.run(&[
+        "--recipes",
+        "recipes",
+        "package",
+        "passing",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+        "--out",
+        dist.to_str().unwrap(),
+        "--sign-key",
+        keys.join("rocforge.key").to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let index: Value =
         serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
@@ -1710,7 +1658,7 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
     let store = work.join("empty-store");
     let out = work.join("r");
     let run = |extra: &[&str]| {
-        let root = f.root("m-gfx90c");
+        let root = sysfs_root(f, "m-gfx90c");
         let mut args = vec![
             "--recipes",
             "recipes",
@@ -1725,7 +1673,7 @@ fn test_installs_from_an_artifact_index_when_the_store_lacks_the_component() {
             out.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        base_cmd(&f.dir, &args)
+        f.command(&args)
             .env("ROCFORGE_STORE", &store)
             .env("ROCFORGE_CONFIG", &config)
             .output()
@@ -1894,8 +1842,8 @@ fn report_from_two_machines_in_headless_chromium() {
     ];
     let mut bundles = Vec::new();
     for (dir, args, machine, name) in &runs {
-        let out = f.dir.join(dir);
-        let root = f.root(machine);
+        let out = f.root().join(dir);
+        let root = sysfs_root(f, machine);
         let mut a = args.clone();
         a.extend([
             "--sysfs-root",
@@ -1916,10 +1864,10 @@ fn report_from_two_machines_in_headless_chromium() {
         );
         bundles.push(out.join("results.json").display().to_string());
     }
-    let report = f.dir.join("report");
+    let report = f.path("report");
     let mut args = vec!["report", "--out", report.to_str().unwrap()];
     args.extend(bundles.iter().map(String::as_str));
-    let o = rf(&f.dir, &args);
+    let o = f.run(&args);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let html = std::fs::read_to_string(report.join("report.html")).unwrap();
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
@@ -1953,7 +1901,7 @@ fn report_from_two_machines_in_headless_chromium() {
     let shot = artifacts.join("testrun-report.png");
     let _ = std::fs::remove_file(&shot);
     let url = format!("file://{}", report.join("report.html").display());
-    let profile = f.dir.join("chromium-profile");
+    let profile = f.path("chromium-profile");
     headless(
         &browser,
         &profile,
@@ -2082,29 +2030,15 @@ fn cmake_works() -> bool {
 /// A release of CTest-tree components: `trees` (a copy build of a hand-written tree) and
 /// `cmk` plus three variants (cmake builds installing the CTestTestfile.cmake CMake itself
 /// generated), built for gfx90c on the host. None when cmake is missing (and not in CI).
-fn ctest_fixture() -> Option<&'static Fixture> {
-    static F: OnceLock<Option<Fixture>> = OnceLock::new();
+fn ctest_fixture() -> Option<&'static World> {
+    static F: OnceLock<Option<World>> = OnceLock::new();
     F.get_or_init(|| {
         if !require("cmake", cmake_works()) {
             return None;
         }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("ctest-trees-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        // Fixtures of earlier runs whose process is gone.
-        for e in std::fs::read_dir(dir.parent().unwrap()).unwrap().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name
-                .strip_prefix("ctest-trees-")
-                .and_then(|p| p.parse::<u32>().ok())
-                && !Path::new(&format!("/proc/{pid}")).exists()
-            {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("no-user-config.toml"), "").unwrap();
-        machines(&dir);
+        let w = World::new().shared("ctest-trees").build();
+        w.machines();
+        let dir = w.root().to_path_buf();
         let rel = hw_release(&dir);
         let exe = |p: &Path, text: &str| {
             use std::os::unix::fs::PermissionsExt;
@@ -2162,7 +2096,7 @@ fn ctest_fixture() -> Option<&'static Fixture> {
             &["--recipes", "recipes", "build", "trees", "cmk", "--arch", "gfx90c", "--runtime", "host"],
         );
         assert_eq!(o.code, 0, "build:\n{}\n{}", o.stdout, o.stderr);
-        Some(Fixture { dir })
+        Some(w)
     })
     .as_ref()
 }
@@ -2170,7 +2104,7 @@ fn ctest_fixture() -> Option<&'static Fixture> {
 #[test]
 fn ctest_tree_runs_each_test_sharded_hang_proof_and_classified() {
     let Some(f) = ctest_fixture() else { return };
-    let out = f.dir.join("r-trees");
+    let out = f.path("r-trees");
     let args = |resume: bool| {
         let mut v = vec![
             "--recipes".to_string(),
@@ -2181,7 +2115,7 @@ fn ctest_tree_runs_each_test_sharded_hang_proof_and_classified() {
             "--arch".into(),
             "gfx90c".into(),
             "--sysfs-root".into(),
-            f.root("m-gfx90c"),
+            sysfs_root(f, "m-gfx90c"),
             "--out".into(),
             out.display().to_string(),
         ];
@@ -2195,11 +2129,8 @@ fn ctest_tree_runs_each_test_sharded_hang_proof_and_classified() {
     // second) runs, then resumed.
     let journal = out.join("journal.jsonl");
     // Once t_fail is journaled, t_hang runs for a second: killed in the middle of it.
-    kill_when_journaled(&f.dir, &args(false), &journal, "\"t_fail\"", 200);
-    let o = rf(
-        &f.dir,
-        &args(true).iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    kill_when_journaled(f.root(), &args(false), &journal, "\"t_fail\"", 200);
+    let o = f.run(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     let v = results(&out);
     let expected = [
@@ -2281,23 +2212,20 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
     let Some(f) = ctest_fixture() else { return };
     // What CMake itself generated (bracket arguments, _BACKTRACE_TRIPLES, absolute paths
     // under the build's prefix) runs without cmake.
-    let out = f.dir.join("r-cmk");
-    let o = rf(
-        &f.dir,
-        &[
-            "--recipes",
-            "recipes",
-            "--quiet",
-            "test",
-            "cmk",
-            "--arch",
-            "gfx90c",
-            "--sysfs-root",
-            &f.root("m-gfx90c"),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let out = f.path("r-cmk");
+    let o = f.run(&[
+        "--recipes",
+        "recipes",
+        "--quiet",
+        "test",
+        "cmk",
+        "--arch",
+        "gfx90c",
+        "--sysfs-root",
+        &sysfs_root(f, "m-gfx90c"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     let v = results(&out);
     assert_eq!(by_name(&v, "cmk_pass")["outcome"], "passed");
@@ -2307,7 +2235,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
     assert!(log.contains("who cmake"), "{log}");
 
     // A build that enables its tests fails when [test] does not match what it installed.
-    let o = build_on_host(&f.dir, "cmk-client");
+    let o = build_on_host(f.root(), "cmk-client");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -2316,7 +2244,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
             && all.contains("cmk-client.toml"),
         "{all}"
     );
-    let o = build_on_host(&f.dir, "cmk-elsewhere");
+    let o = build_on_host(f.root(), "cmk-elsewhere");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -2325,7 +2253,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
         "{all}"
     );
     // A test whose program stayed in the build tree: named, with its line.
-    let o = build_on_host(&f.dir, "cmk-buildtree");
+    let o = build_on_host(f.root(), "cmk-buildtree");
     assert_ne!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -2334,7 +2262,7 @@ fn ctest_tree_cmake_wrote_runs_and_the_build_checks_the_installed_corpus() {
         "{all}"
     );
     // Tests switched off: the mismatch is only a warning.
-    let o = build_on_host(&f.dir, "cmk-off");
+    let o = build_on_host(f.root(), "cmk-off");
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert!(
@@ -2400,7 +2328,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     if !require("python3 (http.server)", which("python3")) {
         return;
     }
-    let work = f.dir.join("test-all");
+    let work = f.path("test-all");
     let _ = std::fs::remove_dir_all(&work);
     let rel = hw_release(&work);
     std::fs::write(work.join("no-user-config.toml"), "").unwrap();
@@ -2414,8 +2342,8 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     }
     let list = work.join("unit.txt");
     std::fs::write(&list, "Unit.a pass\nUnit.b pass\nUnit.c pass\n").unwrap();
-    std::fs::copy(f.dir.join("bin/fakegtest"), rel.join("src/unit/fakegtest")).unwrap();
-    std::fs::copy(f.dir.join("bin/example"), rel.join("src/demos/ex_nogpu")).unwrap();
+    std::fs::copy(f.path("bin/fakegtest"), rel.join("src/unit/fakegtest")).unwrap();
+    std::fs::copy(f.path("bin/example"), rel.join("src/demos/ex_nogpu")).unwrap();
     std::fs::write(rel.join("src/plain/README"), "no client\n").unwrap();
     std::fs::write(
         rel.join("unit.toml"),
@@ -2482,7 +2410,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     package(&["unit", "demos", "plain"], &dist);
     let server = common::HttpServer::start(&dist);
     let store = work.join("empty-store");
-    let root = f.root("m-gfx90c");
+    let root = sysfs_root(f, "m-gfx90c");
     let all = |from: &str, out: &Path, extra: &[&str]| {
         let mut args = vec![
             "--recipes",
@@ -2719,7 +2647,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.test-all/1");
-    crate::common::schema::assert_matches_schema(&f.dir, "test-all", &v);
+    crate::common::schema::assert_matches_schema(f.root(), "test-all", &v);
     assert_eq!(v["components"][0]["status"], "install-failed");
     assert!(
         v["components"][0]["error"]
@@ -2754,7 +2682,7 @@ fn test_all_runs_every_testable_component_of_an_index_into_one_bundle() {
     assert!(o.stderr.contains("127.0.0.1:9"), "{}", o.stderr);
     assert!(!work.join("b-gone").exists(), "nothing written");
     // A machine without a GPU and no --arch: nothing to detect.
-    let none = f.root("m-none");
+    let none = sysfs_root(f, "m-none");
     let o = base_cmd(
         &work,
         &[
@@ -2811,14 +2739,14 @@ fn readmes_hardware_block_runs_as_written_on_a_recorded_gfx90c() {
     }
     let lines = common::readme::block("Quick start", 3);
     assert!(lines.iter().any(|l| l.contains("--from URL")), "{lines:#?}");
-    let work = f.dir.join("readme-hw");
+    let work = f.path("readme-hw");
     let _ = std::fs::remove_dir_all(&work);
     let rel = hw_release(&work);
-    let kmsg = PathBuf::from(f.root("m-gfx90c")).join("dev/kmsg");
+    let kmsg = PathBuf::from(sysfs_root(f, "m-gfx90c")).join("dev/kmsg");
     for (name, tests) in [("rocrand", 4), ("rocfft", 3)] {
         let src = rel.join("src").join(name);
         std::fs::create_dir_all(&src).unwrap();
-        std::fs::copy(f.dir.join("bin/fakegtest"), src.join("fakegtest")).unwrap();
+        std::fs::copy(f.path("bin/fakegtest"), src.join("fakegtest")).unwrap();
         let list = work.join(format!("{name}.txt"));
         let cases: String = (0..tests).map(|i| format!("Case.t{i} pass\n")).collect();
         std::fs::write(&list, cases).unwrap();
@@ -2873,7 +2801,10 @@ fn readmes_hardware_block_runs_as_written_on_a_recorded_gfx90c() {
     // The volunteer's machine: an empty store, its own directory, the recorded gfx90c.
     let home = work.join("volunteer");
     std::fs::create_dir_all(&home).unwrap();
-    let (recipes, sysfs) = (work.join("recipes"), PathBuf::from(f.root("m-gfx90c")));
+    let (recipes, sysfs) = (
+        work.join("recipes"),
+        PathBuf::from(sysfs_root(f, "m-gfx90c")),
+    );
     let (store, cache) = (home.join("store"), home.join("cache"));
     let release = PathBuf::from("hw-1.0");
     let env: [(&str, &Path); 6] = [
