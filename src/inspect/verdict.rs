@@ -110,6 +110,12 @@ pub fn verdict(code: &GpuCode, report: &CoverageReport, targets: &[TargetId]) ->
                             p.failed + p.compiled
                         ),
                     )),
+                    Some(p) if p.left_out > 0 => lines.push(format!(
+                        "{t}: runtime-compiled, {} of {} kernels compile, {} left out by the library (their solutions skipped) ({method})",
+                        p.compiled,
+                        p.compiled + p.left_out,
+                        p.left_out
+                    )),
                     Some(p) => lines.push(format!(
                         "{t}: runtime-compiled, {} of {} kernel sources compile ({method})",
                         p.compiled, p.compiled

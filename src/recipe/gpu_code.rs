@@ -18,6 +18,15 @@ use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 pub struct ProofCount {
     pub compiled: u64,
     pub failed: u64,
+    /// Kernels that do not build, which the library itself leaves out (their solutions are
+    /// skipped, its other ones serve the same problems): not a failure of the target, said
+    /// beside the count. Absent from the record when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -265,10 +274,25 @@ fn read_count(
     let mut r = TableReader::with_span(file, inner, span.clone(), format!("{PROOF_PATH}.{arch}"));
     let compiled = count(&mut r, arch, &span, "compiled", d);
     let failed = count(&mut r, arch, &span, "failed", d);
+    let left_out = match r.opt_int("left-out", d) {
+        Some(n) if n.value < 0 => {
+            d.push(
+                Diagnostic::new(format!(
+                    "{PROOF_PATH}.{arch}.left-out = {} is negative",
+                    n.value
+                ))
+                .at(r.file(), n.span.clone(), "a count of kernels")
+                .hint("write how many kernels do not build and are left out by the library"),
+            );
+            None
+        }
+        n => Some(n.map_or(0, |n| n.value as u64)),
+    };
     r.finish(d);
     Some(ProofCount {
         compiled: compiled?,
         failed: failed?,
+        left_out: left_out?,
     })
 }
 
