@@ -27,6 +27,7 @@ mod patch;
 mod publish;
 mod readme;
 mod real_rocm;
+mod replay;
 mod reproduce;
 mod sources;
 mod test_artifacts;
