@@ -6,7 +6,9 @@
 
 use sha2::{Digest, Sha256};
 
-use super::image::{INPUTS_LABEL, ImageError, Named, Ready, build_as, copies_in, log_path, record};
+use super::image::{
+    INPUTS_LABEL, ImageError, Named, Ready, build_as, copies_in, digest_of, log_path, record,
+};
 use crate::catalog::Catalog;
 use crate::catalog::containers::{self, Containerfile, flavour_file_name, flavour_reference};
 use crate::plan::key::ImageRef;
@@ -52,8 +54,7 @@ fn inputs_digest(catalog: &Catalog, flavour: &str, line: &ImageRef) -> Option<St
         containerfile_sha256: hex::encode(Sha256::digest(file.text.as_bytes())),
         from,
     };
-    let bytes = serde_json::to_vec(&inputs).expect("plain data");
-    Some(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+    Some(digest_of(&inputs))
 }
 
 /// The flavour as keys see it, given the line's image as they see it: keyed by its inputs,

@@ -415,8 +415,13 @@ pub fn inputs_digest(catalog: &Catalog) -> Option<String> {
         containerfile_sha256: hex::encode(Sha256::digest(file.text.as_bytes())),
         debootstrap: base.map(|b| (b.name.as_str(), b.suite.as_str(), b.variant.as_str())),
     };
-    let bytes = serde_json::to_vec(&inputs).expect("plain data");
-    Some(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+    Some(digest_of(&inputs))
+}
+
+/// `sha256:…` of a value's compact JSON: what an image is made from, as keys hold it.
+pub(super) fn digest_of(inputs: &impl serde::Serialize) -> String {
+    let bytes = serde_json::to_vec(inputs).expect("plain data");
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// Whether a Containerfile copies files in (COPY, ADD), which its bytes do not hold.
