@@ -880,13 +880,16 @@ fn kill_during_a_podman_build_reaps_its_container_and_the_rerun_completes() {
         eprintln!("podman #{i}: {what}; left running: {running:?}");
         let committed = check_store(&ctx.store, false);
         let log = build_log(&ctx.cache);
+        // The container may finish its script on its own after the kill (a loaded machine is
+        // slow to get here): the rerun reaps only what is still there.
+        let still = containers_of(pid);
         let rerun = ctx.ok(&args);
         assert_eq!(
             containers_of(pid),
             "",
             "containers of the killed run remain"
         );
-        if !running.is_empty() {
+        if !still.is_empty() {
             assert!(
                 rerun
                     .stderr
