@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocforge::source::patch::{PatchFile, validate};
+use rocforge::source::patch::{ChangeKind, PatchFile, validate};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -133,6 +133,12 @@ fn every_patch_is_referenced_and_every_reference_exists() {
 
 /// The files each patch touches, as validate() reports them.
 fn touched(rel: &str) -> BTreeSet<String> {
+    touched_with_kind(rel).into_keys().collect()
+}
+
+/// The files a patch touches, each with whether the patch adds it (a file it adds has no blob
+/// in the tree the patch applies to).
+fn touched_with_kind(rel: &str) -> BTreeMap<String, bool> {
     let bytes = std::fs::read(manifest().join(rel)).unwrap();
     let summary = validate(&PatchFile::new(rel, bytes))
         .unwrap_or_else(|e| panic!("{rel} is not a valid unified diff: {e}"));
@@ -141,7 +147,11 @@ fn touched(rel: &str) -> BTreeSet<String> {
         !summary.subject.trim().is_empty(),
         "{rel} starts without a header line saying what it does"
     );
-    summary.files.into_iter().map(|f| f.path).collect()
+    summary
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.kind == ChangeKind::Added))
+        .collect()
 }
 
 #[test]
@@ -161,6 +171,17 @@ fn is_hex(s: &str, n: usize) -> bool {
     s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// A VERIFIED.toml record names what the patch was checked against in one of two ways:
+/// - an upstream git repository: `repo` (https), `rev` (a full commit id) and `ref` (whether rev
+///   is the tag or the nearest branch); each file's `blob` is `git rev-parse REV:path`;
+/// - a release tarball that no reachable git serves (a distribution's orig tarball): `source =
+///   { url, sha256 }`, which must be the component's own `[source]` in the release's recipe, and
+///   `after`, what is applied before the patch (the recipe's `[[series]]`, named by their
+///   archive's file name, and the earlier patches of ours); each file's `blob` is
+///   `git hash-object` of the file in that tree.
+///
+/// Either way a file the patch adds is listed with `added = true` and no blob (it is in no tree
+/// before the patch), and every other file with its blob.
 #[test]
 fn verified_records_list_every_patch_and_every_file_it_touches() {
     let all = patch_files();
@@ -189,38 +210,48 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
                 recorded_patches.insert(path.clone()),
                 "{path} is listed twice in VERIFIED.toml"
             );
-            assert!(
-                e["repo"].as_str().unwrap().starts_with("https://"),
-                "{path}: repo must be the upstream URL"
-            );
-            let rev = e["rev"].as_str().unwrap();
-            assert!(
-                is_hex(rev, 40),
-                "{path}: rev {rev:?} is not a full commit id"
-            );
-            assert!(
-                !e["ref"].as_str().unwrap().trim().is_empty(),
-                "{path}: say whether rev is the tag or the nearest branch"
-            );
-            let mut blobs: BTreeMap<String, String> = BTreeMap::new();
+            match (e.get("repo"), e.get("source")) {
+                (Some(_), None) => check_git_record(&path, e),
+                (None, Some(_)) => check_tarball_record(&path, &rel, file, e),
+                _ => panic!("{path}: name either repo (with rev and ref) or source (with after)"),
+            }
+            let mut recorded: BTreeMap<String, bool> = BTreeMap::new();
             for f in e["files"].as_array().unwrap() {
                 let f = f.as_table().unwrap();
                 let p = f["path"].as_str().unwrap().to_string();
-                let blob = f["blob"].as_str().unwrap().to_string();
+                let added = match (f.get("blob"), f.get("added")) {
+                    (Some(blob), None) => {
+                        let blob = blob.as_str().unwrap();
+                        assert!(
+                            is_hex(blob, 40),
+                            "{path}: blob of {p} is not a git object id"
+                        );
+                        false
+                    }
+                    (None, Some(added)) => {
+                        assert_eq!(
+                            added.as_bool(),
+                            Some(true),
+                            "{path}: {p} has no blob, so it must be added = true"
+                        );
+                        true
+                    }
+                    _ => panic!("{path}: {p} needs either a blob or added = true"),
+                };
                 assert!(
-                    is_hex(&blob, 40),
-                    "{path}: blob of {p} is not a git object id"
-                );
-                assert!(
-                    blobs.insert(p.clone(), blob).is_none(),
+                    recorded.insert(p.clone(), added).is_none(),
                     "{path}: {p} listed twice"
                 );
             }
-            let recorded: BTreeSet<String> = blobs.into_keys().collect();
+            assert_eq!(
+                recorded.keys().collect::<BTreeSet<_>>(),
+                touched(&path).iter().collect::<BTreeSet<_>>(),
+                "{path}: VERIFIED.toml must list exactly the files the patch touches"
+            );
             assert_eq!(
                 recorded,
-                touched(&path),
-                "{path}: VERIFIED.toml must list exactly the files the patch touches"
+                touched_with_kind(&path),
+                "{path}: exactly the files the patch adds are added = true"
             );
         }
     }
@@ -229,6 +260,81 @@ fn verified_records_list_every_patch_and_every_file_it_touches() {
         unrecorded.is_empty(),
         "patches without a VERIFIED.toml record: {unrecorded:?}"
     );
+}
+
+fn check_git_record(path: &str, e: &toml::Table) {
+    assert!(
+        e["repo"].as_str().unwrap().starts_with("https://"),
+        "{path}: repo must be the upstream URL"
+    );
+    let rev = e["rev"].as_str().unwrap();
+    assert!(
+        is_hex(rev, 40),
+        "{path}: rev {rev:?} is not a full commit id"
+    );
+    assert!(
+        !e["ref"].as_str().unwrap().trim().is_empty(),
+        "{path}: say whether rev is the tag or the nearest branch"
+    );
+    assert!(
+        e.get("after").is_none(),
+        "{path}: `after` belongs to a tarball record; a git record's ref says the order"
+    );
+}
+
+/// `file` is `<component>/<patch>`: the record's tarball must be that component's `[source]` in
+/// the release's recipe, and `after` must name each `[[series]]` archive the recipe applies first.
+fn check_tarball_record(path: &str, release_dir: &Path, file: &str, e: &toml::Table) {
+    let source = e["source"]
+        .as_table()
+        .unwrap_or_else(|| panic!("{path}: source = {{ url, sha256 }}"));
+    let url = source["url"].as_str().unwrap();
+    let sha256 = source["sha256"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://") || url.starts_with("http://"),
+        "{path}: source url {url:?} must be the tarball's URL"
+    );
+    assert!(
+        is_hex(sha256, 64) && sha256.bytes().all(|b| !b.is_ascii_uppercase()),
+        "{path}: source sha256 {sha256:?} is not 64 lowercase hex digits"
+    );
+    assert_eq!(source.len(), 2, "{path}: source holds url and sha256 only");
+    for key in ["rev", "ref"] {
+        assert!(
+            e.get(key).is_none(),
+            "{path}: `{key}` belongs to a git record"
+        );
+    }
+    let after = e["after"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: say in `after` what is applied before the patch"));
+    assert!(
+        !after.trim().is_empty(),
+        "{path}: say in `after` what is applied before the patch"
+    );
+    let component = file.split('/').next().unwrap();
+    let recipe = read_toml(&release_dir.join(format!("{component}.toml")));
+    let src = recipe["source"].as_table().unwrap();
+    assert_eq!(
+        (
+            src.get("url").and_then(|v| v.as_str()),
+            src.get("sha256").and_then(|v| v.as_str())
+        ),
+        (Some(url), Some(sha256)),
+        "{path}: the record's tarball is not {component}'s [source]"
+    );
+    for series in recipe
+        .get("series")
+        .and_then(|s| s.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let archive = series["url"].as_str().unwrap().rsplit('/').next().unwrap();
+        assert!(
+            after.contains(archive),
+            "{path}: `after` must name the series {archive} that the recipe applies first"
+        );
+    }
 }
 
 #[test]
