@@ -348,14 +348,15 @@ fn rocrand_stopped_at_its_time_limit_finishes_on_an_empty_machine(
     let (stopped, a_took) = build(
         &a_store,
         &a_cache,
-        // The drain starts 50 s in: the compiles then under way finish into the checkpoint.
+        // The drain starts 90 s in, well after configure: the compiles then under way finish
+        // into the checkpoint.
         &[
             "--cache-key",
             &key,
             "--time-limit",
             "150s",
             "--drain",
-            "100s",
+            "60s",
         ],
     );
     assert_eq!(stopped.code, 75, "{}", stopped.stderr);
