@@ -19,7 +19,7 @@ fn the_fake_device_answers_as_the_target_and_tells_its_code_objects_apart() {
     let fixture = manifest().join("tests/fixtures/fakedevice");
     let work = tempfile::tempdir().unwrap();
     let run = r#"set -eu
-cd /work
+cd /scratch
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -o fakedevice.so /replay/fakedevice.c -ldl -lpthread
 gcc -std=gnu11 -O2 -Wall -o probe /fixture/probe.c -lamdhip64
 for a in gfx90c gfx902; do
@@ -27,9 +27,9 @@ for a in gfx90c gfx902; do
 done
 for t in gfx90c gfx902; do
   echo "== $t"
-  FAKEDEVICE_ARCH=$t:xnack- FAKEDEVICE_CU=8 FAKEDEVICE_LOG=0 FAKEDEVICE_REPORT=/work/$t.jsonl \
-    LD_PRELOAD=/work/fakedevice.so ./probe gfx90c.co gfx902.co
-  cat /work/$t.jsonl
+  FAKEDEVICE_ARCH=$t:xnack- FAKEDEVICE_CU=8 FAKEDEVICE_LOG=0 FAKEDEVICE_REPORT=/scratch/$t.jsonl \
+    LD_PRELOAD=/scratch/fakedevice.so ./probe gfx90c.co gfx902.co
+  cat /scratch/$t.jsonl
 done
 "#;
     let o = std::process::Command::new("podman")
@@ -46,7 +46,7 @@ done
         .arg("-v")
         .arg(format!("{}:/fixture:ro", fixture.display()))
         .arg("-v")
-        .arg(format!("{}:/work", work.path().display()))
+        .arg(format!("{}:/scratch", work.path().display()))
         .args([BUILDER, "bash", "-c", run])
         .output()
         .unwrap();
