@@ -329,8 +329,9 @@ impl Build {
             drop(done);
             outcome
         });
+        // A drain that let everything finish stopped nothing: the run did not time out.
         let outcome = outcome.map(|mut o| {
-            o.timed_out = timed_out.load(Ordering::SeqCst);
+            o.timed_out = timed_out.load(Ordering::SeqCst) && o.stopped;
             o
         });
         for key in &self.aside {

@@ -412,4 +412,20 @@ fn a_draining_build_finishes_its_compile_under_way_and_starts_no_other() {
         ["a.c", "b.c"],
         "the compile that finished while draining was not done again"
     );
+
+    // A build whose last compile finishes in the drain is done: stored, exit 0, no time-out.
+    std::fs::write(src.join("CMakeLists.txt"), "cmake_minimum_required(VERSION 3.16)\nproject(drained C)\nadd_library(drained STATIC a.c)\ninstall(TARGETS drained DESTINATION lib)\n").unwrap();
+    let finished = w.run(&limited);
+    assert_eq!(finished.code, 0, "{}", finished.stderr);
+    assert!(
+        finished.stderr.contains("time limit in 1m20s")
+            && !finished.stderr.contains("stopped at the time limit"),
+        "{}",
+        finished.stderr
+    );
+    assert_eq!(
+        compiled(),
+        ["a.c", "a.c", "b.c"],
+        "the new source compiled once"
+    );
 }
