@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rocforge::progress::Silent;
-use rocforge::source::download::{DownloadOptions, client, download};
+use rocforge::download::{DownloadOptions, client, download};
 use sha2::{Digest, Sha256};
 
 const SIZE: u64 = 500 * 1000 * 1000;

@@ -721,7 +721,7 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_table_knows_every_processor_the_code_objects_name() {
+    fn the_shipped_table_spells_kfd_versions_wave_sizes_and_matrix_cores() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/arches.toml");
         let file = SourceFile::new(path, std::fs::read_to_string(path).unwrap());
         let mut d = Diagnostics::default();
@@ -731,27 +731,6 @@ mod tests {
             "{:?}",
             d.iter().map(|x| x.render(false)).collect::<Vec<_>>()
         );
-        // Every GCN processor and generic target of AMDGPUUsage up to gfx12 that an
-        // EF_AMDGPU_MACH value names.
-        for mach in 0x20..=0x5f {
-            if let Some(name) = crate::inspect::codeobject::mach_name(mach)
-                && ![
-                    "gfx1154",
-                    "gfx1170",
-                    "gfx1171",
-                    "gfx1172",
-                    "gfx1251",
-                    "gfx1310",
-                    "gfx12-5-generic",
-                ]
-                .contains(&name)
-            {
-                assert!(
-                    table.get(name).is_some(),
-                    "{name} (mach {mach:#x}) is not in the table"
-                );
-            }
-        }
         for a in table.iter() {
             // KFD's encoding: major*10000 + minor*100 + stepping, stepping a hex digit of the name.
             if !a.is_generic() {

@@ -323,6 +323,26 @@ pub fn lock_unless(
     }
 }
 
+/// The sha256 (lower-case hex) and size of a file, read once.
+pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
+    use sha2::Digest;
+    let mut f = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = match std::io::Read::read(&mut f, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok((hex::encode(hasher.finalize()), size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

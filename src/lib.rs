@@ -10,11 +10,13 @@ pub mod arch;
 pub mod attest;
 pub mod build;
 pub mod cache;
+pub mod cache_oci;
 pub mod catalog;
 pub mod ci;
 pub mod corpus;
 
 pub mod diag;
+pub mod download;
 pub mod fault;
 pub mod fsutil;
 pub mod ids;

@@ -9,7 +9,7 @@ use super::runtime::{RuntimeChoice, open_runtime, runtime_image};
 use super::{Error, Result, Session};
 use crate::arch::TargetId;
 use crate::build::{BuildOptions, BuildReport, Builder, StepResult, jobs};
-use crate::cache::oci::OciCache;
+use crate::cache_oci::OciCache;
 use crate::catalog::Overlay;
 use crate::catalog::config::Config;
 use crate::plan::Plan;

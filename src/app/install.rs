@@ -11,7 +11,7 @@ use crate::diag::Diagnostics;
 use crate::install::{self, InstallError, InstallPlan, RuntimeCheck};
 use crate::progress::Reporter;
 use crate::source::cache::Cache;
-use crate::source::download::DownloadOptions;
+use crate::download::DownloadOptions;
 
 mod report;
 

@@ -12,7 +12,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::progress::Reporter;
 use crate::recipe::{ExtraInput, GitRef, Recipe, Source};
 use crate::source::cache::Cache;
-use crate::source::download::{self, DownloadOptions};
+use crate::download::{self, DownloadOptions};
 use crate::source::git;
 
 /// Every release line of an editable catalog with its current rocforge.lock.

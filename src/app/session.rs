@@ -17,7 +17,7 @@ use crate::plan::{self, Plan, key::RuntimeKind};
 use crate::progress::Reporter;
 use crate::recipe::Recipe;
 use crate::source::cache::Cache;
-use crate::source::download::DownloadOptions;
+use crate::download::DownloadOptions;
 use crate::source::prepare::Sources;
 use crate::store::Store;
 

@@ -11,7 +11,7 @@ use crate::catalog::Catalog;
 use crate::catalog::config::Config;
 use crate::catalog::lock::Lockfile;
 use crate::source::cache::Cache;
-use crate::source::download::DownloadOptions;
+use crate::download::DownloadOptions;
 use crate::source::prepare::{self, Sources};
 
 /// A source tree no release line produces any more.

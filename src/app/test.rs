@@ -36,7 +36,7 @@ pub use report::{Report, TEST_SCHEMA};
 /// client confined to the index's host.
 fn signed_index(session: &Session, from: &str) -> Result<install::LoadedIndex> {
     let keys = session.trusted_keys(&[])?;
-    let client = crate::source::download::client_confined(
+    let client = crate::download::client_confined(
         &Default::default(),
         &install::index_url(from)?,
         &[],

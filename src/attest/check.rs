@@ -166,7 +166,7 @@ pub fn verify_tarball(
             kind: "rocforge tarball",
             reason: e.to_string(),
         })?;
-    let (sha, _) = crate::publish::sha256_file(tarball).map_err(|e| AttestError::Malformed {
+    let (sha, _) = crate::fsutil::sha256_file(tarball).map_err(|e| AttestError::Malformed {
         what: tarball.display().to_string(),
         kind: "readable file",
         reason: e.to_string(),

@@ -818,7 +818,7 @@ pub(super) fn build_as(
     let exit = rt.build_image(&path, context, image, log)?;
     if !exit.success() {
         let text = std::fs::read_to_string(log).unwrap_or_default();
-        let gone = crate::image::apt_versions_gone(&text);
+        let gone = apt_versions_gone(&text);
         return Err(if gone.is_empty() {
             ImageError::Build {
                 kind: named.kind,
@@ -841,9 +841,44 @@ pub(super) fn build_as(
     })
 }
 
+/// The `package=version` pins apt refused in a build log ("E: Version 'V' for 'P' was not
+/// found"): a Containerfile pinned to a version the mirror has dropped.
+pub fn apt_versions_gone(log: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for l in log.lines() {
+        let Some(rest) = l.trim().strip_prefix("E: Version '") else {
+            continue;
+        };
+        let Some((version, rest)) = rest.split_once("' for '") else {
+            continue;
+        };
+        let Some((package, _)) = rest.split_once("' was not found") else {
+            continue;
+        };
+        let pair = (package.to_string(), version.to_string());
+        if !out.contains(&pair) {
+            out.push(pair);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apt_pins_the_mirror_dropped() {
+        let log = "Reading package lists...\nE: Version '7.0.2+dfsg-3' for 'hipcc' was not found\nE: Version '1.0' for 'zstd' was not found\nE: Version '1.0' for 'zstd' was not found\n";
+        assert_eq!(
+            apt_versions_gone(log),
+            [
+                ("hipcc".to_string(), "7.0.2+dfsg-3".to_string()),
+                ("zstd".to_string(), "1.0".to_string())
+            ]
+        );
+        assert!(apt_versions_gone("E: Unable to locate package x\n").is_empty());
+    }
 
     #[test]
     fn every_release_line_has_its_containerfile_built_in() {

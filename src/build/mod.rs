@@ -450,7 +450,7 @@ impl Builder<'_> {
                 Ok(p) => format!(
                     "{component}: checkpoint pushed to {} as {}{done}: build directory {}, compiler cache {}",
                     cache.describe(),
-                    crate::cache::oci::checkpoint_tag(&step.key),
+                    cache.checkpoint_name(&step.key),
                     crate::units::format_size(p.tree_bytes),
                     match (p.ccache_files, p.ccache_left_out) {
                         (0, _) => "none".to_string(),
@@ -500,7 +500,7 @@ impl Builder<'_> {
                     .unwrap_or_default();
                 self.reporter.note(&format!(
                     "{component}: pulled the checkpoint {} from {} (signed by {}{compiled}) in {:.1}s",
-                    crate::cache::oci::checkpoint_tag(&step.key),
+                    cache.checkpoint_name(&step.key),
                     cache.describe(),
                     pulled.signer,
                     began.elapsed().unwrap_or_default().as_secs_f64()

@@ -1,10 +1,8 @@
 //! A shared build cache: before a step is built its content key is looked up, and a hit is
 //! pulled into the store instead; after a build the new entry is pushed. Entries are signed by
 //! the pusher's key and a pull accepts only trusted keys, so a shared cache cannot be poisoned.
-//! The builder sees only the [`BuildCache`] trait; the OCI registry implementation is in
-//! [`oci`].
-
-pub mod oci;
+//! The builder sees only the [`BuildCache`] trait; the OCI registry implementation is a
+//! delivery (`cache_oci`), which packages an entry the way a release tarball is.
 
 use std::path::{Path, PathBuf};
 
@@ -21,13 +19,18 @@ pub enum CacheError {
         key: String,
         source: crate::sign::SignError,
     },
+    /// The entry's tree did not unpack (the implementation's own extraction error).
     #[error("cache entry {key}: {source}")]
     Extract {
         key: String,
-        source: crate::package::extract::ExtractError,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error(transparent)]
-    Package(#[from] crate::package::PackageError),
+    /// The implementation could not write a store entry as it sends it, with its hint.
+    #[error("{source}")]
+    Package {
+        source: Box<dyn std::error::Error + Send + Sync>,
+        hint: String,
+    },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("{}: {source}", path.display())]
@@ -45,7 +48,7 @@ impl crate::diag::Hint for CacheError {
                 "the cache entry is damaged or forged; it was not used".into()
             }
             CacheError::Signature { source, .. } => source.hint(),
-            CacheError::Package(e) => e.hint(),
+            CacheError::Package { hint, .. } => hint.clone(),
             CacheError::Store(e) => e.hint(),
             CacheError::Io { .. } => "check free disk space".into(),
         }
@@ -128,6 +131,8 @@ pub trait BuildCache: Sync {
     fn fetch(&self, hit: &CacheHit, tree: &Path) -> Result<Fetched, CacheError>;
     /// Whether this cache can push (it has a signing key).
     fn can_push(&self) -> bool;
+    /// How the checkpoint of `key` is named in this cache, for messages.
+    fn checkpoint_name(&self, key: &str) -> String;
     /// Pushes the store entry `key`.
     fn push(&self, store: &Store, key: &str) -> Result<(), CacheError>;
     /// Pushes the build directory `build` of a stopped build, signed, as the checkpoint of its

@@ -120,28 +120,6 @@ impl crate::diag::Hint for ImageError {
     }
 }
 
-/// The `package=version` pins apt refused in a build log ("E: Version 'V' for 'P' was not
-/// found"): a Containerfile pinned to a version the mirror has dropped.
-pub fn apt_versions_gone(log: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for l in log.lines() {
-        let Some(rest) = l.trim().strip_prefix("E: Version '") else {
-            continue;
-        };
-        let Some((version, rest)) = rest.split_once("' for '") else {
-            continue;
-        };
-        let Some((package, _)) = rest.split_once("' was not found") else {
-            continue;
-        };
-        let pair = (package.to_string(), version.to_string());
-        if !out.contains(&pair) {
-            out.push(pair);
-        }
-    }
-    out
-}
-
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ImageError + '_ {
     move |source| ImageError::Io {
         path: path.to_path_buf(),
@@ -153,19 +131,6 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> ImageError + '_ {
 mod tests {
     use super::compose::prepend;
     use super::*;
-
-    #[test]
-    fn apt_pins_the_mirror_dropped() {
-        let log = "Reading package lists...\nE: Version '7.0.2+dfsg-3' for 'hipcc' was not found\nE: Version '1.0' for 'zstd' was not found\nE: Version '1.0' for 'zstd' was not found\n";
-        assert_eq!(
-            apt_versions_gone(log),
-            [
-                ("hipcc".to_string(), "7.0.2+dfsg-3".to_string()),
-                ("zstd".to_string(), "1.0".to_string())
-            ]
-        );
-        assert!(apt_versions_gone("E: Unable to locate package x\n").is_empty());
-    }
 
     #[test]
     fn references_and_paths() {

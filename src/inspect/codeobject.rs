@@ -279,6 +279,38 @@ pub fn decode(osabi: u8, abi_version: u8, flags: u32) -> CodeObject {
 mod tests {
     use super::*;
 
+    /// The shipped target table knows every processor a code object can name.
+    #[test]
+    fn the_shipped_table_knows_every_processor_the_code_objects_name() {
+        use crate::diag::{Diagnostics, SourceFile};
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/recipes/arches.toml");
+        let file = SourceFile::new(path, std::fs::read_to_string(path).unwrap());
+        let mut d = Diagnostics::default();
+        let table = crate::arch::ArchTable::parse(&file, &mut d);
+        assert!(d.is_empty());
+        // Every GCN processor and generic target of AMDGPUUsage up to gfx12 that an
+        // EF_AMDGPU_MACH value names.
+        for mach in 0x20..=0x5f {
+            if let Some(name) = mach_name(mach)
+                && ![
+                    "gfx1154",
+                    "gfx1170",
+                    "gfx1171",
+                    "gfx1172",
+                    "gfx1251",
+                    "gfx1310",
+                    "gfx12-5-generic",
+                ]
+                .contains(&name)
+            {
+                assert!(
+                    table.get(name).is_some(),
+                    "{name} (mach {mach:#x}) is not in the table"
+                );
+            }
+        }
+    }
+
     #[test]
     fn e_flags_decode_like_llvm_readelf() {
         // gfx90c, v4 (ABI version 2), xnack any.

@@ -16,7 +16,7 @@ use crate::package::extract;
 use crate::package::manifest::{Kind, Manifest};
 use crate::package::tarball::Compression;
 use crate::progress::Reporter;
-use crate::source::download::{DownloadOptions, download};
+use crate::download::{DownloadOptions, download};
 use crate::units::{now_unix, rfc3339};
 
 /// Carries out `plan` into `req.prefix`, whose installed components are `existing`; the caller

@@ -25,7 +25,7 @@ use crate::package::extract;
 use crate::package::index::{INDEX_NAME, Index, MAX_INDEX_BYTES};
 use crate::progress::Reporter;
 use crate::sign::{PublicKey, SignError};
-use crate::source::download::{DownloadError, DownloadOptions};
+use crate::download::{DownloadError, DownloadOptions};
 use crate::units::{now_unix, parse_rfc3339};
 use receipt::Receipt;
 
@@ -244,7 +244,7 @@ impl crate::trust::ListSource for UrlSource<'_> {
     fn describe(&self, name: &str) -> String {
         self.index.join(name).map_or_else(
             |_| name.to_string(),
-            |u| crate::source::download::redact_url(u.as_str()),
+            |u| crate::download::redact_url(u.as_str()),
         )
     }
 }
@@ -410,7 +410,7 @@ fn load_index_as(
     save_trust: bool,
 ) -> Result<LoadedIndex, InstallError> {
     let url = index_url(from)?;
-    let shown = crate::source::download::redact_url(url.as_str());
+    let shown = crate::download::redact_url(url.as_str());
     let bad = |message: String| InstallError::Index {
         from: shown.clone(),
         message,
@@ -572,7 +572,7 @@ pub struct Report {
 /// The client for the index and its artifacts: a redirect may only go where the index's
 /// artifacts may (its origin and `--allow-host`).
 fn client(req: &Request<'_>) -> Result<reqwest::blocking::Client, InstallError> {
-    Ok(crate::source::download::client_confined(
+    Ok(crate::download::client_confined(
         &req.download,
         &index_url(req.from)?,
         req.allowed_hosts,

@@ -146,7 +146,7 @@ pub(super) fn make(
     let named: BTreeSet<&str> = steps.iter().map(|s| s.name.as_str()).collect();
     Ok(InstallPlan {
         schema: PLAN_SCHEMA,
-        index: crate::source::download::redact_url(loaded.url.as_str()),
+        index: crate::download::redact_url(loaded.url.as_str()),
         signer: loaded.signer.clone(),
         unsigned_reason: loaded.unsigned_reason.clone(),
         prefix: req.prefix.to_path_buf(),
@@ -189,7 +189,7 @@ fn step(a: &Artifact, source: Url, existing: &[Receipt], prefix: &Path, dl_dir: 
         action,
         replaces,
         missing,
-        url: crate::source::download::redact_url(source.as_str()),
+        url: crate::download::redact_url(source.as_str()),
         sha256: a.sha256.clone(),
         size: a.size,
         installed_size: a.installed_size,
@@ -266,7 +266,7 @@ fn artifact_urls(
         if origin(&u) != index_origin && !host_port.iter().any(|h| allowed.contains(h)) {
             return Err(InstallError::OtherHost {
                 artifact: extract::shown(&a.url),
-                url: crate::source::download::redact_url(u.as_str()),
+                url: crate::download::redact_url(u.as_str()),
                 index_host: index_origin.clone(),
             });
         }

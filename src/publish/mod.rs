@@ -128,15 +128,10 @@ pub fn files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
 
 /// The sha256 (hex) and size of a file.
 pub fn sha256_file(path: &Path) -> Result<(String, u64), PublishError> {
-    let io = |source| PublishError::Io {
+    crate::fsutil::sha256_file(path).map_err(|source| PublishError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let f = std::fs::File::open(path).map_err(io)?;
-    let (digest, size) = crate::oci::DigestReader::new(std::io::BufReader::new(f))
-        .finish()
-        .map_err(io)?;
-    Ok((digest.trim_start_matches("sha256:").to_string(), size))
+    })
 }
 
 pub fn client() -> Result<reqwest::blocking::Client, PublishError> {

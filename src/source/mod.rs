@@ -2,7 +2,6 @@
 
 pub mod cache;
 pub mod derive;
-pub mod download;
 pub mod git;
 pub mod pairing;
 pub mod patch;

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::Cache;
 use super::derive;
-use super::download::DownloadOptions;
+use crate::download::DownloadOptions;
 use super::git;
 use super::patch::{self, PatchFile};
 use crate::arch::TargetId;

@@ -2,7 +2,7 @@
 //! target (a store build or an index's artifact) and its dependencies, the GPU it runs on (or the
 //! spoof and its HSA_OVERRIDE_GFX_VERSION), where the scratch prefix and the results go, and the
 //! corpus: the client, its arguments and environment, the timeout and what each shard runs.
-//! `rocforge test --dry-run` prints it; [`crate::app::test::start`] carries it out.
+//! `rocforge test --dry-run` prints it; `app::test::start` carries it out.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -221,7 +221,7 @@ fn put(client: &Client, url: &str, path: &Path) -> Result<(), ShareError> {
     {
         rb = rb.bearer_auth(t);
     }
-    let shown = crate::source::download::redact_url(url);
+    let shown = crate::download::redact_url(url);
     let resp = rb.send().map_err(|e| ShareError::Http {
         url: shown.clone(),
         message: e.without_url().to_string(),

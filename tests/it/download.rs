@@ -1,4 +1,4 @@
-//! `source::download` against a real HTTP/1.1 server on 127.0.0.1 that can misbehave on demand.
+//! `download` against a real HTTP/1.1 server on 127.0.0.1 that can misbehave on demand.
 
 use rocforge::diag::Hint;
 use std::fs;
@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use rocforge::progress::{Reporter, Silent, Task};
-use rocforge::source::download::{
+use rocforge::download::{
     self, DownloadError, DownloadOptions, Downloaded, client, client_with, download,
 };
 use sha2::{Digest, Sha256};

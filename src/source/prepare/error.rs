@@ -1,7 +1,7 @@
 //! Why a source could not be prepared, and what the user can do about it.
 
 use crate::source::derive::DeriveError;
-use crate::source::download::DownloadError;
+use crate::download::DownloadError;
 use crate::source::git::GitError;
 use crate::source::patch::PatchError;
 

@@ -8,7 +8,8 @@ use super::{Origin, SourceError, Sources};
 use crate::catalog::{Catalog, CatalogRoot};
 use crate::recipe::{Recipe, Source};
 use crate::source::derive::{self, hash_tree};
-use crate::source::{download, git};
+use crate::download;
+use crate::source::git;
 
 /// The content digest of a `path` source's tree (paths, modes, bytes, symlink targets): one
 /// walk for the source cache's key and the plan's content key, so an edit there changes both.

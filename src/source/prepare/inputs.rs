@@ -8,7 +8,7 @@ use super::unpack::unpack_tar;
 use super::{SourceError, Sources};
 use crate::catalog::lock::InputPin;
 use crate::recipe::ExtraInput;
-use crate::source::download;
+use crate::download;
 
 pub(super) fn fetch_inputs(
     s: &Sources<'_>,

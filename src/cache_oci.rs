@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{
+use crate::cache::{
     BuildCache, CacheError, CacheHit, Checkpoint, CompilerCache, Fetched, PulledCheckpoint,
     PushedCheckpoint,
 };
@@ -22,6 +22,17 @@ use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository
 use crate::package::manifest::{FileEntry, Kind};
 use crate::sign::{PublicKey, SecretKey};
 use crate::store::{EntryMeta, Store};
+
+/// A package error met while writing an entry as it is sent.
+impl From<crate::package::PackageError> for CacheError {
+    fn from(e: crate::package::PackageError) -> Self {
+        use crate::diag::Hint;
+        CacheError::Package {
+            hint: e.hint(),
+            source: Box::new(e),
+        }
+    }
+}
 
 pub const CONFIG_TYPE: &str = "application/vnd.rocforge.cache.config.v1+json";
 pub const TREE_TYPE: &str = "application/vnd.rocforge.component.v1.tar+zstd";
@@ -415,7 +426,7 @@ impl OciCache {
             crate::package::extract::extract(&mut dec, tree, what, self.max_bytes).map_err(
                 |source| CacheError::Extract {
                     key: key.into(),
-                    source,
+                    source: Box::new(source),
                 },
             )?
         };
@@ -431,6 +442,10 @@ impl OciCache {
 }
 
 impl BuildCache for OciCache {
+    fn checkpoint_name(&self, key: &str) -> String {
+        checkpoint_tag(key)
+    }
+
     fn describe(&self) -> String {
         format!(
             "oci://{}/{}",
@@ -877,7 +892,7 @@ mod tests {
             (format!("/blobs/{}", tree.digest), bomb.clone()),
         ]);
         let cache = OciCache::new(
-            crate::source::download::client(),
+            crate::download::client(),
             Repository::parse(&format!("oci://{host}/cache")).unwrap(),
             vec![pk],
             None,
