@@ -16,8 +16,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rocforge::progress::Silent;
 use rocforge::download::{DownloadOptions, client, download};
+use rocforge::progress::Silent;
 use sha2::{Digest, Sha256};
 
 const SIZE: u64 = 500 * 1000 * 1000;

@@ -5,7 +5,7 @@
 
 tar_extract: small uncompressed rocforge tarballs (the manifest first, then the tree) that
 install accepts, and one of each kind it must refuse, so the fuzzer starts from every branch of
-src/install/extract.rs. results_xml: gtest XML reports as clients write them. Deterministic:
+crates/use/src/install/extract.rs. results_xml: gtest XML reports as clients write them. Deterministic:
 the same bytes on every run. Tarballs end with their two zero blocks but without tar's 10 KiB
 record padding, to keep the corpus small.
 """

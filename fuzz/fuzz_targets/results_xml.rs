@@ -1,5 +1,5 @@
 //! Any bytes as a test client's gtest XML report (`GTEST_OUTPUT=xml:FILE`), read by
-//! `rocforge test` (src/testrun/gtest.rs), and, when they are text, as the client's event
+//! `rocforge test` (crates/use/src/testrun/gtest.rs), and, when they are text, as the client's event
 //! lines and `--gtest_list_tests` listing. Never a panic; what comes back is serialisable.
 #![no_main]
 

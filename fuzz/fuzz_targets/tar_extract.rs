@@ -1,4 +1,4 @@
-//! Any bytes as a tarball for `rocforge install`'s safe extraction (src/package/extract/),
+//! Any bytes as a tarball for `rocforge install`'s safe extraction (crates/deliver/src/package/extract/),
 //! uncompressed, into a staging directory two levels below a scratch root. It must never panic,
 //! and nothing may land outside the staging directory: after every input the scratch root holds
 //! the staging directory and nothing else, every symlink in it is relative and stays inside it,

@@ -743,7 +743,7 @@ fn print_environment(g: &Global, outcome: &app::install::Outcome) {
     }
 }
 
-/// Finishes an install into `prefix` that a kill -9 cut short (src/install/merge.rs), so the
+/// Finishes an install into `prefix` that a kill -9 cut short (crates/use/src/install/merge.rs), so the
 /// receipts about to be read tell the truth. Waits for a running install when `wait` (and then
 /// returns the prefix's lock, held until dropped), else leaves the prefix to it.
 fn settle(prefix: &Path, wait: bool) -> Result<Option<rocforge::fsutil::Lock>> {

@@ -750,17 +750,39 @@ fn rocforge_is_built_once_and_cached_between_jobs() {
         .expect("the plan job restores rocforge from the Actions cache");
     assert_eq!(cache["with"]["path"], "target/release/rocforge");
     let key = cache["with"]["key"].as_str().unwrap();
-    // Everything compiled into the binary (build.rs names what include_dir embeds).
-    for input in [
-        "Cargo.lock",
-        "Cargo.toml",
-        "build.rs",
-        "src/**",
-        "recipes/**",
-        "patches/**",
-        "rocforge.lock",
-        "runners.toml",
-    ] {
+    // Everything compiled into the binary: the workspace's sources, and what include_dir
+    // embeds, which crates/make/build.rs names for cargo.
+    let build_rs =
+        std::fs::read_to_string(common::manifest().join("crates/make/build.rs")).unwrap();
+    let embedded = build_rs
+        .split_once("for path in [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list)
+        .expect("crates/make/build.rs lists what the binary embeds");
+    let mut inputs: Vec<String> = embedded
+        .split(',')
+        .map(|p| p.trim().trim_matches('"'))
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            if common::manifest().join(p).is_dir() {
+                format!("{p}/**")
+            } else {
+                p.to_string()
+            }
+        })
+        .collect();
+    assert!(inputs.len() >= 4, "{inputs:?}");
+    inputs.extend(
+        [
+            "Cargo.lock",
+            "Cargo.toml",
+            "crates/**",
+            "src/**",
+            "runners.toml",
+        ]
+        .map(String::from),
+    );
+    for input in inputs {
         assert!(key.contains(&format!("'{input}'")), "{input} not in {key}");
     }
     let build = plan

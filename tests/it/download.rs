@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use rocforge::progress::{Reporter, Silent, Task};
 use rocforge::download::{
     self, DownloadError, DownloadOptions, Downloaded, client, client_with, download,
 };
+use rocforge::progress::{Reporter, Silent, Task};
 use sha2::{Digest, Sha256};
 
 const SIZE: usize = 5 * 1024 * 1024;

@@ -6,7 +6,7 @@
 //! component was built once (every build script logs its start to a file in the cache, outside
 //! the store: a component committed before the kill is never started again).
 //!
-//! Where a process dies: at a crash point (`ROCFORGE_FAULT_AT=PHASE:N`, src/fault.rs; a phase's
+//! Where a process dies: at a crash point (`ROCFORGE_FAULT_AT=PHASE:N`, crates/infra/src/fault.rs; a phase's
 //! points are counted in an uninterrupted run first), or after a random delay, by a SIGKILL from
 //! here. Both come from a seeded generator: the seed is printed, `ROCFORGE_FAULT_SEED=N` makes
 //! the same choices again (crash points replay exactly; delays land as timing allows) and

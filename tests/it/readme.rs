@@ -154,3 +154,102 @@ printf '%s\n' "${{COMPREPLY[@]}}""#,
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The wings in pipeline order, as README's Layout section gives them; the binary last.
+const WINGS: &[&str] = &["core", "infra", "make", "deliver", "use", "app"];
+
+fn cargo_toml(path: &std::path::Path) -> toml::Table {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn wing_deps(table: &toml::Table, section: &str) -> Vec<String> {
+    table
+        .get(section)
+        .and_then(|d| d.as_table())
+        .map(|d| {
+            d.keys()
+                .filter_map(|k| k.strip_prefix("rocforge-").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Each wing depends only on wings before it, the binary on the app wing alone, and the
+/// workspace holds exactly these wings, each in README's Layout section.
+#[test]
+fn the_wings_depend_only_on_the_wings_before_them() {
+    let root = manifest();
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let layout = &text[text.find("## Layout").unwrap()..text.find("## Dependencies").unwrap()];
+    let mut found: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = WINGS.iter().map(|w| w.to_string()).collect();
+    expected.sort();
+    assert_eq!(found, expected, "crates/ holds the wings and nothing else");
+    for (i, wing) in WINGS.iter().enumerate() {
+        let toml = cargo_toml(&root.join(format!("crates/{wing}/Cargo.toml")));
+        assert_eq!(
+            toml["package"]["name"].as_str(),
+            Some(format!("rocforge-{wing}").as_str())
+        );
+        for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            for dep in wing_deps(&toml, section) {
+                let at = WINGS.iter().position(|w| *w == dep);
+                assert!(
+                    at.is_some_and(|at| at < i),
+                    "crates/{wing}/Cargo.toml [{section}] names rocforge-{dep}, which is not a wing before {wing}"
+                );
+            }
+        }
+        assert!(
+            layout.contains(&format!("crates/{wing}/"))
+                && layout.contains(&format!("rocforge-{wing}")),
+            "README's Layout section does not describe crates/{wing}/"
+        );
+    }
+    let top = cargo_toml(&root.join("Cargo.toml"));
+    assert_eq!(
+        wing_deps(&top, "dependencies"),
+        ["app"],
+        "the binary depends on the app wing alone"
+    );
+}
+
+/// README's Dependencies table names every crate the workspace depends on, and no other.
+#[test]
+fn readme_lists_each_dependency_and_why() {
+    let root = manifest();
+    let top = cargo_toml(&root.join("Cargo.toml"));
+    let mut used: std::collections::BTreeSet<String> = top["workspace"]["dependencies"]
+        .as_table()
+        .unwrap()
+        .keys()
+        .filter(|k| !k.starts_with("rocforge-"))
+        .cloned()
+        .collect();
+    for section in ["dependencies", "dev-dependencies"] {
+        used.extend(top[section].as_table().unwrap().keys().cloned());
+    }
+    used.retain(|k| !k.starts_with("rocforge-"));
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let deps = &text[text.find("## Dependencies").unwrap()..];
+    let mut listed = std::collections::BTreeSet::new();
+    for row in deps.lines().filter(|l| l.starts_with("| ")).skip(2) {
+        let first = row[2..].split(" | ").next().unwrap();
+        for name in first.split(", ") {
+            listed.insert(name.split(' ').next().unwrap().to_string());
+        }
+    }
+    let missing: Vec<_> = used.difference(&listed).collect();
+    let extra: Vec<_> = listed.difference(&used).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README's Dependencies table lacks {missing:?} and names {extra:?}, which no Cargo.toml uses"
+    );
+}
