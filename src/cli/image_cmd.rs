@@ -25,6 +25,12 @@ pub struct ImageBuildArgs {
     /// Containerfile.<kind>-<release> beside the catalog, else the built-in one]
     #[arg(long, value_name = "FILE")]
     pub containerfile: Option<PathBuf>,
+    /// A flavour of the builder image that recipes name (`[build] image = "NAME"`), from
+    /// containers/Containerfile.builder-<NAME>-<release>: the line's builder image first
+    /// (built when absent or stale), then the flavour FROM it, built afresh [e.g. python, for
+    /// torch and torchvision]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["containerfile", "kind"])]
+    pub flavour: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -118,6 +124,22 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
 
 pub fn build(g: &Global, a: &ImageBuildArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
+    if let Some(flavour) = &a.flavour {
+        let local =
+            rocforge::app::image::build_flavour(&session, a.runtime.runtime.choice(), flavour)?;
+        println!("{} {}", local.reference, local.id);
+        match &local.inputs {
+            Some(inputs) => note!(
+                g,
+                "recorded as the {flavour} flavour: the recipes built in it key it by what it is made from ({inputs})"
+            ),
+            None => note!(
+                g,
+                "recorded as a local image: the line's builder image is not pinned, so builds in it key it by this ID"
+            ),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let local = rocforge::app::image::build_image(
         &session,
         a.runtime.runtime.choice(),

@@ -2596,5 +2596,77 @@ fn a_builder_image_flavour_builds_its_recipe_and_keys_nothing_else() {
     for c in ["hipcore", "hipapp", "hipextra"] {
         assert_eq!(key_of(&changed, c), key_of(&before, c), "{c}");
     }
+
+    // `image build --flavour` makes it ahead of a build: labelled with the changed inputs,
+    // recorded, and found ready by the build that follows.
+    let new_inputs = changed["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component"] == "flavoured")
+        .and_then(|s| s["image"]["built_from"].as_str())
+        .unwrap()
+        .to_string();
+    assert_ne!(new_inputs, inputs);
+    let made = f.run(&[
+        "image",
+        "build",
+        "--flavour",
+        "extra",
+        "--runtime",
+        "podman",
+    ]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let (reference, id) = made.stdout.trim().split_once(' ').unwrap();
+    assert_eq!(reference, flavoured);
+    assert!(
+        made.stderr.contains(&format!(
+            "recorded as the extra flavour: the recipes built in it key it by what it is made from ({new_inputs})"
+        )),
+        "{}",
+        made.stderr
+    );
+    let label = podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{.Id}} {{index .Labels \"org.rocforge.image-inputs\"}}",
+        &flavoured,
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&label.stdout).trim(),
+        format!("{} {new_inputs}", id.trim_start_matches("sha256:"))
+    );
+    let after = f.run(&["build", "flavoured", "--runtime", "podman"]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert!(
+        !after.stderr.contains("building the builder image"),
+        "{}",
+        after.stderr
+    );
+    assert!(
+        f.store()
+            .join(key_of(&changed, "flavoured"))
+            .join("tree")
+            .is_dir()
+    );
+
+    // A flavour no recipe names, and one asked for with another kind.
+    let typo = f.run(&["image", "build", "--flavour", "extr", "--runtime", "podman"]);
+    assert_eq!(typo.code, 1, "{}", typo.stdout);
+    assert!(
+        typo.stderr.contains(
+            "--flavour extr: no recipe of test-1.0 builds in a builder image flavour of that name"
+        ) && typo.stderr.contains("did you mean \"extra\"?"),
+        "{}",
+        typo.stderr
+    );
+    let both = f.run(&["image", "build", "--flavour", "extra", "--kind", "runtime"]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
     let _ = podman(&["rmi", &flavoured]);
 }

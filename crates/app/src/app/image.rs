@@ -136,6 +136,90 @@ pub fn build_image(
     .map_err(|e| image_error(session, e))
 }
 
+/// `image build --flavour NAME`: the line's builder image made ready first, as `build` does
+/// (built when absent or stale), then the flavour FROM it built afresh, labelled with its
+/// inputs and recorded, so a build of the recipes that name it finds it ready.
+pub fn build_flavour(
+    session: &Session,
+    choice: Option<RuntimeChoice>,
+    flavour: &str,
+) -> Result<LocalImage> {
+    let catalog = &session.catalog;
+    let named = crate::build::flavour::named_by_recipes(catalog);
+    if !named.contains_key(flavour) {
+        let known: Vec<String> = named
+            .iter()
+            .map(|(f, by)| format!("{f} (named by {})", by.join(", ")))
+            .collect();
+        let hint = crate::diag::did_you_mean(flavour, named.keys().map(String::as_str))
+            .unwrap_or_else(|| {
+                if known.is_empty() {
+                    format!(
+                        "no recipe of {} names a flavour ([build] image = \"NAME\")",
+                        catalog.release.name
+                    )
+                } else {
+                    format!(
+                        "the flavours of {}: {}",
+                        catalog.release.name,
+                        known.join("; ")
+                    )
+                }
+            });
+        return Err(Error::hinted(
+            format!(
+                "--flavour {flavour}: no recipe of {} builds in a builder image flavour of that name",
+                catalog.release.name
+            ),
+            hint,
+        ));
+    }
+    let config = session.config()?;
+    let (_, lock) = session.plan_inputs()?;
+    let rt = open_runtime(choice, config)?;
+    if rt.kind() == crate::runtime::Kind::Host {
+        return Err(Error::hinted(
+            format!(
+                "--flavour {flavour}: a flavour is a container image; the host runtime has none"
+            ),
+            "pass --runtime podman or --runtime docker",
+        ));
+    }
+    let line = || {
+        let runtime =
+            super::runtime::runtime_image(catalog, lock, config, choice, RuntimeKind::Container);
+        crate::plan::image_ref(catalog, lock, &session.store, &runtime)
+    };
+    let mut line_image = line();
+    let ready = image::ensure(
+        rt.as_ref(),
+        catalog,
+        &line_image,
+        &session.store,
+        session.reporter.as_ref(),
+    )
+    .map_err(|e| image_error(session, e))?;
+    if matches!(ready, image::Ready::Built(_)) {
+        line_image = line();
+    }
+    let flavoured = crate::build::flavour::image_ref(catalog, flavour, &line_image);
+    let id = crate::build::flavour::build(
+        rt.as_ref(),
+        catalog,
+        flavour,
+        &flavoured,
+        &session.store,
+        session.reporter.as_ref(),
+    )
+    .map_err(|e| image_error(session, e))?;
+    Ok(LocalImage {
+        reference: flavoured.reference,
+        id,
+        inputs: flavoured.built_from,
+        packages: Vec::new(),
+    })
+}
+
 /// What `image create` is asked for.
 pub struct CreateRequest<'a> {
     /// Components to install (with their run-time dependencies).

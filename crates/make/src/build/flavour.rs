@@ -83,13 +83,7 @@ pub fn ensure(
         return Ok(Ready::NotNeeded);
     }
     let named = named(catalog, flavour);
-    let file = containerfile(catalog, flavour).ok_or_else(|| ImageError::Missing {
-        image: named.image.clone(),
-        why: format!(
-            "there is no containers/{} to build it from",
-            named.file_name
-        ),
-    })?;
+    let file = file_of(catalog, flavour, &named)?;
     let log = || log_path(store, &named.record);
     match (&image.built_from, rt.image_id(&named.image)) {
         (Some(inputs), Some(id)) => {
@@ -107,7 +101,23 @@ pub fn ensure(
         (None, Some(_)) => return Ok(Ready::Present),
         (_, None) => {}
     }
-    let log = log()?;
+    build(rt, catalog, flavour, image, store, reporter).map(Ready::Built)
+}
+
+/// Builds the flavour `image` (as [`image_ref`] made it) in `rt` afresh, FROM the line's image
+/// already present, labelled with its inputs, and records it: `image build --flavour`, and
+/// [`ensure`] when the image is missing or stale. Returns the new image ID.
+pub fn build(
+    rt: &dyn ContainerRuntime,
+    catalog: &Catalog,
+    flavour: &str,
+    image: &ImageRef,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<String, ImageError> {
+    let named = named(catalog, flavour);
+    let file = file_of(catalog, flavour, &named)?;
+    let log = log_path(store, &named.record)?;
     let label = image
         .built_from
         .as_ref()
@@ -122,5 +132,28 @@ pub fn ensure(
         store,
         &log,
     )?;
-    Ok(Ready::Built(id))
+    Ok(id)
+}
+
+fn file_of(catalog: &Catalog, flavour: &str, named: &Named) -> Result<Containerfile, ImageError> {
+    containerfile(catalog, flavour).ok_or_else(|| ImageError::Missing {
+        image: named.image.clone(),
+        why: format!(
+            "there is no containers/{} to build it from",
+            named.file_name
+        ),
+    })
+}
+
+/// The flavours the line's recipes name, each with the recipes that name it.
+pub fn named_by_recipes(catalog: &Catalog) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, recipe) in &catalog.recipes {
+        if let Some(f) = &recipe.build.image {
+            out.entry(f.as_str().to_string())
+                .or_default()
+                .push(name.clone());
+        }
+    }
+    out
 }
