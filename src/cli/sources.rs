@@ -1,12 +1,11 @@
 //! `fetch`, `lock`, `dev`, `patch export` and `gc`: the source commands.
 
-use rocforge::diag::Hint;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{CliError, Format, Global, Result};
+use super::{Format, Global, Result};
 use rocforge::app::{dev, source_gc};
-use rocforge::source::prepare::{self, SourceError};
+use rocforge::source::prepare::Fetched;
 
 #[derive(clap::Args, Debug)]
 pub struct PatchExportArgs {
@@ -43,59 +42,46 @@ pub struct FetchArgs {
     pub overlay: Vec<String>,
 }
 
-fn source_error(e: SourceError) -> CliError {
-    CliError::hinted(&e, e.hint())
-}
-
 pub fn fetch(g: &Global, a: &FetchArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
-    session.lock()?;
-    session.config()?;
-    let overlays = session.overlays(&a.overlay)?;
-    let targets = session.targets()?;
-    // Every name is checked before anything is downloaded.
-    let recipes = a
-        .components
-        .iter()
-        .map(|c| session.recipe(c))
-        .collect::<Result<Vec<_>>>()?;
-    let sources = session.sources(&overlays, false)?;
-    let mut fetched = Vec::new();
-    for recipe in recipes {
-        let prepared = prepare::prepare(&sources, recipe, targets).map_err(source_error)?;
-        if g.format == Format::Json {
-            fetched.push(prepared);
-            continue;
-        }
-        let series = recipe
-            .patches
-            .series(targets.iter().map(|t| t.arch.as_str()))
-            .len();
-        note!(
-            g,
-            "{} {} for {}: {}{} patch(es){}",
-            recipe.name.value,
-            recipe.version,
-            rocforge::arch::comma_list(targets),
-            prepared
-                .commit
-                .as_deref()
-                .map(|c| format!("commit {}, ", &c[..12.min(c.len())]))
-                .unwrap_or_default(),
-            series,
-            if prepared.cached {
-                ", already in the source cache"
-            } else {
-                ""
+    let fetched = rocforge::app::fetch::fetch(
+        &session,
+        &a.components,
+        &a.overlay,
+        &mut |recipe, prepared, targets| {
+            if g.format == Format::Json {
+                return;
             }
-        );
-        for (name, path) in &prepared.inputs {
-            note!(g, "  input {name}: {}", path.display());
-        }
-        println!("{}", prepared.tree.display());
-    }
+            let series = recipe
+                .patches
+                .series(targets.iter().map(|t| t.arch.as_str()))
+                .len();
+            note!(
+                g,
+                "{} {} for {}: {}{} patch(es){}",
+                recipe.name.value,
+                recipe.version,
+                rocforge::arch::comma_list(targets),
+                prepared
+                    .commit
+                    .as_deref()
+                    .map(|c| format!("commit {}, ", &c[..12.min(c.len())]))
+                    .unwrap_or_default(),
+                series,
+                if prepared.cached {
+                    ", already in the source cache"
+                } else {
+                    ""
+                }
+            );
+            for (name, path) in &prepared.inputs {
+                note!(g, "  input {name}: {}", path.display());
+            }
+            println!("{}", prepared.tree.display());
+        },
+    )?;
     if g.format == Format::Json {
-        super::print_json(&prepare::Fetched::new(fetched));
+        super::print_json(&Fetched::new(fetched));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -61,7 +61,7 @@ pub fn check_sources(
     for session in &sessions {
         let catalog = &session.catalog;
         let sources = session.sources(&[], false)?;
-        let targets = session.targets()?;
+        let (targets, lock) = session.plan_inputs()?;
         let mut wanted: Vec<String> = Vec::new();
         if components.is_empty() {
             wanted.extend(catalog.recipes.keys().cloned());
@@ -82,9 +82,14 @@ pub fn check_sources(
                 continue;
             }
             let scratch = scratch_dir(session)?;
-            for check in
-                verify::check_component(&sources, recipe, targets, scratch.path(), &mut versions)
-            {
+            for check in verify::check_component(
+                &sources,
+                lock,
+                recipe,
+                targets,
+                scratch.path(),
+                &mut versions,
+            ) {
                 checks.push(Row {
                     release: catalog.release.name.clone(),
                     check,

@@ -47,7 +47,10 @@ pub fn checkout(session: &Session, component: &str, dest: &Path) -> Result<usize
         .hint("choose another --dir, or remove the old checkout after exporting its patches")
         .into());
     }
-    let prepared = prepare::prepare(&sources, &pristine(recipe), targets)?;
+    let pristine = pristine(recipe);
+    let resolved =
+        crate::source::resolved::Resolved::of(&session.catalog, session.lock()?, &pristine)?;
+    let prepared = prepare::prepare(&sources, &pristine, &resolved, targets)?;
     crate::fsutil::copy_tree(&prepared.tree, dest).map_err(|e| {
         Error::hinted(
             format!("cannot write {}: {e}", dest.display()),

@@ -10,6 +10,7 @@ pub mod build;
 pub mod check_sources;
 pub mod dev;
 pub mod doctor;
+pub mod fetch;
 pub mod image;
 pub mod install;
 pub mod lock;

@@ -149,7 +149,6 @@ impl Session {
     pub fn sources<'a>(&'a self, overlays: &'a [Overlay], offline: bool) -> Result<Sources<'a>> {
         Ok(Sources {
             catalog: &self.catalog,
-            lock: self.lock()?,
             config: self.config()?,
             cache: &self.cache,
             overlays,

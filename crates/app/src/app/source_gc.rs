@@ -13,6 +13,7 @@ use crate::catalog::lock::Lockfile;
 use crate::download::DownloadOptions;
 use crate::source::cache::Cache;
 use crate::source::prepare::{self, Sources};
+use crate::source::resolved::Resolved;
 
 /// A source tree no release line produces any more.
 pub struct Unused {
@@ -94,7 +95,6 @@ fn produced(
     let reporter = crate::progress::Silent;
     let s = Sources {
         catalog,
-        lock,
         config,
         cache,
         overlays: &[],
@@ -104,10 +104,11 @@ fn produced(
         offline: true,
     };
     let pristine = super::dev::pristine(recipe);
-    match (
-        prepare::source_plan(&s, recipe, targets),
-        prepare::source_plan(&s, &pristine, targets),
-    ) {
+    let plan = |r: &crate::recipe::Recipe| {
+        let resolved = Resolved::of(catalog, lock, r)?;
+        prepare::source_plan(&s, r, &resolved, targets)
+    };
+    match (plan(recipe), plan(&pristine)) {
         (Ok(a), Ok(b)) => a.key == key || b.key == key || overlay,
         _ => true,
     }

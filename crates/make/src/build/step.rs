@@ -88,7 +88,7 @@ impl Builder<'_> {
         let clock = Instant::now();
         let (_slot, jobs, progress) = self.share_jobs(&s, under_way, clock);
         progress.phase("sources");
-        let prepared = prepare::prepare(&self.sources, recipe, &self.plan.targets)?;
+        let prepared = prepare::prepare(&self.sources, recipe, &step.source, &self.plan.targets)?;
         crate::fault::point("build");
 
         match &recipe.build.system {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::arch::TargetId;
 use crate::catalog::Catalog;
 use crate::catalog::Overlay;
-use crate::catalog::lock::{Lockfile, Pin};
+use crate::catalog::lock::Lockfile;
 use crate::diag::Diagnostic;
 use crate::recipe::{BuildSystem, Recipe, Resources};
 pub use store_view::{EmptyStore, LocalImage, Measured, StoreView};
@@ -104,6 +104,9 @@ pub struct Step {
     pub image: Option<ImageRef>,
     #[serde(skip)]
     pub hash_input: HashInput,
+    /// Its source's pins as this plan resolved them: what the build fetches.
+    #[serde(skip)]
+    pub source: crate::source::resolved::Resolved,
 }
 
 impl Step {
@@ -219,8 +222,10 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let mut deps: Vec<&str> = r.all_depends().map(|d| d.as_str()).collect();
         deps.sort_unstable();
         let level = deps.iter().map(|d| keys[d].1 + 1).max().unwrap_or(0);
-        // Hashed once, before either key: a large tree is walked once per plan.
-        let source_tree = path_source_digest(catalog, name, r)?;
+        // Resolved once, before either key: a large path tree is walked once per plan, and
+        // the step carries it to the build.
+        let resolved = crate::source::resolved::Resolved::of(catalog, &req.lock, r)
+            .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?;
         // A flavour of the builder image keys the components built in it, and them alone.
         let step_image = match &r.build.image {
             Some(f) => crate::build::flavour::image_ref(catalog, f.as_str(), &image),
@@ -240,7 +245,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 r,
                 &targets.iter().map(|t| t.arch.as_str()).collect::<Vec<_>>(),
                 req,
-                source_tree.clone(),
+                &resolved,
             ),
             targets: targets.to_vec(),
             dependencies: deps
@@ -258,10 +263,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         } else {
             host_input
         };
-        if matches!(
-            req.lock.pin(&catalog.release.name, r),
-            Pin::Unlocked | Pin::Stale { .. }
-        ) {
+        if !resolved.locked() {
             sources_locked = false;
         }
         let key = input.key();
@@ -287,6 +289,7 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
             gpu_flags: gpu_flags(r, &req.targets),
             resources: r.resources,
             hash_input: input,
+            source: resolved,
         });
     }
     let estimate = estimate(&steps);
@@ -304,21 +307,6 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         steps,
         estimate,
     })
-}
-
-/// The digest of a `path` source's tree; None for other sources.
-fn path_source_digest(
-    catalog: &Catalog,
-    name: &str,
-    r: &Recipe,
-) -> Result<Option<String>, Diagnostic> {
-    match &r.source {
-        crate::recipe::Source::Path { path } => Ok(Some(
-            crate::source::prepare::path_tree_digest(catalog, name, path)
-                .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?,
-        )),
-        _ => Ok(None),
-    }
 }
 
 /// Cached when the store holds `key`; else built, and why: new, or which inputs changed
@@ -414,7 +402,7 @@ fn component_input(
     r: &Recipe,
     arches: &[&str],
     req: &Request,
-    source_tree: Option<String>,
+    resolved: &crate::source::resolved::Resolved,
 ) -> ComponentInput {
     let patches = r
         .patches
@@ -438,12 +426,9 @@ fn component_input(
         name: r.name.value.clone(),
         version: r.version.clone(),
         source: r.source.clone(),
-        source_tree,
+        source_tree: resolved.tree.clone(),
         series: r.series.clone(),
-        locked_commit: match req.lock.pin(&catalog.release.name, r) {
-            Pin::Commit(c) => Some(c),
-            _ => None,
-        },
+        locked_commit: resolved.locked_commit().map(str::to_string),
         patches,
         build: BuildInput {
             system: r.build.system.clone(),
@@ -485,12 +470,12 @@ fn component_input(
             .inputs
             .iter()
             .filter(|i| i.md5.is_some())
-            .filter_map(
-                |i| match req.lock.input_pin(&catalog.release.name, &r.name, i) {
-                    crate::catalog::lock::InputPin::Sha256(sha) => Some((i.name.clone(), sha)),
-                    _ => None,
-                },
-            )
+            .filter_map(|i| match resolved.input(&i.name) {
+                Some(crate::catalog::lock::InputPin::Sha256(sha)) => {
+                    Some((i.name.clone(), sha.clone()))
+                }
+                _ => None,
+            })
             .collect(),
         license_files: r.license_files.iter().map(|p| p.value.clone()).collect(),
     }

@@ -6,6 +6,7 @@ pub mod git;
 pub mod pairing;
 pub mod patch;
 pub mod prepare;
+pub mod resolved;
 pub mod series;
 pub mod tree;
 pub mod verify;

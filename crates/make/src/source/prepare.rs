@@ -17,11 +17,12 @@ use super::cache::Cache;
 use super::derive;
 use super::git;
 use super::patch::{self, PatchFile};
+use super::resolved::Resolved;
 use crate::arch::TargetId;
 use crate::catalog::Catalog;
 use crate::catalog::Overlay;
 use crate::catalog::config::Config;
-use crate::catalog::lock::{Lockfile, Pin};
+use crate::catalog::lock::Pin;
 use crate::download::DownloadOptions;
 use crate::progress::Reporter;
 use crate::recipe::{BuildSystem, Derive, GitRef, Recipe, Source};
@@ -33,10 +34,10 @@ pub use report::{FETCH_SCHEMA, Fetched};
 
 pub const SOURCE_KEY_SCHEMA: &str = "rocforge.source/1";
 
-/// Everything `prepare` needs besides the recipe and targets.
+/// Everything `prepare` needs besides the recipe, its resolved source and the targets. No lock:
+/// the plan resolved the pins ([`Resolved`]).
 pub struct Sources<'a> {
     pub catalog: &'a Catalog,
-    pub lock: &'a Lockfile,
     pub config: &'a Config,
     pub cache: &'a Cache,
     pub overlays: &'a [Overlay],
@@ -132,8 +133,12 @@ struct SourceMeta<'a> {
     source_date_epoch: i64,
 }
 
-/// The commit a git source is pinned to, without fetching when the lock or cache knows it.
-pub fn resolve_commit(s: &Sources<'_>, recipe: &Recipe) -> Result<Option<String>, SourceError> {
+/// The commit a git source is pinned to, without fetching when its pin or the cache knows it.
+fn resolve_commit(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    resolved: &Resolved,
+) -> Result<Option<String>, SourceError> {
     let Source::Git {
         url,
         reference,
@@ -146,7 +151,7 @@ pub fn resolve_commit(s: &Sources<'_>, recipe: &Recipe) -> Result<Option<String>
         return Ok(None);
     };
     let component = recipe.name.value.clone();
-    match s.lock.pin(&s.catalog.release.name, recipe) {
+    match resolved.pin.clone() {
         Pin::Commit(c) => return Ok(Some(c)),
         Pin::NotGit => return Ok(None),
         Pin::Stale {
@@ -214,10 +219,11 @@ pub struct SourcePlan {
     patch_ids: Vec<(String, String)>,
 }
 
-/// The source key of `recipe` for `targets`.
+/// The source key of `recipe` for `targets`, its source resolved as `resolved`.
 pub fn source_plan(
     s: &Sources<'_>,
     recipe: &Recipe,
+    resolved: &Resolved,
     targets: &[TargetId],
 ) -> Result<SourcePlan, SourceError> {
     // A component without device code has one source for every target set.
@@ -237,7 +243,7 @@ pub fn source_plan(
             source,
         }
     };
-    let commit = resolve_commit(s, recipe)?;
+    let commit = resolve_commit(s, recipe, resolved)?;
     let origin = match &recipe.source {
         Source::Git {
             url,
@@ -258,7 +264,10 @@ pub fn source_plan(
             sha256: sha256.clone(),
         },
         Source::Path { path } => Origin::Path {
-            sha256: path_tree_digest(s.catalog, component, path)?,
+            sha256: match &resolved.tree {
+                Some(digest) => digest.clone(),
+                None => path_tree_digest(s.catalog, component, path)?,
+            },
         },
     };
     // Patches a derived line inherits resolve from its base line's patches/ directory.
@@ -335,10 +344,12 @@ pub fn source_plan(
     })
 }
 
-/// Prepares the patched source of `recipe` for `targets`.
+/// Prepares the patched source of `recipe` for `targets`, its source resolved as `resolved`
+/// (a plan's step carries it).
 pub fn prepare(
     s: &Sources<'_>,
     recipe: &Recipe,
+    resolved: &Resolved,
     targets: &[TargetId],
 ) -> Result<Prepared, SourceError> {
     // A component without device code has one source for every target set.
@@ -356,10 +367,10 @@ pub fn prepare(
             source,
         }
     };
-    let plan = source_plan(s, recipe, targets)?;
+    let plan = source_plan(s, recipe, resolved, targets)?;
     let key = plan.key.clone();
     let entry = s.cache.source_dir(&key);
-    let inputs = fetch_inputs(s, component, &recipe.inputs)?;
+    let inputs = fetch_inputs(s, component, &recipe.inputs, resolved)?;
 
     let done = |cached: bool, epoch: i64| Prepared {
         component: component.to_string(),
@@ -489,10 +500,11 @@ fn build_entry(
 pub fn fetch_pristine(
     s: &Sources<'_>,
     recipe: &Recipe,
+    resolved: &Resolved,
     targets: &[TargetId],
     tree: &Path,
 ) -> Result<(), SourceError> {
-    let plan = source_plan(s, recipe, targets)?;
+    let plan = source_plan(s, recipe, resolved, targets)?;
     let staging = tree.parent().unwrap_or(tree);
     fetch_origin(s, recipe, &plan.origin, tree, staging).map(drop)
 }
@@ -520,9 +532,10 @@ pub fn series_patches(s: &Sources<'_>, recipe: &Recipe) -> Result<Vec<PatchFile>
 pub fn patch_series(
     s: &Sources<'_>,
     recipe: &Recipe,
+    resolved: &Resolved,
     targets: &[TargetId],
 ) -> Result<Vec<PatchFile>, SourceError> {
-    let plan = source_plan(s, recipe, targets)?;
+    let plan = source_plan(s, recipe, resolved, targets)?;
     let mut patches = series_patches(s, recipe)?;
     patches.extend(plan.patch_files);
     Ok(patches)

@@ -18,7 +18,9 @@ use super::derive;
 use super::pairing::{self, Found, Want};
 use super::patch::{self, PatchError};
 use super::prepare::{self, SourceError, Sources};
+use super::resolved::Resolved;
 use crate::arch::TargetId;
+use crate::catalog::lock::Lockfile;
 use crate::recipe::Recipe;
 
 /// The result of checking one component for one set of targets.
@@ -99,6 +101,7 @@ impl DependencyVersions {
     fn get(
         &mut self,
         s: &Sources<'_>,
+        lock: &Lockfile,
         want: &Want,
         targets: &[TargetId],
         scratch: &Path,
@@ -111,8 +114,9 @@ impl DependencyVersions {
             let dir = scratch.join(format!("dependency-{}", want.dependency));
             std::fs::create_dir_all(&dir).ok()?;
             let read = (|| {
-                prepare::fetch_pristine(s, dep, targets, &dir).ok()?;
-                let series = prepare::patch_series(s, dep, targets).ok()?;
+                let resolved = Resolved::of(s.catalog, lock, dep).ok()?;
+                prepare::fetch_pristine(s, dep, &resolved, targets, &dir).ok()?;
+                let series = prepare::patch_series(s, dep, &resolved, targets).ok()?;
                 if !series.is_empty() {
                     patch::apply_series(&dir, &series).ok()?;
                 }
@@ -126,9 +130,11 @@ impl DependencyVersions {
     }
 }
 
-/// Checks one component. `scratch` is an empty directory the caller owns and removes.
+/// Checks one component, its source pinned as `lock` says. `scratch` is an empty directory the
+/// caller owns and removes.
 pub fn check_component(
     s: &Sources<'_>,
+    lock: &Lockfile,
     recipe: &Recipe,
     targets: &[TargetId],
     scratch: &Path,
@@ -145,18 +151,24 @@ pub fn check_component(
             path: pristine.display().to_string(),
             source,
         })
-        .and_then(|()| prepare::fetch_pristine(s, recipe, targets, &pristine));
-    if let Err(e) = fetched {
-        let outcome = unreachable_or(e);
-        return sets
-            .iter()
-            .map(|set| SourceCheck {
-                component: component.clone(),
-                arches: arch_names(set),
-                outcome: outcome.clone(),
-            })
-            .collect();
-    }
+        .and_then(|()| Resolved::of(s.catalog, lock, recipe))
+        .and_then(|resolved| {
+            prepare::fetch_pristine(s, recipe, &resolved, targets, &pristine).map(|()| resolved)
+        });
+    let resolved = match fetched {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            let outcome = unreachable_or(e);
+            return sets
+                .iter()
+                .map(|set| SourceCheck {
+                    component: component.clone(),
+                    arches: arch_names(set),
+                    outcome: outcome.clone(),
+                })
+                .collect();
+        }
+    };
     sets.iter()
         .enumerate()
         .map(|(i, set)| SourceCheck {
@@ -165,10 +177,11 @@ pub fn check_component(
             outcome: apply_set(
                 s,
                 recipe,
+                &resolved,
                 set,
                 &pristine,
                 &scratch.join(format!("set-{i}")),
-                &mut |w: &Want| versions.get(s, w, targets, scratch),
+                &mut |w: &Want| versions.get(s, lock, w, targets, scratch),
             ),
         })
         .collect()
@@ -177,6 +190,7 @@ pub fn check_component(
 fn apply_set(
     s: &Sources<'_>,
     recipe: &Recipe,
+    resolved: &Resolved,
     set: &[TargetId],
     pristine: &Path,
     work: &Path,
@@ -195,7 +209,7 @@ fn apply_set(
         false,
     );
     let outcome = (|| {
-        let series = prepare::patch_series(s, recipe, set).map_err(unreachable_or)?;
+        let series = prepare::patch_series(s, recipe, resolved, set).map_err(unreachable_or)?;
         crate::fsutil::copy_tree(pristine, work).map_err(|e| Outcome::Unreachable {
             message: format!(
                 "{component}: cannot copy the source to {}: {e}",

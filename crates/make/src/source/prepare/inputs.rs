@@ -9,17 +9,23 @@ use super::{SourceError, Sources};
 use crate::catalog::lock::InputPin;
 use crate::download;
 use crate::recipe::ExtraInput;
+use crate::source::resolved::Resolved;
 
 pub(super) fn fetch_inputs(
     s: &Sources<'_>,
     component: &str,
     inputs: &[ExtraInput],
+    resolved: &Resolved,
 ) -> Result<Vec<(String, PathBuf)>, SourceError> {
     let mut out = Vec::new();
-    let release = &s.catalog.release.name;
     for input in inputs {
         // An md5-only input is fetched by the sha256 `rocforge lock` recorded, never by its md5.
-        let sha256 = match s.lock.input_pin(release, component, input) {
+        let pin = resolved
+            .input(&input.name)
+            .cloned()
+            .or_else(|| input.sha256.clone().map(InputPin::Sha256))
+            .unwrap_or(InputPin::Unlocked);
+        let sha256 = match pin {
             InputPin::Sha256(sha) => sha,
             // As with an unlocked tag: without --locked the md5 is checked afresh (the sha256
             // of what passed is remembered in the cache); `rocforge lock` makes it a pin.
