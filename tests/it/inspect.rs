@@ -5,10 +5,14 @@
 //!
 //! The compilers are required when CI=true; elsewhere a test without them is skipped.
 
+use crate::common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+
+use common::{World, manifest, require, which};
 
 use md5::{Digest, Md5};
 use object::{Object, ObjectSection};
@@ -18,29 +22,12 @@ use rocforge::diag::Diagnostics;
 use rocforge::inspect::{self, Image, Status, inspect_bytes};
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inspect")
+    manifest().join("tests/fixtures/inspect")
 }
 
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(tool))
-            .find(|f| f.is_file())
-    })
-}
-
-/// The tool, or `None` (skip) when it is missing outside CI; in CI a missing tool fails.
-fn require(tool: &str) -> Option<PathBuf> {
-    let found = which(tool);
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "{tool} is required in CI (apt-get install hipcc clang-19 clang-tools-19 lld-19)"
-            );
-        }
-        eprintln!("skipping: {tool} is not installed");
-    }
-    found
+/// Whether `tool` is on PATH; when it is missing, the test is skipped (in CI it fails).
+fn tool(name: &str) -> bool {
+    require(name, which(name))
 }
 
 fn run(cmd: &mut Command) {
@@ -52,29 +39,21 @@ fn run(cmd: &mut Command) {
     );
 }
 
-/// Everything compiled once per test process.
-struct Built {
-    dir: tempfile::TempDir,
-}
-
-impl Built {
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-}
-
-fn hipcc_built() -> Option<&'static Built> {
-    static BUILT: OnceLock<Option<Built>> = OnceLock::new();
+/// What hipcc compiles, once per test process, in a world of its own.
+fn hipcc_built() -> Option<&'static World> {
+    static BUILT: OnceLock<Option<World>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let hipcc = require("hipcc")?;
-            let dir = tempfile::tempdir().unwrap();
-            let d = dir.path();
+            if !tool("hipcc") {
+                return None;
+            }
+            let w = World::new().shared("inspect-hipcc").build();
+            let d = w.root();
             let f = fixtures();
             std::fs::create_dir_all(d.join("prefix/lib/rocblas/library")).unwrap();
             std::fs::create_dir_all(d.join("prefix/bin")).unwrap();
             let hip = |args: &[&str]| {
-                run(Command::new(&hipcc).current_dir(d).args(args));
+                run(Command::new("hipcc").current_dir(d).args(args));
             };
             let (a, b, main) = (f.join("a.hip"), f.join("b.hip"), f.join("main.hip"));
             let (a, b, main) = (
@@ -124,21 +103,24 @@ fn hipcc_built() -> Option<&'static Built> {
                 fatbin(&single),
             )
             .unwrap();
-            Some(Built { dir })
+            Some(w)
         })
         .as_ref()
 }
 
-fn clang19_built() -> Option<&'static Built> {
-    static BUILT: OnceLock<Option<Built>> = OnceLock::new();
+/// What clang-19 compiles, once per test process, in a world of its own.
+fn clang19_built() -> Option<&'static World> {
+    static BUILT: OnceLock<Option<World>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let clang = require("clang++-19")?;
-            let dir = tempfile::tempdir().unwrap();
+            if !tool("clang++-19") {
+                return None;
+            }
+            let w = World::new().shared("inspect-clang19").build();
             let bare = fixtures().join("bare.hip");
             let cc = |args: &[&str], out: &str| {
-                run(Command::new(&clang)
-                    .current_dir(dir.path())
+                run(Command::new("clang++-19")
+                    .current_dir(w.root())
                     .args(["-x", "hip", "-nogpuinc", "-nogpulib", "-c"])
                     .args(args)
                     .arg(&bare)
@@ -160,7 +142,7 @@ fn clang19_built() -> Option<&'static Built> {
                 &["--offload-arch=gfx90c", "--offload-new-driver", "-fgpu-rdc"],
                 "newdriver.o",
             );
-            Some(Built { dir })
+            Some(w)
         })
         .as_ref()
 }
@@ -500,16 +482,12 @@ fn coverage_rules_on_real_builds() {
 #[test]
 fn gfx900_code_does_not_pass_against_gfx90c() {
     let Some(b) = hipcc_built() else { return };
-    let d = b.dir.path();
-    let o = rocforge(
-        d,
-        &[
-            "inspect",
-            "--against",
-            "gfx90c,gfx902",
-            "prefix/lib/libold.so",
-        ],
-    );
+    let o = b.run(&[
+        "inspect",
+        "--against",
+        "gfx90c,gfx902",
+        "prefix/lib/libold.so",
+    ]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(
         o.stdout.contains(
@@ -532,91 +510,58 @@ fn gfx900_code_does_not_pass_against_gfx90c() {
         o.stdout
     );
     // Accepted for one target only: still a failure for the other.
-    let o = rocforge(
-        d,
-        &[
-            "inspect",
-            "--against",
-            "gfx90c,gfx902",
-            "--allow-spoof",
-            "gfx90c",
-            "prefix/lib/libold.so",
-        ],
-    );
+    let o = b.run(&[
+        "inspect",
+        "--against",
+        "gfx90c,gfx902",
+        "--allow-spoof",
+        "gfx90c",
+        "prefix/lib/libold.so",
+    ]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     assert!(
         o.stdout.contains("(accepted by --allow-spoof)"),
         "{}",
         o.stdout
     );
-    let o = rocforge(
-        d,
-        &[
-            "inspect",
-            "--against",
-            "gfx90c,gfx902",
-            "--allow-spoof",
-            "gfx90c,gfx902",
-            "--format",
-            "json",
-            "prefix/lib/libold.so",
-        ],
-    );
+    let o = b.run(&[
+        "inspect",
+        "--against",
+        "gfx90c,gfx902",
+        "--allow-spoof",
+        "gfx90c,gfx902",
+        "--format",
+        "json",
+        "prefix/lib/libold.so",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stdout);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["complete"], true);
     assert_eq!(v["native"], false);
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-}
-
-fn rocforge(dir: &Path, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_rocforge"))
-        .current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("ROCFORGE_RECIPES")
-        .output()
-        .unwrap();
-    let tmp = dir.display().to_string();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).replace(&tmp, "[TMP]"),
-    }
-}
-
 #[test]
 fn cli_output_snapshots() {
     let Some(b) = hipcc_built() else { return };
-    let d = b.dir.path();
-    let o = rocforge(d, &["inspect", "prefix"]);
+    let o = b.run(&["inspect", "prefix"]);
     assert_eq!(o.code, 0);
     insta::assert_snapshot!("inspect_prefix_text", o.stdout);
-    let o = rocforge(d, &["inspect", "--format", "json", "prefix/lib/libab.so"]);
+    let o = b.run(&["inspect", "--format", "json", "prefix/lib/libab.so"]);
     assert_eq!(o.code, 0);
     insta::assert_snapshot!("inspect_library_json", o.stdout);
-    let o = rocforge(d, &["inspect", "--against", "gfx90c,gfx902", "prefix"]);
+    let o = b.run(&["inspect", "--against", "gfx90c,gfx902", "prefix"]);
     assert_eq!(o.code, 1, "gfx902 Tensile files are missing");
     insta::assert_snapshot!("against_text", o.stdout);
-    let o = rocforge(
-        d,
-        &[
-            "inspect",
-            "--against",
-            "gfx90c",
-            "--format",
-            "json",
-            "prefix",
-        ],
-    );
+    let o = b.run(&[
+        "inspect",
+        "--against",
+        "gfx90c",
+        "--format",
+        "json",
+        "prefix",
+    ]);
     insta::assert_snapshot!("against_json", o.stdout);
-    let o = rocforge(
-        d,
-        &["inspect", "--against", "gfx90c:xnack-", "prefix/bin/app"],
-    );
+    let o = b.run(&["inspect", "--against", "gfx90c:xnack-", "prefix/bin/app"]);
     assert_eq!(o.code, 0, "{}", o.stdout);
 }
 
@@ -624,15 +569,15 @@ fn cli_output_snapshots() {
 /// them before looking at a single code object.
 #[test]
 fn against_datacenter_and_rdna3_targets() {
-    let Some(clang) = require("clang++-19") else {
+    if !tool("clang++-19") {
         return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    }
+    let w = World::new().build();
+    let d = w.root();
     std::fs::create_dir_all(d.join("prefix/lib")).unwrap();
     let bare = fixtures().join("bare.hip");
     let lib = |arches: &[&str], out: &str| {
-        run(Command::new(&clang)
+        run(Command::new("clang++-19")
             .current_dir(d)
             .args(["-x", "hip", "-nogpuinc", "-nogpulib", "-fPIC", "-shared"])
             .args(arches.iter().map(|a| format!("--offload-arch={a}")))
@@ -645,18 +590,15 @@ fn against_datacenter_and_rdna3_targets() {
         targets_of(&d.join("prefix/lib/libdeb.so")),
         ["gfx1100", "gfx90a"]
     );
-    let o = rocforge(
-        d,
-        &[
-            "inspect",
-            "--against",
-            "gfx90a:xnack+,gfx1100",
-            "prefix/lib/libdeb.so",
-        ],
-    );
+    let o = w.run(&[
+        "inspect",
+        "--against",
+        "gfx90a:xnack+,gfx1100",
+        "prefix/lib/libdeb.so",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stdout);
     // libunified.so has only xnack+ code: plain gfx90a (either mode) and gfx1100 are missing.
-    let o = rocforge(d, &["inspect", "--against", "gfx90a,gfx1100", "prefix"]);
+    let o = w.run(&["inspect", "--against", "gfx90a,gfx1100", "prefix"]);
     assert_eq!(o.code, 1, "{}", o.stdout);
     insta::assert_snapshot!("against_gfx90a_gfx1100", o.stdout);
     // gfx1102 (Navi 33) is known; gfx1100 is its nearest, so its code is named as the stand-in.
@@ -677,10 +619,10 @@ fn tensile_catalogs_decide_what_a_target_gets() {
     let Some(b) = hipcc_built() else { return };
     let single = fatbin(&std::fs::read(b.path("single.o")).unwrap());
     let old = std::fs::read(b.path("prefix/lib/libold.so")).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let lib = tmp.path().join("library");
+    let w = World::new().build();
+    let lib = w.path("library");
     std::fs::create_dir_all(&lib).unwrap();
-    let against = |arch: &str| rocforge(tmp.path(), &["inspect", "--against", arch, "library"]);
+    let against = |arch: &str| w.run(&["inspect", "--against", arch, "library"]);
 
     // Right catalog, right code: present, with the counts inspect prints.
     tensile_catalog(
@@ -692,7 +634,7 @@ fn tensile_catalogs_decide_what_a_target_gets() {
     std::fs::write(lib.join("TensileLibrary_Type_SS_gfx90c.co"), &single).unwrap();
     let o = against("gfx90c");
     assert_eq!(o.code, 0, "{}", o.stdout);
-    let o = rocforge(tmp.path(), &["inspect", "library"]);
+    let o = w.run(&["inspect", "library"]);
     assert!(
         o.stdout.contains("TensileLibrary_lazy_gfx90c.dat: selects gfx90c; 1 solution catalog(s), 3 solutions, 2 kernels; 0 fallback catalog(s); 1 code object(s)"),
         "{}",
@@ -740,17 +682,14 @@ fn tensile_catalogs_decide_what_a_target_gets() {
         o.stdout
     );
     // --allow-missing accepts the gap, as it does absent code.
-    let o = rocforge(
-        tmp.path(),
-        &[
-            "inspect",
-            "--against",
-            "gfx90c",
-            "--format",
-            "json",
-            "library",
-        ],
-    );
+    let o = w.run(&[
+        "inspect",
+        "--against",
+        "gfx90c",
+        "--format",
+        "json",
+        "library",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(
         v["rows"][0]["targets"][0]["status"], "incomplete",
@@ -767,22 +706,24 @@ fn coverage_kinds_on_real_builds() {
     use rocforge::inspect::verdict::verdict;
     use rocforge::recipe::gpu_code::{GpuCode, ProofCount};
     let Some(b) = hipcc_built() else { return };
-    let Some(cc) = require("cc") else { return };
+    if !tool("cc") {
+        return;
+    }
     let t = table();
     let both = [tid("gfx90c"), tid("gfx902")];
-    let host_dir = tempfile::tempdir().unwrap();
-    let c = host_dir.path().join("h.c");
+    let host = World::new().build();
+    let c = host.path("h.c");
     std::fs::write(&c, "int host_only(int x) { return x + 1; }\n").unwrap();
-    std::fs::create_dir(host_dir.path().join("lib")).unwrap();
-    run(Command::new(&cc)
+    std::fs::create_dir(host.path("lib")).unwrap();
+    run(Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
-        .arg(host_dir.path().join("lib/libh.so"))
+        .arg(host.path("lib/libh.so"))
         .arg(&c));
     let host_only = GpuCode::HostOnly {
         reason: "links rocRAND".into(),
     };
 
-    let plain = inspect::coverage(&[host_dir.path().join("lib")], &both, &t).unwrap();
+    let plain = inspect::coverage(&[host.path("lib")], &both, &t).unwrap();
     let v = verdict(&host_only, &plain, &both).unwrap();
     assert!(v.holds(), "{v:?}");
     assert!(v.lines[0].starts_with("host-only: no GPU code"), "{v:?}");

@@ -11,190 +11,129 @@ const CMAKE: &str =
     "cmake_minimum_required(VERSION 3.16)\nset(TARGETS gfx900)\nproject(hip-core)\n";
 const PATCH: &str = "Accept gfx90c in the target list.\n\n--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -1,3 +1,3 @@\n cmake_minimum_required(VERSION 3.16)\n-set(TARGETS gfx900)\n+set(TARGETS gfx900 gfx90c)\n project(hip-core)\n";
 
-struct World {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    origin: PathBuf,
-    daemon: GitDaemon,
-}
-
-impl World {
-    fn path(&self) -> &Path {
-        &self.root
-    }
-    fn recipe(&self, name: &str, text: &str) {
-        std::fs::write(
-            self.root.join(format!("recipes/line-1.0/{name}.toml")),
-            text,
-        )
-        .unwrap();
-    }
-    /// A CMake component "pkg" from a directory of the catalog's, with `extra` recipe text.
-    fn local_pkg(&self, extra: &str) {
-        self.recipe(
-            "pkg",
-            &format!(
-                "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n{extra}"
-            ),
-        );
-        std::fs::create_dir_all(self.path().join("src/pkg")).unwrap();
-        std::fs::write(self.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
-    }
-    /// recipes/line-2.0, a line based on line-1.0; its directory, for override files.
-    fn line_based_on_line_1(&self) -> PathBuf {
-        let line = self.path().join("recipes/line-2.0");
-        std::fs::create_dir_all(&line).unwrap();
-        std::fs::write(
-            line.join("release.toml"),
-            "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\nbuilt = [\"pkg\"]\n",
-        )
-        .unwrap();
-        line
-    }
-    fn patch(&self, component: &str, name: &str, text: &str) {
-        let dir = self.root.join(format!("patches/line-1.0/{component}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    /// Maps https://example.invalid/dl/ to `server`, next to the git daemon's mapping [`world`]
-    /// writes.
-    fn mirror_downloads(&self, server: &HttpServer) {
-        std::fs::write(
-            self.root.join("rocforge.toml"),
-            format!(
-                "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n\"https://example.invalid/dl/\" = \"{}\"\n",
-                self.daemon.url(),
-                server.url()
-            ),
-        )
-        .unwrap();
-    }
-    /// `fetch --format json` of `component` for gfx90c, which must succeed.
-    fn fetch_json(&self, component: &str) -> serde_json::Value {
-        let o = rocforge(
-            self.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "--format",
-                "json",
-                "fetch",
-                component,
-                "--arch",
-                "gfx90c",
-            ],
-        );
-        assert_eq!(o.code, 0, "{}", o.stderr);
-        let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-        assert_eq!(doc["schema"], "rocforge.fetch/1", "{doc}");
-        crate::common::schema::assert_matches_schema(self.path(), "fetch", &doc);
-        doc["sources"][0].clone()
-    }
-    /// The error of a `fetch` of `component` for gfx90c, which must fail.
-    fn fetch_fails(&self, component: &str) -> String {
-        fails(
-            self.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "fetch",
-                component,
-                "--arch",
-                "gfx90c",
-            ],
-        )
-    }
-    /// The `.part` files a download left in the cache.
-    fn part_files(&self) -> Vec<String> {
-        std::fs::read_dir(self.root.join("cache/downloads"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".part"))
-            .collect()
-    }
-    fn fetch(&self, component: &str) -> PathBuf {
-        PathBuf::from(
-            ok(
-                self.path(),
-                &[
-                    "--recipes",
-                    "recipes",
-                    "fetch",
-                    component,
-                    "--arch",
-                    "gfx90c",
-                ],
-            )
-            .trim(),
-        )
-    }
-}
-
-/// A catalog whose recipes name https://example.invalid/ROCm/… and a mirror that maps those
-/// URLs to the git daemon, so the mirror path is exercised by every test.
+/// The catalog of every test here: the base fixture's line-1.0 with hip-core, a git source
+/// whose recipe names https://example.invalid/ROCm/hip-core.git and a patch, and a mirror that
+/// maps those URLs to the world's git daemon, so the mirror path is exercised by every test.
 fn world() -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("catalog");
-    let origin = tmp.path().join("origin");
-    std::fs::create_dir_all(root.join("recipes/line-1.0")).unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/arches.toml"),
-        root.join("recipes/arches.toml"),
-    )
-    .unwrap();
-    std::fs::copy(
-        manifest().join("tests/fixtures/base/recipes/line-1.0/release.toml"),
-        root.join("recipes/line-1.0/release.toml"),
-    )
-    .unwrap();
+    let w = World::new()
+        .catalog("base")
+        .git_mirror("https://example.invalid/ROCm/")
+        .build();
     make_repo(
-        &origin.join("hip-core.git"),
+        &w.origin().join("hip-core.git"),
         &[
             ("CMakeLists.txt", CMAKE),
             ("src/kernel.hip", "__global__ void k() {}\n"),
         ],
         "v1.0.0",
     );
-    let daemon = GitDaemon::start(&origin);
-    std::fs::write(
-        root.join("rocforge.toml"),
-        format!(
-            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n",
-            daemon.url()
-        ),
-    )
-    .unwrap();
-    let w = World {
-        _tmp: tmp,
-        root,
-        origin,
-        daemon,
-    };
-    w.recipe(
+    write_recipe(
+        &w,
         "hip-core",
         "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    w.patch("hip-core", "0001-accept-gfx90c.patch", PATCH);
+    write_patch(&w, "hip-core", "0001-accept-gfx90c.patch", PATCH);
     w
+}
+
+/// Writes line-1.0's recipe of `name`.
+fn write_recipe(w: &World, name: &str, text: &str) {
+    w.write(&format!("recipes/line-1.0/{name}.toml"), text);
+}
+/// A CMake component "pkg" from a directory of the catalog's, with `extra` recipe text.
+fn local_pkg(w: &World, extra: &str) {
+    write_recipe(
+        w,
+        "pkg",
+        &format!(
+            "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n{extra}"
+        ),
+    );
+    w.write("src/pkg/CMakeLists.txt", CMAKE);
+}
+/// recipes/line-2.0, a line based on line-1.0; its directory, for override files.
+fn line_based_on_line_1(w: &World) -> PathBuf {
+    w.write(
+        "recipes/line-2.0/release.toml",
+        "name = \"line-2.0\"\nversion = \"2.0\"\nbase = \"line-1.0\"\nimage = \"localhost/x:2\"\nprefix = \"/opt/rocm\"\narches = [\"gfx90c\"]\nbuilt = [\"pkg\"]\n",
+    );
+    w.path("recipes/line-2.0")
+}
+/// Writes line-1.0's patch `name` of `component`.
+fn write_patch(w: &World, component: &str, name: &str, text: &str) {
+    w.write(&format!("patches/line-1.0/{component}/{name}"), text);
+}
+/// Maps https://example.invalid/dl/ to `server`, next to the git daemon's mapping [`world`]
+/// makes.
+fn mirror_downloads(w: &World, server: &HttpServer) {
+    w.mirrors(&[("https://example.invalid/dl/", server.url())]);
+}
+/// `fetch --format json` of `component` for gfx90c, which must succeed.
+fn fetch_json(w: &World, component: &str) -> serde_json::Value {
+    let o = w.run(&[
+        "--recipes",
+        "recipes",
+        "--format",
+        "json",
+        "fetch",
+        component,
+        "--arch",
+        "gfx90c",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(doc["schema"], "rocforge.fetch/1", "{doc}");
+    crate::common::schema::assert_matches_schema(w.root(), "fetch", &doc);
+    doc["sources"][0].clone()
+}
+/// The error of a `fetch` of `component` for gfx90c, which must fail.
+fn fetch_fails(w: &World, component: &str) -> String {
+    w.fails(&[
+        "--recipes",
+        "recipes",
+        "fetch",
+        component,
+        "--arch",
+        "gfx90c",
+    ])
+}
+/// The `.part` files a download left in the cache.
+fn part_files(w: &World) -> Vec<String> {
+    std::fs::read_dir(w.path("cache/downloads"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".part"))
+        .collect()
+}
+/// The tree of a `fetch` of `component` for gfx90c, which must succeed.
+fn fetch_tree(w: &World, component: &str) -> PathBuf {
+    PathBuf::from(
+        w.ok(&[
+            "--recipes",
+            "recipes",
+            "fetch",
+            component,
+            "--arch",
+            "gfx90c",
+        ])
+        .stdout
+        .trim(),
+    )
 }
 
 #[test]
 fn fetch_gives_the_patched_tree_and_a_second_fetch_is_a_no_op() {
-    let w = world();
-    let tree = w.fetch("hip-core");
-    assert!(
-        tree.starts_with(w.path().join("cache/src")),
-        "{}",
-        tree.display()
-    );
+    let mut w = world();
+    let tree = fetch_tree(&w, "hip-core");
+    assert!(tree.starts_with(w.path("cache/src")), "{}", tree.display());
     let cmake = std::fs::read_to_string(tree.join("CMakeLists.txt")).unwrap();
     assert!(cmake.contains("set(TARGETS gfx900 gfx90c)"), "{cmake}");
     assert!(
         !tree.join(".git").exists(),
         "a source tree carries no git metadata"
     );
-    let stores: Vec<_> = std::fs::read_dir(w.path().join("cache/git"))
+    let stores: Vec<_> = std::fs::read_dir(w.path("cache/git"))
         .unwrap()
         .flatten()
         .collect();
@@ -204,17 +143,14 @@ fn fetch_gives_the_patched_tree_and_a_second_fetch_is_a_no_op() {
         "libgit2 fetched shallow over git://"
     );
 
-    let again = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let again = w.run(&[
+        "--recipes",
+        "recipes",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert_eq!(again.code, 0);
     assert_eq!(PathBuf::from(again.stdout.trim()), tree);
     assert!(
@@ -223,48 +159,43 @@ fn fetch_gives_the_patched_tree_and_a_second_fetch_is_a_no_op() {
         again.stderr
     );
     // The repeat needs no network: stop the server and fetch again.
-    drop(w.daemon);
-    let offline = rocforge(
-        &w.root,
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    w.stop_git_server();
+    let offline = w.run(&[
+        "--recipes",
+        "recipes",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert_eq!(offline.code, 0, "{}", offline.stderr);
 }
 
 #[test]
 fn lock_pins_tags_and_check_detects_drift() {
     let w = world();
-    let head = git(&w.origin.join("hip-core.git"), &["rev-parse", "HEAD"]);
-    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    let head = git(&w.origin().join("hip-core.git"), &["rev-parse", "HEAD"]);
+    let out = w
+        .ok(&["--recipes", "recipes", "lock", "--skip-images"])
+        .stdout;
     assert!(out.contains("1 source(s)"), "{out}");
-    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    let lock = std::fs::read_to_string(w.path("rocforge.lock")).unwrap();
     assert!(lock.contains(&head), "{lock}");
     assert!(
         lock.contains("git = \"https://example.invalid/ROCm/hip-core.git\""),
         "the lock records the recipe's URL, not the mirror: {lock}"
     );
-    ok(
-        w.path(),
-        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
-    );
+    w.ok(&["--recipes", "recipes", "lock", "--check", "--skip-images"]);
     // Locking again changes no byte.
-    ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    w.ok(&["--recipes", "recipes", "lock", "--skip-images"]);
     assert_eq!(
         lock,
-        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+        std::fs::read_to_string(w.path("rocforge.lock")).unwrap()
     );
 
     // The plan now uses the locked commit.
-    let plan: serde_json::Value = serde_json::from_str(&ok(
-        w.path(),
-        &[
+    let plan: serde_json::Value = serde_json::from_str(
+        &w.ok(&[
             "--recipes",
             "recipes",
             "plan",
@@ -272,12 +203,13 @@ fn lock_pins_tags_and_check_detects_drift() {
             "gfx90c",
             "--format",
             "json",
-        ],
-    ))
+        ])
+        .stdout,
+    )
     .unwrap();
     assert_eq!(plan["sources_locked"], true);
 
-    let recipe = w.path().join("recipes/line-1.0/hip-core.toml");
+    let recipe = w.path("recipes/line-1.0/hip-core.toml");
     std::fs::write(
         &recipe,
         std::fs::read_to_string(&recipe)
@@ -285,49 +217,40 @@ fn lock_pins_tags_and_check_detects_drift() {
             .replace("v1.0.0", "v1.0.1"),
     )
     .unwrap();
-    let err = fails(
-        w.path(),
-        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
-    );
+    let err = w.fails(&["--recipes", "recipes", "lock", "--check", "--skip-images"]);
     assert!(err.contains("locked https://example.invalid/ROCm/hip-core.git tag:v1.0.0, recipe says https://example.invalid/ROCm/hip-core.git tag:v1.0.1"), "{err}");
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--locked",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fails(&[
+        "--recipes",
+        "recipes",
+        "--locked",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert!(err.contains("rocforge.lock pins"), "{err}");
 }
 
 #[test]
 fn a_moved_tag_is_refused_against_the_lock() {
     let w = world();
-    ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
-    let repo = w.origin.join("hip-core.git");
+    w.ok(&["--recipes", "recipes", "lock", "--skip-images"]);
+    let repo = w.origin().join("hip-core.git");
     commit_files(
         &repo,
         &[("src/kernel.hip", "__global__ void k2() {}\n")],
         "moved",
     );
     git(&repo, &["tag", "-f", "-a", "v1.0.0", "-m", "moved"]);
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--locked",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fails(&[
+        "--recipes",
+        "recipes",
+        "--locked",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert!(
         err.contains("tag v1.0.0 of") && err.contains("now points at"),
         "{err}"
@@ -341,25 +264,23 @@ fn a_moved_tag_is_refused_against_the_lock() {
 #[test]
 fn unlocked_inputs_are_refused_with_locked() {
     let w = world();
-    let err = fails(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--locked",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let err = w.fails(&[
+        "--recipes",
+        "recipes",
+        "--locked",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert!(err.contains("is not pinned in rocforge.lock"), "{err}");
 }
 
 #[test]
 fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
     let w = world();
-    w.patch(
+    write_patch(
+        &w,
         "hip-core",
         "0001-accept-gfx90c.patch",
         &PATCH.replace(
@@ -367,7 +288,7 @@ fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
             " cmake_minimum_required(VERSION 3.21)",
         ),
     );
-    let err = w.fetch_fails("hip-core");
+    let err = fetch_fails(&w, "hip-core");
     assert!(err.contains("0001-accept-gfx90c.patch"), "{err}");
     assert!(err.contains("CMakeLists.txt"), "{err}");
     assert!(err.contains("@@ -1,3 +1,3 @@"), "{err}");
@@ -375,7 +296,7 @@ fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
         err.contains("VERSION 3.21") || err.contains("VERSION 3.16"),
         "{err}"
     );
-    let src = w.path().join("cache/src");
+    let src = w.path("cache/src");
     let left: Vec<_> = std::fs::read_dir(&src)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
@@ -386,7 +307,7 @@ fn a_conflicting_patch_names_everything_and_leaves_no_cache_entry() {
 fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
     let w = world();
     make_repo(
-        &w.origin.join("rocm-libraries.git"),
+        &w.origin().join("rocm-libraries.git"),
         &[
             ("projects/rocblas/CMakeLists.txt", "project(rocblas)\n"),
             ("shared/tensile/Tensile/Common.py", "SupportedISA = []\n"),
@@ -395,12 +316,12 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
         ],
         "rocm-7.1.0",
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "rocblas",
         "name = \"rocblas\"\nversion = \"5.1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocm-libraries.git\"\ntag = \"rocm-7.1.0\"\nsubdir = \"projects/rocblas\"\npaths = [\"shared/tensile\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    let o = rocforge_env(
-        w.path(),
+    let o = w.run_env(
         &[("ROCFORGE_LOG", Path::new("info"))],
         &[
             "--recipes",
@@ -437,7 +358,7 @@ fn monorepo_components_get_a_sparse_partial_clone_of_their_paths() {
 #[test]
 fn excluded_files_are_neither_checked_out_nor_fetched() {
     let w = world();
-    let origin = w.origin.join("MIOpen.git");
+    let origin = w.origin().join("MIOpen.git");
     make_repo(
         &origin,
         &[
@@ -462,9 +383,9 @@ fn excluded_files_are_neither_checked_out_nor_fetched() {
         &origin,
         &["config", "--unset", "uploadpack.allowAnySHA1InWant"],
     );
-    let config = std::fs::read_to_string(w.path().join("rocforge.toml")).unwrap();
+    let config = std::fs::read_to_string(w.path("rocforge.toml")).unwrap();
     std::fs::write(
-        w.path().join("rocforge.toml"),
+        w.path("rocforge.toml"),
         config.replace(
             "[mirrors]\n",
             &format!(
@@ -475,7 +396,8 @@ fn excluded_files_are_neither_checked_out_nor_fetched() {
     )
     .unwrap();
     let recipe = |exclude: &str| {
-        w.recipe(
+        write_recipe(
+            &w,
             "miopen",
             &format!(
                 "name = \"miopen\"\nversion = \"3.3.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/MIOpen.git\"\ntag = \"rocm-6.4.4\"\n{exclude}\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n"
@@ -483,8 +405,7 @@ fn excluded_files_are_neither_checked_out_nor_fetched() {
         )
     };
     let fetch = || {
-        rocforge_env(
-            w.path(),
+        w.run_env(
             &[("ROCFORGE_LOG", Path::new("info"))],
             &[
                 "--recipes",
@@ -517,11 +438,12 @@ fn excluded_files_are_neither_checked_out_nor_fetched() {
     assert!(!tree.join("src/kernels/gfx90878.db.bz2").exists());
     assert!(!tree.join(".git").exists());
     // A tarball is taken whole.
-    w.recipe(
+    write_recipe(
+        &w,
         "miopen",
         "name = \"miopen\"\nversion = \"3.3.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/m.tar.gz\"\nsha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\nexclude = [\"x\"]\n\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n",
     );
-    let o = rocforge(w.path(), &["--recipes", "recipes", "check"]);
+    let o = w.run(&["--recipes", "recipes", "check"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stderr.contains("\"exclude\" applies to git sources only"),
@@ -547,14 +469,14 @@ fn verbose_fetch_shows_the_commands_it_runs() {
         if verbose {
             args.insert(0, "-v");
         }
-        let o = rocforge(w.path(), &args);
+        let o = w.run(&args);
         assert_eq!(o.code, 0, "{}", o.stderr);
         o.stderr
     };
     let quiet = fetch(false);
     assert!(!quiet.contains("INFO"), "{quiet}");
     // The source cache holds the tree now: clear it so the second fetch runs git again.
-    std::fs::remove_dir_all(w.path().join("cache")).unwrap();
+    std::fs::remove_dir_all(w.path("cache")).unwrap();
     let loud = fetch(true);
     assert!(
         loud.lines()
@@ -568,7 +490,7 @@ fn a_source_that_needs_one_file_checks_out_only_that_file() {
     // hipBLASLt: repackaged from the builder image, only its LICENSE.md is wanted from the tree.
     let w = world();
     make_repo(
-        &w.origin.join("hipBLASLt.git"),
+        &w.origin().join("hipBLASLt.git"),
         &[
             ("LICENSE.md", "MIT\n"),
             (
@@ -579,12 +501,12 @@ fn a_source_that_needs_one_file_checks_out_only_that_file() {
         ],
         "rocm-6.4.4",
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "hipblaslt",
         "name = \"hipblaslt\"\nversion = \"6.4.4\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hipBLASLt.git\"\ntag = \"rocm-6.4.4\"\npaths = [\"LICENSE.md\"]\n\n[build]\nsystem = \"script\"\narch-vars = []\nscript = \"true\"\n",
     );
-    let o = rocforge_env(
-        w.path(),
+    let o = w.run_env(
         &[("ROCFORGE_LOG", Path::new("info"))],
         &[
             "--recipes",
@@ -610,11 +532,11 @@ fn a_source_that_needs_one_file_checks_out_only_that_file() {
 fn submodules_are_fetched_when_asked() {
     let w = world();
     make_repo(
-        &w.origin.join("sub.git"),
+        &w.origin().join("sub.git"),
         &[("sub.txt", "from the submodule\n")],
         "s1",
     );
-    let repo = w.origin.join("with-sub.git");
+    let repo = w.origin().join("with-sub.git");
     make_repo(&repo, &[("main.txt", "main\n")], "v0");
     git(
         &repo,
@@ -624,17 +546,18 @@ fn submodules_are_fetched_when_asked() {
             "submodule",
             "add",
             "-q",
-            &format!("{}sub.git", w.daemon.url()),
+            &format!("{}sub.git", w.git_url()),
             "third_party/sub",
         ],
     );
     git(&repo, &["commit", "-q", "-m", "add submodule"]);
     git(&repo, &["tag", "-a", "v1", "-m", "v1"]);
-    w.recipe(
+    write_recipe(
+        &w,
         "with-sub",
         "name = \"with-sub\"\nversion = \"1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/with-sub.git\"\ntag = \"v1\"\nsubmodules = true\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    let tree = w.fetch("with-sub");
+    let tree = fetch_tree(&w, "with-sub");
     assert_eq!(
         std::fs::read_to_string(tree.join("third_party/sub/sub.txt")).unwrap(),
         "from the submodule\n"
@@ -649,24 +572,11 @@ fn git_recipe(name: &str, url: &str, pin: &str) -> String {
     )
 }
 
-impl World {
-    /// Adds `[mirrors]` entries to the daemon's mapping [`world`] writes.
-    fn add_mirrors(&self, extra: &[(&str, String)]) {
-        let mut text = format!(
-            "[mirrors]\n\"https://example.invalid/ROCm/\" = \"{}\"\n",
-            self.daemon.url()
-        );
-        for (prefix, to) in extra {
-            text.push_str(&format!("\"{prefix}\" = \"{to}\"\n"));
-        }
-        std::fs::write(self.root.join("rocforge.toml"), text).unwrap();
-    }
-    /// A directory for local (`file://`) mirrors, outside the daemon's base path.
-    fn local_mirrors(&self) -> PathBuf {
-        let dir = self.origin.parent().unwrap().join("local-mirror");
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+/// A directory for local (`file://`) mirrors, outside the daemon's base path.
+fn local_mirrors(w: &World) -> PathBuf {
+    let dir = w.path("local-mirror");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 #[test]
@@ -674,11 +584,11 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
     // Tensile's HostLibraryTests/googletest, MIOpen's fin: a gitlink in the tree, not wanted.
     let w = world();
     make_repo(
-        &w.origin.join("googletest.git"),
+        &w.origin().join("googletest.git"),
         &[("README.md", "googletest\n")],
         "g1",
     );
-    let repo = w.origin.join("tensile.git");
+    let repo = w.origin().join("tensile.git");
     make_repo(
         &repo,
         &[
@@ -695,13 +605,13 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
             "submodule",
             "add",
             "-q",
-            &format!("{}googletest.git", w.daemon.url()),
+            &format!("{}googletest.git", w.git_url()),
             "HostLibraryTests/googletest",
         ],
     );
     git(&repo, &["commit", "-q", "-m", "add googletest"]);
     git(&repo, &["tag", "-a", "rocm-6.4.4", "-m", "rocm-6.4.4"]);
-    let local = w.local_mirrors();
+    let local = local_mirrors(&w);
     git(
         &local,
         &[
@@ -712,11 +622,12 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
             "tensile.git",
         ],
     );
-    w.add_mirrors(&[(
+    w.mirrors(&[(
         "https://example.invalid/local/",
         format!("file://{}/", local.display()),
     )]);
-    w.recipe(
+    write_recipe(
+        &w,
         "tensile",
         &git_recipe(
             "tensile",
@@ -724,7 +635,8 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
             "tag = \"rocm-6.4.4\"",
         ),
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "tensile-local",
         &git_recipe(
             "tensile-local",
@@ -733,7 +645,7 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
         ),
     );
     for component in ["tensile", "tensile-local"] {
-        let tree = w.fetch(component);
+        let tree = fetch_tree(&w, component);
         assert_eq!(
             std::fs::read_to_string(tree.join("Tensile/Common.py")).unwrap(),
             "x = 1\n"
@@ -749,7 +661,7 @@ fn a_tree_with_a_submodule_entry_is_checked_out_without_submodules() {
 #[test]
 fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
     let w = world();
-    let repo = w.origin.join("snapshot.git");
+    let repo = w.origin().join("snapshot.git");
     make_repo(
         &repo,
         &[
@@ -764,7 +676,7 @@ fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
     git(&repo, &["tag", "-a", "v1", "-m", "v1"]);
     // The mirror holds every object but the old blob, like a snapshot that leaves out the
     // blobs of large files from history.
-    let local = w.local_mirrors();
+    let local = local_mirrors(&w);
     let mirror = local.join("snapshot.git");
     std::fs::create_dir_all(&mirror).unwrap();
     git(&mirror, &["init", "-q", "--bare"]);
@@ -808,28 +720,29 @@ fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
         String::from_utf8_lossy(&fsck.stdout).contains(&format!("missing blob {large}")),
         "the mirror lacks the old blob"
     );
-    w.add_mirrors(&[(
+    w.mirrors(&[(
         "https://example.invalid/snap/",
         format!("file://{}/", local.display()),
     )]);
     let url = "https://example.invalid/snap/snapshot.git";
-    w.recipe("by-tag", &git_recipe("by-tag", url, "tag = \"v1\""));
-    w.recipe(
+    write_recipe(&w, "by-tag", &git_recipe("by-tag", url, "tag = \"v1\""));
+    write_recipe(
+        &w,
         "by-rev",
         &git_recipe("by-rev", url, &format!("rev = \"{tip}\"")),
     );
     for component in ["by-tag", "by-rev"] {
-        let tree = w.fetch(component);
+        let tree = fetch_tree(&w, component);
         assert!(tree.join("CMakeLists.txt").is_file(), "{component}");
         assert!(tree.join("src/main.c").is_file(), "{component}");
         assert!(!tree.join("data").exists(), "{component}");
     }
     // The commit the mirror cannot give whole is named, and leaves no cache entry.
-    w.recipe("old", &git_recipe("old", url, "tag = \"v0\""));
-    let err = w.fetch_fails("old");
+    write_recipe(&w, "old", &git_recipe("old", url, "tag = \"v0\""));
+    let err = fetch_fails(&w, "old");
     assert!(err.contains(url) || err.contains("snapshot.git"), "{err}");
     assert!(
-        std::fs::read_dir(w.path().join("cache/src"))
+        std::fs::read_dir(w.path("cache/src"))
             .unwrap()
             .flatten()
             .all(|e| !e.file_name().to_string_lossy().contains(".tmp-")),
@@ -841,7 +754,7 @@ fn a_mirror_without_the_old_history_serves_the_pinned_commit() {
 fn a_recipe_version_other_than_the_source_declares_is_refused() {
     let w = world();
     make_repo(
-        &w.origin.join("rocprim.git"),
+        &w.origin().join("rocprim.git"),
         &[(
             "CMakeLists.txt",
             "cmake_minimum_required(VERSION 3.16)\n# the version rocPRIM declares\nset(VERSION_STRING \"3.3.0\")\nproject(rocprim LANGUAGES CXX)\nrocm_setup_version(VERSION ${VERSION_STRING})\n",
@@ -853,8 +766,8 @@ fn a_recipe_version_other_than_the_source_declares_is_refused() {
             "name = \"rocprim\"\nversion = \"{version}\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocprim.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n"
         )
     };
-    w.recipe("rocprim", &recipe("3.4.1"));
-    let err = w.fetch_fails("rocprim");
+    write_recipe(&w, "rocprim", &recipe("3.4.1"));
+    let err = fetch_fails(&w, "rocprim");
     assert!(err.contains("rocprim.toml:2"), "{err}");
     assert!(
         err.contains("3.4.1") && err.contains("declares 3.3.0"),
@@ -866,25 +779,22 @@ fn a_recipe_version_other_than_the_source_declares_is_refused() {
         "the hint says what to write: {err}"
     );
     assert!(
-        std::fs::read_dir(w.path().join("cache/src"))
+        std::fs::read_dir(w.path("cache/src"))
             .unwrap()
             .flatten()
             .all(|e| !e.path().join("tree").exists()),
         "nothing is left in the source cache"
     );
-    let check = rocforge(
-        w.path(),
-        &["--recipes", "recipes", "check", "--sources", "rocprim"],
-    );
+    let check = w.run(&["--recipes", "recipes", "check", "--sources", "rocprim"]);
     assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
     assert!(check.stdout.contains("version differs"), "{}", check.stdout);
 
-    w.recipe("rocprim", &recipe("3.3.0"));
-    let tree = w.fetch("rocprim");
+    write_recipe(&w, "rocprim", &recipe("3.3.0"));
+    let tree = fetch_tree(&w, "rocprim");
     assert!(tree.join("CMakeLists.txt").is_file());
     // The version is not part of the source key: a cached tree is checked as well.
-    w.recipe("rocprim", &recipe("3.4.1"));
-    let err = w.fetch_fails("rocprim");
+    write_recipe(&w, "rocprim", &recipe("3.4.1"));
+    let err = fetch_fails(&w, "rocprim");
     assert!(err.contains("declares 3.3.0"), "{err}");
 }
 
@@ -893,7 +803,7 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
     let w = world();
     let logic = "library/src/blas3/Tensile/Logic/asm_full";
     make_repo(
-        &w.origin.join("rocBLAS.git"),
+        &w.origin().join("rocBLAS.git"),
         &[
             (
                 &format!("{logic}/vega10/vega10_Cijk_Ailk_Bljk_SB.yaml"),
@@ -906,13 +816,14 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
         ],
         "rocm-6.4.4",
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "rocblas",
         &format!(
             "name = \"rocblas\"\nversion = \"4.4.1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/rocBLAS.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[derive]]\narches = [\"gfx90c\", \"gfx902\"]\nfrom = \"{logic}/vega10\"\nto = \"{logic}/{{codename}}\"\nrename = [[\"vega10_\", \"{{codename}}_\"]]\nreplace = [[\"vega10\", \"{{codename}}\"], [\"gfx900\", \"{{arch}}\"], [\"[9, 0, 0]\", \"[{{isa}}]\"]]\n\n[derive.vars.gfx90c]\ncodename = \"renoir\"\n\n[derive.vars.gfx902]\ncodename = \"raven\"\n"
         ),
     );
-    let tree = w.fetch("rocblas");
+    let tree = fetch_tree(&w, "rocblas");
     let derived =
         std::fs::read_to_string(tree.join(format!("{logic}/renoir/renoir_Cijk_Ailk_Bljk_SB.yaml")))
             .unwrap();
@@ -931,25 +842,23 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
     );
 
     // An overlay replaces the derived logic, and changes the key.
-    let mine = w.path().join("my-logic");
+    let mine = w.path("my-logic");
     std::fs::create_dir_all(&mine).unwrap();
     let tuned_logic = "- {MinimumRequiredVersion: 4.33.0}\n- renoir\n- gfx90c\n- tuned\n";
     std::fs::write(mine.join("renoir_Cijk_Ailk_Bljk_SB.yaml"), tuned_logic).unwrap();
     let spec = format!("rocblas:{logic}/renoir={}", mine.display());
     let tuned = PathBuf::from(
-        ok(
-            w.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "fetch",
-                "rocblas",
-                "--arch",
-                "gfx90c",
-                "--overlay",
-                &spec,
-            ],
-        )
+        w.ok(&[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "rocblas",
+            "--arch",
+            "gfx90c",
+            "--overlay",
+            &spec,
+        ])
+        .stdout
         .trim(),
     );
     assert_ne!(tuned, tree);
@@ -972,7 +881,7 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
             "json",
         ];
         args.extend_from_slice(extra);
-        let v: serde_json::Value = serde_json::from_str(&ok(w.path(), &args)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&w.ok(&args).stdout).unwrap();
         v["steps"][0]["key"].as_str().unwrap().to_string()
     };
     assert_ne!(
@@ -984,23 +893,20 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
     // Logic that Tensile would not use as gfx90c's is refused at planning, before any build,
     // naming the file and what is wrong with it.
     let plan_fails = |spec: &str, arch: &str| {
-        let o = rocforge(
-            w.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "plan",
-                "rocblas",
-                "--arch",
-                arch,
-                "--overlay",
-                spec,
-            ],
-        );
+        let o = w.run(&[
+            "--recipes",
+            "recipes",
+            "plan",
+            "rocblas",
+            "--arch",
+            arch,
+            "--overlay",
+            spec,
+        ]);
         assert_ne!(o.code, 0, "{}", o.stdout);
         o.stderr
     };
-    let other = w.path().join("gfx900-logic");
+    let other = w.path("gfx900-logic");
     std::fs::create_dir_all(&other).unwrap();
     let file = other.join("renoir_Cijk_Ailk_Bljk_SB.yaml");
     std::fs::write(
@@ -1038,23 +944,17 @@ fn derived_tensile_logic_for_gfx90c_from_vega10() {
 #[test]
 fn two_processes_fetching_the_same_source_build_it_once() {
     let w = world();
-    std::fs::write(w.path().join("no-user-config.toml"), "").unwrap();
     let spawn = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_rocforge"))
-            .current_dir(w.path())
-            .args([
-                "--recipes",
-                "recipes",
-                "fetch",
-                "hip-core",
-                "--arch",
-                "gfx90c",
-            ])
-            .env("ROCFORGE_CACHE", w.path().join("cache"))
-            .env("ROCFORGE_CONFIG", w.path().join("no-user-config.toml"))
-            .env("HOME", w.path())
-            .output()
-            .unwrap()
+        w.command(&[
+            "--recipes",
+            "recipes",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ])
+        .output()
+        .unwrap()
     };
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(spawn);
@@ -1064,7 +964,7 @@ fn two_processes_fetching_the_same_source_build_it_once() {
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
     assert_eq!(a.stdout, b.stdout);
-    let entries: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
+    let entries: Vec<_> = std::fs::read_dir(w.path("cache/src"))
         .unwrap()
         .flatten()
         .collect();
@@ -1074,12 +974,13 @@ fn two_processes_fetching_the_same_source_build_it_once() {
 #[test]
 fn unreachable_sources_name_the_url_and_the_mirror_hint() {
     let w = world();
-    std::fs::write(w.path().join("rocforge.toml"), "").unwrap();
-    w.recipe(
+    std::fs::write(w.path("rocforge.toml"), "").unwrap();
+    write_recipe(
+        &w,
         "hip-core",
         "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"git://127.0.0.1:1/nothing.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    let err = w.fetch_fails("hip-core");
+    let err = fetch_fails(&w, "hip-core");
     assert!(err.contains("git://127.0.0.1:1/nothing.git"), "{err}");
     assert!(err.contains("mirror"), "{err}");
 }
@@ -1089,15 +990,15 @@ fn unreachable_sources_name_the_url_and_the_mirror_hint() {
 #[test]
 fn offline_fetch_names_the_cause_and_the_mirror_without_retrying() {
     let w = world();
-    std::fs::write(w.path().join("rocforge.toml"), "").unwrap();
+    std::fs::write(w.path("rocforge.toml"), "").unwrap();
     let recipe = |url: &str| {
         format!(
             "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"{url}\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
             "0".repeat(64)
         )
     };
-    w.recipe("pkg", &recipe("http://rocforge-test.invalid/x.tar.gz"));
-    let err = w.fetch_fails("pkg");
+    write_recipe(&w, "pkg", &recipe("http://rocforge-test.invalid/x.tar.gz"));
+    let err = fetch_fails(&w, "pkg");
     assert!(
         !err.contains("retrying") && !err.contains("attempts"),
         "{err}"
@@ -1117,8 +1018,8 @@ fn offline_fetch_names_the_cause_and_the_mirror_without_retrying() {
 
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/x.tar.gz");
-    w.recipe("pkg", &recipe(&url));
-    let err = w.fetch_fails("pkg");
+    write_recipe(&w, "pkg", &recipe(&url));
+    let err = fetch_fails(&w, "pkg");
     assert!(
         !err.contains("retrying") && !err.contains("attempts"),
         "{err}"
@@ -1138,7 +1039,7 @@ fn offline_fetch_names_the_cause_and_the_mirror_without_retrying() {
 #[test]
 fn missing_tag_is_named() {
     let w = world();
-    let recipe = w.path().join("recipes/line-1.0/hip-core.toml");
+    let recipe = w.path("recipes/line-1.0/hip-core.toml");
     std::fs::write(
         &recipe,
         std::fs::read_to_string(&recipe)
@@ -1146,7 +1047,7 @@ fn missing_tag_is_named() {
             .replace("v1.0.0", "v9.9.9"),
     )
     .unwrap();
-    let err = w.fetch_fails("hip-core");
+    let err = fetch_fails(&w, "hip-core");
     assert!(err.contains("v9.9.9"), "{err}");
 }
 
@@ -1156,11 +1057,10 @@ fn missing_tag_is_named() {
 /// source in the built-in catalog, so nothing is downloaded.)
 #[test]
 fn dev_on_the_built_in_catalog_prints_follow_up_commands_that_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let o = rocforge(d, &["dev", "rocm-smoke"]);
+    let w = World::new().build();
+    let o = w.run(&["dev", "rocm-smoke"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let checkout = d.join(o.stdout.trim());
+    let checkout = w.root().join(o.stdout.trim());
     std::fs::write(checkout.join("NOTE.md"), "a change of the author's\n").unwrap();
     git(&checkout, &["add", "NOTE.md"]);
     git(&checkout, &["commit", "-qm", "Add a note"]);
@@ -1177,7 +1077,7 @@ fn dev_on_the_built_in_catalog_prints_follow_up_commands_that_work() {
     let mut last = None;
     for c in &commands {
         let args: Vec<&str> = c.split_whitespace().skip(1).collect();
-        let o = rocforge(d, &args);
+        let o = w.run(&args);
         assert_eq!(o.code, 0, "{c}: {}", o.stderr);
         last = Some(o);
     }
@@ -1204,21 +1104,18 @@ fn dev_on_the_built_in_catalog_prints_follow_up_commands_that_work() {
         "{}",
         export.stderr
     );
-    let line = d.join("rocforge-catalog/recipes/debian-6.4/rocm-smoke.toml");
+    let line = w.path("rocforge-catalog/recipes/debian-6.4/rocm-smoke.toml");
     let mut text = std::fs::read_to_string(&line).unwrap();
     text += &format!("\n[patches]\n{told}\n");
     std::fs::write(&line, text).unwrap();
-    let o = rocforge(
-        d,
-        &[
-            "--recipes",
-            "rocforge-catalog/recipes",
-            "fetch",
-            "rocm-smoke",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let o = w.run(&[
+        "--recipes",
+        "rocforge-catalog/recipes",
+        "fetch",
+        "rocm-smoke",
+        "--arch",
+        "gfx90c",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let tree = PathBuf::from(o.stdout.trim());
     assert_eq!(
@@ -1230,18 +1127,17 @@ fn dev_on_the_built_in_catalog_prints_follow_up_commands_that_work() {
 #[test]
 fn dev_then_patch_export_round_trips_the_series() {
     let w = world();
-    let out = ok(
-        w.path(),
-        &[
+    let out = w
+        .ok(&[
             "--recipes",
             "recipes",
             "dev",
             "hip-core",
             "--arch",
             "gfx90c",
-        ],
-    );
-    let checkout = w.path().join(out.trim());
+        ])
+        .stdout;
+    let checkout = w.root().join(out.trim());
     assert!(
         std::fs::read_to_string(checkout.join("CMakeLists.txt"))
             .unwrap()
@@ -1256,17 +1152,16 @@ fn dev_then_patch_export_round_trips_the_series() {
         &[("src/kernel.hip", "__global__ void k() { /* gfx902 */ }\n")],
         "Mark the kernel for gfx902",
     );
-    let exported = ok(
-        w.path(),
-        &["--recipes", "recipes", "patch", "export", "hip-core"],
-    );
+    let exported = w
+        .ok(&["--recipes", "recipes", "patch", "export", "hip-core"])
+        .stdout;
     let files: Vec<&str> = exported.lines().collect();
     assert_eq!(files.len(), 2, "{exported}");
     assert!(
         files[1].ends_with("0002-mark-the-kernel-for-gfx902.patch"),
         "{exported}"
     );
-    let text = std::fs::read_to_string(w.path().join(files[1])).unwrap();
+    let text = std::fs::read_to_string(w.root().join(files[1])).unwrap();
     assert!(
         text.contains("Mark the kernel for gfx902"),
         "the header names the purpose: {text}"
@@ -1276,18 +1171,19 @@ fn dev_then_patch_export_round_trips_the_series() {
 #[test]
 fn gc_removes_trees_the_catalog_no_longer_produces() {
     let w = world();
-    let old = w.fetch("hip-core");
-    w.patch(
+    let old = fetch_tree(&w, "hip-core");
+    write_patch(
+        &w,
         "hip-core",
         "0001-accept-gfx90c.patch",
         &PATCH.replace("gfx900 gfx90c", "gfx900 gfx90c gfx902"),
     );
-    let new = w.fetch("hip-core");
+    let new = fetch_tree(&w, "hip-core");
     assert_ne!(old, new);
-    let dry = ok(w.path(), &["--recipes", "recipes", "gc", "--dry-run"]);
+    let dry = w.ok(&["--recipes", "recipes", "gc", "--dry-run"]).stdout;
     assert!(dry.contains("would remove line-1.0/hip-core"), "{dry}");
     assert!(old.exists(), "--dry-run removes nothing");
-    ok(w.path(), &["--recipes", "recipes", "gc"]);
+    w.ok(&["--recipes", "recipes", "gc"]);
     assert!(!old.exists());
     assert!(new.exists(), "the current tree stays");
 }
@@ -1295,7 +1191,7 @@ fn gc_removes_trees_the_catalog_no_longer_produces() {
 #[test]
 fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     let w = world();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     let pkg = srv_dir.join("pkg-1.0");
     std::fs::create_dir_all(pkg.join("src")).unwrap();
     std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
@@ -1314,7 +1210,7 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     )
     .unwrap();
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
+    mirror_downloads(&w, &server);
     let tar_sha = sha256_file(&srv_dir.join("pkg-1.0.tar.gz"));
     let recipe = |sha: &str| {
         format!(
@@ -1323,9 +1219,9 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
             sha256_file(&srv_dir.join("tensile-4.43.0-py3-none-any.whl")),
         )
     };
-    w.recipe("pkg", &recipe(&tar_sha));
-    w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
-    let v = w.fetch_json("pkg");
+    write_recipe(&w, "pkg", &recipe(&tar_sha));
+    write_patch(&w, "pkg", "0001-accept-gfx90c.patch", PATCH);
+    let v = fetch_json(&w, "pkg");
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
     assert!(
         std::fs::read_to_string(tree.join("CMakeLists.txt"))
@@ -1345,21 +1241,21 @@ fn tarball_sources_and_extra_inputs_come_through_an_http_mirror() {
     assert_eq!(std::fs::read(wheel).unwrap(), b"PK\x03\x04 a wheel");
 
     // A wrong checksum names both digests and leaves nothing behind.
-    std::fs::remove_dir_all(w.path().join("cache")).unwrap();
+    std::fs::remove_dir_all(w.path("cache")).unwrap();
     let wrong = "0".repeat(64);
-    w.recipe("pkg", &recipe(&wrong));
-    let err = w.fetch_fails("pkg");
+    write_recipe(&w, "pkg", &recipe(&wrong));
+    let err = fetch_fails(&w, "pkg");
     assert!(err.contains(&wrong) && err.contains(&tar_sha), "{err}");
-    let src = w.path().join("cache/src");
+    let src = w.path("cache/src");
     assert!(!src.exists() || std::fs::read_dir(&src).unwrap().next().is_none());
-    let leftovers = w.part_files();
+    let leftovers = part_files(&w);
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
 fn lock_pins_the_builder_image_digest_from_a_registry() {
     let base = "localhost/rocforge-test-base:bookworm";
-    let conf = manifest().join("containers/containers.conf");
+    let conf = containers_conf();
     let have_image = std::process::Command::new("podman")
         .args(["image", "exists", base])
         .env("CONTAINERS_CONF", &conf)
@@ -1375,7 +1271,7 @@ fn lock_pins_the_builder_image_digest_from_a_registry() {
     let registry = registry.unwrap();
     let w = world();
     let image = format!("{}/rocforge/builder:test-1", registry.host());
-    let digest_file = w.path().join("digest");
+    let digest_file = w.path("digest");
     let push = std::process::Command::new("podman")
         .env("CONTAINERS_CONF", &conf)
         .args(["push", "--quiet", "--tls-verify=false", "--digestfile"])
@@ -1393,7 +1289,7 @@ fn lock_pins_the_builder_image_digest_from_a_registry() {
         .unwrap()
         .trim()
         .to_string();
-    let release = w.path().join("recipes/line-1.0/release.toml");
+    let release = w.path("recipes/line-1.0/release.toml");
     std::fs::write(
         &release,
         std::fs::read_to_string(&release)
@@ -1402,16 +1298,15 @@ fn lock_pins_the_builder_image_digest_from_a_registry() {
     )
     .unwrap();
 
-    ok(w.path(), &["--recipes", "recipes", "lock"]);
-    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    w.ok(&["--recipes", "recipes", "lock"]);
+    let lock = std::fs::read_to_string(w.path("rocforge.lock")).unwrap();
     assert!(
         lock.contains(&format!("digest = \"{digest}\"")),
         "{lock}\nexpected {digest}"
     );
-    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
-    let plan: serde_json::Value = serde_json::from_str(&ok(
-        w.path(),
-        &[
+    w.ok(&["--recipes", "recipes", "lock", "--check"]);
+    let plan: serde_json::Value = serde_json::from_str(
+        &w.ok(&[
             "--recipes",
             "recipes",
             "plan",
@@ -1419,8 +1314,9 @@ fn lock_pins_the_builder_image_digest_from_a_registry() {
             "gfx90c",
             "--format",
             "json",
-        ],
-    ))
+        ])
+        .stdout,
+    )
     .unwrap();
     assert_eq!(plan["image"]["digest"], digest.as_str());
     assert_eq!(plan["image"]["local"], false);
@@ -1433,32 +1329,33 @@ fn lock_pins_the_builder_image_digest_from_a_registry() {
             .replace("test-1", "no-such-tag"),
     )
     .unwrap();
-    let err = fails(w.path(), &["--recipes", "recipes", "lock"]);
+    let err = w.fails(&["--recipes", "recipes", "lock"]);
     assert!(err.contains("no-such-tag") && err.contains("404"), "{err}");
     assert_eq!(
         lock,
-        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+        std::fs::read_to_string(w.path("rocforge.lock")).unwrap()
     );
 }
 
 #[test]
 fn path_sources_are_keyed_by_content() {
     let w = world();
-    let dir = w.path().join("recipes/line-1.0/local-src");
+    let dir = w.path("recipes/line-1.0/local-src");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("CMakeLists.txt"), CMAKE).unwrap();
-    w.recipe(
+    write_recipe(
+        &w,
         "local",
         "name = \"local\"\nversion = \"0.1\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"local-src\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    let first = w.fetch("local");
+    let first = fetch_tree(&w, "local");
     assert_eq!(
         std::fs::read_to_string(first.join("CMakeLists.txt")).unwrap(),
         CMAKE
     );
-    assert_eq!(w.fetch("local"), first, "same contents, same tree");
+    assert_eq!(fetch_tree(&w, "local"), first, "same contents, same tree");
     std::fs::write(dir.join("CMakeLists.txt"), format!("{CMAKE}# edited\n")).unwrap();
-    let second = w.fetch("local");
+    let second = fetch_tree(&w, "local");
     assert_ne!(second, first, "edited contents, new key");
     assert!(
         std::fs::read_to_string(second.join("CMakeLists.txt"))
@@ -1474,27 +1371,30 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     let w = world();
     // A second component whose patch was written against another revision.
     make_repo(
-        &w.origin.join("old-core.git"),
+        &w.origin().join("old-core.git"),
         &[("CMakeLists.txt", &CMAKE.replace("3.16", "3.21"))],
         "v1.0.0",
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "old-core",
         "name = \"old-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/old-core.git\"\ntag = \"v1.0.0\"\n\n[patches]\nall = []\ngfx902 = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
-    w.patch("old-core", "0001-accept-gfx90c.patch", PATCH);
+    write_patch(&w, "old-core", "0001-accept-gfx90c.patch", PATCH);
     // One whose repository does not exist behind the mirror.
-    w.recipe(
+    write_recipe(
+        &w,
         "gone",
         "name = \"gone\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/gone.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
     );
     // One whose derivation source has moved upstream.
-    w.recipe(
+    write_recipe(
+        &w,
         "logic",
         "name = \"logic\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\ntag = \"v1.0.0\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"logic/vega10\"\nto = \"logic/{arch}\"\n",
     );
 
-    let out = rocforge(w.path(), &["--recipes", "recipes", "check", "--sources"]);
+    let out = w.run(&["--recipes", "recipes", "check", "--sources"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let line = |component: &str, arches: &str| -> String {
         out.stdout
@@ -1535,23 +1435,20 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     );
 
     // JSON for scripts: the same rows, with the conflict located.
-    let out = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--format",
-            "json",
-            "check",
-            "--sources",
-            "old-core",
-            "hip-core",
-        ],
-    );
+    let out = w.run(&[
+        "--recipes",
+        "recipes",
+        "--format",
+        "json",
+        "check",
+        "--sources",
+        "old-core",
+        "hip-core",
+    ]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["schema"], "rocforge.check-sources/1");
-    crate::common::schema::assert_matches_schema(w.path(), "check-sources", &v);
+    crate::common::schema::assert_matches_schema(w.root(), "check-sources", &v);
     assert_eq!(v["ok"], false);
     let checks = v["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 3, "{checks:?}");
@@ -1565,23 +1462,22 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
     assert_eq!(conflict["release"], "line-1.0");
 
     // --only-patched skips components without patches or derivations; a fixed catalog passes.
-    std::fs::remove_file(w.path().join("recipes/line-1.0/gone.toml")).unwrap();
-    std::fs::remove_file(w.path().join("recipes/line-1.0/logic.toml")).unwrap();
-    std::fs::remove_file(w.path().join("recipes/line-1.0/old-core.toml")).unwrap();
-    let out = ok(
-        w.path(),
-        &[
+    std::fs::remove_file(w.path("recipes/line-1.0/gone.toml")).unwrap();
+    std::fs::remove_file(w.path("recipes/line-1.0/logic.toml")).unwrap();
+    std::fs::remove_file(w.path("recipes/line-1.0/old-core.toml")).unwrap();
+    let out = w
+        .ok(&[
             "--recipes",
             "recipes",
             "check",
             "--sources",
             "--only-patched",
-        ],
-    );
+        ])
+        .stdout;
     assert!(out.contains("hip-core"), "{out}");
 
     // Scratch trees are gone and the source cache holds nothing a build would pick up.
-    let cache = w.path().join("cache");
+    let cache = w.path("cache");
     let leftovers: Vec<String> = std::fs::read_dir(&cache)
         .unwrap()
         .flatten()
@@ -1597,10 +1493,7 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
         "check --sources writes no source tree: {src:?}"
     );
 
-    let err = fails(
-        w.path(),
-        &["--recipes", "recipes", "check", "--sources", "nonesuch"],
-    );
+    let err = w.fails(&["--recipes", "recipes", "check", "--sources", "nonesuch"]);
     assert!(err.contains("nonesuch"), "{err}");
 }
 
@@ -1611,7 +1504,7 @@ fn check_sources_reports_each_component_and_writes_no_cache_entry() {
 fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_without_one() {
     use md5::{Digest, Md5};
     let w = world();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     std::fs::create_dir_all(srv_dir.join("m/nos1")).unwrap();
     std::fs::write(
         srv_dir.join("m/nos1/nos1.mtx"),
@@ -1623,11 +1516,11 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
     let md5 = hex::encode(Md5::digest(&served));
     let sha = sha256_file(&srv_dir.join("nos1.tar.gz"));
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
+    mirror_downloads(&w, &server);
     let url = "https://example.invalid/dl/nos1.tar.gz";
     // Pinned by rev, so --locked has only the input to object to.
     let rev = git(
-        &w.origin.join("hip-core.git"),
+        &w.origin().join("hip-core.git"),
         &["rev-parse", "v1.0.0^{commit}"],
     );
     let rev = rev.trim();
@@ -1636,11 +1529,10 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
             "name = \"hip-core\"\nversion = \"1.0.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/hip-core.git\"\nrev = \"{rev}\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n\n[[inputs]]\nname = \"nos1.tar.gz\"\nurl = \"{url}\"\nmd5 = \"{md5}\"\n"
         )
     };
-    w.recipe("hip-core", &recipe(&md5));
+    write_recipe(&w, "hip-core", &recipe(&md5));
     let hash_input = || -> serde_json::Value {
-        serde_json::from_str(&ok(
-            w.path(),
-            &[
+        serde_json::from_str(
+            &w.ok(&[
                 "--recipes",
                 "recipes",
                 "--format",
@@ -1651,8 +1543,9 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
                 "gfx90c",
                 "--explain",
                 "hip-core",
-            ],
-        ))
+            ])
+            .stdout,
+        )
         .unwrap()
     };
     let unlocked = hash_input();
@@ -1664,18 +1557,15 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
 
     // No lock entry: --locked refuses the fetch, naming the input, its URL and the fix.
     let locked_fetch = || {
-        fails(
-            w.path(),
-            &[
-                "--recipes",
-                "recipes",
-                "--locked",
-                "fetch",
-                "hip-core",
-                "--arch",
-                "gfx90c",
-            ],
-        )
+        w.fails(&[
+            "--recipes",
+            "recipes",
+            "--locked",
+            "fetch",
+            "hip-core",
+            "--arch",
+            "gfx90c",
+        ])
     };
     let err = locked_fetch();
     assert!(
@@ -1684,17 +1574,14 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
     );
     // Without --locked, as for an unlocked tag, the md5 is checked and the fetch goes on,
     // saying how to pin it; a second fetch finds the checked file without the server.
-    let o = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "hip-core",
-            "--arch",
-            "gfx90c",
-        ],
-    );
+    let o = w.run(&[
+        "--recipes",
+        "recipes",
+        "fetch",
+        "hip-core",
+        "--arch",
+        "gfx90c",
+    ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stderr.contains("input nos1.tar.gz is pinned by md5 only")
@@ -1704,22 +1591,21 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
         o.stderr
     );
     assert_eq!(
-        std::fs::read(w.path().join(format!("cache/downloads/{sha}"))).unwrap(),
+        std::fs::read(w.root().join(format!("cache/downloads/{sha}"))).unwrap(),
         served
     );
-    let err = fails(
-        w.path(),
-        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
-    );
+    let err = w.fails(&["--recipes", "recipes", "lock", "--check", "--skip-images"]);
     assert!(
         err.contains("input nos1.tar.gz") && err.contains("no sha256 in the lock"),
         "{err}"
     );
 
     // lock downloads it once, checks the md5 and records the sha256 (and the recipe's URL).
-    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    let out = w
+        .ok(&["--recipes", "recipes", "lock", "--skip-images"])
+        .stdout;
     assert!(out.contains("1 md5-pinned input(s)"), "{out}");
-    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    let lock = std::fs::read_to_string(w.path("rocforge.lock")).unwrap();
     assert!(
         lock.contains("[[input]]")
             && lock.contains(&format!("sha256 = \"{sha}\""))
@@ -1727,10 +1613,7 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
             && lock.contains(&format!("url = \"{url}\"")),
         "{lock}"
     );
-    ok(
-        w.path(),
-        &["--recipes", "recipes", "lock", "--check", "--skip-images"],
-    );
+    w.ok(&["--recipes", "recipes", "lock", "--check", "--skip-images"]);
     assert_eq!(
         hash_input()["component"]["locked_inputs"]["nos1.tar.gz"],
         sha.as_str(),
@@ -1738,26 +1621,28 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
     );
 
     // The fetch now verifies that sha256 and hands the build the file.
-    let v = w.fetch_json("hip-core");
+    let v = fetch_json(&w, "hip-core");
     assert_eq!(v["inputs"][0]["name"], "nos1.tar.gz");
     let file = PathBuf::from(v["inputs"][0]["path"].as_str().unwrap());
     assert_eq!(std::fs::read(&file).unwrap(), served);
 
     // Locking again downloads nothing: the server is gone, the entry is kept byte for byte.
     drop(server);
-    let out = ok(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    let out = w
+        .ok(&["--recipes", "recipes", "lock", "--skip-images"])
+        .stdout;
     assert!(out.starts_with("unchanged"), "{out}");
     assert_eq!(
         lock,
-        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap()
+        std::fs::read_to_string(w.path("rocforge.lock")).unwrap()
     );
 
     // A wrong md5: the lock fails naming the input and both URLs, and writes nothing.
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
+    mirror_downloads(&w, &server);
     let wrong = "0".repeat(32);
-    w.recipe("hip-core", &recipe(&wrong));
-    let err = fails(w.path(), &["--recipes", "recipes", "lock", "--skip-images"]);
+    write_recipe(&w, "hip-core", &recipe(&wrong));
+    let err = w.fails(&["--recipes", "recipes", "lock", "--skip-images"]);
     assert!(
         err.contains("input nos1.tar.gz")
             && err.contains(url)
@@ -1769,10 +1654,10 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
     );
     assert_eq!(
         lock,
-        std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap(),
+        std::fs::read_to_string(w.path("rocforge.lock")).unwrap(),
         "nothing is written unless everything resolved"
     );
-    let leftovers = w.part_files();
+    let leftovers = part_files(&w);
     assert!(leftovers.is_empty(), "{leftovers:?}");
     // The stale entry is refused by a --locked fetch; without --locked the md5 is checked
     // afresh, and the wrong one fails.
@@ -1781,7 +1666,7 @@ fn md5_pinned_inputs_are_checked_then_locked_by_sha256_and_refused_by_locked_wit
         err.contains("input nos1.tar.gz") && err.contains("rocforge lock"),
         "{err}"
     );
-    let err = w.fetch_fails("hip-core");
+    let err = fetch_fails(&w, "hip-core");
     assert!(
         err.contains("md5 mismatch") && err.contains(&wrong),
         "{err}"
@@ -1807,7 +1692,7 @@ fn tar_xz(path: &Path, files: &[(&str, &str)]) {
 #[test]
 fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     let w = world();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     let pkg = srv_dir.join("pkg-1.1");
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
@@ -1828,16 +1713,17 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         ],
     );
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
+    mirror_downloads(&w, &server);
     // The base line: pkg from its git repository, with the catalog's own patch.
-    w.recipe(
+    write_recipe(
+        &w,
         "pkg",
         "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/pkg\"\n\n[patches]\nall = [\"0001-accept-gfx90c.patch\"]\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DCMAKE_BUILD_TYPE=Release\", \"-DUSE_X=ON\"]\n",
     );
-    std::fs::create_dir_all(w.path().join("src/pkg")).unwrap();
-    std::fs::write(w.path().join("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
-    w.patch("pkg", "0001-accept-gfx90c.patch", PATCH);
-    let line = w.line_based_on_line_1();
+    std::fs::create_dir_all(w.path("src/pkg")).unwrap();
+    std::fs::write(w.path("src/pkg/CMakeLists.txt"), CMAKE).unwrap();
+    write_patch(&w, "pkg", "0001-accept-gfx90c.patch", PATCH);
+    let line = line_based_on_line_1(&w);
     let over = |only: &str| {
         format!(
             "version = \"1.1\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg_1.1.orig.tar.gz\"\nsha256 = \"{}\"\n\n[[series]]\nurl = \"https://example.invalid/dl/pkg_1.1-1.debian.tar.xz\"\nsha256 = \"{}\"\nonly = [{only}]\n\n[build]\nargs = [\"-DUSE_X=OFF\"]\n",
@@ -1846,14 +1732,13 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         )
     };
     std::fs::write(line.join("pkg.toml"), over("\"fix-f.patch\"")).unwrap();
-    ok(w.path(), &["--recipes", "recipes", "check"]);
-    let list = ok(
-        w.path(),
-        &["--recipes", "recipes", "--release", "line-2.0", "list"],
-    );
+    w.ok(&["--recipes", "recipes", "check"]);
+    let list = w
+        .ok(&["--recipes", "recipes", "--release", "line-2.0", "list"])
+        .stdout;
     assert!(list.contains("pkg") && list.contains("1.1"), "{list}");
 
-    let v = w.fetch_json("pkg"); // line-2.0 is the newest line built from, so the default
+    let v = fetch_json(&w, "pkg"); // line-2.0 is the newest line built from, so the default
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(tree.join("lib.c")).unwrap(),
@@ -1867,9 +1752,8 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         "the base line's own patch applied after it, from patches/line-1.0/"
     );
     // The merged recipe: the override's CMake variable replaces the base's setting of it.
-    let plan = ok(
-        w.path(),
-        &[
+    let plan = w
+        .ok(&[
             "--recipes",
             "recipes",
             "plan",
@@ -1878,8 +1762,8 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
             "gfx90c",
             "--explain",
             "pkg",
-        ],
-    );
+        ])
+        .stdout;
     assert!(
         plan.contains("-DUSE_X=OFF") && !plan.contains("-DUSE_X=ON"),
         "{plan}"
@@ -1895,11 +1779,10 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
         "--sources",
         "pkg",
     ];
-    let checked = ok(w.path(), &check_sources);
+    let checked = w.ok(&check_sources).stdout;
     assert!(checked.contains("applies (2 patch(es)"), "{checked}");
-    let base_plan = ok(
-        w.path(),
-        &[
+    let base_plan = w
+        .ok(&[
             "--recipes",
             "recipes",
             "--release",
@@ -1910,13 +1793,13 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
             "gfx90c",
             "--explain",
             "pkg",
-        ],
-    );
+        ])
+        .stdout;
     assert!(base_plan.contains("-DUSE_X=ON"), "{base_plan}");
 
     // An entry the series does not list: named, with what it does list.
     std::fs::write(line.join("pkg.toml"), over("\"fix-g.patch\"")).unwrap();
-    let err = w.fetch_fails("pkg");
+    let err = fetch_fails(&w, "pkg");
     assert!(
         err.contains("pkg_1.1-1.debian.tar.xz: debian/patches/series has no entry fix-g.patch"),
         "{err}"
@@ -1926,19 +1809,19 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
     // A distribution's patch that no longer applies to the source: named by archive and entry,
     // and the source cache keeps nothing of the attempt.
     std::fs::write(line.join("pkg.toml"), over("\"docs.patch\"")).unwrap();
-    let err = w.fetch_fails("pkg");
+    let err = fetch_fails(&w, "pkg");
     assert!(
         err.contains("pkg_1.1-1.debian.tar.xz:debian/patches/docs.patch"),
         "{err}"
     );
-    let out = rocforge(w.path(), &check_sources);
+    let out = w.run(&check_sources);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout.contains("conflict") && out.stdout.contains("docs.patch"),
         "{}",
         out.stdout
     );
-    let staging: Vec<_> = std::fs::read_dir(w.path().join("cache/src"))
+    let staging: Vec<_> = std::fs::read_dir(w.path("cache/src"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
@@ -1952,7 +1835,7 @@ fn a_derived_line_overrides_the_source_and_applies_a_series_by_reference() {
 #[test]
 fn a_local_builder_image_is_locked_by_its_containerfile() {
     let w = world();
-    let o = rocforge(w.path(), &["--recipes", "recipes", "lock"]);
+    let o = w.run(&["--recipes", "recipes", "lock"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stderr.contains(
@@ -1961,18 +1844,18 @@ fn a_local_builder_image_is_locked_by_its_containerfile() {
         "{}",
         o.stderr
     );
-    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    let lock = std::fs::read_to_string(w.path("rocforge.lock")).unwrap();
     assert!(!lock.contains("local-image"), "{lock}");
-    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    w.ok(&["--recipes", "recipes", "lock", "--check"]);
 
-    let file = w.path().join("containers/Containerfile.line-1.0");
+    let file = w.path("containers/Containerfile.line-1.0");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(
         &file,
         "FROM localhost/base:1\nRUN apt-get install -y hipcc=7.0.2-1\n",
     )
     .unwrap();
-    let stale = rocforge(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    let stale = w.run(&["--recipes", "recipes", "lock", "--check"]);
     assert_eq!(stale.code, 1, "{}", stale.stderr);
     assert!(
         stale.stderr.contains(
@@ -1981,8 +1864,8 @@ fn a_local_builder_image_is_locked_by_its_containerfile() {
         "{}",
         stale.stderr
     );
-    ok(w.path(), &["--recipes", "recipes", "lock"]);
-    let lock = std::fs::read_to_string(w.path().join("rocforge.lock")).unwrap();
+    w.ok(&["--recipes", "recipes", "lock"]);
+    let lock = std::fs::read_to_string(w.path("rocforge.lock")).unwrap();
     let sha = sha256_file(&file);
     assert!(
         lock.contains("[[local-image]]")
@@ -1990,14 +1873,14 @@ fn a_local_builder_image_is_locked_by_its_containerfile() {
             && lock.contains(&format!("containerfile-sha256 = \"{sha}\"")),
         "{lock}"
     );
-    ok(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    w.ok(&["--recipes", "recipes", "lock", "--check"]);
 
     std::fs::write(
         &file,
         "FROM localhost/base:1\nRUN apt-get install -y hipcc=7.0.2-2\n",
     )
     .unwrap();
-    let changed = rocforge(w.path(), &["--recipes", "recipes", "lock", "--check"]);
+    let changed = w.run(&["--recipes", "recipes", "lock", "--check"]);
     assert_eq!(changed.code, 1, "{}", changed.stderr);
     assert!(
         changed.stderr.contains(&format!(
@@ -2015,7 +1898,7 @@ fn a_local_builder_image_is_locked_by_its_containerfile() {
 fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build() {
     let w = world();
     make_repo(
-        &w.origin.join("rocBLAS.git"),
+        &w.origin().join("rocBLAS.git"),
         &[
             (
                 "CMakeLists.txt",
@@ -2042,7 +1925,7 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
             ("LICENSE.md".to_string(), "MIT\n".to_string()),
         ]
     };
-    let repo = w.origin.join("Tensile.git");
+    let repo = w.origin().join("Tensile.git");
     let files = tensile("4.42.0");
     let refs: Vec<(&str, &str)> = files
         .iter()
@@ -2056,7 +1939,8 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
         .collect();
     commit_files(&repo, &refs, "Tensile 4.43.0");
     git(&repo, &["tag", "-a", "rocm-6.4.4", "-m", "rocm-6.4.4"]);
-    w.recipe(
+    write_recipe(
+        &w,
         "rocblas",
         "name = \"rocblas\"\nversion = \"4.4.1\"\nsummary = \"s\"\nlicense = \"MIT\"\ndepends = [\"tensile\"]\n\n[source]\ngit = \"https://example.invalid/ROCm/rocBLAS.git\"\ntag = \"rocm-6.4.4\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\nargs = [\"-DBUILD_WITH_TENSILE=ON\"]\n",
     );
@@ -2065,12 +1949,9 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
             "name = \"tensile\"\nversion = \"4.43.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\ngit = \"https://example.invalid/ROCm/Tensile.git\"\ntag = \"{tag}\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/tensile\"\n"
         )
     };
-    w.recipe("tensile", &tensile_recipe("rocm-6.3.3"));
+    write_recipe(&w, "tensile", &tensile_recipe("rocm-6.3.3"));
 
-    let check = rocforge(
-        w.path(),
-        &["--recipes", "recipes", "check", "--sources", "rocblas"],
-    );
+    let check = w.run(&["--recipes", "recipes", "check", "--sources", "rocblas"]);
     assert_eq!(check.code, 1, "{}\n{}", check.stdout, check.stderr);
     assert!(
         check.stdout.contains(
@@ -2086,18 +1967,15 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
         "{}",
         check.stderr
     );
-    let json = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--format",
-            "json",
-            "check",
-            "--sources",
-            "rocblas",
-        ],
-    );
+    let json = w.run(&[
+        "--recipes",
+        "recipes",
+        "--format",
+        "json",
+        "check",
+        "--sources",
+        "rocblas",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let row = &v["checks"][0];
     assert_eq!(row["result"], "dependency-version", "{row}");
@@ -2106,19 +1984,16 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
     assert_eq!(row["found"], "4.42.0");
 
     // The build says so too, from tensile's installed tree, before configuring anything.
-    let build = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "rocblas",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let build = w.run(&[
+        "--recipes",
+        "recipes",
+        "build",
+        "rocblas",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
     assert_ne!(build.code, 0, "{}\n{}", build.stdout, build.stderr);
     assert!(
         build.stderr.contains("rocblas 4.4.1 wants Tensile 4.43.0 EXACT")
@@ -2130,18 +2005,15 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
     );
     assert!(!build.stderr.contains("==> configure"), "{}", build.stderr);
 
-    w.recipe("tensile", &tensile_recipe("rocm-6.4.4"));
-    let check = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "check",
-            "--sources",
-            "rocblas",
-            "tensile",
-        ],
-    );
+    write_recipe(&w, "tensile", &tensile_recipe("rocm-6.4.4"));
+    let check = w.run(&[
+        "--recipes",
+        "recipes",
+        "check",
+        "--sources",
+        "rocblas",
+        "tensile",
+    ]);
     assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
 }
 
@@ -2150,13 +2022,12 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
 #[test]
 fn a_derived_line_overrides_resource_hints_key_by_key() {
     let w = world();
-    w.local_pkg("\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n");
-    let line = w.line_based_on_line_1();
+    local_pkg(&w, "\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n");
+    let line = line_based_on_line_1(&w);
     std::fs::write(line.join("pkg.toml"), "[resources]\nhours = 0.75\n").unwrap();
     let resources = |release: &str| {
-        let plan = ok(
-            w.path(),
-            &[
+        let plan = w
+            .ok(&[
                 "--recipes",
                 "recipes",
                 "--release",
@@ -2167,8 +2038,8 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
                 "gfx90c",
                 "--format",
                 "json",
-            ],
-        );
+            ])
+            .stdout;
         let v: serde_json::Value = serde_json::from_str(&plan).unwrap();
         let step = v["steps"]
             .as_array()
@@ -2190,7 +2061,7 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
     );
 
     std::fs::write(line.join("pkg.toml"), "[resources]\nhours = -1\n").unwrap();
-    let out = rocforge(w.path(), &["--recipes", "recipes", "check"]);
+    let out = w.run(&["--recipes", "recipes", "check"]);
     assert_ne!(out.code, 0);
     assert!(
         out.stderr.contains("hours = -1 is out of range")
@@ -2205,7 +2076,7 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
 #[test]
 fn fetch_takes_several_components_and_checks_every_name_first() {
     let w = world();
-    w.local_pkg("");
+    local_pkg(&w, "");
     let args = |names: &[&'static str], json: bool| {
         let mut a = vec!["--recipes", "recipes"];
         if json {
@@ -2216,7 +2087,7 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
         a.extend(["--arch", "gfx90c"]);
         a
     };
-    let refused = rocforge(w.path(), &args(&["hip-core", "nope"], false));
+    let refused = w.run(&args(&["hip-core", "nope"], false));
     assert_ne!(refused.code, 0);
     assert!(
         refused.stderr.contains("no component \"nope\""),
@@ -2224,20 +2095,20 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
         refused.stderr
     );
     assert!(
-        !w.path().join("cache/src").exists()
-            || std::fs::read_dir(w.path().join("cache/src"))
+        !w.path("cache/src").exists()
+            || std::fs::read_dir(w.path("cache/src"))
                 .unwrap()
                 .next()
                 .is_none(),
         "nothing fetched before every name was checked"
     );
-    let text = ok(w.path(), &args(&["hip-core", "pkg"], false));
+    let text = w.ok(&args(&["hip-core", "pkg"], false)).stdout;
     let trees: Vec<&str> = text.lines().collect();
     assert_eq!(trees.len(), 2, "{text}");
     assert!(Path::new(trees[0]).join("CMakeLists.txt").is_file());
     assert!(Path::new(trees[1]).join("CMakeLists.txt").is_file());
     let json: serde_json::Value =
-        serde_json::from_str(&ok(w.path(), &args(&["hip-core", "pkg"], true))).unwrap();
+        serde_json::from_str(&w.ok(&args(&["hip-core", "pkg"], true)).stdout).unwrap();
     assert_eq!(json["schema"], "rocforge.fetch/1");
     let listed: Vec<&str> = json["sources"]
         .as_array()
@@ -2246,8 +2117,7 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
         .map(|p| p["tree"].as_str().unwrap())
         .collect();
     assert_eq!(listed, trees);
-    let one: serde_json::Value =
-        serde_json::from_str(&ok(w.path(), &args(&["pkg"], true))).unwrap();
+    let one: serde_json::Value = serde_json::from_str(&w.ok(&args(&["pkg"], true)).stdout).unwrap();
     assert_eq!(
         one["sources"][0]["tree"], trees[1],
         "one component has the same shape"
@@ -2261,16 +2131,19 @@ fn fetch_takes_several_components_and_checks_every_name_first() {
 #[test]
 fn content_keys_follow_every_input_by_content() {
     let w = world();
-    w.patch("pkg", "0001-p.patch", PATCH);
-    w.local_pkg(&format!(
-        "\n[patches]\nall = [\"0001-p.patch\"]\n\n[[inputs]]\nname = \"data\"\nurl = \"https://example.invalid/dl/data.bin\"\nsha256 = \"{}\"\n\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"logic/vega10\"\nto = \"logic/{{arch}}\"\nreplace = [[\"[9, 0, 0]\", \"[{{isa}}]\"]]\n",
-        "1".repeat(64)
-    ));
-    let recipe_path = w.path().join("recipes/line-1.0/pkg.toml");
-    let src = w.path().join("src/pkg");
+    write_patch(&w, "pkg", "0001-p.patch", PATCH);
+    local_pkg(
+        &w,
+        &format!(
+            "\n[patches]\nall = [\"0001-p.patch\"]\n\n[[inputs]]\nname = \"data\"\nurl = \"https://example.invalid/dl/data.bin\"\nsha256 = \"{}\"\n\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"logic/vega10\"\nto = \"logic/{{arch}}\"\nreplace = [[\"[9, 0, 0]\", \"[{{isa}}]\"]]\n",
+            "1".repeat(64)
+        ),
+    );
+    let recipe_path = w.path("recipes/line-1.0/pkg.toml");
+    let src = w.path("src/pkg");
     std::fs::create_dir_all(src.join("logic/vega10")).unwrap();
     std::fs::write(src.join("logic/vega10/a.yaml"), "- [9, 0, 0]\n").unwrap();
-    let mine = w.path().join("my-logic");
+    let mine = w.path("my-logic");
     std::fs::create_dir_all(&mine).unwrap();
     std::fs::write(mine.join("gfx90c_a.yaml"), "- gfx90c\n- tuned\n").unwrap();
     let overlay = format!("pkg:logic/gfx90c={}", mine.display());
@@ -2286,7 +2159,7 @@ fn content_keys_follow_every_input_by_content() {
             "json",
         ];
         args.extend_from_slice(extra);
-        let v: serde_json::Value = serde_json::from_str(&ok(w.path(), &args)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&w.ok(&args).stdout).unwrap();
         v["steps"][0]["key"].as_str().unwrap().to_string()
     };
     let mut seen = vec![key(&[])];
@@ -2304,7 +2177,12 @@ fn content_keys_follow_every_input_by_content() {
     changes("a path source file's mode", &[]);
     std::fs::write(src.join("NEW"), "").unwrap();
     changes("an empty file added to a path source", &[]);
-    w.patch("pkg", "0001-p.patch", &PATCH.replace("Accept", "accept"));
+    write_patch(
+        &w,
+        "pkg",
+        "0001-p.patch",
+        &PATCH.replace("Accept", "accept"),
+    );
     changes("one byte of a patch", &[]);
     let text = std::fs::read_to_string(&recipe_path).unwrap();
     std::fs::write(&recipe_path, text.replace(&"1".repeat(64), &"2".repeat(64))).unwrap();
@@ -2312,7 +2190,7 @@ fn content_keys_follow_every_input_by_content() {
     changes("an overlay", &["--overlay", &overlay]);
     std::fs::write(mine.join("gfx90c_a.yaml"), "- gfx90c\n- tuneD\n").unwrap();
     changes("one byte of an overlay's file", &["--overlay", &overlay]);
-    let arches = w.path().join("recipes/arches.toml");
+    let arches = w.path("recipes/arches.toml");
     let table = std::fs::read_to_string(&arches).unwrap();
     assert!(table.contains("kfd-version = 90012"), "{table}");
     std::fs::write(
@@ -2324,7 +2202,7 @@ fn content_keys_follow_every_input_by_content() {
 
     // The builder image: made from a Containerfile FROM a debootstrap [image-base], it is
     // keyed by those inputs, which hold no mirror.
-    let release = w.path().join("recipes/line-1.0/release.toml");
+    let release = w.path("recipes/line-1.0/release.toml");
     let base = std::fs::read_to_string(&release).unwrap();
     let with_base = |mirror: &str| {
         std::fs::write(
@@ -2334,17 +2212,16 @@ fn content_keys_follow_every_input_by_content() {
         .unwrap()
     };
     with_base("");
-    std::fs::create_dir_all(w.path().join("containers")).unwrap();
-    let containerfile = w.path().join("containers/Containerfile.line-1.0");
+    std::fs::create_dir_all(w.path("containers")).unwrap();
+    let containerfile = w.path("containers/Containerfile.line-1.0");
     std::fs::write(
         &containerfile,
         "FROM localhost/rocforge-test-base:keys\nRUN apt-get install -y zstd=1.5.4+dfsg2-5\n",
     )
     .unwrap();
     changes("a builder image made from its inputs", &[]);
-    let plan: serde_json::Value = serde_json::from_str(&ok(
-        w.path(),
-        &[
+    let plan: serde_json::Value = serde_json::from_str(
+        &w.ok(&[
             "--recipes",
             "recipes",
             "plan",
@@ -2353,8 +2230,9 @@ fn content_keys_follow_every_input_by_content() {
             "gfx90c",
             "--format",
             "json",
-        ],
-    ))
+        ])
+        .stdout,
+    )
     .unwrap();
     assert_eq!(plan["image"]["local"], true, "{}", plan["image"]);
     assert!(plan["image"]["digest"].is_null(), "{}", plan["image"]);
@@ -2370,9 +2248,8 @@ fn content_keys_follow_every_input_by_content() {
     .unwrap();
     changes("one byte of the Containerfile (a pinned version)", &[]);
 
-    let explain = ok(
-        w.path(),
-        &[
+    let explain = w
+        .ok(&[
             "--recipes",
             "recipes",
             "plan",
@@ -2381,8 +2258,8 @@ fn content_keys_follow_every_input_by_content() {
             "gfx90c",
             "--explain",
             "pkg",
-        ],
-    );
+        ])
+        .stdout;
     let digest = explain
         .lines()
         .find_map(|l| l.trim().strip_prefix("\"source_tree\": \""))
@@ -2401,11 +2278,11 @@ fn content_keys_follow_every_input_by_content() {
 fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
     use std::os::unix::fs::PermissionsExt;
     let w = world();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     let pkg = srv_dir.join("pkg-1.0");
-    let marker = w.path().join("ran");
+    let marker = w.path("ran");
     let script = format!("#!/bin/sh\necho ran >> '{}'\n", marker.display());
-    let monitor = w.path().join("monitor.sh");
+    let monitor = w.path("monitor.sh");
     std::fs::write(&monitor, &script).unwrap();
     std::fs::set_permissions(&monitor, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::create_dir_all(pkg.join(".git/hooks")).unwrap();
@@ -2440,15 +2317,16 @@ fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
     .unwrap();
     tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
-    w.recipe(
+    mirror_downloads(&w, &server);
+    write_recipe(
+        &w,
         "pkg",
         &format!(
             "name = \"pkg\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\nurl = \"https://example.invalid/dl/pkg-1.0.tar.gz\"\nsha256 = \"{}\"\n\n[build]\nsystem = \"cmake\"\narch-vars = [\"GPU_TARGETS\"]\n",
             sha256_file(&srv_dir.join("pkg-1.0.tar.gz"))
         ),
     );
-    let tree = w.fetch("pkg");
+    let tree = fetch_tree(&w, "pkg");
     assert!(tree.join("CMakeLists.txt").is_file());
     assert!(
         std::fs::symlink_metadata(tree.join(".git")).is_err(),
@@ -2462,9 +2340,8 @@ fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
     assert_eq!(mode(&tree.join("tool.sh")), 0o755, "setuid dropped");
     assert_eq!(mode(&tree.join("shared.txt")), 0o644, "world-write dropped");
 
-    let out = ok(
-        w.path(),
-        &[
+    let out = w
+        .ok(&[
             "--recipes",
             "recipes",
             "dev",
@@ -2473,9 +2350,9 @@ fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
             "gfx90c",
             "--dir",
             "dev-src",
-        ],
-    );
-    let checkout = w.path().join(out.trim());
+        ])
+        .stdout;
+    let checkout = w.root().join(out.trim());
     assert_eq!(
         git(&checkout, &["log", "--format=%s"]),
         "pkg 1.0 pristine source"
@@ -2497,11 +2374,11 @@ fn a_tarball_source_carries_no_repository_state_and_no_setuid_mode() {
 #[test]
 fn derive_and_overlay_never_follow_a_planted_link_out_of_the_tree() {
     let w = world();
-    let outside = w.path().join("outside");
+    let outside = w.path("outside");
     std::fs::create_dir_all(outside.join("keep")).unwrap();
     std::fs::write(outside.join("keep/users-file"), "mine\n").unwrap();
     std::fs::write(outside.join("secret.txt"), "host secret\n").unwrap();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     let pkg = srv_dir.join("pkg-1.0");
     std::fs::create_dir_all(pkg.join("data")).unwrap();
     std::fs::write(pkg.join("CMakeLists.txt"), CMAKE).unwrap();
@@ -2509,7 +2386,7 @@ fn derive_and_overlay_never_follow_a_planted_link_out_of_the_tree() {
     std::os::unix::fs::symlink(&outside, pkg.join("out")).unwrap();
     tar_gz(&srv_dir, "pkg-1.0", &srv_dir.join("pkg-1.0.tar.gz"));
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
+    mirror_downloads(&w, &server);
     let sha = sha256_file(&srv_dir.join("pkg-1.0.tar.gz"));
     let recipe = |derive: &str| {
         format!(
@@ -2535,44 +2412,45 @@ fn derive_and_overlay_never_follow_a_planted_link_out_of_the_tree() {
     };
     let before = snapshot();
 
-    w.recipe(
+    write_recipe(
+        &w,
         "pkg",
         &recipe("\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"data\"\nto = \"out/derived\"\n"),
     );
-    let err = w.fetch_fails("pkg");
+    let err = fetch_fails(&w, "pkg");
     assert!(
         err.contains(
             "derivation for gfx90c: to: out/derived leaves the source tree: out is a symbolic link"
         ) && err.contains(&outside.display().to_string()),
         "{err}"
     );
-    w.recipe(
+    write_recipe(
+        &w,
         "pkg",
-        &recipe("\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"out/secret.txt\"\nto = \"data/copied.txt\"\n"),
+        &recipe(
+            "\n[[derive]]\narches = [\"gfx90c\"]\nfrom = \"out/secret.txt\"\nto = \"data/copied.txt\"\n",
+        ),
     );
-    let err = w.fetch_fails("pkg");
+    let err = fetch_fails(&w, "pkg");
     assert!(
         err.contains("derivation for gfx90c: from: out/secret.txt leaves the source tree: out is a symbolic link"),
         "{err}"
     );
 
-    w.recipe("pkg", &recipe(""));
-    let mine = w.path().join("mine");
+    write_recipe(&w, "pkg", &recipe(""));
+    let mine = w.path("mine");
     std::fs::create_dir_all(&mine).unwrap();
     std::fs::write(mine.join("tuned.txt"), "tuned\n").unwrap();
-    let o = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "fetch",
-            "pkg",
-            "--arch",
-            "gfx90c",
-            "--overlay",
-            &format!("pkg:out/keep={}", mine.display()),
-        ],
-    );
+    let o = w.run(&[
+        "--recipes",
+        "recipes",
+        "fetch",
+        "pkg",
+        "--arch",
+        "gfx90c",
+        "--overlay",
+        &format!("pkg:out/keep={}", mine.display()),
+    ]);
     assert_ne!(o.code, 0, "{}", o.stdout);
     assert!(
         o.stderr
@@ -2621,7 +2499,7 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
         return;
     }
     let w = world();
-    let srv_dir = w.path().join("served");
+    let srv_dir = w.path("served");
     std::fs::create_dir_all(&srv_dir).unwrap();
     deb(
         &srv_dir.join("libtool1_1.1-1_amd64.deb"),
@@ -2640,15 +2518,16 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
         &[("usr/include/tool.h", "int tool(void);\n")],
     );
     let server = HttpServer::start(&srv_dir);
-    w.mirror_downloads(&server);
-    w.recipe(
+    mirror_downloads(&w, &server);
+    write_recipe(
+        &w,
         "tool",
         "name = \"tool\"\nversion = \"1.0\"\nsummary = \"s\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/tool\"\n\n[build]\nsystem = \"script\"\ndevice-code = false\nscript = \"mkdir -p \\\"$DESTDIR$PREFIX/bin\\\" && cp tool.sh \\\"$DESTDIR$PREFIX/bin/\\\"\"\n",
     );
-    std::fs::create_dir_all(w.path().join("src/tool")).unwrap();
-    std::fs::write(w.path().join("src/tool/tool.sh"), "echo tool\n").unwrap();
-    w.local_pkg("");
-    let line = w.line_based_on_line_1();
+    std::fs::create_dir_all(w.path("src/tool")).unwrap();
+    std::fs::write(w.path("src/tool/tool.sh"), "echo tool\n").unwrap();
+    local_pkg(&w, "");
+    let line = line_based_on_line_1(&w);
     std::fs::write(line.join("pkg.toml"), "").unwrap();
     let sha = |f: &str| sha256_file(&srv_dir.join(f));
     std::fs::write(
@@ -2660,36 +2539,32 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
         ),
     )
     .unwrap();
-    ok(w.path(), &["--recipes", "recipes", "check"]);
-    let v = w.fetch_json("tool");
+    w.ok(&["--recipes", "recipes", "check"]);
+    let v = fetch_json(&w, "tool");
     let tree = PathBuf::from(v["tree"].as_str().unwrap());
     assert!(
         tree.join("usr/lib/x86_64-linux-gnu/libtool.so.1").is_file(),
         "the package's files at their installed paths: {:?}",
         listing(&tree)
     );
-    let o = rocforge(
-        w.path(),
-        &[
-            "--recipes",
-            "recipes",
-            "--release",
-            "line-2.0",
-            "--format",
-            "json",
-            "build",
-            "tool",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    );
+    let o = w.run(&[
+        "--recipes",
+        "recipes",
+        "--release",
+        "line-2.0",
+        "--format",
+        "json",
+        "build",
+        "tool",
+        "--arch",
+        "gfx90c",
+        "--runtime",
+        "host",
+    ]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert!(!o.stderr.contains("no license file"), "{}", o.stderr);
-    let out = ok(
-        w.path(),
-        &[
+    let out = w
+        .ok(&[
             "--recipes",
             "recipes",
             "--release",
@@ -2701,8 +2576,8 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
             "gfx90c",
             "--runtime",
             "host",
-        ],
-    );
+        ])
+        .stdout;
     let built = PathBuf::from(out.trim());
     assert_eq!(
         std::fs::read_to_string(built.join("lib/libtool.so.1")).unwrap(),
@@ -2719,7 +2594,7 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
 
     // A script for a cmake build: refused, pointing at the override and the base recipe.
     std::fs::write(line.join("pkg.toml"), "[build]\nscript = \"true\"\n").unwrap();
-    let err = fails(w.path(), &["--recipes", "recipes", "check"]);
+    let err = w.fails(&["--recipes", "recipes", "check"]);
     assert!(
         err.contains(
             "[build] script replaces the commands of a script build, and pkg in line-1.0 is not one"
@@ -2735,19 +2610,16 @@ fn a_derived_line_takes_a_component_from_debian_binary_packages() {
 #[test]
 fn a_cmakelists_linked_to_a_device_is_refused_not_read_without_end() {
     let w = world();
-    w.local_pkg("");
-    let cmakelists = w.path().join("src/pkg/CMakeLists.txt");
+    local_pkg(&w, "");
+    let cmakelists = w.path("src/pkg/CMakeLists.txt");
     std::fs::remove_file(&cmakelists).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &cmakelists).unwrap();
-    let mut child = rocforge_command(
-        w.path(),
-        &[],
-        &["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child = w
+        .command(&["--recipes", "recipes", "fetch", "pkg", "--arch", "gfx90c"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let started = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {
         if started.elapsed() > std::time::Duration::from_secs(60) {

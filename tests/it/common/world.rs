@@ -1,23 +1,28 @@
 //! One test world: a temporary directory holding a catalog root (recipes/, patches/), the store,
-//! the source cache, HOME, signing keys with the configs trusting them, and recorded KFD trees,
-//! with the environment rocforge runs in there. Each area's fixture builds one with [`World`]
-//! and adds its own components, so the layout and the environment are the same everywhere.
+//! the source cache, HOME, signing keys with the configs trusting them, recorded KFD trees, and
+//! git repositories served by a git daemon behind a mirror mapping, with the environment
+//! rocforge runs in there. Each area's fixture builds one with [`World`] and adds its own
+//! components, so the layout and the environment are the same everywhere.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Out, containers_conf, kfd, manifest, rocforge_command, test_release};
+use super::{GitDaemon, Out, containers_conf, kfd, manifest, rocforge_command, test_release};
 
 /// Where `key generate --out DIR` leaves the pair; the secret half signs, the public half is
 /// what configs trust.
 pub const KEYS: &str = "keys";
 
 pub struct World {
+    /// Stopped before the directory it serves is removed.
+    git: Option<GitDaemon>,
     /// None for a [`Builder::shared`] world, which is never removed.
     _tmp: Option<tempfile::TempDir>,
     root: PathBuf,
     env: Vec<(String, PathBuf)>,
     lead: Vec<String>,
+    /// rocforge.toml's `[mirrors]` as built: (URL prefix, what serves it).
+    mirrors: Vec<(String, String)>,
 }
 
 /// What [`World::new`] sets up; [`Builder::build`] makes it.
@@ -30,6 +35,8 @@ pub struct Builder {
     env: Vec<(String, Value)>,
     lead: Vec<String>,
     keys: bool,
+    git: bool,
+    git_mirrors: Vec<String>,
 }
 
 /// An environment variable's value: a path under the world's root, or written as given.
@@ -50,6 +57,8 @@ impl World {
             env: Vec::new(),
             lead: Vec::new(),
             keys: false,
+            git: false,
+            git_mirrors: Vec::new(),
         }
     }
 
@@ -179,6 +188,33 @@ impl World {
         public
     }
 
+    /// Where the test's git repositories go: origin/ under the root, served by the git daemon
+    /// of [`Builder::git_server`] when there is one.
+    pub fn origin(&self) -> PathBuf {
+        self.root.join("origin")
+    }
+    /// The git daemon's URL (`git://127.0.0.1:PORT/`), under which `origin/NAME` is `NAME`.
+    pub fn git_url(&self) -> String {
+        self.git
+            .as_ref()
+            .expect("a world with Builder::git_server")
+            .url()
+    }
+    /// Stops the git daemon: what was fetched must be had without the network.
+    pub fn stop_git_server(&mut self) {
+        assert!(self.git.take().is_some(), "no git server to stop");
+    }
+    /// Writes rocforge.toml's `[mirrors]`: the mappings [`Builder::git_mirror`] made, then
+    /// `extra` (URL prefix, what serves it).
+    pub fn mirrors(&self, extra: &[(&str, String)]) {
+        let mut text = String::from("[mirrors]\n");
+        let built = self.mirrors.iter().map(|(p, to)| (p.as_str(), to.as_str()));
+        for (prefix, to) in built.chain(extra.iter().map(|(p, to)| (*p, to.as_str()))) {
+            text.push_str(&format!("\"{prefix}\" = \"{to}\"\n"));
+        }
+        self.write("rocforge.toml", &text);
+    }
+
     /// The recorded machines (see [`kfd::machines`]) under the root: m-gfx90c, m-gfx902,
     /// m-gfx1151 and m-none.
     pub fn machines(&self) {
@@ -259,6 +295,20 @@ impl Builder {
         self
     }
 
+    /// A git daemon on 127.0.0.1 serving the repositories a test makes under
+    /// [`World::origin`], at [`World::git_url`].
+    pub fn git_server(mut self) -> Builder {
+        self.git = true;
+        self
+    }
+    /// rocforge.toml maps the URL prefix `prefix` to the git daemon ([`Builder::git_server`]),
+    /// so recipes name the upstream URL and the mirror path is taken.
+    pub fn git_mirror(mut self, prefix: &str) -> Builder {
+        self.git = true;
+        self.git_mirrors.push(prefix.to_string());
+        self
+    }
+
     pub fn build(self) -> World {
         let (tmp, root) = match &self.shared {
             Some(name) => (None, shared_root(name)),
@@ -301,12 +351,30 @@ impl Builder {
                 (k, v)
             })
             .collect();
+        let git = self.git.then(|| {
+            let origin = root.join("origin");
+            std::fs::create_dir_all(&origin).unwrap();
+            GitDaemon::start(&origin)
+        });
+        let mirrors = match &git {
+            Some(daemon) => self
+                .git_mirrors
+                .iter()
+                .map(|prefix| (prefix.clone(), daemon.url()))
+                .collect(),
+            None => Vec::new(),
+        };
         let world = World {
+            git,
             _tmp: tmp,
             root,
             env,
             lead: self.lead,
+            mirrors,
         };
+        if !world.mirrors.is_empty() {
+            world.mirrors(&[]);
+        }
         if self.keys {
             world.trust_new_key(KEYS, self.config.as_deref().unwrap());
         }
