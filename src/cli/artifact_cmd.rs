@@ -13,9 +13,7 @@ use rocforge::app::{self, install::Installed};
 use rocforge::diag::Diagnostic;
 use rocforge::install::{self, receipt};
 use rocforge::package::{self, PackageError, index};
-use rocforge::progress::Reporter;
 use rocforge::sign::{self, SignError};
-use rocforge::source::cache::Cache;
 
 #[derive(clap::Args, Debug)]
 pub struct KeyRotateArgs {
@@ -204,66 +202,24 @@ pub(super) fn trusted(g: &Global, extra: &[String]) -> Result<Vec<sign::PublicKe
 
 pub fn package(g: &Global, a: &PackageArgs) -> Result<ExitCode> {
     let session = super::session(g)?;
-    let (catalog, store) = (&session.catalog, &session.store);
-    let plan = session.built_plan(&a.components, a.runtime.runtime.kind(), &a.overlay)?;
     let key = load_signing_key(a.key.as_deref())?;
-    let reporter = TermReporter::new(g);
-    if key.is_none() {
-        reporter.note(
-            "WARNING: no signing key (--key, ROCFORGE_SIGNING_KEY or `rocforge key generate`): \
-             the tarballs and index are UNSIGNED and `rocforge install` refuses them without --allow-unsigned",
-        );
-    }
-    let cache = Cache::default_root();
-    let mut build_paths = vec![
-        store.root().display().to_string(),
-        cache.display().to_string(),
-    ];
-    for p in [store.root(), cache.as_path()] {
-        if let Ok(c) = p.canonicalize() {
-            build_paths.push(c.display().to_string());
-        }
-    }
-    build_paths.sort();
-    build_paths.dedup();
-    let mut packaged = Vec::new();
-    // Not a build-only dependency unless it was asked for: no install would take it.
-    for step in plan.delivered() {
-        let task = reporter.task(&format!("packaging {}", step.component), None, false);
-        let opts = package::Options {
+    let app::package::Released {
+        packaged,
+        files,
+        index: idx,
+    } = app::package::package(
+        &session,
+        &app::package::Request {
+            components: &a.components,
+            overlay_specs: &a.overlay,
+            runtime: a.runtime.runtime.kind(),
+            out: &a.out,
             compression: a.compression,
-            out_dir: &a.out,
-            build_paths: build_paths.clone(),
-            allow_build_paths: a.allow_build_paths,
-            license: catalog.get(&step.component).map(|r| r.license.clone()),
-            build_only: step.build_only.clone(),
-            dependency_keys: step
-                .depends
-                .iter()
-                .filter_map(|d| Some((d.clone(), plan.step(d)?.key.clone())))
-                .collect(),
             key: key.as_ref(),
-        };
-        let p = package::package_entry(store, &step.key, &opts).map_err(pkg_err)?;
-        task.finish(&format!("{}: {}", step.component, p.tarball.file_name));
-        if p.licenses.is_empty() {
-            reporter.note(&format!(
-                "warning: {}: the tarball carries no license file (none was found in its source \
-                 when it was built; list them with license-files = [\"…\"] in its recipe and \
-                 build again)",
-                p.component
-            ));
-        }
-        for (f, path) in &p.leaks {
-            reporter.note(&format!(
-                "warning: {}: {f} contains the build path {path}",
-                p.component
-            ));
-        }
-        packaged.push(p);
-    }
-    let (files, idx) = package::finish_release(&a.out, &packaged, key.as_ref(), a.expires_days)
-        .map_err(pkg_err)?;
+            expires_days: a.expires_days,
+            allow_build_paths: a.allow_build_paths,
+        },
+    )?;
     if g.format == Format::Json {
         super::print_json(&package::report::Report::new(&packaged, files, idx.expires));
         return Ok(ExitCode::SUCCESS);

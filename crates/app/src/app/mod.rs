@@ -14,6 +14,7 @@ pub mod fetch;
 pub mod image;
 pub mod install;
 pub mod lock;
+pub mod package;
 pub mod publish;
 pub mod runtime;
 mod session;
