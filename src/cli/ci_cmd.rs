@@ -1,6 +1,5 @@
 //! `ci github` and `nix export`.
 
-use rocforge::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -167,22 +166,6 @@ pub fn nix_export(g: &Global, out: &Path) -> Result<ExitCode> {
 
 /// `ci runners`: runners.toml's labels, with the API's online counts when a token is set.
 pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
-    let (dir, repo, org) = (&a.dir, a.repo.as_deref(), a.org.as_deref());
-    use rocforge::ci::discover::{self, Scope};
-    let path = dir.join(RUNNERS_FILE);
-    let runners = Runners::read(&path).map_err(|e| {
-        Diagnostic::new(e.to_string()).hint(
-            "run from the repository root, or pass --dir ROOT (the directory holding runners.toml)",
-        )
-    })?;
-    let scope = match (repo, org) {
-        (Some(r), _) => Some(Scope::parse_repo(r).ok_or_else(|| {
-            Diagnostic::new(format!("--repo {r:?} is not OWNER/REPO"))
-                .hint("e.g. --repo rocforge/rocforge")
-        })?),
-        (None, Some(o)) => Some(Scope::Org(o.to_string())),
-        (None, None) => None,
-    };
     let token = ["ROCFORGE_RUNNERS_TOKEN", "GITHUB_TOKEN"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
@@ -190,25 +173,16 @@ pub fn runners(g: &Global, a: &CiRunnersArgs) -> Result<ExitCode> {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "https://api.github.com".into());
-    let (source, listed) = match (&scope, &token) {
-        (Some(scope), Some(token)) => {
-            let client = rocforge::net::try_client(&rocforge::net::HttpOptions::default())
-                .map_err(|e| Diagnostic::new(format!("HTTP client: {e}")))?;
-            let list = discover::list(&client, &api, token, scope)
-                .map_err(|e| Diagnostic::new(e.to_string()).hint(e.hint()))?;
-            ("github-api", Some(list))
-        }
-        (Some(_), None) => {
-            return Err(Diagnostic::new("--repo/--org given but no token is set")
-                .hint("set ROCFORGE_RUNNERS_TOKEN (or GITHUB_TOKEN) to a token with \"Administration: read\", or drop --repo to use runners.toml alone")
-                .into());
-        }
-        (None, _) => ("runners.toml", None),
-    };
-    let states = discover::states(&runners, listed.as_deref());
-    let report = discover::Report::new(source, states, listed);
+    let report = rocforge::app::ci::runners(&rocforge::app::ci::RunnersRequest {
+        dir: &a.dir,
+        repo: a.repo.as_deref(),
+        org: a.org.as_deref(),
+        token: token.as_deref(),
+        api: &api,
+    })?;
+    let source = report.source;
     let (states, gpu_ready) = (&report.labels, &report.gpu_ready);
-    let disagree: Vec<&discover::LabelState> = states
+    let disagree: Vec<&rocforge::ci::discover::LabelState> = states
         .iter()
         .filter(|s| s.online.is_some() && s.ready() != s.registered)
         .collect();

@@ -8,6 +8,7 @@
 pub mod attest;
 pub mod build;
 pub mod check_sources;
+pub mod ci;
 pub mod dev;
 pub mod doctor;
 pub mod fetch;
