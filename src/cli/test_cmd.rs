@@ -1,16 +1,12 @@
 //! `detect`, `test` and `report`: tests on hardware.
 
-use rocforge::diag::Hint;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{CliError, Format, Global, Result, exit_code, print_json};
 use rocforge::app::test;
 use rocforge::diag::Diagnostic;
-use rocforge::report;
-use rocforge::testrun::bundle::Bundle;
 use rocforge::testrun::detect::Device;
-use rocforge::testrun::share;
 
 #[derive(clap::Args, Debug)]
 pub struct DetectArgs {
@@ -175,14 +171,6 @@ pub fn detect(g: &Global, sysfs_root: Option<&Path>) -> Result<ExitCode> {
     Ok(code)
 }
 
-fn share_err(e: share::ShareError) -> CliError {
-    one(&e, e.hint())
-}
-
-fn http_client() -> Result<reqwest::blocking::Client> {
-    rocforge::publish::client().map_err(|e| one(&e, e.hint()))
-}
-
 pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
     let Some(component) = a.component.as_deref() else {
         return test_all(g, a);
@@ -265,153 +253,43 @@ pub fn test(g: &Global, a: &TestArgs) -> Result<ExitCode> {
 }
 
 pub fn report(g: &Global, a: &ReportArgs) -> Result<ExitCode> {
-    let (results, out, keys, allow_unsigned) = (&a.results, &a.out, &a.key, a.allow_unsigned);
-    let mut bundles = Vec::new();
-    let mut client = None;
-    let mut trust: Option<rocforge::trust::Resolved> = None;
-    for r in results {
-        let text = r.to_string_lossy();
-        if text.starts_with("oci://") {
-            let repo = rocforge::oci::Repository::parse(&text)
-                .map_err(|e| share_err(share::ShareError::Oci(e)))?;
-            if client.is_none() {
-                client = Some(http_client()?);
-            }
-            // Pulled bundles go to disk beside the report, not to memory (nor to a /tmp that
-            // may be memory).
-            let pulls = pull_dir(out)?;
-            let pulled = share::pull_all(client.as_ref().expect("just set"), &repo, pulls.path())
-                .map_err(share_err)?;
-            if pulled.is_empty() {
-                return Err(one(
-                    format!(
-                        "{text} holds no results artifacts (tags {}*)",
-                        share::TAG_PREFIX
-                    ),
-                    "submit results there first: `rocforge test COMPONENT --arch T --submit oci://…`",
-                ));
-            }
-            if trust.is_none() {
-                let roots = super::artifact_cmd::trusted(g, keys)?;
-                let state =
-                    rocforge::trust::StateFile::load_default().map_err(|e| one(&e, e.hint()))?;
-                trust = Some(rocforge::trust::Resolved::from_roots(&roots, &state.state));
-            }
-            let trust = trust.as_ref().expect("just set");
-            bundles.extend(trusted_bundles(g, &text, pulled, trust, allow_unsigned)?);
-            continue;
-        }
-        if r.is_dir() {
-            bundles.extend(report::load_dir(r).map_err(|e| one(&e, e.hint()))?);
-            continue;
-        }
-        bundles.push(report::load(r).map_err(|e| one(&e, e.hint()))?);
-    }
-    write_report(&bundles, out)
-}
-
-/// A scratch directory beside `out` for the pulled results.
-fn pull_dir(out: &Path) -> Result<tempfile::TempDir> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".rocforge-pull-")
-        .tempdir_in(&parent)
-        .map_err(|e| {
-            one(
-                format!("cannot write in {}: {e}", parent.display()),
-                "check free disk space and permissions",
-            )
-        })
-}
-
-/// The results pulled from `text` that a trusted key signed, and the unsigned ones with
-/// --allow-unsigned; fails when that leaves none.
-fn trusted_bundles(
-    g: &Global,
-    text: &str,
-    pulled: Vec<share::Pulled>,
-    trust: &rocforge::trust::Resolved,
-    allow_unsigned: bool,
-) -> Result<Vec<Bundle>> {
-    let mut bundles = Vec::new();
-    let (mut signed, mut unsigned, mut refused) = (0, 0, 0);
-    for p in pulled {
-        let results = std::fs::read(&p.results).map_err(|e| {
-            one(
-                format!("cannot read {}: {e}", p.results.display()),
-                "check free disk space and permissions",
-            )
-        })?;
-        match &p.signature {
-            Some(sig) => match trust.verify_bytes(&results, sig, &p.reference) {
-                Ok(v) => {
-                    signed += 1;
-                    if !g.quiet {
-                        eprintln!("{}: signed by trusted key {}", p.reference, v.key_id);
+    use rocforge::app::report::{self, Verdict};
+    let options = super::options(g);
+    let written = report::report(
+        &report::Request {
+            results: &a.results,
+            out: &a.out,
+            keys: &a.key,
+            allow_unsigned: a.allow_unsigned,
+            options: &options,
+        },
+        &mut |pulled| {
+            for (reference, verdict) in &pulled.artifacts {
+                match verdict {
+                    Verdict::Signed { key_id } => {
+                        if !g.quiet {
+                            eprintln!("{reference}: signed by trusted key {key_id}");
+                        }
                     }
+                    Verdict::Refused { why } => eprintln!("warning: {reference}: refused: {why}"),
+                    Verdict::UnsignedIncluded => eprintln!(
+                        "warning: {reference}: unsigned, included because of --allow-unsigned"
+                    ),
+                    Verdict::UnsignedLeftOut => eprintln!(
+                        "warning: {reference}: unsigned, left out (--allow-unsigned includes it)"
+                    ),
                 }
-                Err(e) => {
-                    refused += 1;
-                    eprintln!("warning: {}: refused: {e}", p.reference);
-                    continue;
-                }
-            },
-            None if allow_unsigned => {
-                unsigned += 1;
-                eprintln!(
-                    "warning: {}: unsigned, included because of --allow-unsigned",
-                    p.reference
-                );
             }
-            None => {
-                refused += 1;
-                eprintln!(
-                    "warning: {}: unsigned, left out (--allow-unsigned includes it)",
-                    p.reference
-                );
-                continue;
-            }
-        }
-        bundles.push(report::parse(&results, &p.reference).map_err(|e| one(&e, e.hint()))?);
-    }
-    note!(
-        g,
-        "{text}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out"
-    );
-    if signed + unsigned == 0 {
-        return Err(one(
-            format!("{text}: no results artifact is signed by a trusted key"),
-            "trust the submitters' public keys with --key RW… (or [trust] keys in rocforge.toml), or pass --allow-unsigned to read unsigned ones",
-        ));
-    }
-    Ok(bundles)
-}
-
-/// report.html and report.md of `bundles` in `out`, their paths printed.
-fn write_report(bundles: &[Bundle], out: &Path) -> Result<ExitCode> {
-    let rep = report::build(bundles);
-    let rendered = |r: std::result::Result<String, report::view::RenderError>| {
-        r.map_err(|e| {
-            one(
-                e.to_string(),
-                "a bug in rocforge's report templates: please report it",
-            )
-        })
-    };
-    let html = rendered(report::html::render(&rep))?;
-    let md = rendered(report::markdown::render(&rep))?;
-    let (h, m) = (out.join("report.html"), out.join("report.md"));
-    for (p, text) in [(&h, &html), (&m, &md)] {
-        // A report is for others to read (a CI summary, a web page): 0644, not write_atomic's 0600.
-        rocforge::fsutil::write_atomic(p, text.as_bytes())
-            .and_then(|()| rocforge::sign::readable(p))
-            .map_err(|e| one(format!("{}: {e}", p.display()), "check --out"))?;
-    }
-    println!("{}", h.display());
-    println!("{}", m.display());
+            let (signed, unsigned, refused) = pulled.counts();
+            note!(
+                g,
+                "{}: {signed} signed by trusted keys, {unsigned} unsigned included, {refused} left out",
+                pulled.from
+            );
+        },
+    )?;
+    println!("{}", written.html.display());
+    println!("{}", written.markdown.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -17,6 +17,7 @@ pub mod install;
 pub mod lock;
 pub mod package;
 pub mod publish;
+pub mod report;
 pub mod runtime;
 mod session;
 pub mod source_gc;
