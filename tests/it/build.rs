@@ -390,15 +390,23 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
     // Allowed explicitly, it builds and the gap is recorded with the entry.
     let o = f.build(&[], &["hipcore", "--allow-missing", "gfx90c"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
-    let meta: serde_json::Value =
+    let coverage = stored_coverage(&f, "hipcore");
+    assert_eq!(
+        coverage.missing_allowed,
+        [("lib/libhipcore.so".to_string(), "gfx90c".parse().unwrap())]
+    );
+}
+
+/// The code-object coverage record of a component's store entry.
+fn stored_coverage(f: &Fx, component: &str) -> rocforge::inspect::record::CodeObjectRecord {
+    let key = keys(f).into_iter().find(|k| k.0 == component).unwrap().1;
+    let meta: rocforge::store::EntryMeta =
         serde_json::from_slice(&std::fs::read(f.store().join(&key).join("meta.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        meta["coverage"]["missing_allowed"][0][0],
-        "lib/libhipcore.so"
-    );
-    assert_eq!(meta["coverage"]["missing_allowed"][0][1], "gfx90c");
+    match meta.coverage {
+        Some(rocforge::inspect::CoverageRecord::CodeObjects(c)) => c,
+        other => panic!("not a code-object record: {other:?}"),
+    }
 }
 
 #[test]
@@ -425,16 +433,14 @@ fn the_coverage_gate_refuses_the_nearest_targets_code() {
 
     let o = f.build(&[], &["hipcore", "--allow-spoof", "gfx90c,gfx902"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let key = keys(&f).into_iter().find(|k| k.0 == "hipcore").unwrap().1;
-    let meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(f.store().join(&key).join("meta.json")).unwrap())
-            .unwrap();
-    let spoofed = meta["coverage"]["spoof_allowed"].as_array().unwrap();
+    let coverage = stored_coverage(&f, "hipcore");
+    let spoofed = coverage.spoof_allowed.clone().unwrap_or_default();
     assert_eq!(spoofed.len(), 2, "{spoofed:?}");
-    assert_eq!(spoofed[0][0], "lib/libhipcore.so");
-    assert_eq!(spoofed[0][2], "gfx900");
+    assert_eq!(spoofed[0].0, "lib/libhipcore.so");
+    assert_eq!(spoofed[0].2, "gfx900");
     // The install-side reading of that record: what `install` advises from.
-    let not_native = rocforge::install::receipt::not_native(Some(&meta["coverage"]));
+    let record = rocforge::inspect::CoverageRecord::CodeObjects(coverage);
+    let not_native = rocforge::install::receipt::not_native(Some(&record));
     assert_eq!(not_native.get("gfx90c").map(String::as_str), Some("gfx900"));
     assert_eq!(not_native.get("gfx902").map(String::as_str), Some("gfx900"));
 }

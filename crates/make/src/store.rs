@@ -55,7 +55,7 @@ pub struct EntryMeta {
     pub source_date_epoch: Option<u64>,
     /// The code-object coverage gate's result (None for components without device code).
     #[serde(default)]
-    pub coverage: Option<serde_json::Value>,
+    pub coverage: Option<crate::inspect::CoverageRecord>,
     /// License files the build copied from the source, relative to the tree
     /// (`share/doc/<component>/…`).
     #[serde(default)]

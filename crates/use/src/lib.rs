@@ -8,7 +8,7 @@ pub(crate) use rocforge_deliver::{attest, package};
 pub(crate) use rocforge_infra::{
     download, fault, fsutil, net, oci, process, progress, sign, template, trust,
 };
-pub(crate) use rocforge_make::{catalog, corpus, plan, recipe, source, store};
+pub(crate) use rocforge_make::{catalog, corpus, inspect, plan, recipe, source, store};
 
 pub mod ci;
 pub mod install;

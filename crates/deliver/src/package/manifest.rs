@@ -66,7 +66,7 @@ pub struct Manifest {
     pub glibc_floor: Option<String>,
     /// The code-object coverage gate's result, from the store entry.
     #[serde(default)]
-    pub coverage: Option<serde_json::Value>,
+    pub coverage: Option<crate::inspect::CoverageRecord>,
     /// Every tar entry's mtime.
     #[serde(default)]
     pub source_date_epoch: u64,

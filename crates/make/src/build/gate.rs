@@ -7,13 +7,14 @@ use std::path::Path;
 
 use super::step::{Progress, Stage};
 use super::{Builder, StepError, license};
+use crate::inspect::record::{CodeObjectRecord, CoverageRecord, DeclaredRecord};
 use crate::recipe::{BuildSystem, Recipe};
 use crate::source::prepare::Prepared;
 use crate::store::Staging;
 
 /// What the gates found, recorded in the store entry.
 pub(super) struct Gated {
-    pub coverage: Option<serde_json::Value>,
+    pub coverage: Option<CoverageRecord>,
     pub licenses: Vec<String>,
 }
 
@@ -122,7 +123,7 @@ impl Builder<'_> {
         component: &str,
         recipe: &Recipe,
         tree: &Path,
-    ) -> Result<serde_json::Value, StepError> {
+    ) -> Result<CoverageRecord, StepError> {
         let report = self.tree_coverage(component, tree)?;
         let v = crate::inspect::verdict::verdict(&recipe.gpu_code, &report, &self.plan.targets)
             .expect("not ahead-of-time");
@@ -153,12 +154,12 @@ impl Builder<'_> {
         for line in &v.lines {
             self.reporter.note(&format!("{component}: {}", strip(line)));
         }
-        Ok(serde_json::json!({
-            "kind": v.kind,
-            "targets": self.plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-            "declared": recipe.gpu_code,
-            "verdict": v.lines.iter().map(|l| strip(l)).collect::<Vec<_>>(),
-            "missing_allowed": v.gaps.iter().map(|(_, g)| strip(g)).collect::<Vec<_>>(),
+        Ok(CoverageRecord::Declared(DeclaredRecord {
+            kind: v.kind.to_string(),
+            targets: self.plan.targets.clone(),
+            declared: recipe.gpu_code.clone(),
+            verdict: v.lines.iter().map(|l| strip(l)).collect(),
+            missing_allowed: v.gaps.iter().map(|(_, g)| strip(g)).collect(),
         }))
     }
 
@@ -180,7 +181,7 @@ impl Builder<'_> {
     }
 
     /// The coverage gate: every library with device code must carry each requested target.
-    fn gate(&self, component: &str, tree: &Path) -> Result<serde_json::Value, StepError> {
+    fn gate(&self, component: &str, tree: &Path) -> Result<CoverageRecord, StepError> {
         let report = self.tree_coverage(component, tree)?;
         let strip = |lib: &str| {
             lib.strip_prefix(&format!("{}/", tree.display()))
@@ -210,20 +211,20 @@ impl Builder<'_> {
                 table: table.trim().to_string(),
             });
         }
-        let allowed: Vec<(String, String)> = report
-            .missing()
-            .map(|(lib, t)| (strip(lib), t.to_string()))
-            .collect();
-        let spoof_allowed: Vec<(String, String, String)> = report
-            .spoofed()
-            .map(|(lib, t, n)| (strip(lib), t.to_string(), n.to_string()))
-            .collect();
-        Ok(serde_json::json!({
-            "libraries": report.rows.len(),
-            "targets": self.plan.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-            "missing_allowed": allowed,
-            "spoof_allowed": spoof_allowed,
-            "report": report,
+        Ok(CoverageRecord::CodeObjects(CodeObjectRecord {
+            libraries: report.rows.len(),
+            targets: self.plan.targets.clone(),
+            missing_allowed: report
+                .missing()
+                .map(|(lib, t)| (strip(lib), t.clone()))
+                .collect(),
+            spoof_allowed: Some(
+                report
+                    .spoofed()
+                    .map(|(lib, t, n)| (strip(lib), t.clone(), n.to_string()))
+                    .collect(),
+            ),
+            report,
         }))
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::codeobject::generic_members;
 use super::{InspectError, Inventory, inspect};
@@ -62,7 +62,7 @@ pub fn served_by<'a>(codes: &'a [TargetId], requested: &TargetId) -> Vec<&'a Tar
     Vec::new()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "status")]
 pub enum Status {
     /// Code for the target (or a generic target covering it) is there.
@@ -83,14 +83,14 @@ pub enum Status {
     },
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cell {
     pub target: TargetId,
     #[serde(flatten)]
     pub status: Status,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// A file with device code, or a Tensile library directory (`dir (Tensile)`).
     pub library: String,
@@ -98,7 +98,7 @@ pub struct Row {
     pub targets: Vec<Cell>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CoverageReport {
     pub requested: Vec<TargetId>,
     pub rows: Vec<Row>,

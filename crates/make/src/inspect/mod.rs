@@ -11,6 +11,7 @@ pub mod bundle;
 pub mod codeobject;
 pub mod coverage;
 pub mod offload_binary;
+pub mod record;
 pub mod tensile;
 pub mod verdict;
 
@@ -27,11 +28,12 @@ use serde::Serialize;
 pub use bundle::{Bundle, Entry, Image};
 pub use codeobject::CodeObject;
 pub use coverage::{Cell, CoverageReport, Row, Status, coverage, coverage_of, satisfies};
+pub use record::CoverageRecord;
 
 use crate::arch::TargetId;
 
 /// A file that could not be read (fully): the file, where in it, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Deserialize)]
 pub struct InspectError {
     pub file: PathBuf,
     pub offset: Option<u64>,

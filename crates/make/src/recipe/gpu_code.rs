@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use crate::arch::{ArchTable, is_arch_name};
@@ -14,7 +14,7 @@ use crate::diag::reader::{Sp, TableReader};
 use crate::diag::{Diagnostic, Diagnostics, SourceFile};
 
 /// Kernels compiled for one target by the library's own compiler path, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProofCount {
     pub compiled: u64,
     pub failed: u64,
@@ -29,7 +29,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum GpuCode {
     /// Code objects in the libraries, checked per target by the coverage gate.

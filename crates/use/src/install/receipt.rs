@@ -7,35 +7,26 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::ArtifactId;
+use crate::inspect::{CoverageRecord, Status};
 use crate::package::manifest::{Dependency, has_reserved, normalize};
+use crate::recipe::gpu_code::GpuCode;
 
 pub const RECEIPT_SCHEMA: &str = "rocforge.receipt/1";
 
 /// The targets an artifact does not serve natively, from its manifest's coverage record (the
 /// gate's table: a cell `only-compatible` names the nearest target, `missing` has no code).
-pub fn not_native(
-    coverage: Option<&serde_json::Value>,
-) -> std::collections::BTreeMap<String, String> {
+pub fn not_native(coverage: Option<&CoverageRecord>) -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
-    let rows = coverage
-        .and_then(|c| c.get("report"))
-        .and_then(|r| r.get("rows"))
-        .and_then(|r| r.as_array());
-    for row in rows.into_iter().flatten() {
-        let cells = row.get("targets").and_then(|t| t.as_array());
-        for cell in cells.into_iter().flatten() {
-            let target = cell.get("target").and_then(|t| t.as_str());
-            let status = cell.get("status").and_then(|t| t.as_str());
-            let nearest = cell.get("nearest").and_then(|t| t.as_str()).unwrap_or("");
-            match (target, status) {
-                (Some(t), Some("only-compatible")) => {
-                    out.insert(t.to_string(), nearest.to_string());
-                }
-                (Some(t), Some("missing")) => {
-                    out.entry(t.to_string()).or_insert_with(String::new);
-                }
-                _ => {}
+    let rows = coverage.and_then(CoverageRecord::report).map(|r| &r.rows);
+    for cell in rows.into_iter().flatten().flat_map(|r| &r.targets) {
+        match &cell.status {
+            Status::OnlyCompatible { nearest, .. } => {
+                out.insert(cell.target.to_string(), nearest.clone());
             }
+            Status::Missing => {
+                out.entry(cell.target.to_string()).or_default();
+            }
+            Status::Present { .. } | Status::Incomplete { .. } => {}
         }
     }
     out
@@ -43,12 +34,10 @@ pub fn not_native(
 
 /// Whether the coverage record lists any file with GPU code (header-only and host-code
 /// components list none).
-pub fn carries_code(coverage: Option<&serde_json::Value>) -> bool {
+pub fn carries_code(coverage: Option<&CoverageRecord>) -> bool {
     coverage
-        .and_then(|c| c.get("report"))
-        .and_then(|r| r.get("rows"))
-        .and_then(|r| r.as_array())
-        .is_some_and(|rows| !rows.is_empty())
+        .and_then(CoverageRecord::report)
+        .is_some_and(|r| !r.rows.is_empty())
 }
 
 /// A component whose build declared `declined` coverage: its own dispatch declines its
@@ -61,17 +50,14 @@ pub struct Declined {
 }
 
 /// [`Declined`] from the manifest's coverage record, when its build declared it.
-pub fn declined(coverage: Option<&serde_json::Value>) -> Option<Declined> {
-    let c = coverage?;
-    if c.get("kind")?.as_str()? != "declined" {
-        return None;
+pub fn declined(coverage: Option<&CoverageRecord>) -> Option<Declined> {
+    match coverage?.declared()? {
+        GpuCode::Declined { reason, fallback } => Some(Declined {
+            reason: reason.clone(),
+            fallback: fallback.clone(),
+        }),
+        _ => None,
     }
-    let declared = c.get("declared")?;
-    let text = |k: &str| declared.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    Some(Declined {
-        reason: text("reason")?,
-        fallback: text("fallback")?,
-    })
 }
 
 /// An installed component's record in `<prefix>/.rocforge/receipts/<name>.json`: what was
