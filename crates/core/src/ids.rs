@@ -260,8 +260,8 @@ impl schemars::JsonSchema for TargetId {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^gfx[0-9a-f]+(:(sramecc|xnack)[+-]){0,2}$",
-            "description": "An LLVM AMDGPU target ID: a processor with optional features, e.g. gfx90c or gfx90c:xnack-.",
+            "pattern": "^gfx([0-9a-f]+|[0-9]+(-[0-9]+)*-generic)(:(sramecc|xnack)[+-]){0,2}$",
+            "description": "An LLVM AMDGPU target ID: a processor or generic target with optional features, e.g. gfx90c, gfx90c:xnack- or gfx9-generic.",
         })
     }
 }
