@@ -265,23 +265,21 @@ fn dependencies(
     build_only: &[String],
     actual: &BTreeMap<String, ContentKey>,
 ) -> (Vec<Dependency>, Vec<Dependency>) {
-    let mut all: Vec<Dependency> = hash_input["dependencies"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| {
-                    let name = d["name"].as_str()?;
-                    Some(Dependency {
-                        name: name.parse().ok()?,
-                        key: match actual.get(name) {
-                            Some(k) => k.clone(),
-                            None => d["key"].as_str()?.parse().ok()?,
-                        },
-                    })
-                })
-                .collect()
+    let recorded: crate::plan::key::RecordedInputs =
+        serde_json::from_value(hash_input.clone()).unwrap_or_default();
+    let mut all: Vec<Dependency> = recorded
+        .dependencies
+        .into_iter()
+        .filter_map(|d| {
+            Some(Dependency {
+                key: match actual.get(&d.name) {
+                    Some(k) => k.clone(),
+                    None => d.key.parse().ok()?,
+                },
+                name: d.name.parse().ok()?,
+            })
         })
-        .unwrap_or_default();
+        .collect();
     all.sort();
     all.into_iter()
         .partition(|d| !build_only.iter().any(|b| b.as_str() == d.name.as_str()))

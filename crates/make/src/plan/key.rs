@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::arch::TargetId;
@@ -123,10 +123,18 @@ pub struct BuildInput {
     pub env: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DependencyInput {
     pub name: String,
     pub key: String,
+}
+
+/// What later stages read back from a stored `hash-input.json`: the dependencies it was keyed
+/// with. The rest stays as written (manifests carry the whole document verbatim).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RecordedInputs {
+    #[serde(default)]
+    pub dependencies: Vec<DependencyInput>,
 }
 
 impl HashInput {
