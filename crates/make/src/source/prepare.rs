@@ -244,32 +244,7 @@ pub fn source_plan(
         }
     };
     let commit = resolve_commit(s, recipe, resolved)?;
-    let origin = match &recipe.source {
-        Source::Git {
-            url,
-            subdir,
-            paths,
-            exclude,
-            submodules,
-            ..
-        } => Origin::Git {
-            url: url.clone(),
-            commit: commit.clone().expect("git sources resolve to a commit"),
-            subdir: subdir.clone(),
-            paths: paths.clone(),
-            exclude: exclude.clone(),
-            submodules: *submodules,
-        },
-        Source::Url { sha256, .. } => Origin::Url {
-            sha256: sha256.clone(),
-        },
-        Source::Path { path } => Origin::Path {
-            sha256: match &resolved.tree {
-                Some(digest) => digest.clone(),
-                None => path_tree_digest(s.catalog, component, path)?,
-            },
-        },
-    };
+    let origin = origin_of(s, recipe, resolved, commit.as_deref())?;
     // Patches a derived line inherits resolve from its base line's patches/ directory.
     let release = recipe.patches.release.as_deref().unwrap_or(release);
     let patch_files: Vec<PatchFile> = recipe
@@ -341,6 +316,42 @@ pub fn source_plan(
         origin,
         patch_files,
         patch_ids,
+    })
+}
+
+/// Where the source comes from, pinned: the resolved commit, the tarball's sha256, the path
+/// tree's digest.
+fn origin_of(
+    s: &Sources<'_>,
+    recipe: &Recipe,
+    resolved: &Resolved,
+    commit: Option<&str>,
+) -> Result<Origin, SourceError> {
+    Ok(match &recipe.source {
+        Source::Git {
+            url,
+            subdir,
+            paths,
+            exclude,
+            submodules,
+            ..
+        } => Origin::Git {
+            url: url.clone(),
+            commit: commit.expect("git sources resolve to a commit").to_string(),
+            subdir: subdir.clone(),
+            paths: paths.clone(),
+            exclude: exclude.clone(),
+            submodules: *submodules,
+        },
+        Source::Url { sha256, .. } => Origin::Url {
+            sha256: sha256.clone(),
+        },
+        Source::Path { path } => Origin::Path {
+            sha256: match &resolved.tree {
+                Some(digest) => digest.clone(),
+                None => path_tree_digest(s.catalog, &recipe.name.value, path)?,
+            },
+        },
     })
 }
 
