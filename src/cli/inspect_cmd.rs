@@ -1,11 +1,9 @@
 //! `inspect`: the GPU code in built files, and `--against` coverage tables.
 
-use rocforge::diag::Hint;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::arch_cmd::arch_table;
 use super::{Format, Global, Result};
 use rocforge::diag::Diagnostic;
 use rocforge::inspect::codeobject::Feature;
@@ -29,47 +27,32 @@ pub struct InspectArgs {
     pub component: Option<String>,
 }
 
-fn fail(e: inspect::InspectError) -> super::CliError {
-    Diagnostic::new(e.to_string())
-        .hint(
-            "give a file (library, executable, object, archive, code object) or an install prefix",
-        )
-        .into()
-}
-
 pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
-    let (paths, against, allow_spoof) = (&a.paths, a.against.as_deref(), a.allow_spoof.as_deref());
-    if let Some(list) = against {
-        let table = arch_table(g)?;
-        let requested = table
-            .resolve_list(list)
-            .map_err(|e| Diagnostic::new(format!("--against: {e}")).hint(e.hint()))?;
-        let spoof_ok = match allow_spoof {
-            Some(l) => table
-                .resolve_list(l)
-                .map_err(|e| Diagnostic::new(format!("--allow-spoof: {e}")).hint(e.hint()))?,
-            None => Vec::new(),
-        };
-        let report = inspect::coverage(paths, &requested, &table).map_err(fail)?;
-        if let Some(name) = &a.component {
-            let catalog = rocforge::catalog::Catalog::load(super::root(g), g.release.as_deref())?;
-            let Some(recipe) = catalog.recipes.get(name) else {
-                return Err(Diagnostic::new(format!(
-                    "no component \"{name}\" in release line {}",
-                    catalog.release.name
-                ))
-                .hint(format!(
-                    "`rocforge --release {} list` shows its components",
-                    catalog.release.name
-                ))
-                .into());
-            };
-            if let Some(v) = inspect::verdict::verdict(&recipe.gpu_code, &report, &requested) {
-                let holds = v.holds();
+    use rocforge::app::inspect::{self as check, Checked};
+    let paths = &a.paths;
+    if let Some(against) = a.against.as_deref() {
+        let checked = check::against(
+            &super::options(g),
+            &check::Request {
+                paths,
+                against,
+                allow_spoof: a.allow_spoof.as_deref(),
+                component: a.component.as_deref(),
+            },
+        )?;
+        let holds = checked.holds();
+        match checked {
+            Checked::Declared {
+                component,
+                file,
+                gpu_code,
+                verdict: v,
+                requested,
+            } => {
                 if g.format == Format::Json {
-                    super::print_json(&inspect::verdict::Judged::new(name, &recipe.gpu_code, &v));
+                    super::print_json(&inspect::verdict::Judged::new(&component, &gpu_code, &v));
                 } else {
-                    println!("{name}: {} (declared in {})", v.kind, recipe.display_file());
+                    println!("{component}: {} (declared in {file})", v.kind);
                     for l in &v.lines {
                         println!("  {l}");
                     }
@@ -77,8 +60,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
                         println!("  FAILS: {gap}");
                     }
                     println!(
-                        "ahead-of-time coverage: none counted ({} is not compiled ahead of time for {})",
-                        name,
+                        "ahead-of-time coverage: none counted ({component} is not compiled ahead of time for {})",
                         requested
                             .iter()
                             .map(|t| t.to_string())
@@ -86,20 +68,20 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
                             .join(", ")
                     );
                 }
-                return Ok(if holds {
-                    ExitCode::SUCCESS
+            }
+            Checked::CodeObjects {
+                report,
+                spoof_ok,
+                table,
+            } => {
+                if g.format == Format::Json {
+                    super::print_json(&inspect::coverage::Covered::new(report, &spoof_ok));
                 } else {
-                    ExitCode::FAILURE
-                });
+                    print_coverage(&report, &table, &spoof_ok);
+                }
             }
         }
-        let complete = report.complete_allowing(&spoof_ok);
-        if g.format == Format::Json {
-            super::print_json(&inspect::coverage::Covered::new(report, &spoof_ok));
-        } else {
-            print_coverage(&report, &table, &spoof_ok);
-        }
-        return Ok(if complete {
+        return Ok(if holds {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
@@ -107,7 +89,7 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
     }
     let mut inventories = Vec::new();
     for p in paths {
-        inventories.push(inspect::inspect(p).map_err(fail)?);
+        inventories.push(inspect::inspect(p).map_err(rocforge::app::inspect::unreadable)?);
     }
     let ok = inventories.iter().all(|i| i.errors.is_empty());
     if g.format == Format::Json {

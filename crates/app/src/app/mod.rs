@@ -13,6 +13,7 @@ pub mod dev;
 pub mod doctor;
 pub mod fetch;
 pub mod image;
+pub mod inspect;
 pub mod install;
 pub mod lock;
 pub mod package;

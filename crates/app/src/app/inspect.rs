@@ -1,0 +1,112 @@
+//! `inspect --against`: the code objects under the given paths checked against the targets
+//! asked for, or, for a component whose recipe declares another kind of coverage (kernels
+//! compiled at run time, kernels only for other GPUs), that kind's verdict.
+
+use std::path::PathBuf;
+
+use super::{Options, Result};
+use crate::arch::{ArchTable, TargetId};
+use crate::catalog::Catalog;
+use crate::diag::{Diagnostic, Diagnostics, Hint};
+use crate::inspect::coverage::CoverageReport;
+use crate::inspect::verdict::Verdict;
+use crate::recipe::gpu_code::GpuCode;
+
+/// What `inspect --against` is asked for.
+pub struct Request<'a> {
+    pub paths: &'a [PathBuf],
+    /// `--against`: the targets, as a comma list.
+    pub against: &'a str,
+    /// `--allow-spoof`: targets whose gaps a spoofed nearest target may fill.
+    pub allow_spoof: Option<&'a str>,
+    /// The component the paths are a build of: its recipe's `[coverage]` kind decides.
+    pub component: Option<&'a str>,
+}
+
+/// What the check found.
+pub enum Checked {
+    /// The recipe declares a kind of coverage other than code objects compiled ahead of time.
+    Declared {
+        component: String,
+        /// The recipe file that declares it, as the user knows it.
+        file: String,
+        gpu_code: GpuCode,
+        verdict: Verdict,
+        requested: Vec<TargetId>,
+    },
+    /// Code objects against the targets.
+    CodeObjects {
+        report: CoverageReport,
+        spoof_ok: Vec<TargetId>,
+        table: ArchTable,
+    },
+}
+
+impl Checked {
+    /// Whether every target is covered (or the declared kind's verdict holds).
+    pub fn holds(&self) -> bool {
+        match self {
+            Checked::Declared { verdict, .. } => verdict.holds(),
+            Checked::CodeObjects {
+                report, spoof_ok, ..
+            } => report.complete_allowing(spoof_ok),
+        }
+    }
+}
+
+pub fn against(options: &Options, req: &Request<'_>) -> Result<Checked> {
+    let mut d = Diagnostics::default();
+    let table = crate::catalog::load_arches(&options.root, &mut d)?;
+    if !d.is_empty() {
+        return Err(d.into());
+    }
+    let requested = table
+        .resolve_list(req.against)
+        .map_err(|e| Diagnostic::new(format!("--against: {e}")).hint(e.hint()))?;
+    let spoof_ok = match req.allow_spoof {
+        Some(l) => table
+            .resolve_list(l)
+            .map_err(|e| Diagnostic::new(format!("--allow-spoof: {e}")).hint(e.hint()))?,
+        None => Vec::new(),
+    };
+    let report = crate::inspect::coverage(req.paths, &requested, &table).map_err(unreadable)?;
+    if let Some(name) = req.component {
+        let catalog = Catalog::load(options.root.clone(), options.release.as_deref())?;
+        let Some(recipe) = catalog.recipes.get(name) else {
+            return Err(Diagnostic::new(format!(
+                "no component \"{name}\" in release line {}",
+                catalog.release.name
+            ))
+            .hint(format!(
+                "`rocforge --release {} list` shows its components",
+                catalog.release.name
+            ))
+            .into());
+        };
+        if let Some(verdict) =
+            crate::inspect::verdict::verdict(&recipe.gpu_code, &report, &requested)
+        {
+            return Ok(Checked::Declared {
+                component: name.to_string(),
+                file: recipe.display_file().to_string(),
+                gpu_code: recipe.gpu_code.clone(),
+                verdict,
+                requested,
+            });
+        }
+    }
+    Ok(Checked::CodeObjects {
+        report,
+        spoof_ok,
+        table,
+    })
+}
+
+/// A path that is not what `inspect` reads, with what it does read.
+pub fn unreadable(e: crate::inspect::InspectError) -> super::Error {
+    Diagnostic::new(e.to_string())
+        .hint(
+            "give a file (library, executable, object, archive, code object) or an install prefix",
+        )
+        .into()
+}
