@@ -37,7 +37,7 @@ fn overhead(tmp: &Path) {
         let dir = tmp.join(format!("run-{i}"));
         let start = Record::Start {
             schema: rocforge::testrun::journal::JOURNAL_SCHEMA.into(),
-            component: "bench".into(),
+            component: rocforge::ids::ComponentName::checked("bench"),
             key: "0".repeat(64),
             arch: "gfx90c".into(),
             spoofed: false,

@@ -56,7 +56,7 @@ pub fn store_path(
     let planned = rocforge::app::build::plan(&session, &req)?;
     let plan = &planned.plan;
     let steps: Vec<_> = plan.requested.iter().filter_map(|n| plan.step(n)).collect();
-    let missing: Vec<String> = steps
+    let missing: Vec<ComponentName> = steps
         .iter()
         .filter(|s| s.needs_build())
         .map(|s| s.component.clone())

@@ -18,6 +18,7 @@ use crate::cache::{
     BuildCache, CacheError, CacheHit, Checkpoint, CompilerCache, Fetched, PulledCheckpoint,
     PushedCheckpoint,
 };
+use crate::ids::ComponentName;
 use crate::oci::{DigestReader, IMAGE_MANIFEST, ImageManifest, Remote, Repository, SIGNATURE_TYPE};
 use crate::package::manifest::{FileEntry, Kind};
 use crate::sign::{PublicKey, SecretKey};
@@ -58,7 +59,7 @@ pub const CHECKPOINT_SCHEMA: &str = "rocforge.checkpoint/1";
 pub struct CheckpointConfig {
     pub schema: String,
     pub key: String,
-    pub component: String,
+    pub component: ComponentName,
     /// Ninja steps the stopped build had done (None for other build tools).
     pub steps_done: Option<usize>,
     pub tree: crate::oci::Descriptor,
@@ -563,7 +564,7 @@ impl BuildCache for OciCache {
             annotations: [
                 (
                     "org.opencontainers.image.title",
-                    checkpoint.component.clone(),
+                    checkpoint.component.to_string(),
                 ),
                 ("rocforge.key", key.to_string()),
                 ("rocforge.signer", secret.key_id()),
@@ -803,7 +804,7 @@ mod tests {
         let key = "cd".repeat(32);
         let checkpoint = Checkpoint {
             key: key.clone(),
-            component: "rocblas".into(),
+            component: ComponentName::checked("rocblas"),
             steps_done: Some(1),
             ccache: None,
         };

@@ -275,7 +275,7 @@ fn whole_line_unasked(session: &Session, plan: &Plan) -> Error {
                         && session
                             .catalog
                             .recipes
-                            .get(&s.component)
+                            .get(s.component.as_str())
                             .is_some_and(|r| r.build.device_code)
                 })
                 .or(plan.steps.first())

@@ -348,7 +348,7 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         .delivered()
         .into_iter()
         .map(|s| oci_image::Component {
-            name: s.component.clone(),
+            name: s.component.to_string(),
             version: s.version.clone(),
             key: s.key.to_string(),
             tree: store.tree(&s.key),

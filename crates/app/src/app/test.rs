@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::{Error, Result, Session};
 use crate::arch::ArchTable;
 use crate::catalog::Catalog;
+use crate::ids::ComponentName;
 use crate::install;
 use crate::progress::Reporter;
 use crate::recipe::{Test, TestKind};
@@ -198,7 +199,7 @@ fn plan_for(session: &Session, req: &Request<'_>) -> Result<TestPlan> {
     let kmsg = req.sysfs_root.unwrap_or(Path::new("/")).join("dev/kmsg");
     Ok(TestPlan {
         schema: PLAN_SCHEMA,
-        component: req.component.to_string(),
+        component: ComponentName::checked(&recipe.name.value),
         spoofed: req.spoof,
         hsa_override,
         device,
@@ -402,7 +403,7 @@ fn lay_out(session: &Session, plan: &TestPlan) -> Result<()> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let install_req = install::Request {
         allow_downgrade: false,
-        components: std::slice::from_ref(&plan.component),
+        components: &[plan.component.to_string()],
         targets: &[plan.target.to_string()],
         from,
         prefix,

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::ids::ComponentName;
 use crate::package::manifest::{Dependency, Manifest};
 
 /// The parts of `hash-input.json` the SBOM and provenance speak of.
@@ -120,7 +121,7 @@ pub struct DependencyView {
 /// One built component as the documents describe it.
 #[derive(Debug, Clone)]
 pub struct ComponentRecord {
-    pub name: String,
+    pub name: ComponentName,
     pub version: String,
     pub release: String,
     pub targets: Vec<String>,
@@ -144,7 +145,7 @@ impl ComponentRecord {
     /// From a tarball's manifest; `source_commit` from the store entry, when known.
     pub fn from_manifest(m: &Manifest, source_commit: Option<String>) -> ComponentRecord {
         ComponentRecord {
-            name: m.id.name.to_string(),
+            name: m.id.name.clone(),
             version: m.id.version.clone(),
             release: m.id.release.clone(),
             targets: m.id.targets.iter().map(|t| t.to_string()).collect(),
@@ -202,7 +203,7 @@ impl ComponentRecord {
             })
             .collect();
         Ok(ComponentRecord {
-            name: meta.component.to_string(),
+            name: meta.component.clone(),
             version: meta.version.clone(),
             release: meta.release.clone(),
             targets: meta.targets.iter().map(|t| t.to_string()).collect(),

@@ -271,7 +271,7 @@ pub fn component_statement(subject: &Subject, c: &ComponentRecord) -> Statement 
             build_definition: BuildDefinition {
                 build_type: BUILD_TYPE.into(),
                 external_parameters: ExternalParameters {
-                    component: Some(c.name.clone()),
+                    component: Some(c.name.to_string()),
                     version: Some(c.version.clone()),
                     release: c.release.clone(),
                     targets: c.targets.clone(),
@@ -333,7 +333,7 @@ pub fn image_statement(
                     components: components
                         .iter()
                         .map(|c| ComponentRef {
-                            name: c.name.clone(),
+                            name: c.name.to_string(),
                             version: c.version.clone(),
                             key: c.key.clone(),
                         })

@@ -186,7 +186,7 @@ fn component_package(c: &ComponentRecord) -> Package {
     };
     Package {
         spdx_id: component_id(&c.name, &c.key),
-        name: c.name.clone(),
+        name: c.name.to_string(),
         version_info: Some(c.version.clone()),
         package_file_name: None,
         download_location: c

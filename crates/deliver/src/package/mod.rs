@@ -11,7 +11,7 @@ pub mod tarball;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::ids::ContentKey;
+use crate::ids::{ComponentName, ContentKey};
 use crate::store::{EntryMeta, Store};
 use manifest::{Dependency, MANIFEST_SCHEMA, Manifest};
 use tarball::Compression;
@@ -63,7 +63,7 @@ impl crate::diag::Hint for PackageError {
 /// One packaged component.
 #[derive(Debug, Clone)]
 pub struct Packaged {
-    pub component: String,
+    pub component: ComponentName,
     pub tarball: tarball::Written,
     pub signature: Option<PathBuf>,
     pub manifest_files: usize,
@@ -96,11 +96,11 @@ pub struct Options<'a> {
     pub license: Option<String>,
     /// The dependencies needed only to build the entry (its recipe's `build-depends`), by
     /// name: the manifest lists them apart from the run-time ones, which installs follow.
-    pub build_only: Vec<String>,
+    pub build_only: Vec<ComponentName>,
     /// The keys of the dependencies this package is released beside (the plan's), by name.
     /// The hash input of a build without device code lists its dependencies' target-free
     /// keys, which no package carries; an install must find the ones packaged with it.
-    pub dependency_keys: BTreeMap<String, ContentKey>,
+    pub dependency_keys: BTreeMap<ComponentName, ContentKey>,
     pub key: Option<&'a crate::sign::SecretKey>,
 }
 
@@ -197,7 +197,7 @@ pub fn package_entry(
     let wheels = export_wheels(&tree, &manifest.files, opts)?;
     crate::fault::point("package");
     Ok(Packaged {
-        component: meta.component.to_string(),
+        component: meta.component.clone(),
         tarball: written,
         signature,
         manifest_files: manifest.files.len(),
@@ -262,8 +262,8 @@ fn write_documents(
 /// build changes nothing in the build, so it is no input of the key.
 fn dependencies(
     hash_input: &serde_json::Value,
-    build_only: &[String],
-    actual: &BTreeMap<String, ContentKey>,
+    build_only: &[ComponentName],
+    actual: &BTreeMap<ComponentName, ContentKey>,
 ) -> (Vec<Dependency>, Vec<Dependency>) {
     let recorded: crate::plan::key::RecordedInputs =
         serde_json::from_value(hash_input.clone()).unwrap_or_default();
@@ -272,7 +272,7 @@ fn dependencies(
         .into_iter()
         .filter_map(|d| {
             Some(Dependency {
-                key: match actual.get(&d.name) {
+                key: match actual.get(d.name.as_str()) {
                     Some(k) => k.clone(),
                     None => d.key.parse().ok()?,
                 },
@@ -281,8 +281,7 @@ fn dependencies(
         })
         .collect();
     all.sort();
-    all.into_iter()
-        .partition(|d| !build_only.iter().any(|b| b.as_str() == d.name.as_str()))
+    all.into_iter().partition(|d| !build_only.contains(&d.name))
 }
 
 /// Copies the tree's wheels into the release directory (through a temporary file and a rename,

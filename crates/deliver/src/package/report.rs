@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::Packaged;
+use crate::ids::ComponentName;
 
 pub const PACKAGE_SCHEMA: &str = "rocforge.package/1";
 
 /// One tarball.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PackagedArtifact {
-    pub component: String,
+    pub component: ComponentName,
     /// The tarball's path.
     pub file: PathBuf,
     /// In bytes, compressed.

@@ -23,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::ids::ComponentName;
 use crate::plan::StoreView;
 use crate::plan::{Plan, Step};
 use crate::progress::{BuildEnd, Reporter};
@@ -75,13 +76,13 @@ pub enum StepResult {
     },
     /// Not built: a dependency failed (named), or the run was stopped before it started.
     Skipped {
-        because: Option<String>,
+        because: Option<ComponentName>,
     },
 }
 
 #[derive(Debug, Serialize)]
 pub struct BuildReport {
-    pub steps: Vec<(String, StepResult)>,
+    pub steps: Vec<(ComponentName, StepResult)>,
 }
 
 impl BuildReport {
@@ -433,7 +434,7 @@ impl Builder<'_> {
         }
         let checkpoint = crate::cache::Checkpoint {
             key: step.key.to_string(),
-            component: component.into(),
+            component: step.component.clone(),
             steps_done: resume::ninja_steps(&scratch.build()),
             ccache: scratch.began().map(|since| crate::cache::CompilerCache {
                 dir: self.ccache_dir(step),

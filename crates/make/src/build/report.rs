@@ -3,13 +3,14 @@
 use serde::Serialize;
 
 use super::{BuildReport, StepResult};
+use crate::ids::ComponentName;
 
 /// Version 2 makes each step one object (version 1 had `[name, result]` pairs).
 pub const BUILD_SCHEMA: &str = "rocforge.build/2";
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepRecord {
-    pub component: String,
+    pub component: ComponentName,
     #[serde(flatten)]
     pub result: StepResult,
 }

@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{Builder, StepError, follow, jobs, now};
-use crate::ids::ComponentName;
 use crate::plan::{Step, StoreView};
 use crate::progress::Task;
 use crate::recipe::{BuildSystem, Recipe};
@@ -178,7 +177,7 @@ impl Builder<'_> {
         crate::fault::point("build");
         let seconds = clock.elapsed().as_secs_f64();
         let meta = EntryMeta {
-            component: ComponentName::checked(s.component),
+            component: step.component.clone(),
             key: step.key.clone(),
             committed: now(),
             version: step.version.clone(),

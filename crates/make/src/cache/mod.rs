@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ids::ComponentName;
 use crate::store::{EntryMeta, Store};
 
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +77,7 @@ pub struct Fetched {
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
     pub key: String,
-    pub component: String,
+    pub component: ComponentName,
     pub steps_done: Option<usize>,
     /// The compiler cache the build used, whose entries it read or wrote go with the build
     /// directory.

@@ -16,6 +16,7 @@ use crate::catalog::Catalog;
 use crate::catalog::Overlay;
 use crate::catalog::lock::Lockfile;
 use crate::diag::Diagnostic;
+use crate::ids::ComponentName;
 use crate::recipe::{BuildSystem, Recipe, Resources};
 pub use store_view::{EmptyStore, LocalImage, Measured, StoreView};
 
@@ -78,17 +79,17 @@ pub struct GpuFlags {
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Step {
-    pub component: String,
+    pub component: ComponentName,
     pub version: String,
     pub key: ContentKey,
     /// Dependency depth: 0 for components with no dependencies in the plan.
     pub level: usize,
     /// Direct dependencies, sorted: built before this step and mounted in its build.
-    pub depends: Vec<String>,
+    pub depends: Vec<ComponentName>,
     /// Those of `depends` needed only to build it (`build-depends`): packages do not list
     /// them as run-time dependencies, so installs leave them out. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub build_only: Vec<String>,
+    pub build_only: Vec<ComponentName>,
     #[serde(flatten)]
     pub status: Status,
     pub gpu_flags: GpuFlags,
@@ -179,7 +180,7 @@ impl Plan {
                     step.depends
                         .iter()
                         .filter(|d| !step.build_only.contains(d))
-                        .map(String::as_str),
+                        .map(ComponentName::as_str),
                 );
             }
         }
@@ -270,15 +271,15 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         let status = step_status(store, name, &key, &input);
         keys.insert(name, (key.clone(), level));
         steps.push(Step {
-            component: name.to_string(),
+            component: ComponentName::checked(name),
             version: r.version.clone(),
             key,
             level,
-            depends: deps.iter().map(|d| d.to_string()).collect(),
+            depends: deps.iter().map(|d| ComponentName::checked(d)).collect(),
             build_only: deps
                 .iter()
                 .filter(|d| r.is_build_only(d))
-                .map(|d| d.to_string())
+                .map(|d| ComponentName::checked(d))
                 .collect(),
             measured_secs: matches!(status, Status::Build { .. })
                 .then(|| store.measured(name))
@@ -615,7 +616,7 @@ fn estimate(steps: &[Step]) -> Estimate {
             .iter()
             .map(|d| finish.get(d.as_str()).copied().unwrap_or(0.0))
             .fold(0.0, f64::max);
-        finish.insert(&s.component, start + own);
+        finish.insert(s.component.as_str(), start + own);
         e.build_hours_critical_path = e.build_hours_critical_path.max(start + own);
         if s.needs_build() {
             e.components_to_build += 1;

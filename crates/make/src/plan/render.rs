@@ -115,7 +115,7 @@ fn needs_text(s: &Step) -> String {
             if s.build_only.contains(d) {
                 format!("{d} (build)")
             } else {
-                d.clone()
+                d.to_string()
             }
         })
         .collect::<Vec<_>>()
@@ -202,7 +202,7 @@ fn table_text(out: &mut String, plan: &Plan) {
             flags.extend(s.gpu_flags.env.iter().map(|(k, v)| format!("{k}={v}")));
             [
                 (i + 1).to_string(),
-                s.component.clone(),
+                s.component.to_string(),
                 s.version.clone(),
                 s.key.short().to_string(),
                 status_text(s),

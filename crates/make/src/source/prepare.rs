@@ -24,6 +24,7 @@ use crate::catalog::Overlay;
 use crate::catalog::config::Config;
 use crate::catalog::lock::Pin;
 use crate::download::DownloadOptions;
+use crate::ids::ComponentName;
 use crate::progress::Reporter;
 use crate::recipe::{BuildSystem, Derive, GitRef, Recipe, Source};
 pub use error::{SourceError, VersionDiff};
@@ -51,7 +52,7 @@ pub struct Sources<'a> {
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Prepared {
-    pub component: String,
+    pub component: ComponentName,
     pub key: String,
     /// The patched tree.
     pub tree: PathBuf,
@@ -384,7 +385,7 @@ pub fn prepare(
     let inputs = fetch_inputs(s, component, &recipe.inputs, resolved)?;
 
     let done = |cached: bool, epoch: i64| Prepared {
-        component: component.to_string(),
+        component: ComponentName::checked(component),
         key: key.clone(),
         tree: entry.join("tree"),
         commit: plan.commit.clone(),

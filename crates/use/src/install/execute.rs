@@ -37,11 +37,11 @@ pub(super) fn execute(
         unsigned_reason: plan.unsigned_reason.clone(),
     };
     let (todo, kept): (Vec<&Step>, Vec<&Step>) = plan.steps.iter().partition(|s| s.changes());
-    report.already = kept.iter().map(|s| s.name.to_string()).collect();
+    report.already = kept.iter().map(|s| s.name.clone()).collect();
     report.repaired = todo
         .iter()
         .filter(|s| s.action == super::plan::Action::Repair)
-        .map(|s| (s.name.to_string(), s.missing))
+        .map(|s| (s.name.clone(), s.missing))
         .collect();
     if todo.is_empty() {
         return Ok(report);
@@ -69,7 +69,7 @@ pub(super) fn execute(
         r.not_native = receipt::not_native(x.manifest.coverage.as_ref());
         r.declined = receipt::declined(x.manifest.coverage.as_ref());
         if receipt::carries_code(x.manifest.coverage.as_ref()) {
-            report.with_device_code.push(r.name.to_string());
+            report.with_device_code.push(r.name.clone());
         }
         r.signed_by = plan.signer.clone();
         receipts.push(r);

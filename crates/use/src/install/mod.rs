@@ -22,6 +22,7 @@ use std::sync::atomic::AtomicBool;
 use reqwest::Url;
 
 use crate::download::{DownloadError, DownloadOptions};
+use crate::ids::ComponentName;
 use crate::package::extract;
 use crate::package::index::{INDEX_NAME, Index, MAX_INDEX_BYTES};
 use crate::progress::Reporter;
@@ -561,10 +562,10 @@ pub enum RuntimeCheck {
 pub struct Report {
     pub installed: Vec<Receipt>,
     /// Those of `installed` whose build's coverage record lists libraries with GPU code.
-    pub with_device_code: Vec<String>,
+    pub with_device_code: Vec<ComponentName>,
     /// Those of `installed` that were installed already with files missing, and how many.
-    pub repaired: Vec<(String, usize)>,
-    pub already: Vec<String>,
+    pub repaired: Vec<(ComponentName, usize)>,
+    pub already: Vec<ComponentName>,
     pub signer: Option<String>,
     pub unsigned_reason: Option<String>,
 }

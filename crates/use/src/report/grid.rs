@@ -2,19 +2,20 @@
 //! results, each cell the runs of that component's artifact for that target on that machine.
 
 use super::Row;
+use crate::ids::ComponentName;
 
 pub struct Grid<'r, 'a> {
     /// (target of the tested artifact, machine), sorted.
     pub columns: Vec<(&'a str, &'a str)>,
     /// Component, then one cell per column (empty where nothing ran).
-    pub rows: Vec<(&'a str, Vec<Vec<&'r Row<'a>>>)>,
+    pub rows: Vec<(&'a ComponentName, Vec<Vec<&'r Row<'a>>>)>,
 }
 
 pub fn of<'r, 'a>(rows: &'r [Row<'a>]) -> Grid<'r, 'a> {
     let mut columns: Vec<(&str, &str)> = rows.iter().map(|r| (r.arch, r.machine)).collect();
     columns.sort();
     columns.dedup();
-    let mut components: Vec<&str> = rows.iter().map(|r| r.component).collect();
+    let mut components: Vec<&ComponentName> = rows.iter().map(|r| r.component).collect();
     components.sort();
     components.dedup();
     let rows = components

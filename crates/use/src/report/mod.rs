@@ -9,13 +9,14 @@ pub mod view;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::ids::ComponentName;
 use crate::testrun::bundle::{Bundle, Summary, TestResult};
 use crate::testrun::classify::{Class, Outcome};
 
 /// One run: a component's artifact for one target on one machine's device.
 pub struct Row<'a> {
     pub bundle: &'a Bundle,
-    pub component: &'a str,
+    pub component: &'a ComponentName,
     pub arch: &'a str,
     pub machine: &'a str,
     /// The device as `gfx90c (Renoir)`.
@@ -205,7 +206,7 @@ pub fn build(bundles: &[Bundle]) -> Report<'_> {
     let mut pairs: BTreeMap<(&str, &str), bool> = BTreeMap::new();
     for r in &rows {
         let native = !r.bundle.spoofed && r.device_target == Some(r.arch);
-        *pairs.entry((r.component, r.arch)).or_insert(false) |= native;
+        *pairs.entry((r.component.as_str(), r.arch)).or_insert(false) |= native;
     }
     for ((c, a), native) in pairs {
         if !native {

@@ -6,6 +6,7 @@ use minijinja::AutoEscape;
 use serde::Serialize;
 
 use super::{Report, Row, grid, provenance};
+use crate::ids::ComponentName;
 use crate::testrun::bundle::Summary;
 use crate::testrun::classify::Class;
 
@@ -151,7 +152,7 @@ pub struct Column {
 
 #[derive(Debug, Serialize)]
 pub struct GridRow {
-    pub component: String,
+    pub component: ComponentName,
     /// One cell per column: the runs there, none where nothing ran.
     pub cells: Vec<Vec<CellRun>>,
 }
@@ -172,7 +173,7 @@ pub struct CellRun {
 /// One run as a row of the runs table.
 #[derive(Debug, Serialize)]
 pub struct Run {
-    pub component: String,
+    pub component: ComponentName,
     pub arch: String,
     pub device: String,
     pub machine: String,
@@ -216,7 +217,7 @@ pub struct ClassCount {
 /// Native and spoofed runs of one component on one machine's device.
 #[derive(Debug, Serialize)]
 pub struct Comparison {
-    pub component: String,
+    pub component: ComponentName,
     pub device: String,
     pub machine: String,
     pub native_arch: String,
@@ -231,7 +232,7 @@ pub struct Comparison {
 
 #[derive(Debug, Serialize)]
 pub struct Failing {
-    pub component: String,
+    pub component: ComponentName,
     pub arch: String,
     pub machine: String,
     pub device: String,
@@ -272,7 +273,7 @@ impl View {
                 .rows
                 .iter()
                 .map(|(component, cells)| GridRow {
-                    component: component.to_string(),
+                    component: (*component).clone(),
                     cells: cells
                         .iter()
                         .map(|runs| runs.iter().map(|row| cell_run(row)).collect())
@@ -286,7 +287,7 @@ impl View {
             .map(|row| {
                 let (day, version, key, _) = grid::run_label(row);
                 Run {
-                    component: row.component.to_string(),
+                    component: row.component.clone(),
                     arch: row.arch.to_string(),
                     device: row.device.clone(),
                     machine: row.machine.to_string(),
@@ -302,7 +303,7 @@ impl View {
             .comparisons()
             .iter()
             .map(|c| Comparison {
-                component: c.native.component.to_string(),
+                component: c.native.component.clone(),
                 device: c.native.device.clone(),
                 machine: c.native.machine.to_string(),
                 native_arch: c.native.arch.to_string(),
@@ -324,7 +325,7 @@ impl View {
             .iter()
             .filter(|row| !row.failing.is_empty())
             .map(|row| Failing {
-                component: row.component.to_string(),
+                component: row.component.clone(),
                 arch: row.arch.to_string(),
                 machine: row.machine.to_string(),
                 device: row.device.clone(),

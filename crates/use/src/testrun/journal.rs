@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::classify::{Class, Outcome};
+use crate::ids::ComponentName;
 
 pub const JOURNAL_SCHEMA: &str = "rocforge.journal/1";
 
@@ -18,7 +19,7 @@ pub enum Record {
     /// The first line: what this run is.
     Start {
         schema: String,
-        component: String,
+        component: ComponentName,
         key: String,
         arch: String,
         spoofed: bool,

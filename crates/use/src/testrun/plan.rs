@@ -13,6 +13,7 @@ use super::bundle::{Artifact, DeviceSummary};
 use super::detect::Profile;
 use super::share;
 use crate::arch::TargetId;
+use crate::ids::ComponentName;
 use crate::recipe::{Test, TestKind};
 use crate::sign::SecretKey;
 
@@ -23,7 +24,7 @@ pub const PLAN_SCHEMA: &str = "rocforge.test-plan/1";
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct TestPlan {
     pub schema: &'static str,
-    pub component: String,
+    pub component: ComponentName,
     /// The target whose artifact is tested.
     pub target: TargetId,
     pub spoofed: bool,

@@ -45,7 +45,7 @@ pub struct Report {
     pub prefix: PathBuf,
     pub installed: Vec<InstalledArtifact>,
     /// Components asked for that were installed already, whole.
-    pub already: Vec<String>,
+    pub already: Vec<ComponentName>,
     /// The key that signed the index; null when it was unsigned or not verified.
     pub signed_by: Option<String>,
     /// Installed libraries without native code for one of their targets.

@@ -3,7 +3,7 @@
 
 use crate::app::{Error, Result, Session};
 use crate::arch::TargetId;
-use crate::ids::{ArtifactId, ComponentName};
+use crate::ids::ArtifactId;
 use crate::install;
 use crate::plan;
 use crate::plan::key::RuntimeKind;
@@ -70,7 +70,7 @@ fn entry(store: &Store, s: &plan::Step) -> Artifact {
         .as_ref()
         .map(|m| m.artifact_id())
         .unwrap_or_else(|| ArtifactId {
-            name: ComponentName::checked(&s.component),
+            name: s.component.clone(),
             version: s.version.clone(),
             release: String::new(),
             targets: Vec::new(),
