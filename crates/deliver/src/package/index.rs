@@ -199,21 +199,11 @@ pub fn renew(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
 }
 
 fn sha256_file(p: &Path) -> Result<Sha256Digest, PackageError> {
-    use sha2::{Digest, Sha256};
-    let mut f = std::fs::File::open(p).map_err(|source| PackageError::Io {
+    let (hex, _) = crate::fsutil::sha256_file(p).map_err(|source| PackageError::Io {
         path: p.to_path_buf(),
         source,
     })?;
-    let mut h = super::tarball::HashingWriter {
-        inner: std::io::sink(),
-        hasher: Sha256::new(),
-        bytes: 0,
-    };
-    std::io::copy(&mut f, &mut h).map_err(|source| PackageError::Io {
-        path: p.to_path_buf(),
-        source,
-    })?;
-    Ok(Sha256Digest::from_digest(&h.hasher.finalize()))
+    Ok(Sha256Digest::parse(&hex).expect("a sha256 in lower-case hex"))
 }
 
 /// Writes `dir/index.json` and, with a key, `dir/index.json.minisig`. Returns the paths.

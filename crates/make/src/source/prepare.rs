@@ -220,6 +220,16 @@ pub struct SourcePlan {
     patch_ids: Vec<(String, String)>,
 }
 
+/// The targets a source is prepared for: none for a component without device code, which has
+/// one source for every target set.
+fn source_targets<'t>(recipe: &Recipe, targets: &'t [TargetId]) -> &'t [TargetId] {
+    if recipe.build.device_code {
+        targets
+    } else {
+        &[]
+    }
+}
+
 /// The source key of `recipe` for `targets`, its source resolved as `resolved`.
 pub fn source_plan(
     s: &Sources<'_>,
@@ -227,12 +237,7 @@ pub fn source_plan(
     resolved: &Resolved,
     targets: &[TargetId],
 ) -> Result<SourcePlan, SourceError> {
-    // A component without device code has one source for every target set.
-    let targets = if recipe.build.device_code {
-        targets
-    } else {
-        &[]
-    };
+    let targets = source_targets(recipe, targets);
     let component = recipe.name.value.as_str();
     let release = &s.catalog.release.name;
     let arches: Vec<&str> = targets.iter().map(|t| t.arch.as_str()).collect();
@@ -364,12 +369,7 @@ pub fn prepare(
     resolved: &Resolved,
     targets: &[TargetId],
 ) -> Result<Prepared, SourceError> {
-    // A component without device code has one source for every target set.
-    let targets = if recipe.build.device_code {
-        targets
-    } else {
-        &[]
-    };
+    let targets = source_targets(recipe, targets);
     let component = recipe.name.value.as_str();
     let io = |path: &Path| {
         let path = path.display().to_string();
