@@ -143,7 +143,8 @@ pub struct InstallArgs {
     /// Also install the index's HIP runtime (rocm-runtime), whatever this system has
     #[arg(long, conflicts_with = "no_runtime_check")]
     pub with_runtime: bool,
-    /// Do not check that the HIP runtime the artifacts need is present (nor add it)
+    /// Do not check that the HIP runtime and every other library the artifacts link are
+    /// present (nor add the runtime)
     #[arg(long)]
     pub no_runtime_check: bool,
     /// Replace an installed component by an older version the index offers
@@ -162,10 +163,6 @@ fn sign_err(e: SignError) -> CliError {
 }
 
 fn pkg_err(e: PackageError) -> CliError {
-    CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
-}
-
-fn trust_err(e: rocforge::trust::TrustError) -> CliError {
     CliError::One(Diagnostic::new(e.to_string()).hint(e.hint()))
 }
 
@@ -331,22 +328,14 @@ pub fn key_generate(g: &Global, out: Option<&Path>) -> Result<ExitCode> {
 }
 
 pub fn key_rotate(g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
-    let (old, new, revoke_old, revoke, out) = (&a.old, &a.new, a.revoke_old, &a.revoke, &a.out);
-    let sk = sign::load_secret(old, password()).map_err(sign_err)?;
-    let new: Vec<sign::PublicKey> = new
-        .iter()
-        .map(|k| sign::public_from_arg(k))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(sign_err)?;
-    let mut revoked: Vec<sign::PublicKey> = revoke
-        .iter()
-        .map(|k| sign::public_from_arg(k))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(sign_err)?;
-    if revoke_old {
-        revoked.push(sk.public().clone());
-    }
-    let r = rocforge::trust::rotate(&sk, &new, &revoked, out).map_err(trust_err)?;
+    let r = app::key::rotate(&app::key::RotateRequest {
+        old: &a.old,
+        new: &a.new,
+        revoke: &a.revoke,
+        revoke_old: a.revoke_old,
+        out: &a.out,
+        password: password(),
+    })?;
     for f in &r.files {
         println!("{}", f.display());
     }
@@ -354,23 +343,13 @@ pub fn key_rotate(g: &Global, a: &KeyRotateArgs) -> Result<ExitCode> {
         g,
         "key list {} signed by key {}: trusts {}{}; publish these files beside index.json (and keep \
          every keys-N.json: installers follow the chain back to the key they trust)",
-        r.list.sequence,
-        sk.key_id(),
-        new.iter()
-            .map(|k| sign::key_id(k.keynum()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if revoked.is_empty() {
+        r.sequence,
+        r.signer,
+        r.trusts.join(", "),
+        if r.revokes.is_empty() {
             String::new()
         } else {
-            format!(
-                ", revokes {}",
-                revoked
-                    .iter()
-                    .map(|k| sign::key_id(k.keynum()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!(", revokes {}", r.revokes.join(", "))
         }
     );
     Ok(ExitCode::SUCCESS)
@@ -400,64 +379,28 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
 }
 
 fn verify_signature(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
-    let (file, keys, sig, key_list) = (&a.file, &a.key, a.sig.as_deref(), a.key_list.as_deref());
-    let keys = trusted(g, keys)?;
-    let sig = sig
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| sign::signature_path(file));
-    // The key list: --key-list, else keys.json beside FILE.
-    let list = key_list.map(Path::to_path_buf).or_else(|| {
-        let p = file
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(rocforge::trust::KEY_LIST_NAME);
-        (p.is_file() && p != *file).then_some(p)
-    });
-    let resolved = match &list {
-        Some(l) => {
-            let dir = match l.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            let name = l
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut state = rocforge::trust::StateFile::load_default().map_err(trust_err)?;
-            let r = rocforge::trust::resolve(
-                &keys,
-                &mut rocforge::trust::DirSource { dir },
-                &name,
-                &mut state,
-            )
-            .map_err(trust_err)?;
-            if r.chain.is_none() && r.notes.is_empty() {
-                return Err(
-                    Diagnostic::new(format!("{}: no such key list", l.display()))
-                        .hint("name a keys.json written by `rocforge key rotate`")
-                        .into(),
-                );
-            }
-            r
-        }
-        None => {
-            let state = rocforge::trust::StateFile::load_default().map_err(trust_err)?;
-            rocforge::trust::Resolved::from_roots(&keys, &state.state)
-        }
+    let keys = trusted(g, &a.key)?;
+    let req = app::signature::FileRequest {
+        file: &a.file,
+        keys: &keys,
+        sig: a.sig.as_deref(),
+        key_list: a.key_list.as_deref(),
+        state_dir: None,
     };
-    for n in &resolved.notes {
+    let trust = app::signature::trust(&req)?;
+    for n in &trust.notes {
         eprintln!("warning: {n}");
     }
-    let v = resolved.verify_file(file, &sig).map_err(trust_err)?;
+    let v = app::signature::verify_file(&req, &trust)?;
     if g.format != Format::Json {
         println!(
             "{}: good signature from key {} ({})",
-            file.display(),
+            a.file.display(),
             v.key_id,
             v.trusted_comment
         );
     }
-    if let Some(c) = &resolved.chain {
+    if let Some(c) = &trust.chain {
         note!(
             g,
             "trusted through key list {} ({} list{} from key {})",
@@ -467,7 +410,25 @@ fn verify_signature(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
             c.anchor
         );
     }
-    super::attest_cmd::verify_tarball_documents(g, file, &resolved, &v)
+    let docs = app::signature::documents(&a.file, &trust)?;
+    if docs.undocumented {
+        eprintln!(
+            "warning: {}: no SBOM or provenance beside it (packaged before rocforge wrote them)",
+            a.file.display()
+        );
+    }
+    if g.format == Format::Json {
+        super::print_json(&rocforge::attest::report::Verified::file(
+            &a.file,
+            &v,
+            docs.checked,
+        ));
+    } else {
+        for c in &docs.checked {
+            println!("{}", super::attest_cmd::document_line(c, true));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn rebuild_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {

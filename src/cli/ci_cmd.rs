@@ -4,10 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{Global, Result, root};
-use rocforge::catalog::Catalog;
-use rocforge::ci::github::{self, ACTIONLINT_CONFIG_PATH, Line, WORKFLOW_PATH};
-use rocforge::ci::runners::{RUNNERS_FILE, Runners};
-use rocforge::ci::{nix, unified_diff};
+use rocforge::app;
+use rocforge::ci::nix;
 use rocforge::diag::Diagnostic;
 
 #[derive(clap::Args, Debug)]
@@ -33,69 +31,14 @@ pub struct CiGithubArgs {
     pub dir: PathBuf,
 }
 
-/// Every release line of the catalog, oldest first, except previews (`preview = true` in
-/// release.toml): a line still being brought up is built on request, not released.
-fn lines(g: &Global) -> Result<Vec<Line>> {
-    let r = root(g);
-    let names = r
-        .releases()
-        .map_err(|e| Diagnostic::new(format!("cannot list the release lines: {e}")))?;
-    let mut out = Vec::new();
-    for name in names {
-        let c = Catalog::load(r.clone(), Some(&name))?;
-        if !c.release.preview {
-            out.push(Line::from_catalog(&c));
-        }
-    }
-    Ok(out)
-}
-
-/// The generated files and where they go under `dir`.
-pub fn generated(g: &Global, dir: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let path = dir.join(RUNNERS_FILE);
-    let runners = Runners::read(&path).map_err(|e| {
-        Diagnostic::new(e.to_string()).hint(
-            "run from the repository root, or pass --dir ROOT (the directory holding runners.toml)",
-        )
-    })?;
-    let lines = lines(g)?;
-    let rendered = |r: std::result::Result<String, github::RenderError>| {
-        r.map_err(|e| {
-            Diagnostic::new(e.to_string())
-                .hint("a bug in rocforge's workflow template: please report it")
-        })
-    };
-    Ok(vec![
-        (
-            dir.join(WORKFLOW_PATH),
-            rendered(github::workflow(&lines, &runners))?,
-        ),
-        (
-            dir.join(ACTIONLINT_CONFIG_PATH),
-            rendered(github::actionlint_config(&runners))?,
-        ),
-    ])
-}
-
 pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
-    let files = generated(g, dir)?;
+    let files = app::ci::github_files(&root(g), dir)?;
     if check {
-        let mut drift = false;
-        for (path, text) in &files {
-            let committed = std::fs::read_to_string(path).unwrap_or_default();
-            let shown = path.display().to_string();
-            let diff = unified_diff(
-                &committed,
-                text,
-                &format!("{shown} (committed)"),
-                &format!("{shown} (generated)"),
-            );
-            if !diff.is_empty() {
-                drift = true;
-                print!("{diff}");
-            }
+        let diffs = app::ci::drift(&files);
+        for d in &diffs {
+            print!("{d}");
         }
-        if drift {
+        if !diffs.is_empty() {
             eprintln!(
                 "error: the committed workflow differs from the generated one\n  = hint: run `rocforge ci github` and commit the result"
             );
@@ -106,18 +49,12 @@ pub fn github(g: &Global, dir: &Path, check: bool) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    for (path, text) in &files {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Diagnostic::new(format!("cannot create {}: {e}", parent.display())))?;
+    let written = app::ci::write(&files)?;
+    for (f, w) in files.iter().zip(written) {
+        match w {
+            app::ci::Written::Unchanged => println!("unchanged {}", f.path.display()),
+            app::ci::Written::Wrote => println!("wrote {}", f.path.display()),
         }
-        if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
-            println!("unchanged {}", path.display());
-            continue;
-        }
-        rocforge::fsutil::write_atomic(path, text.as_bytes())
-            .map_err(|e| Diagnostic::new(format!("cannot write {}: {e}", path.display())))?;
-        println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

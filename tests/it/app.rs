@@ -374,3 +374,108 @@ fn install_refuses_an_untrusted_or_tampered_index_and_leaves_the_prefix_alone() 
     ));
     assert_eq!(receipts(&prefix), ["data.json"]);
 }
+
+/// `app::ci`: the generated workflow files are written once, then found unchanged with no
+/// drift; a hand edit is named by a diff of that file alone, and writing again restores it.
+#[test]
+fn ci_github_files_are_written_then_kept_and_a_hand_edit_is_drift() {
+    use rocforge::app::ci::{self, Written};
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo.join("runners.toml"), dir.path().join("runners.toml")).unwrap();
+    let root = CatalogRoot::Dir(repo.join("recipes"));
+    let files = ci::github_files(&root, dir.path()).unwrap();
+    assert_eq!(files.len(), 2);
+    assert_eq!(ci::drift(&files).len(), 2, "nothing is written yet");
+    assert_eq!(ci::write(&files).unwrap(), [Written::Wrote, Written::Wrote]);
+    assert!(ci::drift(&files).is_empty());
+    assert_eq!(
+        ci::write(&files).unwrap(),
+        [Written::Unchanged, Written::Unchanged]
+    );
+    // The committed files are the generated ones, as `ci github --check` says.
+    for f in &files {
+        let committed = repo.join(f.path.strip_prefix(dir.path()).unwrap());
+        assert_eq!(std::fs::read_to_string(committed).unwrap(), f.text);
+    }
+    let workflow = &files[0].path;
+    let edited =
+        std::fs::read_to_string(workflow)
+            .unwrap()
+            .replacen("jobs:", "# edited by hand\njobs:", 1);
+    std::fs::write(workflow, edited).unwrap();
+    let diffs = ci::drift(&files);
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert!(diffs[0].contains("-# edited by hand"), "{}", diffs[0]);
+    assert!(diffs[0].contains(&workflow.display().to_string()));
+    assert_eq!(
+        ci::write(&files).unwrap(),
+        [Written::Wrote, Written::Unchanged]
+    );
+    assert!(ci::drift(&files).is_empty());
+}
+
+/// `app::key::rotate` and `app::signature`: a list signed by the trusted key moves trust to a
+/// new key; a file that key signs verifies through the list, with the chain named, and the
+/// retired key's signature is refused once the list revokes it.
+#[test]
+fn a_rotated_key_verifies_through_the_key_list_and_the_retired_one_is_refused() {
+    use rocforge::app::{key, signature};
+    let w = World::new().with_keys().build();
+    w.generate_key("keys-new");
+    let state = w.path("state");
+    let dist = w.path("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    let new = [w.public_key("keys-new")];
+    let r = key::rotate(&key::RotateRequest {
+        old: Path::new(&w.secret_key(KEYS)),
+        new: &new,
+        revoke: &[],
+        revoke_old: true,
+        out: &dist.join("keys.json"),
+        password: None,
+    })
+    .unwrap();
+    assert_eq!(r.sequence, 1);
+    assert_eq!(r.trusts.len(), 1);
+    assert_eq!(
+        r.revokes,
+        std::slice::from_ref(&r.signer),
+        "the old key revokes itself"
+    );
+    assert!(r.files.iter().any(|f| f.ends_with("keys-1.json")));
+    let old_pub =
+        rocforge::sign::public_from_arg(&w.public_key(KEYS)).expect("the world's public key");
+    let file = w.write("dist/data.txt", "data\n");
+    let verify = |signer: &str| {
+        w.ok(&["sign", &file.display().to_string(), "--sign-key", signer]);
+        let req = signature::FileRequest {
+            file: &file,
+            keys: std::slice::from_ref(&old_pub),
+            sig: None,
+            key_list: None,
+            state_dir: Some(&state),
+        };
+        let trust = signature::trust(&req)?;
+        let v = signature::verify_file(&req, &trust)?;
+        Ok::<_, rocforge::app::Error>((trust, v))
+    };
+    let (trust, v) = verify(&w.secret_key("keys-new")).unwrap();
+    assert_eq!(v.key_id, r.trusts[0]);
+    let chain = trust
+        .chain
+        .clone()
+        .expect("keys.json beside the file is applied");
+    assert_eq!((chain.sequence, chain.lists), (1, 1));
+    assert!(state.join("trust.json").is_file(), "the list seen is kept");
+    let docs = signature::documents(&file, &trust).unwrap();
+    assert!(
+        docs.checked.is_empty() && !docs.undocumented,
+        "not a tarball"
+    );
+    let Err(refused) = verify(&w.secret_key(KEYS)) else {
+        panic!("the old key is revoked, and its signature verified");
+    };
+    let text = format!("{refused:?}");
+    assert!(text.contains("revoked"), "{text}");
+}

@@ -2192,3 +2192,93 @@ fn build_store_and_package_outputs_match_their_schemas() {
     );
     assert_matches_schema(fx.root(), "installed", &installed);
 }
+
+/// An artifact whose library links one nothing carries (built against a library of its build
+/// machine that no dependency ships, as rocBLAS of the debian-6.4 line links Debian's
+/// libroctx64): install names the library and who needs it and leaves the prefix alone; it
+/// installs once this system has the library, or with --no-runtime-check.
+#[test]
+fn install_refuses_a_library_that_links_one_nothing_provides() {
+    let fx = fixture();
+    let (root, rel) = (fx.root().to_path_buf(), fx.recipes().join("test-1.0"));
+    std::fs::create_dir_all(root.join("src/needy")).unwrap();
+    std::fs::write(
+        root.join("src/needy/absent.c"),
+        "int absent(void) { return 7; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/needy/needy.c"),
+        "int absent(void);\nint needy(void) { return absent(); }\n",
+    )
+    .unwrap();
+    // libabsent.so.3 is linked against and left out of the install tree.
+    std::fs::write(
+        rel.join("needy.toml"),
+        r#"name = "needy"
+version = "1.0"
+summary = "a library linking one it does not ship"
+license = "MIT"
+
+[source]
+path = "../../src/needy"
+
+[build]
+system = "script"
+script = """
+P=/opt; P="$DESTDIR$P/rocm"
+mkdir -p "$P/lib" scratch
+cc -shared -fPIC -o scratch/libabsent.so.3 absent.c -Wl,-soname,libabsent.so.3
+ln -s libabsent.so.3 scratch/libabsent.so
+cc -shared -fPIC -o "$P/lib/libneedy.so.1" needy.c -Wl,-soname,libneedy.so.1 -Lscratch -labsent
+"""
+"#,
+    )
+    .unwrap();
+    fx.ok(&["build", "needy", "--arch", "gfx90c", "--runtime", "host"]);
+    let dist = fx.package_signed(&["needy"], "dist", &fx.key());
+    let from = dist.display().to_string();
+    let prefix = root.join("opt/needy");
+    let p = prefix.display().to_string();
+    let args = [
+        "install", "needy", "--arch", "gfx90c", "--from", &from, "--prefix", &p,
+    ];
+    // The system's libraries are those where ROCFORGE_HOST_LIBS points (none; glibc's are the
+    // glibc check's): what is said is the same on every machine.
+    let libs = root.join("syslibs");
+    std::fs::create_dir_all(&libs).unwrap();
+    let o = fx.run_env(&[("ROCFORGE_HOST_LIBS", libs.clone())], &args);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let err = o.stderr;
+    insta::assert_snapshot!("install_unresolved_library", redact(&err, &fx, None));
+    assert!(
+        err.contains("1 library the install links is not in it, in the prefix, or on this system")
+            && err.contains("libabsent.so.3 (needed by lib/libneedy.so.1 of needy-1.0-gfx90c-")
+            && err.contains("apt-file search libabsent.so.3")
+            && err.contains("--no-runtime-check"),
+        "{err}"
+    );
+    assert!(
+        !prefix.join("lib/libneedy.so.1").exists(),
+        "a refused install wrote its prefix"
+    );
+    // A system that has it: installed.
+    std::fs::write(libs.join("libabsent.so.3"), "").unwrap();
+    let o = fx.run_env(&[("ROCFORGE_HOST_LIBS", libs)], &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(prefix.join("lib/libneedy.so.1").is_file());
+    // Without it (the ld.so cache and the usual directories), --no-runtime-check installs
+    // anyway (into another prefix).
+    let other = root.join("opt/anyway").display().to_string();
+    fx.ok(&[
+        "install",
+        "needy",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &from,
+        "--prefix",
+        &other,
+        "--no-runtime-check",
+    ]);
+}

@@ -270,6 +270,21 @@ pub fn glibc_needed(bytes: &[u8]) -> Option<String> {
     best.map(|(_, v)| v)
 }
 
+/// The DT_SONAME and DT_NEEDED entries of the file at `path` when it is an ELF file with a
+/// dynamic section (None for other files), read through a map of it: a library of hundreds of
+/// megabytes is not read whole for a few strings.
+pub fn file_dynamic_names(path: &Path) -> io::Result<Option<(Option<String>, Vec<String>)>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut magic = [0u8; 4];
+    if f.read_exact(&mut magic).is_err() || &magic != b"\x7fELF" {
+        return Ok(None);
+    }
+    // SAFETY: callers pass files they unpacked themselves and nobody else writes; a concurrent
+    // change could only change the names read, which are checked, never trusted.
+    let map = unsafe { memmap2::Mmap::map(&f) }?;
+    Ok(dynamic_names(&map))
+}
+
 /// An ELF file's DT_SONAME and DT_NEEDED entries (None for other files).
 pub fn dynamic_names(bytes: &[u8]) -> Option<(Option<String>, Vec<String>)> {
     if !bytes.starts_with(b"\x7fELF") || bytes.len() < 6 {

@@ -51,6 +51,7 @@ pub(super) fn execute(
     fetch_all(&todo, client, req, reporter)?;
     let mut staged = BTreeMap::new();
     let mut receipts = Vec::new();
+    let mut elves: Vec<(String, String)> = Vec::new();
     let now = rfc3339(now_unix());
     for step in &todo {
         stopped(req)?;
@@ -62,6 +63,12 @@ pub(super) fn execute(
             &step.file,
             &mut staged,
         )?;
+        elves.extend(
+            x.entries
+                .iter()
+                .filter(|e| e.kind == Kind::File)
+                .map(|e| (step.file.clone(), e.path.clone())),
+        );
         let mut r = receipt_of(&x.manifest, &x.entries);
         r.sha256 = step.sha256.to_string();
         r.url = step.url.clone();
@@ -75,10 +82,42 @@ pub(super) fn execute(
         receipts.push(r);
     }
     stopped(req)?;
+    if req.runtime != super::RuntimeCheck::Skip {
+        check_links(staging.path(), &elves, req.prefix, reporter)?;
+    }
     crate::fault::point("install");
     staging.commit(req.prefix, &receipts, existing)?;
     report.installed = receipts;
     Ok(report)
+}
+
+/// Refuses an install whose files link a library that will not be found (links.rs).
+fn check_links(
+    staging: &Path,
+    files: &[(String, String)],
+    prefix: &Path,
+    reporter: &dyn Reporter,
+) -> Result<(), InstallError> {
+    let task = reporter.task(
+        "checking every library the install links is found",
+        None,
+        false,
+    );
+    let host = super::links::host_libraries();
+    let staged: Vec<super::links::Staged<'_>> = files
+        .iter()
+        .map(|(artifact, path)| super::links::Staged { artifact, path })
+        .collect();
+    let missing = super::links::unresolved(staging, &staged, prefix, &host);
+    if missing.is_empty() {
+        task.finish("every library found");
+        return Ok(());
+    }
+    task.finish(&format!("{} missing", missing.len()));
+    Err(InstallError::Unresolved {
+        missing,
+        searched: host.searched,
+    })
 }
 
 fn stopped(req: &Request<'_>) -> Result<(), InstallError> {

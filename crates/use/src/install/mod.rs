@@ -8,6 +8,7 @@
 //! carries the plan out.
 
 mod execute;
+pub mod links;
 pub mod merge;
 pub mod origin;
 pub mod plan;
@@ -91,6 +92,13 @@ pub enum InstallError {
     /// version it saw.
     #[error("{why}, and the index does not offer one")]
     NoRuntime { why: String },
+    /// Libraries the install's files link that nothing installed or on this system provides.
+    #[error("{}", unresolved_message(missing, searched))]
+    Unresolved {
+        missing: Vec<links::Missing>,
+        /// Where this system's libraries were looked for.
+        searched: Vec<String>,
+    },
     #[error("--with-runtime: the index {from} offers no component that provides the HIP runtime")]
     NoRuntimeOffered { from: String },
     #[error("{artifact}: {source}")]
@@ -165,6 +173,14 @@ impl crate::diag::Hint for InstallError {
                  anyway (the libraries will not load until a runtime is found; {HOST_LIBS_ENV}=DIR:… \
                  names where to look instead of the ld.so cache)"
             ),
+            InstallError::Unresolved { missing, .. } => format!(
+                "install the system's package that provides {} (Debian: `apt-file search {}`), or \
+                 install where the line runs (the debian-6.4 line: inside its runtime image, \
+                 `rocforge image create COMPONENTS --kind runtime`), or pass --no-runtime-check to \
+                 install anyway ({HOST_LIBS_ENV}=DIR:… names where to look instead)",
+                missing.iter().map(|m| m.soname.as_str()).collect::<Vec<_>>().join(", "),
+                missing.first().map(|m| m.soname.as_str()).unwrap_or_default()
+            ),
             InstallError::NoRuntimeOffered { .. } => {
                 "drop --with-runtime to use this system's runtime, or install from an index that offers rocm-runtime".into()
             }
@@ -184,6 +200,21 @@ impl crate::diag::Hint for InstallError {
             InstallError::Downgrade { .. } => "an old index (a mirror replaying it?) would replace a newer install; pass --allow-downgrade if you mean it".into(),
         }
     }
+}
+
+fn unresolved_message(missing: &[links::Missing], searched: &[String]) -> String {
+    let lines: Vec<String> = missing
+        .iter()
+        .map(|m| format!("  {} (needed by {} of {})", m.soname, m.path, m.artifact))
+        .collect();
+    format!(
+        "{} librar{} the install links {} not in it, in the prefix, or on this system (searched {}); nothing was installed:\n{}",
+        missing.len(),
+        if missing.len() == 1 { "y" } else { "ies" },
+        if missing.len() == 1 { "is" } else { "are" },
+        searched.join(", "),
+        lines.join("\n")
+    )
 }
 
 /// The commands that make and install a build of `components` without any published release.
