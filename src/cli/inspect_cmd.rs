@@ -73,11 +73,15 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
                 report,
                 spoof_ok,
                 table,
+                declined,
             } => {
                 if g.format == Format::Json {
-                    super::print_json(&inspect::coverage::Covered::new(report, &spoof_ok));
+                    super::print_json(&inspect::coverage::Covered::new(
+                        report, &spoof_ok, declined,
+                    ));
                 } else {
                     print_coverage(&report, &table, &spoof_ok);
+                    print_declined(&declined);
                 }
             }
         }
@@ -111,6 +115,20 @@ pub fn inspect_cmd(g: &Global, a: &InspectArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The rows an install prefix's receipts say their builds declined: apart from the table, not
+/// counted either way.
+fn print_declined(declined: &[inspect::coverage::DeclinedRows]) {
+    for d in declined {
+        println!(
+            "declined by its build, not counted: {} ({}; its consumers fall back to {} there)",
+            d.component, d.reason, d.fallback
+        );
+        for r in &d.rows {
+            println!("  {}", r.library);
+        }
+    }
 }
 
 fn feature(f: Feature) -> &'static str {

@@ -1761,6 +1761,33 @@ hipcc --offload-arch=gfx900 -fPIC -shared -o "$P/lib/lib{name}.so" k.hip
         serde_json::from_slice(&std::fs::read(prefix.join(".rocforge/receipts/lt.json")).unwrap())
             .unwrap();
     assert_eq!(receipt["declined"]["fallback"], "hipBLAS", "{receipt}");
+    // `inspect --against` of the prefix: the spoofed library is a gap; the declined one is
+    // shown apart, as its receipt says, neither missing nor coverage.
+    let p = prefix.display().to_string();
+    let o = fx.run(&["inspect", "--against", "gfx90c", &p]);
+    assert_eq!(o.code, 1, "spoof lacks gfx90c code: {}", o.stdout);
+    assert!(
+        o.stdout.contains("1 library with GPU code, 0 missing, 1 with another target's code only")
+            && o.stdout.contains(
+                "declined by its build, not counted: lt (kernels for matrix-core GPUs only; its consumers fall back to hipBLAS there)\n  lib/liblt.so\n"
+            ),
+        "{}",
+        o.stdout
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &fx.run(&["--format", "json", "inspect", "--against", "gfx90c", &p])
+            .stdout,
+    )
+    .unwrap_or_else(|_| panic!("inspect --format json"));
+    assert_eq!(j["rows"].as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(j["declined"][0]["component"], "lt", "{j}");
+    assert_eq!(
+        j["declined"][0]["rows"][0]["library"], "lib/liblt.so",
+        "{j}"
+    );
+    // Without the spoofed library, the prefix holds.
+    fx.ok(&["uninstall", "spoof", "--prefix", &p]);
+    fx.ok(&["inspect", "--against", "gfx90c", &p]);
 }
 
 /// `rocforge install C --arch T` needs no URL: the config's `[install] index`, else the

@@ -8,7 +8,7 @@ use super::{Options, Result};
 use crate::arch::{ArchTable, TargetId};
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Diagnostics, Hint};
-use crate::inspect::coverage::CoverageReport;
+use crate::inspect::coverage::{CoverageReport, DeclinedRows};
 use crate::inspect::verdict::Verdict;
 use crate::recipe::gpu_code::GpuCode;
 
@@ -39,6 +39,9 @@ pub enum Checked {
         report: CoverageReport,
         spoof_ok: Vec<TargetId>,
         table: ArchTable,
+        /// Rows of an install prefix's components whose builds declined the targets, taken
+        /// out of `report`.
+        declined: Vec<DeclinedRows>,
     },
 }
 
@@ -69,7 +72,7 @@ pub fn against(options: &Options, req: &Request<'_>) -> Result<Checked> {
             .map_err(|e| Diagnostic::new(format!("--allow-spoof: {e}")).hint(e.hint()))?,
         None => Vec::new(),
     };
-    let report = crate::inspect::coverage(req.paths, &requested, &table).map_err(unreadable)?;
+    let mut report = crate::inspect::coverage(req.paths, &requested, &table).map_err(unreadable)?;
     if let Some(name) = req.component {
         let catalog = Catalog::load(options.root.clone(), options.release.as_deref())?;
         let Some(recipe) = catalog.recipes.get(name) else {
@@ -95,11 +98,59 @@ pub fn against(options: &Options, req: &Request<'_>) -> Result<Checked> {
             });
         }
     }
+    let declined = match req.paths {
+        [prefix] => take_declined(&mut report, prefix),
+        _ => Vec::new(),
+    };
     Ok(Checked::CodeObjects {
         report,
         spoof_ok,
         table,
+        declined,
     })
+}
+
+/// When `prefix` is an install prefix: the rows that lack code and belong to a component whose
+/// receipt says its build declined the targets, taken out of `report`. Declining is the
+/// build's declared verdict (hipBLASLt's kernels are for matrix-core GPUs only), which install
+/// reports; a table of the prefix saying MISSING for it would contradict that, and counting it
+/// as coverage would be false, so it is shown apart.
+fn take_declined(report: &mut CoverageReport, prefix: &std::path::Path) -> Vec<DeclinedRows> {
+    let receipts = crate::install::receipt::read_all(prefix);
+    let mut out: Vec<DeclinedRows> = Vec::new();
+    let rows = std::mem::take(&mut report.rows);
+    for row in rows {
+        let lacks = row
+            .targets
+            .iter()
+            .any(|c| !matches!(c.status, crate::inspect::coverage::Status::Present { .. }));
+        let path = row.library.trim_end_matches(" (Tensile)");
+        let owner = receipts.iter().find(|r| {
+            r.declined.is_some()
+                && r.files.iter().any(|f| {
+                    f == path
+                        || f.strip_prefix(path)
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
+        });
+        match (lacks, owner) {
+            (true, Some(r)) => {
+                let d = r.declined.as_ref().expect("filtered on declined");
+                let name = r.name.to_string();
+                match out.iter_mut().find(|o| o.component == name) {
+                    Some(o) => o.rows.push(row),
+                    None => out.push(DeclinedRows {
+                        component: name,
+                        reason: d.reason.clone(),
+                        fallback: d.fallback.clone(),
+                        rows: vec![row],
+                    }),
+                }
+            }
+            _ => report.rows.push(row),
+        }
+    }
+    out
 }
 
 /// A path that is not what `inspect` reads, with what it does read.

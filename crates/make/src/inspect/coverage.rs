@@ -118,15 +118,35 @@ pub struct Covered {
     pub complete: bool,
     /// Every requested target has code of its own, no spoof counted.
     pub native: bool,
+    /// Rows of an install prefix whose component's build declared it declines the targets:
+    /// taken out of `rows`, never counted as coverage. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declined: Vec<DeclinedRows>,
+}
+
+/// The rows of one installed component that its build declared declines the targets (its
+/// kernels are for other GPUs, and its consumers fall back to another library there).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeclinedRows {
+    pub component: String,
+    pub reason: String,
+    /// What its consumers use on these targets instead.
+    pub fallback: String,
+    pub rows: Vec<Row>,
 }
 
 impl Covered {
-    pub fn new(report: CoverageReport, spoof_ok: &[TargetId]) -> Covered {
+    pub fn new(
+        report: CoverageReport,
+        spoof_ok: &[TargetId],
+        declined: Vec<DeclinedRows>,
+    ) -> Covered {
         Covered {
             schema: COVERAGE_SCHEMA,
             complete: report.complete_allowing(spoof_ok),
             native: report.complete(),
             report,
+            declined,
         }
     }
 }
