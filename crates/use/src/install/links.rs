@@ -107,9 +107,43 @@ fn file_names(dir: &Path) -> impl Iterator<Item = String> {
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
 }
 
+/// The ld.so cache's entries (name, path), from the first `ldconfig -p` that runs; None when
+/// none does.
+pub(super) fn ld_cache() -> Option<Vec<(String, PathBuf)>> {
+    for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
+        let Ok(text) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
+            continue;
+        };
+        // Lines look like "\tlibz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1".
+        return Some(
+            text.lines()
+                .filter_map(|l| {
+                    let (name, rest) = l.trim_start().split_once(' ')?;
+                    let (_, path) = rest.rsplit_once("=> ")?;
+                    Some((name.to_string(), PathBuf::from(path.trim())))
+                })
+                .collect(),
+        );
+    }
+    None
+}
+
+/// Where ROCm's libraries are besides the ld.so cache: `$ROCM_PATH/lib`, `/opt/rocm/lib` and
+/// `$LD_LIBRARY_PATH`'s absolute directories.
+pub(super) fn rocm_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(r) = std::env::var_os("ROCM_PATH") {
+        dirs.push(PathBuf::from(r).join("lib"));
+    }
+    dirs.push(PathBuf::from("/opt/rocm/lib"));
+    if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
+    }
+    dirs
+}
+
 /// The libraries of this system: the directories of `$ROCFORGE_HOST_LIBS` when it is set, else
-/// the ld.so cache, the dynamic loader's default directories, `$ROCM_PATH/lib`, `/opt/rocm/lib`
-/// and `$LD_LIBRARY_PATH`.
+/// the ld.so cache, the dynamic loader's default directories, and [`rocm_dirs`].
 pub fn host_libraries() -> HostLibraries {
     let mut out = HostLibraries {
         names: BTreeSet::new(),
@@ -118,18 +152,10 @@ pub fn host_libraries() -> HostLibraries {
     let dirs: Vec<PathBuf> = if let Some(v) = std::env::var_os(HOST_LIBS_ENV) {
         std::env::split_paths(&v).collect()
     } else {
-        for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
-            let Ok(text) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
-                continue;
-            };
+        if let Some(cached) = ld_cache() {
             out.searched
                 .push("the ld.so cache (ldconfig -p)".to_string());
-            // Lines look like "\tlibz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1".
-            out.names.extend(text.lines().filter_map(|l| {
-                let (name, rest) = l.trim_start().split_once(' ')?;
-                rest.contains("=> ").then(|| name.to_string())
-            }));
-            break;
+            out.names.extend(cached.into_iter().map(|(n, _)| n));
         }
         let mut dirs: Vec<PathBuf> = [
             "/lib",
@@ -142,13 +168,7 @@ pub fn host_libraries() -> HostLibraries {
         .iter()
         .map(PathBuf::from)
         .collect();
-        if let Some(r) = std::env::var_os("ROCM_PATH") {
-            dirs.push(PathBuf::from(r).join("lib"));
-        }
-        dirs.push(PathBuf::from("/opt/rocm/lib"));
-        if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
-            dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
-        }
+        dirs.extend(rocm_dirs());
         dirs
     };
     let mut seen = BTreeSet::new();

@@ -75,35 +75,17 @@ pub fn host_hip_runtime(wanted: &[String]) -> HostRuntime {
     } else {
         out.searched
             .push("the ld.so cache (ldconfig -p)".to_string());
-        for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
-            let Ok(text) = crate::process::Cmd::new(ldconfig).arg("-p").run() else {
-                continue;
-            };
-            // Lines look like "\tlibamdhip64.so.6 (libc6,x86-64) => /opt/rocm/lib/libamdhip64.so.6".
-            let cached: Vec<(String, PathBuf)> = text
-                .lines()
-                .filter_map(|l| {
-                    let (name, rest) = l.trim_start().split_once(' ')?;
-                    let (_, path) = rest.rsplit_once("=> ")?;
-                    crate::package::manifest::is_hip_runtime_lib(name)
-                        .then(|| (name.to_string(), PathBuf::from(path.trim())))
-                })
+        if let Some(cached) = super::links::ld_cache() {
+            let hip: Vec<(String, PathBuf)> = cached
+                .into_iter()
+                .filter(|(n, _)| crate::package::manifest::is_hip_runtime_lib(n))
                 .collect();
-            if let Some(p) = take(&cached, &mut out) {
+            if let Some(p) = take(&hip, &mut out) {
                 out.found = Some(p);
                 return out;
             }
-            break;
         }
-        let mut dirs = Vec::new();
-        if let Some(r) = std::env::var_os("ROCM_PATH") {
-            dirs.push(PathBuf::from(r).join("lib"));
-        }
-        dirs.push(PathBuf::from("/opt/rocm/lib"));
-        if let Some(l) = std::env::var_os("LD_LIBRARY_PATH") {
-            dirs.extend(std::env::split_paths(&l).filter(|p| p.is_absolute()));
-        }
-        dirs
+        super::links::rocm_dirs()
     };
     for d in &dirs {
         out.searched.push(d.display().to_string());
