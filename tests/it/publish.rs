@@ -569,6 +569,61 @@ fn wheel_index_serves_pip_per_target() {
         sums.contains(&format!("{}  {name}", sha256_file(&built))),
         "{sums}"
     );
+    // The signed index lists the wheel as what it is, with the id of the build that made it and
+    // its digest, after that build's tarball; installs take the tarball.
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["schema"], "rocforge.index/2");
+    let entries = index["artifacts"].as_array().unwrap();
+    let tarball = entries
+        .iter()
+        .position(|a| a["name"] == "rocdemo" && a.get("kind").is_none())
+        .unwrap_or_else(|| panic!("rocdemo's tarball in {index}"));
+    let wheel = &entries[tarball + 1];
+    assert_eq!(wheel["kind"], "wheel", "{index}");
+    assert_eq!(wheel["url"], name);
+    assert_eq!(wheel["sha256"], sha256_file(&built));
+    assert_eq!(wheel["key"], entries[tarball]["key"]);
+    assert_eq!(wheel["signature"], format!("{name}.minisig"));
+    let prefix = fx.root().join("prefix");
+    fx.ok(
+        &[],
+        &[
+            "install",
+            "rocdemo",
+            "--arch",
+            "gfx90c",
+            "--from",
+            &dist.display().to_string(),
+            "--prefix",
+            &prefix.display().to_string(),
+            "--key",
+            &fx.root().join("keys/rocforge.pub").display().to_string(),
+        ],
+    );
+    assert!(
+        prefix
+            .join(format!("share/rocforge/wheels/{name}"))
+            .is_file(),
+        "the tarball, not the wheel, was installed"
+    );
+    // A wheel by that name that is not the tarball's is never pinned by an index.
+    let bad = fx.root().join("dist-bad");
+    rocforge::fsutil::copy_tree(&dist, &bad).unwrap();
+    std::fs::write(bad.join(name), "not a wheel").unwrap();
+    let o = fx.run(
+        &[],
+        &["index", &bad.display().to_string(), "--sign-key", &key],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "{} is not the wheel rocdemo-1.0-gfx90c-",
+            bad.join(name).display()
+        )) && o.stderr.contains("package the component again"),
+        "{}",
+        o.stderr
+    );
     let o = Command::new("minisign")
         .args(["-V", "-p"])
         .arg(fx.root().join("keys/rocforge.pub"))

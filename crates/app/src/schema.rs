@@ -51,7 +51,7 @@ impl SavedFormat {
     /// The `schema` values rocforge reads for this format; the last is the one it writes.
     pub fn identifiers(self) -> &'static [&'static str] {
         match self {
-            SavedFormat::Index => &[crate::package::index::INDEX_SCHEMA],
+            SavedFormat::Index => crate::package::index::INDEX_SCHEMAS_READ,
             SavedFormat::Manifest => &[crate::package::manifest::MANIFEST_SCHEMA],
             SavedFormat::Receipt => &[crate::install::receipt::RECEIPT_SCHEMA],
             SavedFormat::Results => crate::testrun::bundle::RESULTS_SCHEMAS_READ,
@@ -245,8 +245,8 @@ mod tests {
         assert!(text.contains("^[0-9a-f]{64}$"), "{text}");
         assert!(text.contains("sramecc|xnack"), "{text}");
         assert_eq!(
-            index.pointer("/properties/schema/enum/0"),
-            Some(&json!("rocforge.index/1"))
+            index.pointer("/properties/schema/enum"),
+            Some(&json!(["rocforge.index/1", "rocforge.index/2"]))
         );
         let results = SavedFormat::Results.json_schema();
         assert_eq!(

@@ -13,7 +13,10 @@ use super::tarball::{Compression, read_manifest};
 use crate::ids::{ArtifactId, Sha256Digest};
 use crate::units::{now_unix, rfc3339};
 
-pub const INDEX_SCHEMA: &str = "rocforge.index/1";
+pub const INDEX_SCHEMA: &str = "rocforge.index/2";
+/// The index schemas this rocforge reads: /1 lists tarballs only, /2 also the wheels beside them
+/// (kind `wheel`).
+pub const INDEX_SCHEMAS_READ: &[&str] = &["rocforge.index/1", INDEX_SCHEMA];
 pub const INDEX_NAME: &str = "index.json";
 /// The largest index an installer reads.
 pub const MAX_INDEX_BYTES: u64 = 16 << 20;
@@ -40,12 +43,10 @@ pub struct Artifact {
     pub sha256: Sha256Digest,
     /// Sum of the files' sizes once extracted.
     pub installed_size: u64,
-    /// `tests` for a test-client artifact (`<name>-tests`); absent otherwise.
-    #[serde(
-        default,
-        skip_serializing_if = "crate::package::manifest::ArtifactKind::is_default"
-    )]
-    pub kind: crate::package::manifest::ArtifactKind,
+    /// What the entry delivers: absent for a component's tarball, `tests` for a test client's
+    /// (`<name>-tests`), `wheel` for a Python wheel its build made.
+    #[serde(default, skip_serializing_if = "DeliveryKind::is_default")]
+    pub kind: DeliveryKind,
     /// For kind `tests`: the library build it tests, by name and content key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<Dependency>,
@@ -73,6 +74,46 @@ pub struct Artifact {
     /// `sbom` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Attachment>,
+}
+
+/// What an index entry delivers.
+#[derive(
+    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryKind {
+    /// A component's install tree, as a tarball: what `rocforge install` unpacks.
+    #[default]
+    Component,
+    /// A component's test client (`<name>-tests`), as a tarball: what `rocforge test` installs.
+    Tests,
+    /// A Python wheel a component's build made (torch, torchvision), the same file its tarball
+    /// carries under `share/rocforge/wheels`: what pip installs from the wheel index. Its id is
+    /// that of the build that made it; `rocforge install` leaves it to pip.
+    Wheel,
+    /// A kind of a newer index: listed, never installed.
+    #[serde(other)]
+    Unknown,
+}
+
+impl DeliveryKind {
+    pub fn is_default(&self) -> bool {
+        *self == DeliveryKind::Component
+    }
+
+    /// Whether the entry is a tarball that install and test unpack.
+    pub fn is_tarball(&self) -> bool {
+        matches!(self, DeliveryKind::Component | DeliveryKind::Tests)
+    }
+}
+
+impl From<crate::package::manifest::ArtifactKind> for DeliveryKind {
+    fn from(k: crate::package::manifest::ArtifactKind) -> Self {
+        match k {
+            crate::package::manifest::ArtifactKind::Component => DeliveryKind::Component,
+            crate::package::manifest::ArtifactKind::Tests => DeliveryKind::Tests,
+        }
+    }
 }
 
 /// A document published beside a tarball: pinned by the signed index like the tarball is.
@@ -141,13 +182,14 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             path: p.clone(),
             source,
         })?;
+        let wheels = wheels_beside(dir, &name, &m)?;
         artifacts.push(Artifact {
             id: m.id,
             url: name.clone(),
             size: meta.len(),
             sha256: sha256_file(&p)?,
             installed_size: m.installed_size,
-            kind: m.kind,
+            kind: m.kind.into(),
             tests: m.tests,
             depends: m.depends,
             glibc_floor: m.glibc_floor,
@@ -158,6 +200,7 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             sbom: attachment(&p, crate::attest::Kind::Sbom)?,
             provenance: attachment(&p, crate::attest::Kind::Provenance)?,
         });
+        artifacts.extend(wheels);
     }
     let now = now_unix();
     Ok(Index {
@@ -166,6 +209,66 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
         expires: rfc3339(now + valid_days * 86_400),
         artifacts,
     })
+}
+
+/// The wheels `tarball` (named so in `dir`) carries under [`super::WHEEL_DIR`] that `package`
+/// copied beside it, each as an entry of kind `wheel` with the tarball's id. A wheel there by
+/// that name whose bytes are not the tarball's is refused: the index would pin a file that no
+/// build made.
+fn wheels_beside(
+    dir: &Path,
+    tarball: &str,
+    m: &super::manifest::Manifest,
+) -> Result<Vec<Artifact>, PackageError> {
+    let mut out = Vec::new();
+    let prefix = format!("{}/", super::WHEEL_DIR);
+    for f in &m.files {
+        let Some(name) = f.path.strip_prefix(&prefix) else {
+            continue;
+        };
+        if f.kind != super::manifest::Kind::File || name.contains('/') || !name.ends_with(".whl") {
+            continue;
+        }
+        let path = dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        let sha256 = sha256_file(&path)?;
+        if f.sha256.as_deref() != Some(sha256.to_string().as_str()) {
+            return Err(PackageError::ForeignWheel {
+                path: path.display().to_string(),
+                tarball: tarball.to_string(),
+                found: sha256.to_string(),
+                recorded: f.sha256.clone().unwrap_or_else(|| "unrecorded".into()),
+            });
+        }
+        let size = std::fs::metadata(&path)
+            .map_err(|source| PackageError::Io {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        out.push(Artifact {
+            id: m.id.clone(),
+            url: name.to_string(),
+            size,
+            sha256,
+            installed_size: size,
+            kind: DeliveryKind::Wheel,
+            tests: None,
+            depends: m.depends.clone(),
+            glibc_floor: m.glibc_floor.clone(),
+            needs: m.needs.clone(),
+            provides: Vec::new(),
+            runtime_libs: m.runtime_libs.clone(),
+            signature: crate::sign::signature_path(&path)
+                .is_file()
+                .then(|| format!("{name}.minisig")),
+            sbom: None,
+            provenance: None,
+        });
+    }
+    Ok(out)
 }
 
 /// `dir/index.json` issued anew: the same artifacts, issued now and expiring after
@@ -186,12 +289,15 @@ pub fn renew(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
     }
     let mut index: Index =
         serde_json::from_slice(&text).map_err(|e| bad(format!("not a release index: {e}")))?;
-    if index.schema != INDEX_SCHEMA {
+    if !INDEX_SCHEMAS_READ.contains(&index.schema.as_str()) {
         return Err(bad(format!(
-            "schema {:?}, this rocforge writes {INDEX_SCHEMA}",
-            index.schema
+            "schema {:?}, this rocforge reads {}",
+            index.schema,
+            INDEX_SCHEMAS_READ.join(", ")
         )));
     }
+    // Renewed, it is written as this rocforge writes it.
+    index.schema = INDEX_SCHEMA.into();
     let now = now_unix();
     index.issued = rfc3339(now);
     index.expires = rfc3339(now + valid_days * 86_400);
@@ -259,4 +365,21 @@ pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
         .collect();
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::DeliveryKind;
+
+    /// A kind this rocforge does not know (a later one's) reads as Unknown, not as an error: the
+    /// index stays readable and that entry is never installed.
+    #[test]
+    fn kinds_read_and_unknown_ones_are_kept_apart() {
+        let read = |s: &str| serde_json::from_str::<DeliveryKind>(s).unwrap();
+        assert_eq!(read("\"wheel\""), DeliveryKind::Wheel);
+        assert_eq!(read("\"tests\""), DeliveryKind::Tests);
+        assert_eq!(read("\"image\""), DeliveryKind::Unknown);
+        assert!(!DeliveryKind::Unknown.is_tarball() && !DeliveryKind::Wheel.is_tarball());
+        assert!(DeliveryKind::Component.is_tarball() && DeliveryKind::Tests.is_tarball());
+    }
 }

@@ -27,6 +27,13 @@ pub enum PackageError {
     BadEntry { path: String, reason: String },
     #[error("{path} changed while it was being packaged")]
     Changed { path: String },
+    #[error("{path} is not the wheel {tarball} carries (sha256 {found}, the tarball's {recorded})")]
+    ForeignWheel {
+        path: String,
+        tarball: String,
+        found: String,
+        recorded: String,
+    },
     #[error("{component}: {} file(s) mention build paths, so the tree would not work elsewhere:\n{}",
         leaks.len(),
         leaks.iter().take(10).map(|(f, p)| format!("  {f} contains {p}")).collect::<Vec<_>>().join("\n"))]
@@ -48,6 +55,9 @@ impl crate::diag::Hint for PackageError {
                 "fix the recipe's install step so the tree holds only relative symlinks, files and directories".into()
             }
             PackageError::Changed { .. } => "something modified the store entry; package again".into(),
+            PackageError::ForeignWheel { .. } => {
+                "the wheel beside the tarballs was replaced or is stale: package the component again into this directory, or remove the wheel".into()
+            }
             PackageError::Leaks { .. } => {
                 "build paths usually come from RPATHs, CMake config files or debug info: make the \
                  recipe install relocatable files (RPATH $ORIGIN, -ffile-prefix-map), or pass \

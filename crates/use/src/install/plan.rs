@@ -390,7 +390,7 @@ pub fn resolve<'a>(
             let dep = index
                 .artifacts
                 .iter()
-                .find(|x| x.key == d.key)
+                .find(|x| x.key == d.key && x.kind.is_tarball())
                 .ok_or_else(|| InstallError::MissingDependency {
                     artifact: extract::shown(&a.url),
                     dependency: d.name.to_string(),
@@ -402,7 +402,12 @@ pub fn resolve<'a>(
         Ok(())
     }
     for c in components {
-        let candidates: Vec<&Artifact> = index.artifacts.iter().filter(|a| &a.name == c).collect();
+        // Wheels are pip's to install; a kind of a newer index is nobody's here.
+        let candidates: Vec<&Artifact> = index
+            .artifacts
+            .iter()
+            .filter(|a| &a.name == c && a.kind.is_tarball())
+            .collect();
         let sorted = |a: &Artifact| {
             let mut t: Vec<String> = a.targets.iter().map(|t| t.to_string()).collect();
             t.sort();

@@ -225,7 +225,7 @@ fn providers<'a>(index: &'a Index, targets: &[String]) -> Vec<Vec<&'a Artifact>>
     let mut names: Vec<String> = index
         .artifacts
         .iter()
-        .filter(|a| a.provides.iter().any(|p| p == HIP_RUNTIME))
+        .filter(|a| a.kind.is_tarball() && a.provides.iter().any(|p| p == HIP_RUNTIME))
         .map(|a| a.name.to_string())
         .collect();
     names.sort();

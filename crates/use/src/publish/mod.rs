@@ -118,10 +118,17 @@ pub struct Outcome {
     pub action: String,
 }
 
-/// The files a publish uploads: [`crate::package::index::release_files`] plus any wheels.
+/// The files a publish uploads: [`crate::package::index::release_files`] plus any wheels, each
+/// with its signature when it has one (the index names it).
 pub fn files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
     let mut out = crate::package::index::release_files(dir)?;
-    out.extend(wheels::wheel_files(dir)?);
+    for w in wheels::wheel_files(dir)? {
+        let sig = crate::sign::signature_path(&w);
+        if std::fs::symlink_metadata(&sig).is_ok_and(|m| m.is_file()) {
+            out.push(sig);
+        }
+        out.push(w);
+    }
     out.sort();
     Ok(out)
 }

@@ -16,6 +16,8 @@ pub const ARTIFACT_CONFIG: &str = "application/vnd.rocforge.artifact.config.v1+j
 pub const INDEX_CONFIG: &str = "application/vnd.rocforge.release.config.v1+json";
 pub const COMPONENT_TAR_ZSTD: &str = "application/vnd.rocforge.component.v1.tar+zstd";
 pub const COMPONENT_TAR_GZIP: &str = "application/vnd.rocforge.component.v1.tar+gzip";
+/// A Python wheel the index lists (kind `wheel`): a zip, as pip downloads it.
+pub const WHEEL_ZIP: &str = "application/vnd.rocforge.wheel.v1+zip";
 pub const INDEX_TYPE: &str = "application/vnd.rocforge.index.v1+json";
 /// A signing-key list written by `rocforge key rotate` (schema rocforge.keys/1).
 pub const KEY_LIST_TYPE: &str = "application/vnd.rocforge.keys.v1+json";
@@ -77,7 +79,9 @@ pub fn plan(dir: &Path) -> Result<OciPlan, PublishError> {
             });
         }
         let path = dir.join(&a.url);
-        let media_type = if a.url.ends_with(".tar.gz") {
+        let media_type = if a.kind == crate::package::index::DeliveryKind::Wheel {
+            WHEEL_ZIP
+        } else if a.url.ends_with(".tar.gz") {
             COMPONENT_TAR_GZIP
         } else {
             COMPONENT_TAR_ZSTD
@@ -295,4 +299,50 @@ fn push_index(remote: &Remote, plan: &OciPlan) -> Result<(), PublishError> {
         },
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wheel the index lists goes out as an artifact of its own, typed as a wheel, with its
+    /// signature; the tarball before it keeps the component's type.
+    #[test]
+    fn a_listed_wheel_is_pushed_as_a_wheel() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tarball = "torch-2.6.0-gfx90c-0c2fac4d.tar.zst";
+        let wheel = "torch-2.6.0+rocm6.4.3.gfx90c-cp313-cp313-linux_x86_64.whl";
+        for f in [tarball, wheel, &format!("{wheel}.minisig")] {
+            std::fs::write(d.join(f), f).unwrap();
+        }
+        let entry = |url: &str, kind: Option<&str>| {
+            let mut e = serde_json::json!({
+                "name": "torch", "version": "2.6.0", "release": "debian-6.4",
+                "targets": ["gfx90c"], "key": "0c2fac4d6ef9e4cbeb13457f98aad0a306093e93e9525b1a1541ac92f0cc7b88",
+                "url": url, "size": 1, "sha256": "0".repeat(64), "installed_size": 1,
+                "depends": [], "glibc_floor": null, "signature": null,
+            });
+            if let Some(k) = kind {
+                e["kind"] = k.into();
+            }
+            e
+        };
+        let index = serde_json::json!({
+            "schema": crate::package::index::INDEX_SCHEMA,
+            "issued": "2026-12-06T00:00:00Z", "expires": "2027-01-06T00:00:00Z",
+            "artifacts": [entry(tarball, None), entry(wheel, Some("wheel"))],
+        });
+        std::fs::write(d.join(INDEX_NAME), index.to_string()).unwrap();
+        let p = plan(d).unwrap();
+        let types: Vec<Vec<&str>> = p
+            .tarballs
+            .iter()
+            .map(|t| t.layers.iter().map(|l| l.media_type).collect())
+            .collect();
+        assert_eq!(
+            types,
+            [vec![COMPONENT_TAR_ZSTD], vec![WHEEL_ZIP, SIGNATURE_TYPE]]
+        );
+    }
 }

@@ -139,14 +139,14 @@ pub fn testable(
 ) -> Vec<String> {
     let mut names = std::collections::BTreeSet::new();
     for a in &index.artifacts {
-        if !a.id.targets.iter().any(|t| t.arch == target.arch) {
+        if !a.kind.is_tarball() || !a.id.targets.iter().any(|t| t.arch == target.arch) {
             continue;
         }
         let name = a.id.name.to_string();
         let own_client = session
             .recipe(&name)
             .is_ok_and(|r| r.test.is_some() && !r.tests_apart);
-        if a.kind == crate::package::manifest::ArtifactKind::Tests || own_client {
+        if a.kind == crate::package::index::DeliveryKind::Tests || own_client {
             names.insert(name);
         }
     }
