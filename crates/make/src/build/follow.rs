@@ -209,16 +209,20 @@ impl Estimate {
 }
 
 /// The time left, in seconds, and what it rests on. `steps` is the build tool's (done, total)
-/// and the seconds since its phase began.
+/// and the seconds since its phase began; `recent` the steps done over the last
+/// [`RATE_WINDOW`] and the seconds they took, when the phase has lasted that long.
 ///
 /// A previous build is the best guess. Without one the recipe's hint is rough (machines and
 /// caches differ by far more than the scaling covers), so once the tool has done a few percent
-/// of its steps, for long enough to give a rate, that rate is used instead. Past the estimate
-/// nothing is claimed.
+/// of its steps, for long enough to give a rate, that rate is used instead: the recent one when
+/// there is one, since a build that continues in its kept directory replays its first steps
+/// from the compiler cache in minutes and the whole phase's rate would promise the rest as fast.
+/// Past the estimate nothing is claimed.
 pub fn eta(
     elapsed: f64,
     estimate: Option<Estimate>,
     steps: Option<(u64, u64, f64)>,
+    recent: Option<(u64, f64)>,
 ) -> Option<(u64, EstimateFrom)> {
     let from_estimate = |e: Estimate| {
         let left = (e.secs - elapsed).max(0.0) as u64;
@@ -229,8 +233,12 @@ pub fn eta(
         (_, Some((done, total, phase_secs)))
             if done > 0 && done * 50 >= total && phase_secs >= 30.0 && done < total =>
         {
+            let (n, secs) = match recent {
+                Some((n, secs)) if n > 0 && secs > 0.0 => (n, secs),
+                _ => (done, phase_secs),
+            };
             Some((
-                (phase_secs * (total - done) as f64 / done as f64) as u64,
+                (secs * (total - done) as f64 / n as f64) as u64,
                 EstimateFrom::Steps,
             ))
         }
@@ -238,6 +246,9 @@ pub fn eta(
         (None, _) => None,
     }
 }
+
+/// How far back the recent step rate looks.
+pub const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// Where one component's build stands, from the lines of its log.
 pub struct Tracker {
@@ -247,6 +258,9 @@ pub struct Tracker {
     phase: String,
     phase_started: Instant,
     steps: Option<(u64, u64)>,
+    /// (when, steps done) of this phase, oldest first, at most one per minute, reaching back
+    /// a little past [`RATE_WINDOW`].
+    samples: std::collections::VecDeque<(Instant, u64)>,
     percent: Option<u8>,
     /// The build tool counted all its steps: what is left (install, the gate) is short, and
     /// the recipe's hint for the whole build would claim hours.
@@ -262,6 +276,7 @@ impl Tracker {
             phase: "starting".into(),
             phase_started: started,
             steps: None,
+            samples: std::collections::VecDeque::new(),
             percent: None,
             tool_done: false,
         }
@@ -272,6 +287,7 @@ impl Tracker {
         match parse(line) {
             Some(Mark::Phase(p)) => self.set_phase(p, now),
             Some(Mark::Steps { done, total }) => {
+                self.sample(now, done);
                 self.steps = Some((done, total));
                 self.tool_done |= total > 0 && done >= total;
             }
@@ -290,8 +306,38 @@ impl Tracker {
             self.phase_started = now;
             // A phase's counters are its own: install must not show the build's [270/270].
             self.steps = None;
+            self.samples.clear();
             self.percent = None;
         }
+    }
+
+    fn sample(&mut self, now: Instant, done: u64) {
+        let minute = std::time::Duration::from_secs(60);
+        if self
+            .samples
+            .back()
+            .is_some_and(|(t, _)| now.duration_since(*t) < minute)
+        {
+            return;
+        }
+        self.samples.push_back((now, done));
+        // Keep one sample at least RATE_WINDOW old, and none older than needed.
+        while self
+            .samples
+            .get(1)
+            .is_some_and(|(t, _)| now.duration_since(*t) >= RATE_WINDOW)
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Steps done and seconds taken since the sample a whole [`RATE_WINDOW`] ago, once the
+    /// phase is that old.
+    fn recent(&self, now: Instant) -> Option<(u64, f64)> {
+        let (t, d) = self.samples.front()?;
+        let secs = now.duration_since(*t).as_secs_f64();
+        let (done, _) = self.steps?;
+        (secs >= RATE_WINDOW.as_secs_f64()).then(|| (done.saturating_sub(*d), secs))
     }
 
     pub fn status(&self, now: Instant) -> BuildStatus {
@@ -304,6 +350,7 @@ impl Tracker {
             elapsed,
             estimate,
             self.steps.map(|(d, t)| (d, t, phase_secs)),
+            self.recent(now),
         );
         BuildStatus {
             component: self.component.clone(),
@@ -504,31 +551,64 @@ mod tests {
         assert_eq!(Estimate::new(None, 0.0, 4), None);
 
         assert_eq!(
-            eta(200.0, Some(last), Some((10, 100, 50.0))),
+            eta(200.0, Some(last), Some((10, 100, 50.0)), None),
             Some((1000, EstimateFrom::LastBuild)),
             "a previous build beats the step rate"
         );
-        assert_eq!(eta(1300.0, Some(last), None), None, "past the estimate");
         assert_eq!(
-            eta(100.0, Some(hint), Some((1, 270, 5.0))),
+            eta(1300.0, Some(last), None, None),
+            None,
+            "past the estimate"
+        );
+        assert_eq!(
+            eta(100.0, Some(hint), Some((1, 270, 5.0)), None),
             Some((10700, EstimateFrom::Recipe)),
             "too few steps to go by"
         );
         assert_eq!(
-            eta(400.0, Some(hint), Some((135, 270, 300.0))),
+            eta(400.0, Some(hint), Some((135, 270, 300.0)), None),
             Some((300, EstimateFrom::Steps))
         );
         assert_eq!(
-            eta(400.0, None, Some((90, 270, 300.0))),
+            eta(400.0, None, Some((90, 270, 300.0)), None),
             Some((600, EstimateFrom::Steps))
         );
-        assert_eq!(eta(400.0, None, None), None);
+        assert_eq!(eta(400.0, None, None, None), None);
         assert_eq!(
-            eta(20.0, Some(hint), Some((135, 270, 10.0))),
+            eta(20.0, Some(hint), Some((135, 270, 10.0)), None),
             Some((10780, EstimateFrom::Recipe)),
             "too short a time to give a rate"
         );
-        assert_eq!(eta(20.0, None, Some((270, 270, 100.0))), None);
+        assert_eq!(eta(20.0, None, Some((270, 270, 100.0)), None), None);
+    }
+
+    /// A build continued in its kept directory: its first 600 steps come from the compiler
+    /// cache in 5 minutes, then one compile takes 30 s. The estimate follows the last 15
+    /// minutes' rate (3 h left), not the whole phase's (14 min).
+    #[test]
+    fn a_continued_build_is_estimated_from_its_recent_rate() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("torch", t0, Estimate::new(None, 100.0, 2));
+        t.line("==> build", at(0));
+        for s in 1..=300 {
+            t.line(&format!("[{}/1000] cached", 2 * s), at(s));
+        }
+        for k in 1..=40 {
+            t.line(&format!("[{}/1000] compiled", 600 + k), at(300 + 30 * k));
+        }
+        let s = t.status(at(1500));
+        assert_eq!(s.estimate_from, Some(EstimateFrom::Steps));
+        let left = s.eta_s.unwrap();
+        assert!(
+            (10_000..=11_600).contains(&left),
+            "360 steps left at 30 s each: {left}"
+        );
+        // Before the window is full, the whole phase's rate: 600 steps in 600 s.
+        let mut early = Tracker::new("torch", t0, None);
+        early.line("==> build", at(0));
+        early.line("[600/1000] cached", at(300));
+        assert_eq!(early.status(at(600)).eta_s, Some(400));
     }
 
     #[test]
