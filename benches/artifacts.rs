@@ -211,7 +211,7 @@ fn run() -> io::Result<()> {
             let req = rocforge::install::Request {
                 allow_downgrade: false,
                 components: &["bench".to_string()],
-                targets: &["gfx90c".to_string()],
+                targets: &[rocforge::arch::TargetId::plain("gfx90c")],
                 from: &url,
                 prefix: &prefix,
                 allow_unsigned: false,

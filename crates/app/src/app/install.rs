@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::{Error, Options, Result};
+use crate::arch::TargetId;
 use crate::catalog::config::Config;
 use crate::diag::Diagnostics;
 use crate::download::DownloadOptions;
@@ -202,7 +203,7 @@ fn prepare<'a>(
     let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
     // Read as every command reads --arch: a typo or a trailing comma is an error that says
     // so, not a target no artifact has.
-    let mut targets: Vec<String> = match options.arch.as_deref() {
+    let mut targets: Vec<TargetId> = match options.arch.as_deref() {
         Some(list) => {
             let mut d = crate::diag::Diagnostics::default();
             let table = crate::catalog::load_arches(&options.root, &mut d)?;
@@ -212,9 +213,6 @@ fn prepare<'a>(
             table
                 .resolve_list(list)
                 .map_err(|e| Error::hinted(format!("--arch {list}: {e}"), e.hint()))?
-                .iter()
-                .map(|t| t.to_string())
-                .collect()
         }
         None => Vec::new(),
     };
@@ -268,7 +266,7 @@ struct Prepared<'a> {
     index_hint: String,
     prefix: PathBuf,
     keys: Vec<crate::sign::PublicKey>,
-    targets: Vec<String>,
+    targets: Vec<TargetId>,
     allowed_hosts: Vec<String>,
     max_bytes: u64,
     download: DownloadOptions,

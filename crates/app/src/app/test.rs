@@ -404,7 +404,7 @@ fn lay_out(session: &Session, plan: &TestPlan) -> Result<()> {
     let install_req = install::Request {
         allow_downgrade: false,
         components: &[plan.component.to_string()],
-        targets: &[plan.target.to_string()],
+        targets: std::slice::from_ref(&plan.target),
         from,
         prefix,
         allow_unsigned: false,

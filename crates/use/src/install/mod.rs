@@ -218,7 +218,7 @@ fn unresolved_message(missing: &[links::Missing], searched: &[String]) -> String
 }
 
 /// The commands that make and install a build of `components` without any published release.
-pub fn build_it_yourself(components: &[String], targets: &[String]) -> String {
+pub fn build_it_yourself(components: &[String], targets: &[crate::arch::TargetId]) -> String {
     let c = if components.is_empty() {
         "COMPONENT".to_string()
     } else {
@@ -227,7 +227,7 @@ pub fn build_it_yourself(components: &[String], targets: &[String]) -> String {
     let arch = if targets.is_empty() {
         "TARGET".to_string()
     } else {
-        targets.join(",")
+        crate::arch::comma_list(targets)
     };
     format!(
         "`rocforge build {c} --arch {arch}`, then `rocforge package {c} --arch {arch} --out dist`, then `rocforge install {c} --arch {arch} --from ./dist` (docs/artifacts.md)"
@@ -560,7 +560,7 @@ fn parse_index(bytes: &[u8], shown: &str) -> Result<Index, InstallError> {
 pub struct Request<'a> {
     pub components: &'a [String],
     /// Sorted, deduplicated target IDs; empty when not given.
-    pub targets: &'a [String],
+    pub targets: &'a [crate::arch::TargetId],
     pub from: &'a str,
     pub prefix: &'a Path,
     pub allow_unsigned: bool,

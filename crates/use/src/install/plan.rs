@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::receipt::Receipt;
 use super::{InstallError, LoadedIndex, Request, runtime};
+use crate::arch::TargetId;
 use crate::package::extract;
 use crate::package::index::{Artifact, Index};
 use crate::package::manifest::version_tuple;
@@ -34,7 +35,7 @@ pub struct InstallPlan {
     pub unsigned_reason: Option<String>,
     pub prefix: PathBuf,
     /// The targets asked for, sorted; empty: any.
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetId>,
     /// Dependencies first, in the order they are unpacked.
     pub steps: Vec<Step>,
     /// Bytes the installing steps download (the cached included) and unpack.
@@ -323,7 +324,7 @@ impl InstallPlan {
         let targets = if self.targets.is_empty() {
             "any".to_string()
         } else {
-            self.targets.join(",")
+            crate::arch::comma_list(&self.targets)
         };
         s += &format!("targets {targets}\n\n");
         for st in &self.steps {
@@ -373,7 +374,7 @@ impl InstallPlan {
 pub fn resolve<'a>(
     index: &'a Index,
     components: &[String],
-    targets: &[String],
+    targets: &[TargetId],
 ) -> Result<Vec<&'a Artifact>, InstallError> {
     let mut order: Vec<&Artifact> = Vec::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
@@ -409,7 +410,7 @@ pub fn resolve<'a>(
             .filter(|a| &a.name == c && a.kind.is_tarball())
             .collect();
         let sorted = |a: &Artifact| {
-            let mut t: Vec<String> = a.targets.iter().map(|t| t.to_string()).collect();
+            let mut t = a.targets.clone();
             t.sort();
             t
         };
@@ -422,11 +423,7 @@ pub fn resolve<'a>(
             candidates
                 .iter()
                 .copied()
-                .filter(|a| {
-                    targets
-                        .iter()
-                        .all(|t| a.targets.iter().any(|x| x.to_string() == *t))
-                })
+                .filter(|a| targets.iter().all(|t| a.targets.contains(t)))
                 .collect()
         } else {
             exact
@@ -440,7 +437,7 @@ pub fn resolve<'a>(
                 targets: if targets.is_empty() {
                     "any target".into()
                 } else {
-                    targets.join(",")
+                    crate::arch::comma_list(targets)
                 },
                 available: candidates
                     .iter()

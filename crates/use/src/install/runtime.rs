@@ -221,7 +221,7 @@ fn on_host(chosen: &[&Artifact], needy: &[String]) -> Result<String, String> {
 
 /// The index's HIP runtime providers, each resolved with its dependencies (dependencies
 /// first): those for `targets` first, else any.
-fn providers<'a>(index: &'a Index, targets: &[String]) -> Vec<Vec<&'a Artifact>> {
+fn providers<'a>(index: &'a Index, targets: &[crate::arch::TargetId]) -> Vec<Vec<&'a Artifact>> {
     let mut names: Vec<String> = index
         .artifacts
         .iter()

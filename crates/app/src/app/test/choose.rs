@@ -119,7 +119,7 @@ fn from_index(session: &Session, component: &str, target: &TargetId, from: &str)
     let chosen = install::resolve(
         &loaded.index,
         &[component.to_string()],
-        &[target.to_string()],
+        std::slice::from_ref(target),
     )?;
     let as_entry = |x: &crate::package::index::Artifact| Artifact {
         id: x.id.clone(),
