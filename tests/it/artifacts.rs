@@ -2227,21 +2227,15 @@ fn build_store_and_package_outputs_match_their_schemas() {
 #[test]
 fn install_refuses_a_library_that_links_one_nothing_provides() {
     let fx = fixture();
-    let (root, rel) = (fx.root().to_path_buf(), fx.recipes().join("test-1.0"));
-    std::fs::create_dir_all(root.join("src/needy")).unwrap();
-    std::fs::write(
-        root.join("src/needy/absent.c"),
-        "int absent(void) { return 7; }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/needy/needy.c"),
+    let root = fx.root().to_path_buf();
+    fx.write("src/needy/absent.c", "int absent(void) { return 7; }\n");
+    fx.write(
+        "src/needy/needy.c",
         "int absent(void);\nint needy(void) { return absent(); }\n",
-    )
-    .unwrap();
+    );
     // libabsent.so.3 is linked against and left out of the install tree.
-    std::fs::write(
-        rel.join("needy.toml"),
+    fx.write(
+        "recipes/test-1.0/needy.toml",
         r#"name = "needy"
 version = "1.0"
 summary = "a library linking one it does not ship"
@@ -2260,8 +2254,7 @@ ln -s libabsent.so.3 scratch/libabsent.so
 cc -shared -fPIC -o "$P/lib/libneedy.so.1" needy.c -Wl,-soname,libneedy.so.1 -Lscratch -labsent
 """
 "#,
-    )
-    .unwrap();
+    );
     fx.ok(&["build", "needy", "--arch", "gfx90c", "--runtime", "host"]);
     let dist = fx.package_signed(&["needy"], "dist", &fx.key());
     let from = dist.display().to_string();
