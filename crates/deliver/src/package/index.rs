@@ -56,10 +56,10 @@ pub struct Artifact {
     pub glibc_floor: Option<String>,
     /// Run-time capabilities it needs from the host or another artifact (`hip-runtime`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<String>,
+    pub needs: Vec<crate::package::manifest::Capability>,
     /// Capabilities it provides (`hip-runtime` for the rocm-runtime component).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<String>,
+    pub provides: Vec<crate::package::manifest::Capability>,
     /// The exact runtime libraries behind `needs` (e.g. libamdhip64.so.6); see the manifest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_libs: Vec<String>,

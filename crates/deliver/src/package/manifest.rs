@@ -45,10 +45,10 @@ pub struct Manifest {
     /// Run-time capabilities the artifact's ELF files need from outside it, e.g.
     /// [`HIP_RUNTIME`] when a library's DT_NEEDED names libamdhip64 or libhsa-runtime64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<String>,
+    pub needs: Vec<Capability>,
     /// Capabilities the artifact provides, e.g. [`HIP_RUNTIME`] when it holds libamdhip64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<String>,
+    pub provides: Vec<Capability>,
     /// The exact runtime libraries behind `needs` (DT_NEEDED names such as libamdhip64.so.6):
     /// a ROCm 7 system's libamdhip64.so.7 does not serve a tree built against ROCm 6.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -229,8 +229,68 @@ pub fn has_reserved(path: &str) -> bool {
     path.split('/').any(is_reserved)
 }
 
-/// The HIP runtime (libamdhip64 and the ROCr runtime libhsa-runtime64 it loads).
+/// The HIP runtime (libamdhip64 and the ROCr runtime libhsa-runtime64 it loads), as manifests,
+/// indexes and receipts spell it.
 pub const HIP_RUNTIME: &str = "hip-runtime";
+
+/// A run-time capability an artifact needs from the system or another artifact, or provides.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    /// [`HIP_RUNTIME`]: ROCm's HIP runtime.
+    HipRuntime,
+    /// One a later rocforge names: kept as written, never provided here.
+    Other(String),
+}
+
+impl Capability {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Capability::HipRuntime => HIP_RUNTIME,
+            Capability::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Capability {
+    fn from(s: &str) -> Self {
+        if s == HIP_RUNTIME {
+            Capability::HipRuntime
+        } else {
+            Capability::Other(s.to_string())
+        }
+    }
+}
+
+impl Serialize for Capability {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Capability::from(String::deserialize(d)?.as_str()))
+    }
+}
+
+impl schemars::JsonSchema for Capability {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Capability".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A run-time capability: `hip-runtime` (ROCm's HIP runtime); other names come from later versions and are kept as written.",
+            "examples": [HIP_RUNTIME]
+        })
+    }
+}
 
 /// Whether a DT_NEEDED entry belongs to the HIP runtime.
 pub fn is_hip_runtime_lib(soname: &str) -> bool {
@@ -240,12 +300,15 @@ pub fn is_hip_runtime_lib(soname: &str) -> bool {
 /// What a tree needs and provides at run time, from its ELF files' DT_SONAME and DT_NEEDED
 /// entries: it provides [`HIP_RUNTIME`] when a library's SONAME is libamdhip64.so.N, and needs
 /// it when an ELF file needs libamdhip64 or libhsa-runtime64 and it does not provide it.
-pub fn runtime_capabilities(sonames: &[String], needed: &[String]) -> (Vec<String>, Vec<String>) {
+pub fn runtime_capabilities(
+    sonames: &[String],
+    needed: &[String],
+) -> (Vec<Capability>, Vec<Capability>) {
     let provides = sonames.iter().any(|s| s.starts_with("libamdhip64.so"));
     let needs = !provides && needed.iter().any(|n| is_hip_runtime_lib(n));
     let cap = |b: bool| {
         if b {
-            vec![HIP_RUNTIME.to_string()]
+            vec![Capability::HipRuntime]
         } else {
             Vec::new()
         }
@@ -306,18 +369,36 @@ mod tests {
                 &s(&["librocsparse.so.1"]),
                 &s(&["libamdhip64.so.6", "libc.so.6"])
             ),
-            (s(&[HIP_RUNTIME]), s(&[]))
+            (vec![Capability::HipRuntime], vec![])
         );
         assert_eq!(
             runtime_capabilities(
                 &s(&["libamdhip64.so.6", "libhsa-runtime64.so.1"]),
                 &s(&["libhsa-runtime64.so.1"])
             ),
-            (s(&[]), s(&[HIP_RUNTIME]))
+            (vec![], vec![Capability::HipRuntime])
         );
         assert_eq!(
             runtime_capabilities(&s(&[]), &s(&["libc.so.6"])),
-            (s(&[]), s(&[]))
+            (vec![], vec![])
+        );
+    }
+
+    /// A capability reads and writes as its name; one this rocforge does not know is kept.
+    #[test]
+    fn capabilities_keep_their_names() {
+        let read = |j: &str| serde_json::from_str::<Vec<Capability>>(j).unwrap();
+        let caps = read(r#"["hip-runtime", "vulkan-runtime"]"#);
+        assert_eq!(
+            caps,
+            [
+                Capability::HipRuntime,
+                Capability::Other("vulkan-runtime".into())
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string(&caps).unwrap(),
+            r#"["hip-runtime","vulkan-runtime"]"#
         );
     }
 }

@@ -81,8 +81,8 @@ pub struct Packaged {
     pub glibc_floor: Option<String>,
     /// License files the tarball carries (empty: none; the caller warns).
     pub licenses: Vec<String>,
-    pub needs: Vec<String>,
-    pub provides: Vec<String>,
+    pub needs: Vec<crate::package::manifest::Capability>,
+    pub provides: Vec<crate::package::manifest::Capability>,
     /// Build paths found and accepted (with `allow_build_paths`).
     pub leaks: Vec<(String, String)>,
     /// Python wheels the tree carries under [`WHEEL_DIR`], copied beside the tarball for the

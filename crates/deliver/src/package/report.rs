@@ -27,9 +27,9 @@ pub struct PackagedArtifact {
     /// License files it carries.
     pub licenses: Vec<String>,
     /// Run-time capabilities its ELF files need from outside it (e.g. the HIP runtime).
-    pub needs: Vec<String>,
+    pub needs: Vec<crate::package::manifest::Capability>,
     /// Capabilities it provides.
-    pub provides: Vec<String>,
+    pub provides: Vec<crate::package::manifest::Capability>,
     /// Its minisign signature; null when unsigned.
     pub signature: Option<PathBuf>,
 }

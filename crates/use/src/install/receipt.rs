@@ -78,9 +78,9 @@ pub struct Receipt {
     pub glibc_floor: Option<String>,
     /// Run-time capabilities it needs and provides (`hip-runtime`), from its manifest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<String>,
+    pub needs: Vec<crate::package::manifest::Capability>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<String>,
+    pub provides: Vec<crate::package::manifest::Capability>,
     /// Targets whose code the artifact lacks, as its build's coverage gate recorded them:
     /// target → the processor whose code it carries instead (run under
     /// HSA_OVERRIDE_GFX_VERSION), or "" when it carries none.

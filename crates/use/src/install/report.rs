@@ -29,8 +29,8 @@ pub struct InstalledComponent {
     /// The key that signed the index it came from; null when installed unsigned.
     pub signed_by: Option<String>,
     /// Run-time capabilities it needs and provides (`hip-runtime`).
-    pub needs: Vec<String>,
-    pub provides: Vec<String>,
+    pub needs: Vec<crate::package::manifest::Capability>,
+    pub provides: Vec<crate::package::manifest::Capability>,
 }
 
 impl InstalledComponent {

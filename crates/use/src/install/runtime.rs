@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::receipt::Receipt;
 use super::{InstallError, Request, RuntimeCheck, resolve};
 use crate::package::index::{Artifact, Index};
-use crate::package::manifest::HIP_RUNTIME;
+use crate::package::manifest::Capability;
 
 /// Names directories (`:`-separated) to look for the HIP runtime in, instead of the ld.so cache,
 /// `$ROCM_PATH/lib`, `/opt/rocm/lib` and `$LD_LIBRARY_PATH`: for tests and unusual systems.
@@ -112,14 +112,14 @@ pub(super) fn add_runtime<'a>(
 ) -> Result<(), InstallError> {
     let needy: Vec<String> = chosen
         .iter()
-        .filter(|a| a.needs.iter().any(|n| n == HIP_RUNTIME))
+        .filter(|a| a.needs.contains(&Capability::HipRuntime))
         .map(|a| a.name.to_string())
         .collect();
     let in_set = chosen
         .iter()
-        .any(|a| a.provides.iter().any(|p| p == HIP_RUNTIME));
+        .any(|a| a.provides.contains(&Capability::HipRuntime));
     let in_prefix = existing.iter().find(|r| {
-        r.provides.iter().any(|p| p == HIP_RUNTIME)
+        r.provides.contains(&Capability::HipRuntime)
             || (r.provides.is_empty() && r.name == "rocm-runtime")
     });
     let why = match req.runtime {
@@ -225,7 +225,7 @@ fn providers<'a>(index: &'a Index, targets: &[crate::arch::TargetId]) -> Vec<Vec
     let mut names: Vec<String> = index
         .artifacts
         .iter()
-        .filter(|a| a.kind.is_tarball() && a.provides.iter().any(|p| p == HIP_RUNTIME))
+        .filter(|a| a.kind.is_tarball() && a.provides.contains(&Capability::HipRuntime))
         .map(|a| a.name.to_string())
         .collect();
     names.sort();
