@@ -397,6 +397,41 @@ fn the_coverage_gate_fails_a_library_that_lacks_a_requested_target() {
     );
 }
 
+/// A build that installs its GPU library only inside a wheel (as PyTorch's does) is gated on
+/// the library in the wheel: a missing target fails it, naming the wheel's member.
+#[test]
+fn the_coverage_gate_reads_the_libraries_inside_a_wheel() {
+    if !podman_ready(IMAGE) {
+        return;
+    }
+    let f = fixture();
+    ignore_gpu_targets(&f, "gfx902", "v2");
+    let recipe = f.path("recipes/test-1.0/hipcore.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap().replace(
+        "[resources]",
+        "post-install = \"\"\"\ncd \"$DESTDIR$PREFIX\"\nmkdir -p share/rocforge/wheels hipcore\nmv lib/libhipcore.so hipcore/\ncmake -E tar cf share/rocforge/wheels/hipcore-1.0-py3-none-linux_x86_64.whl --format=zip hipcore\nrm -r hipcore\n\"\"\"\n\n[resources]",
+    );
+    std::fs::write(&recipe, text).unwrap();
+    let o = f.build(&[], &["hipcore"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let member =
+        "share/rocforge/wheels/hipcore-1.0-py3-none-linux_x86_64.whl!/hipcore/libhipcore.so";
+    assert!(
+        o.stderr
+            .contains(&format!("{member}: no gfx90c code object")),
+        "{}",
+        o.stderr
+    );
+    let o = f.build(&[], &["hipcore", "--allow-missing", "gfx90c"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let coverage = stored_coverage(&f, "hipcore");
+    assert_eq!(coverage.libraries, 1);
+    assert_eq!(
+        coverage.missing_allowed,
+        [(member.to_string(), "gfx90c".parse().unwrap())]
+    );
+}
+
 /// The code-object coverage record of a component's store entry.
 fn stored_coverage(f: &Fx, component: &str) -> rocforge::inspect::record::CodeObjectRecord {
     let key = keys(f).into_iter().find(|k| k.0 == component).unwrap().1;

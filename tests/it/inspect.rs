@@ -565,6 +565,75 @@ fn cli_output_snapshots() {
     assert_eq!(o.code, 0, "{}", o.stdout);
 }
 
+/// A PyTorch build installs its GPU libraries only inside its wheel: inspect and `--against`
+/// read them through the zip (deflated and stored members alike), by themselves and inside a
+/// tree, and a damaged wheel is an error naming it, never a pass.
+#[test]
+fn libraries_inside_a_wheel() {
+    let Some(b) = hipcc_built() else { return };
+    use std::io::Write;
+    let w = World::new().build();
+    let d = w.root();
+    std::fs::create_dir_all(d.join("tree/share/rocforge/wheels")).unwrap();
+    let name = "demo-1.0-cp311-cp311-linux_x86_64.whl";
+    let wheel = d.join("tree/share/rocforge/wheels").join(name);
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+    let opts = |m| zip::write::SimpleFileOptions::default().compression_method(m);
+    for (member, from, method) in [
+        (
+            "demo/lib/libab.so",
+            "prefix/lib/libab.so",
+            zip::CompressionMethod::Deflated,
+        ),
+        (
+            "demo/lib/libold.so",
+            "prefix/lib/libold.so",
+            zip::CompressionMethod::Stored,
+        ),
+    ] {
+        z.start_file(member, opts(method)).unwrap();
+        z.write_all(&std::fs::read(b.path(from)).unwrap()).unwrap();
+    }
+    z.start_file("demo/__init__.py", opts(zip::CompressionMethod::Deflated))
+        .unwrap();
+    z.write_all(b"from .lib import *\n").unwrap();
+    z.finish().unwrap();
+
+    let o = w.run(&["inspect", "--against", "gfx90c,gfx902", "tree"]);
+    assert_eq!(o.code, 1, "libold.so has gfx900 code only: {}", o.stdout);
+    insta::assert_snapshot!("against_a_tree_with_a_wheel", o.stdout);
+    let whl = format!("tree/share/rocforge/wheels/{name}");
+    let o = w.run(&["inspect", "--format", "json", &whl]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let files = v["inventories"][0]["files"].as_array().unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            format!("{whl}!/demo/lib/libab.so"),
+            format!("{whl}!/demo/lib/libold.so")
+        ]
+    );
+    assert_eq!(files[0]["kind"], "shared-object");
+    // The same bytes as the library outside the wheel: the same code objects.
+    let outside = inspect::inspect(&b.path("prefix/lib/libab.so")).unwrap();
+    let inside = inspect::inspect(&wheel).unwrap();
+    assert_eq!(inside.files[0].targets(), outside.files[0].targets());
+
+    // Cut short: an error naming the wheel, exit 1, whatever the table would say.
+    let bytes = std::fs::read(&wheel).unwrap();
+    std::fs::write(&wheel, &bytes[..bytes.len() - 200]).unwrap();
+    let o = w.run(&["inspect", "--against", "gfx90c", &whl]);
+    assert_ne!(o.code, 0, "{}", o.stdout);
+    assert!(
+        format!("{}{}", o.stdout, o.stderr).contains(name),
+        "{}\n{}",
+        o.stdout,
+        o.stderr
+    );
+}
+
 /// Debian's own targets (gfx90a, gfx1100, ...) were unknown to the table: `--against` refused
 /// them before looking at a single code object.
 #[test]

@@ -14,11 +14,12 @@ pub mod offload_binary;
 pub mod record;
 pub mod tensile;
 pub mod verdict;
+pub mod wheel;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 use object::read::archive::ArchiveFile;
@@ -198,15 +199,16 @@ pub fn inspect(path: &Path) -> Result<Inventory, InspectError> {
     };
     if !meta.is_dir() {
         let display = path.display().to_string();
-        let (report, errors) = inspect_file(path, &display);
-        if report.is_none() && errors.is_empty() {
+        let (reports, errors) = inspect_file(path, &display);
+        if reports.is_none() && errors.is_empty() {
             return Err(InspectError {
                 file: path.to_path_buf(),
                 offset: None,
-                message: "not an ELF file, static archive, offload bundle or OffloadBinary".into(),
+                message: "not an ELF file, static archive, offload bundle, OffloadBinary or wheel"
+                    .into(),
             });
         }
-        inv.files.extend(report);
+        inv.files.extend(reports.into_iter().flatten());
         inv.errors.extend(errors);
         return Ok(inv);
     }
@@ -254,8 +256,8 @@ pub fn inspect(path: &Path) -> Result<Inventory, InspectError> {
             }
             continue;
         }
-        let (report, errors) = inspect_file(&full, &display);
-        inv.files.extend(report);
+        let (reports, errors) = inspect_file(&full, &display);
+        inv.files.extend(reports.into_iter().flatten());
         inv.errors.extend(errors);
     }
     inv.tensile = tensile
@@ -414,7 +416,7 @@ fn sniff(f: &mut File) -> std::io::Result<[u8; 8]> {
     Ok(head)
 }
 
-fn known_magic(head: &[u8]) -> bool {
+pub(crate) fn known_magic(head: &[u8]) -> bool {
     head.starts_with(b"\x7fELF")
         || head.starts_with(b"!<arch>\n")
         || head.starts_with(&bundle::MAGIC[..8])
@@ -422,8 +424,9 @@ fn known_magic(head: &[u8]) -> bool {
         || head.starts_with(offload_binary::MAGIC)
 }
 
-/// One file: no report and no error when it is of no kind that can hold GPU code.
-fn inspect_file(path: &Path, display: &str) -> (Option<FileReport>, Vec<InspectError>) {
+/// One file: its reports (several for a wheel, one per member with GPU code), or `None` and no
+/// error when it is of no kind that can hold GPU code.
+fn inspect_file(path: &Path, display: &str) -> (Option<Vec<FileReport>>, Vec<InspectError>) {
     let fail = |e: std::io::Error| (None, vec![io_error(path, &e)]);
     let mut file = match open_regular(path) {
         Ok(f) => f,
@@ -433,6 +436,15 @@ fn inspect_file(path: &Path, display: &str) -> (Option<FileReport>, Vec<InspectE
         Ok(h) => h,
         Err(e) => return fail(e),
     };
+    if wheel::is_wheel(path, &head) {
+        // Read through its directory, member by member: a wheel is mostly Python, and its
+        // libraries are inflated one at a time.
+        if let Err(e) = file.seek(std::io::SeekFrom::Start(0)) {
+            return fail(e);
+        }
+        let (reports, errors) = wheel::walk(std::io::BufReader::new(file), path, display);
+        return (Some(reports), errors);
+    }
     if !known_magic(&head) {
         return (None, Vec::new());
     }
@@ -446,7 +458,8 @@ fn inspect_file(path: &Path, display: &str) -> (Option<FileReport>, Vec<InspectE
     if let Err(e) = file.read_to_end(&mut data) {
         return fail(e);
     }
-    inspect_bytes(path, display, &data)
+    let (report, errors) = inspect_bytes(path, display, &data);
+    (report.map(|r| vec![r]), errors)
 }
 
 /// Inspects the bytes of one file (`path` is used in errors, `display` in the report).
