@@ -6,5 +6,12 @@
 pub mod arch;
 pub mod diag;
 pub mod ids;
+pub mod open_enum;
 pub mod redact;
 pub mod units;
+
+// What `open_enum!` expands to names these through `$crate`, so a crate using it needs neither.
+#[doc(hidden)]
+pub use schemars as __schemars;
+#[doc(hidden)]
+pub use serde as __serde;

@@ -5,7 +5,7 @@
 
 pub(crate) use rocforge_core::{arch, carries_artifact_id, diag, ids, redact, units};
 pub(crate) use rocforge_infra::{fault, fsutil, oci, process, progress, sign, trust};
-pub(crate) use rocforge_make::{cache, inspect, plan, recipe, store};
+pub(crate) use rocforge_make::{cache, inspect, plan, recipe, runtime, store};
 
 pub mod attest;
 pub mod cache_oci;

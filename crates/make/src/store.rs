@@ -34,9 +34,8 @@ pub struct EntryMeta {
     pub release: String,
     #[serde(default)]
     pub targets: Vec<TargetId>,
-    /// podman, docker or host.
     #[serde(default)]
-    pub runtime: String,
+    pub runtime: crate::runtime::RuntimeName,
     /// False for host builds: their output depends on the host.
     #[serde(default = "yes")]
     pub reproducible: bool,

@@ -14,6 +14,7 @@ use crate::ids::ArtifactId;
 use crate::package::manifest::MANIFEST_NAME;
 use crate::package::tarball::Compression;
 use crate::plan::StoreView;
+use crate::runtime::RuntimeName;
 use crate::store::Store;
 
 pub const REPORT_SCHEMA: &str = "rocforge.verify-rebuild/1";
@@ -138,12 +139,13 @@ pub fn rebuild(session: &Session, req: &Request<'_>) -> Result<Report> {
         schema: REPORT_SCHEMA,
         artifact: req.artifact.to_string(),
         id: id.clone(),
-        runtime: manifest.runtime.clone(),
+        runtime: manifest.runtime.to_string(),
         outcome,
     };
-    let runtime = match manifest.runtime.as_str() {
-        "host" => RuntimeChoice::Host,
-        "docker" => RuntimeChoice::Docker,
+    let runtime = match manifest.runtime {
+        RuntimeName::Host => RuntimeChoice::Host,
+        RuntimeName::Docker => RuntimeChoice::Docker,
+        // Podman, and a runtime this version does not know: rebuilt in the default one.
         _ => RuntimeChoice::Podman,
     };
     let arch = crate::arch::comma_list(&id.targets);

@@ -133,7 +133,7 @@ pub struct ComponentRecord {
     /// The commit a git source was built from, when the store recorded it.
     pub source_commit: Option<String>,
     pub source_date_epoch: u64,
-    pub runtime: String,
+    pub runtime: crate::runtime::RuntimeName,
     pub hash_input: HashInputView,
     /// Run-time dependencies, by the keys the release pins.
     pub depends: Vec<Dependency>,
@@ -188,10 +188,6 @@ impl ComponentRecord {
                     reason: e.to_string(),
                 }
             })?;
-        let sde = serde_json::from_slice::<serde_json::Value>(&read("meta.json")?)
-            .ok()
-            .and_then(|v| v["source_date_epoch"].as_u64())
-            .unwrap_or(0);
         let depends = hash_input
             .dependencies
             .iter()
@@ -211,7 +207,7 @@ impl ComponentRecord {
             license,
             license_files: meta.licenses.clone(),
             source_commit: meta.source_commit.clone(),
-            source_date_epoch: sde,
+            source_date_epoch: meta.source_date(),
             runtime: meta.runtime.clone(),
             hash_input,
             depends,
@@ -222,6 +218,7 @@ impl ComponentRecord {
     /// The builder image the build ran in: None for host builds, whose hash input still
     /// names the release's image though nothing ran in it.
     pub fn builder_image(&self) -> Option<&ImageView> {
+        // The hash input's `container`/`host`; the entry's runtime for hash inputs without one.
         let runtime = if self.hash_input.runtime.is_empty() {
             self.runtime.as_str()
         } else {

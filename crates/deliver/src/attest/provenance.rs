@@ -281,7 +281,7 @@ pub fn component_statement(subject: &Subject, c: &ComponentRecord) -> Statement 
                 internal_parameters: InternalParameters {
                     driver: (hi.driver != 0).then_some(hi.driver),
                     runtime: if hi.runtime.is_empty() {
-                        c.runtime.clone()
+                        c.runtime.to_string()
                     } else {
                         hi.runtime.clone()
                     },

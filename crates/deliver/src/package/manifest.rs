@@ -57,7 +57,7 @@ pub struct Manifest {
     #[serde(default)]
     pub image: Option<crate::plan::key::ImageRef>,
     #[serde(default)]
-    pub runtime: String,
+    pub runtime: crate::runtime::RuntimeName,
     #[serde(default)]
     pub reproducible: bool,
     /// The highest GLIBC_x.y symbol version any ELF file needs; the host's glibc must be at
@@ -233,63 +233,13 @@ pub fn has_reserved(path: &str) -> bool {
 /// indexes and receipts spell it.
 pub const HIP_RUNTIME: &str = "hip-runtime";
 
-/// A run-time capability an artifact needs from the system or another artifact, or provides.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Capability {
-    /// [`HIP_RUNTIME`]: ROCm's HIP runtime.
-    HipRuntime,
-    /// One a later rocforge names: kept as written, never provided here.
-    Other(String),
-}
-
-impl Capability {
-    pub fn as_str(&self) -> &str {
-        match self {
-            Capability::HipRuntime => HIP_RUNTIME,
-            Capability::Other(s) => s,
-        }
+rocforge_core::open_enum! {
+    /// A run-time capability an artifact needs from the system or another artifact, or provides.
+    pub enum Capability {
+        /// [`HIP_RUNTIME`]: ROCm's HIP runtime.
+        HipRuntime = "hip-runtime",
     }
-}
-
-impl std::fmt::Display for Capability {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<&str> for Capability {
-    fn from(s: &str) -> Self {
-        if s == HIP_RUNTIME {
-            Capability::HipRuntime
-        } else {
-            Capability::Other(s.to_string())
-        }
-    }
-}
-
-impl Serialize for Capability {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Capability {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Capability::from(String::deserialize(d)?.as_str()))
-    }
-}
-
-impl schemars::JsonSchema for Capability {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Capability".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A run-time capability: `hip-runtime` (ROCm's HIP runtime); other names come from later versions and are kept as written.",
-            "examples": [HIP_RUNTIME]
-        })
-    }
+    description = "A run-time capability: `hip-runtime` (ROCm's HIP runtime); other names come from later versions and are kept as written.";
 }
 
 /// Whether a DT_NEEDED entry belongs to the HIP runtime.

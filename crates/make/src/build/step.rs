@@ -183,7 +183,7 @@ impl Builder<'_> {
             version: step.version.clone(),
             release: self.plan.release.clone(),
             targets: self.plan.targets.clone(),
-            runtime: self.runtime.kind().to_string(),
+            runtime: self.runtime.kind().into(),
             reproducible: self.runtime.kind() != Kind::Host,
             image: Some(step.hash_input.image.clone()),
             started,

@@ -207,7 +207,7 @@ pub fn pull_into_store(
 /// by what it is built from (`built_from`) is the same image wherever it is built from those
 /// inputs, checked against its version pins: its entries are shared.
 pub fn not_shareable(meta: &EntryMeta) -> Option<&'static str> {
-    if meta.runtime == "host" || !meta.reproducible {
+    if meta.runtime == crate::runtime::RuntimeName::Host || !meta.reproducible {
         Some("it was built with the host runtime")
     } else if meta
         .image

@@ -184,6 +184,33 @@ impl std::fmt::Display for Kind {
     }
 }
 
+rocforge_core::open_enum! {
+    /// The runtime a build ran in, as store entries, manifests and provenance inputs name it.
+    pub enum RuntimeName {
+        Podman = "podman",
+        Docker = "docker",
+        Host = "host",
+    }
+    description = "The runtime a build ran in: `podman`, `docker` or `host`; other names come from later versions and are kept as written.";
+}
+
+/// Entries written before the runtime was recorded read as the empty name they held.
+impl Default for RuntimeName {
+    fn default() -> Self {
+        RuntimeName::Other(String::new())
+    }
+}
+
+impl From<Kind> for RuntimeName {
+    fn from(k: Kind) -> Self {
+        match k {
+            Kind::Podman => RuntimeName::Podman,
+            Kind::Docker => RuntimeName::Docker,
+            Kind::Host => RuntimeName::Host,
+        }
+    }
+}
+
 /// The outcome of a run: exit code (None when killed by a signal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exit(pub Option<i32>);

@@ -55,7 +55,7 @@ impl Chosen {
 }
 
 fn runtime_of(e: &EntryMeta) -> RuntimeKind {
-    if e.runtime == "host" {
+    if e.runtime == rocforge_make::runtime::RuntimeName::Host {
         RuntimeKind::Host
     } else {
         RuntimeKind::Container

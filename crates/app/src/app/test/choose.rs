@@ -78,7 +78,7 @@ fn entry(store: &Store, s: &plan::Step) -> Artifact {
         });
     Artifact {
         id,
-        runtime: meta.map(|m| m.runtime).unwrap_or_default(),
+        runtime: meta.map(|m| m.runtime.to_string()).unwrap_or_default(),
     }
 }
 
