@@ -88,6 +88,10 @@ pub struct VerifyArgs {
     /// Total compile jobs of the rebuild [default: from memory and cores]
     #[arg(long, short, value_name = "N", requires = "rebuild")]
     pub jobs: Option<usize>,
+    /// For oci://…: the signed release index (URL or directory) that must list the image at
+    /// the digest its tag resolves to
+    #[arg(long, value_name = "URL|DIR", conflicts_with = "rebuild")]
+    pub index: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -262,6 +266,7 @@ pub fn index_cmd(
                 key_list: None,
                 rebuild: false,
                 jobs: None,
+                index: None,
             },
         )?;
     }
@@ -273,9 +278,13 @@ pub fn index_cmd(
     .map_err(pkg_err)?;
     index::write(dir, &idx, key.as_ref()).map_err(pkg_err)?;
     println!(
-        "{}: {} artifact(s), expires {}{}",
+        "{}: {} artifact(s){}, expires {}{}",
         dir.join(index::INDEX_NAME).display(),
         idx.artifacts.len(),
+        match idx.images.len() {
+            0 => String::new(),
+            n => format!(", {n} image(s)"),
+        },
         idx.expires,
         if key.is_some() {
             ", signed"
@@ -373,7 +382,12 @@ pub fn verify_cmd(g: &Global, a: &VerifyArgs) -> Result<ExitCode> {
         return rebuild_cmd(g, a);
     }
     if let Some(image) = a.file.to_str().filter(|f| f.starts_with("oci://")) {
-        return super::attest_cmd::verify_image(g, image, &a.key);
+        return super::attest_cmd::verify_image(g, image, &a.key, a.index.as_deref());
+    }
+    if a.index.is_some() {
+        return Err(Diagnostic::new("--index checks an image: it needs oci://REGISTRY/NAME:TAG")
+            .hint("a tarball is checked against the index by `rocforge install`, which verifies its sha256")
+            .into());
     }
     verify_signature(g, a)
 }

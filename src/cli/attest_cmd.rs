@@ -25,15 +25,39 @@ pub fn document_line(c: &Checked, components: bool) -> String {
 }
 
 /// `verify oci://REGISTRY/REPO:TAG`: the image's attached SBOM and provenance.
-pub fn verify_image(g: &Global, image: &str, keys: &[String]) -> Result<ExitCode> {
+pub fn verify_image(
+    g: &Global,
+    image: &str,
+    keys: &[String],
+    index: Option<&str>,
+) -> Result<ExitCode> {
     let keys = super::artifact_cmd::trusted(g, keys)?;
     let v = app::signature::verify_image(image, &keys)?;
+    let pinned = index
+        .map(|from| app::signature::image_in_index(image, &v.digest, from, &keys))
+        .transpose()?;
     if g.format == Format::Json {
-        super::print_json(&report::Verified::image(image, v.digest, v.documents));
+        let mut r = report::Verified::image(image, v.digest, v.documents);
+        r.index = pinned.as_ref().map(|p| p.index.clone());
+        super::print_json(&r);
     } else {
         println!("{image}: {}", v.digest);
         for c in &v.documents {
             println!("{}", document_line(c, false));
+        }
+        if let Some(p) = &pinned {
+            println!(
+                "{}: listed by the signed index {} (issued {}{}), {} component(s) for {}",
+                p.entry.reference,
+                p.index,
+                p.issued,
+                p.signer
+                    .as_ref()
+                    .map(|k| format!(", key {k}"))
+                    .unwrap_or_default(),
+                p.entry.components.len(),
+                rocforge::arch::comma_list(&p.entry.targets),
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -58,6 +58,11 @@ pub struct CreateArgs {
     /// With --push: move a tag the registry already has for another image
     #[arg(long, requires = "push")]
     pub force: bool,
+    /// With --push: write the pushed image's record (reference, digest, targets, components by
+    /// content key) into DIR, the release directory, so `rocforge index DIR` lists it in the
+    /// signed index
+    #[arg(long, value_name = "DIR", requires = "push")]
+    pub record: Option<PathBuf>,
     /// Load the image into podman (an oci-archive) or docker (a docker-archive)
     #[arg(long, value_enum, value_name = "TOOL")]
     pub load: Option<rocforge::image::Loader>,
@@ -94,6 +99,7 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
             kind: a.kind,
             tag: a.tag.as_deref(),
             push: a.push,
+            record: a.record.as_deref(),
             load: a.load,
             runtime: a.runtime.runtime.kind(),
             choice: a.runtime.runtime.choice(),
@@ -110,6 +116,15 @@ pub fn create(g: &Global, a: &CreateArgs) -> Result<ExitCode> {
         println!("id      {}", c.id);
         if let Some(p) = &c.pushed {
             println!("pushed  {p}");
+        }
+        if let Some(r) = &c.recorded {
+            println!(
+                "record  {}   (`rocforge index {}` lists it)",
+                r.display(),
+                r.parent()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default()
+            );
         }
         if let Some((_, said)) = &c.loaded {
             println!("loaded  {}", said.lines().last().unwrap_or_default());

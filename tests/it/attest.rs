@@ -842,6 +842,162 @@ fn images_carry_their_sbom_and_provenance_as_referrers() {
     assert_eq!(verify(&format!("oci://{tag3}")).code, 0);
 }
 
+/// The signed index pins the release's images: `image create --push --record DIR` writes a
+/// record, `index DIR` lists it, and `verify oci://… --index DIR` holds the tag to that digest.
+/// A tag moved afterwards, an image the index never listed and a damaged record are refused.
+#[test]
+fn the_signed_index_pins_the_images_pushed_for_the_release() {
+    let Some(reg) = registry() else {
+        return;
+    };
+    let host = reg.host();
+    let fx = fixture();
+    let base = push_base(&host, 1);
+    let key = fx.root().join("keys/rocforge.key").display().to_string();
+    let dist = fx.root().join("dist");
+    let dist_arg = dist.display().to_string();
+    let create = |component: &str, tag: &str, more: &[&str]| -> Value {
+        let mut args = vec![
+            "image",
+            "create",
+            component,
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+            "--base",
+            &base,
+            "--tag",
+            tag,
+            "--push",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(more);
+        let o = fx.run_env(&[("ROCFORGE_SIGNING_KEY", key.as_str())], &args);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let tag = format!("{host}/stack:release");
+    let digest = create("greet", &tag, &["--record", &dist_arg])["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let records: Vec<_> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = records[0].clone();
+    assert!(
+        record
+            .to_string_lossy()
+            .ends_with("-stack-release.image.json"),
+        "{record:?}"
+    );
+    crate::common::schema::assert_matches_schema(fx.root(), "image-record", &json(&record));
+
+    let o = fx.ok(&["index", &dist_arg, "--sign-key", &key]);
+    assert!(
+        o.stdout.contains("0 artifact(s), 1 image(s)"),
+        "{}",
+        o.stdout
+    );
+    let index = json(&dist.join("index.json"));
+    crate::common::schema::assert_matches_schema(fx.root(), "index", &index);
+    let image = &index["images"][0];
+    assert_eq!(image["reference"], tag.as_str());
+    assert_eq!(image["digest"], digest.as_str());
+    assert_eq!(image["targets"], serde_json::json!(["gfx90c"]));
+    let names: Vec<&str> = image["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["greetdoc", "greet"]);
+
+    let pubkey = fx.pubkey();
+    let verify = |what: &str| {
+        fx.run(&[
+            "verify",
+            &format!("oci://{what}"),
+            "--key",
+            &pubkey,
+            "--index",
+            &dist_arg,
+        ])
+    };
+    let o = verify(&tag);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .contains(&format!("{tag}: listed by the signed index")),
+        "{}",
+        o.stdout
+    );
+    let o = fx.run(&[
+        "verify",
+        &format!("oci://{tag}"),
+        "--key",
+        &pubkey,
+        "--index",
+        &dist_arg,
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    crate::common::schema::assert_matches_schema(fx.root(), "verify", &v);
+    assert!(v["index"].as_str().unwrap().ends_with("index.json"), "{v}");
+
+    // The tag moved after the index was signed: refused, naming both digests.
+    let moved = create("greetdoc", &tag, &["--force"])["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(moved, digest);
+    let o = verify(&tag);
+    assert_eq!(o.code, 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains(&format!("is {moved}, which the signed index"))
+            && o.stderr.contains(&digest)
+            && o.stderr.contains("help: the tag was moved"),
+        "{}",
+        o.stderr
+    );
+    // An image of a repository the index does not list.
+    let other = format!("{host}/elsewhere:1");
+    create("greet", &other, &[]);
+    let o = verify(&other);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("lists no image of"), "{}", o.stderr);
+    // --index is for images.
+    let o = fx.run(&[
+        "verify",
+        &record.display().to_string(),
+        "--index",
+        &dist_arg,
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("--index checks an image"), "{}", o.stderr);
+
+    // A damaged record: `index` refuses, naming it, and writes no index listing it.
+    std::fs::write(
+        &record,
+        b"{\"schema\": \"rocforge.image-record/1\", \"digest\": \"sha256:zz\"}",
+    )
+    .unwrap();
+    let o = fx.run(&["index", &dist_arg, "--sign-key", &key]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stderr.contains(&record.display().to_string())
+            && o.stderr.contains("not an image record"),
+        "{}",
+        o.stderr
+    );
+}
+
 fn set_mtime(path: &Path, secs: u64) {
     // A directory opens read-only; either way the handle may set the times.
     std::fs::File::open(path)

@@ -27,15 +27,18 @@ pub enum SavedFormat {
     Results,
     /// `rocforge plan --format json`
     Plan,
+    /// DIR/<image>.image.json, what `image create --push --record DIR` writes for `rocforge index`
+    ImageRecord,
 }
 
 impl SavedFormat {
-    pub const ALL: [SavedFormat; 5] = [
+    pub const ALL: [SavedFormat; 6] = [
         SavedFormat::Index,
         SavedFormat::Manifest,
         SavedFormat::Receipt,
         SavedFormat::Results,
         SavedFormat::Plan,
+        SavedFormat::ImageRecord,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +48,7 @@ impl SavedFormat {
             SavedFormat::Receipt => "receipt",
             SavedFormat::Results => "results",
             SavedFormat::Plan => "plan",
+            SavedFormat::ImageRecord => "image-record",
         }
     }
 
@@ -56,6 +60,7 @@ impl SavedFormat {
             SavedFormat::Receipt => &[crate::install::receipt::RECEIPT_SCHEMA],
             SavedFormat::Results => crate::testrun::bundle::RESULTS_SCHEMAS_READ,
             SavedFormat::Plan => &[crate::plan::PLAN_SCHEMA],
+            SavedFormat::ImageRecord => &[crate::package::index::IMAGE_RECORD_SCHEMA],
         }
     }
 
@@ -67,6 +72,7 @@ impl SavedFormat {
             SavedFormat::Receipt => generate::<crate::install::receipt::Receipt>(),
             SavedFormat::Results => generate::<crate::testrun::bundle::Bundle>(),
             SavedFormat::Plan => generate::<crate::plan::Plan>(),
+            SavedFormat::ImageRecord => generate::<crate::package::index::ImageRecord>(),
         };
         finish(
             schema,

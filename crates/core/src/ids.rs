@@ -201,6 +201,32 @@ impl Sha256Digest {
     }
 }
 
+/// An OCI content digest as registries name manifests: `sha256:` and 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OciDigest(String);
+
+fn check_oci_digest(s: &str) -> Result<(), IdError> {
+    match s.strip_prefix("sha256:") {
+        Some(hex) => lower_hex("sha256 OCI digest", hex, 64).map_err(|_| IdError::Malformed {
+            what: "sha256 OCI digest",
+            value: shown(s),
+            why: "it must be sha256: and 64 lowercase hex digits",
+        }),
+        None => Err(IdError::Malformed {
+            what: "sha256 OCI digest",
+            value: shown(s),
+            why: "it must start with sha256:",
+        }),
+    }
+}
+
+string_id!(
+    OciDigest,
+    check_oci_digest,
+    "^sha256:[0-9a-f]{64}$",
+    "An OCI content digest: sha256: and 64 lowercase hex digits."
+);
+
 /// A component's name as recipes spell it: at most 64 lowercase ASCII letters, digits, `-`,
 /// `_` and `.`, starting with a letter or digit. It names store paths, tarballs and receipts,
 /// so nothing else may pass (no `/`, no `..`).

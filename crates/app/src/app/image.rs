@@ -232,6 +232,8 @@ pub struct CreateRequest<'a> {
     /// `--tag`; None: [`default_tag`].
     pub tag: Option<&'a str>,
     pub push: bool,
+    /// `--record DIR`: write the pushed image's record there, for `rocforge index DIR`.
+    pub record: Option<&'a std::path::Path>,
     pub load: Option<Loader>,
     /// Whose builds (`--runtime`), and which runtime builds a missing base.
     pub runtime: RuntimeKind,
@@ -274,6 +276,8 @@ pub struct Created {
     pub loaded: Option<(Loader, String)>,
     /// Where HIP's runtime was found in the base, when the stack needs it.
     pub hip: Option<String>,
+    /// The record `--record` wrote.
+    pub recorded: Option<PathBuf>,
 }
 
 /// `localhost/rocforge/rocm:<release>-<kind>-<target>-<target>…`: what the image is, read
@@ -400,6 +404,46 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
     if let Some(loader) = req.load {
         loaded = Some(load_image(reporter, loader, &work, &tag, &made)?);
     }
+    let recorded = match (req.record, &pushed) {
+        (Some(dir), Some(_)) => {
+            let entry = crate::package::index::ImageEntry {
+                reference: tag.clone(),
+                digest: parse_digest(&digest)?,
+                release: catalog.release.name.clone(),
+                targets: plan.targets.clone(),
+                prefix: catalog.release.prefix.clone(),
+                base_digest: parse_digest(&base.digest)?,
+                components: components
+                    .iter()
+                    .map(|c| {
+                        Ok(crate::package::index::ImageComponent {
+                            name: c.name.parse().map_err(|e| {
+                                Error::hinted(
+                                    format!("{e}"),
+                                    "a store entry's name: run `rocforge store list`",
+                                )
+                            })?,
+                            version: c.version.clone(),
+                            key: c.key.parse().map_err(|e| {
+                                Error::hinted(
+                                    format!("{e}"),
+                                    "a store entry's key: run `rocforge store list`",
+                                )
+                            })?,
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            };
+            Some(record_image(dir, &entry)?)
+        }
+        (Some(_), None) => {
+            return Err(Error::hinted(
+                "--record without --push: only a pushed image can be listed",
+                "add --push",
+            ));
+        }
+        _ => None,
+    };
     Ok(Created {
         tag,
         id: img.id(),
@@ -424,7 +468,49 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         pushed,
         loaded,
         hip,
+        recorded,
     })
+}
+
+fn parse_digest(d: &str) -> Result<crate::ids::OciDigest> {
+    d.parse()
+        .map_err(|e| Error::hinted(format!("{e}"), "the registry's or the image's digest"))
+}
+
+/// Writes `DIR/<reference>.image.json` for `rocforge index DIR`, through a temporary file and a
+/// rename, so a crash leaves the old record or the new one.
+fn record_image(
+    dir: &std::path::Path,
+    entry: &crate::package::index::ImageEntry,
+) -> Result<PathBuf> {
+    use crate::package::index::{IMAGE_RECORD_SUFFIX, ImageRecord};
+    let io = |p: &std::path::Path, e: std::io::Error| {
+        Error::hinted(
+            format!("{}: {e}", p.display()),
+            "--record DIR: a directory rocforge may write (the release directory)",
+        )
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let stem: String = entry
+        .reference
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{stem}{IMAGE_RECORD_SUFFIX}"));
+    let mut bytes =
+        serde_json::to_vec_pretty(&ImageRecord::new(entry.clone())).expect("plain data");
+    bytes.push(b'\n');
+    let tmp = crate::fsutil::temp_file_in(dir).map_err(|e| io(dir, e))?;
+    std::fs::write(tmp.path(), &bytes).map_err(|e| io(tmp.path(), e))?;
+    tmp.as_file().sync_all().map_err(|e| io(tmp.path(), e))?;
+    tmp.persist(&path).map_err(|e| io(&path, e.error))?;
+    Ok(path)
 }
 
 /// `--tag` (else the default name `--kind` gives), as written and parsed: a name with a tag,

@@ -124,3 +124,67 @@ pub fn verify_image(image: &str, keys: &[PublicKey]) -> Result<ImageVerified> {
     let (digest, documents) = check::verify_image(&remote, &reference, &trust)?;
     Ok(ImageVerified { digest, documents })
 }
+
+/// The signed index's entry for an image that `verify oci://…` resolved to `digest`.
+pub struct ImagePinned {
+    /// The index as fetched (credentials hidden).
+    pub index: String,
+    pub issued: String,
+    pub signer: Option<String>,
+    pub entry: crate::package::index::ImageEntry,
+}
+
+/// Checks that the signed index at `from` lists `image` at exactly `digest`: a tag moved after
+/// the release was signed, or an image the release never listed, is refused naming both.
+pub fn image_in_index(
+    image: &str,
+    digest: &str,
+    from: &str,
+    keys: &[PublicKey],
+) -> Result<ImagePinned> {
+    use crate::install;
+    use crate::package::index::repository_of;
+    let url = install::index_url(from)?;
+    let client = crate::download::client_confined(&Default::default(), &url, &[]);
+    let loaded = install::load_index(&client, from, keys, false)?;
+    let shown = crate::download::redact_url(loaded.url.as_str());
+    let reference = image.strip_prefix("oci://").unwrap_or(image);
+    let repo = repository_of(reference);
+    let listed: Vec<_> = loaded
+        .index
+        .images
+        .iter()
+        .filter(|e| e.repository() == repo)
+        .collect();
+    if let Some(e) = listed.iter().find(|e| e.digest.as_str() == digest) {
+        return Ok(ImagePinned {
+            index: shown,
+            issued: loaded.index.issued.clone(),
+            signer: loaded.signer.clone(),
+            entry: (*e).clone(),
+        });
+    }
+    if listed.is_empty() {
+        return Err(Diagnostic::new(format!(
+            "{image}: the signed index {shown} lists no image of {repo}"
+        ))
+        .hint(
+            "the publisher lists images with `rocforge image create … --push --record DIR` and \
+             then `rocforge index DIR`; check the index URL",
+        )
+        .into());
+    }
+    let names: Vec<String> = listed
+        .iter()
+        .map(|e| format!("{} {}", e.reference, e.digest))
+        .collect();
+    Err(Diagnostic::new(format!(
+        "{image} is {digest}, which the signed index {shown} does not list for {repo} (it lists {})",
+        names.join(", ")
+    ))
+    .hint(
+        "the tag was moved after the release was signed: pull the listed digest \
+         (REGISTRY/NAME@sha256:…), or ask the publisher for a renewed index",
+    )
+    .into())
+}

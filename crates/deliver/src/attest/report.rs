@@ -15,6 +15,9 @@ pub struct Verified {
     pub subject: Subject,
     /// The documents that passed: empty for a file with none beside it.
     pub documents: Vec<Checked>,
+    /// `verify oci://… --index`: the signed index that lists the image at this digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
 }
 
 /// What was verified.
@@ -51,6 +54,7 @@ impl Verified {
                 trusted_comment: signature.trusted_comment.clone(),
             },
             documents,
+            index: None,
         }
     }
 
@@ -62,6 +66,7 @@ impl Verified {
                 digest,
             },
             documents,
+            index: None,
         }
     }
 }

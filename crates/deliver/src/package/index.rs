@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::PackageError;
 use super::manifest::Dependency;
 use super::tarball::{Compression, read_manifest};
-use crate::ids::{ArtifactId, Sha256Digest};
+use crate::ids::{ArtifactId, OciDigest, Sha256Digest};
 use crate::units::{now_unix, rfc3339};
 
 pub const INDEX_SCHEMA: &str = "rocforge.index/2";
@@ -30,6 +30,123 @@ pub struct Index {
     /// After this instant installers refuse the index (an old index cannot be replayed).
     pub expires: String,
     pub artifacts: Vec<Artifact>,
+    /// Images `image create --push --record DIR` pushed, from their records in the release
+    /// directory: the signed index pins each by digest. Absent when there are none (and in
+    /// indexes written before images were listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageEntry>,
+}
+
+/// The suffix of an image's record in a release directory.
+pub const IMAGE_RECORD_SUFFIX: &str = ".image.json";
+pub const IMAGE_RECORD_SCHEMA: &str = "rocforge.image-record/1";
+/// The largest image record read.
+const MAX_IMAGE_RECORD_BYTES: u64 = 1 << 20;
+
+/// An image of the release: a base with one layer holding a built stack, pushed to a registry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ImageEntry {
+    /// Where it was pushed: `REGISTRY/NAME:TAG`.
+    pub reference: String,
+    /// The image manifest's digest: `docker pull NAME@DIGEST` fetches exactly this image.
+    pub digest: OciDigest,
+    pub release: String,
+    /// Sorted LLVM target IDs its stack carries code for.
+    pub targets: Vec<crate::arch::TargetId>,
+    /// Where the stack is installed in it (ROCM_PATH).
+    pub prefix: String,
+    /// The base image's manifest digest.
+    pub base_digest: OciDigest,
+    /// The store entries in its layer, by content key.
+    pub components: Vec<ImageComponent>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ImageComponent {
+    pub name: crate::ids::ComponentName,
+    pub version: String,
+    pub key: crate::ids::ContentKey,
+}
+
+impl ImageEntry {
+    /// `REGISTRY/NAME` of the reference, without its tag.
+    pub fn repository(&self) -> &str {
+        repository_of(&self.reference)
+    }
+}
+
+/// `REGISTRY/NAME` of `REGISTRY[:PORT]/NAME[:TAG][@DIGEST]`.
+pub fn repository_of(reference: &str) -> &str {
+    let r = reference.split_once('@').map_or(reference, |(r, _)| r);
+    match r.rfind(':') {
+        Some(i) if !r[i..].contains('/') => &r[..i],
+        _ => r,
+    }
+}
+
+/// What `image create --record DIR` writes: `DIR/<tag>.image.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ImageRecord {
+    pub schema: String,
+    #[serde(flatten)]
+    pub image: ImageEntry,
+}
+
+impl ImageRecord {
+    pub fn new(image: ImageEntry) -> Self {
+        ImageRecord {
+            schema: IMAGE_RECORD_SCHEMA.into(),
+            image,
+        }
+    }
+}
+
+/// The images recorded in `dir`, sorted by file name. A record that cannot be read, or is not
+/// one, is refused naming its file: the index would otherwise pin an image nobody pushed.
+pub fn images_in(dir: &Path) -> Result<Vec<ImageEntry>, PackageError> {
+    let io = |path: &Path, source| PackageError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut records: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.') && n.ends_with(IMAGE_RECORD_SUFFIX))
+        })
+        .collect();
+    records.sort();
+    let mut images = Vec::new();
+    for p in records {
+        let bad = |reason: String| PackageError::BadEntry {
+            path: p.display().to_string(),
+            reason,
+        };
+        // A regular file of bounded size: a FIFO or a huge file under that name is refused.
+        let meta = std::fs::symlink_metadata(&p).map_err(|e| io(&p, e))?;
+        if !meta.is_file() {
+            return Err(bad("not a regular file".into()));
+        }
+        if meta.len() > MAX_IMAGE_RECORD_BYTES {
+            return Err(bad(format!(
+                "larger than {MAX_IMAGE_RECORD_BYTES} bytes; not an image record"
+            )));
+        }
+        let text = std::fs::read(&p).map_err(|e| io(&p, e))?;
+        let record: ImageRecord = serde_json::from_slice(&text)
+            .map_err(|e| bad(format!("not an image record ({IMAGE_RECORD_SCHEMA}): {e}")))?;
+        if record.schema != IMAGE_RECORD_SCHEMA {
+            return Err(bad(format!(
+                "schema {:?}, this rocforge reads {IMAGE_RECORD_SCHEMA}",
+                record.schema
+            )));
+        }
+        images.push(record.image);
+    }
+    Ok(images)
 }
 
 /// One tarball of the release: what it is, where it is, its digest and what it needs.
@@ -202,12 +319,14 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
         });
         artifacts.extend(wheels);
     }
+    let images = images_in(dir)?;
     let now = now_unix();
     Ok(Index {
         schema: INDEX_SCHEMA.into(),
         issued: rfc3339(now),
         expires: rfc3339(now + valid_days * 86_400),
         artifacts,
+        images,
     })
 }
 
