@@ -892,7 +892,7 @@ fn the_signed_index_pins_the_images_pushed_for_the_release() {
     assert!(
         record
             .to_string_lossy()
-            .ends_with("-stack-release.image.json"),
+            .ends_with("_stack_release.image.json"),
         "{record:?}"
     );
     crate::common::schema::assert_matches_schema(fx.root(), "image-record", &json(&record));

@@ -477,7 +477,7 @@ fn parse_digest(d: &str) -> Result<crate::ids::OciDigest> {
         .map_err(|e| Error::hinted(format!("{e}"), "the registry's or the image's digest"))
 }
 
-/// Writes `DIR/<reference>.image.json` for `rocforge index DIR`, through a temporary file and a
+/// Writes `DIR/<reference as a tag>.image.json` for `rocforge index DIR`, through a temporary file and a
 /// rename, so a crash leaves the old record or the new one.
 fn record_image(
     dir: &std::path::Path,
@@ -491,17 +491,7 @@ fn record_image(
         )
     };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let stem: String = entry
-        .reference
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let stem = crate::oci::sanitize_tag(&entry.reference);
     let path = dir.join(format!("{stem}{IMAGE_RECORD_SUFFIX}"));
     let mut bytes =
         serde_json::to_vec_pretty(&ImageRecord::new(entry.clone())).expect("plain data");
