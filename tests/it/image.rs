@@ -751,3 +751,118 @@ fn image_create_from_a_local_base_and_its_refusals() {
             .success()
     );
 }
+
+/// A wheel made by the test: `pyhello` (a module and its dist-info), plus `extra` members.
+fn write_wheel(path: &std::path::Path, extra: &[(&str, &[u8])]) {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(zip::DateTime::default());
+    let members: Vec<(&str, &[u8])> = [
+        (
+            "pyhello/__init__.py",
+            &b"def greet():\n    return 'hello from a wheel'\n"[..],
+        ),
+        (
+            "pyhello-1.0.dist-info/METADATA",
+            b"Metadata-Version: 2.1\nName: pyhello\nVersion: 1.0\n",
+        ),
+        (
+            "pyhello-1.0.dist-info/WHEEL",
+            b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        ),
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    .collect();
+    for (name, bytes) in members {
+        z.start_file(name, opts).unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+/// A stack that carries a wheel (as PyTorch's build does) gets it unpacked in the image, on
+/// PYTHONPATH, when the base has the Python it needs: `python3 -c "import …"` works in the
+/// image. A base without that Python, or a member that would land outside, is refused.
+#[test]
+fn wheels_of_the_stack_are_importable_in_the_image() {
+    const PY_BASE: &str = "localhost/rocforge-test-builder:bookworm";
+    if !podman_ready(PY_BASE) {
+        return;
+    }
+    let fx = fixture();
+    let (root, rel) = (fx.root(), fx.release_dir());
+    std::fs::create_dir_all(root.join("src/wheels")).unwrap();
+    let wheel = root.join("src/wheels/pyhello-1.0-py3-none-any.whl");
+    write_wheel(&wheel, &[]);
+    std::fs::write(
+        rel.join("pyhello.toml"),
+        "name = \"pyhello\"\nversion = \"1.0\"\nsummary = \"a wheel\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/wheels\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/wheels\"\n",
+    )
+    .unwrap();
+    fx.ok(&["build", "pyhello", "--runtime", "host"]);
+    let create = |base: &str, tag: &str| {
+        fx.run(&[
+            "image",
+            "create",
+            "pyhello",
+            "--runtime",
+            "host",
+            "--base",
+            base,
+            "--tag",
+            tag,
+            "--load",
+            "podman",
+        ])
+    };
+    let tag = "localhost/rocforge-test-wheel:1";
+    let o = create(PY_BASE, tag);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("Python 3 for pyhello-1.0-py3-none-any.whl: /usr/lib/python3.11"),
+        "{}",
+        o.stderr
+    );
+    let said = podman_ok(&[
+        "run",
+        "--rm",
+        tag,
+        "python3",
+        "-c",
+        "import pyhello, importlib.metadata as m, os; print(pyhello.greet(), m.version('pyhello'), pyhello.__file__, os.environ['PYTHONPATH'])",
+    ]);
+    assert_eq!(
+        said.trim(),
+        "hello from a wheel 1.0 /opt/rocm/lib/python3/site-packages/pyhello/__init__.py /opt/rocm/lib/python3/site-packages"
+    );
+    // Unpacked, not carried twice.
+    let listing = podman_ok(&["run", "--rm", tag, "ls", "/opt/rocm/share/rocforge/wheels"]);
+    assert_eq!(listing.trim(), "", "{listing}");
+    let _ = podman(&["rmi", tag]);
+
+    // A base without Python: refused before anything is written, naming the wheel.
+    let o = create(BASE, "localhost/rocforge-test-wheel:2");
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "base image {BASE} has no Python 3, which the wheel pyhello-1.0-py3-none-any.whl of the stack needs"
+        )) && o.stderr.contains("help:"),
+        "{}",
+        o.stderr
+    );
+
+    // A member that would land outside site-packages: refused, naming it.
+    write_wheel(&wheel, &[("../../../../etc/evil", b"x")]);
+    fx.ok(&["build", "pyhello", "--runtime", "host"]);
+    let o = create(PY_BASE, "localhost/rocforge-test-wheel:3");
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("wheel pyhello-1.0-py3-none-any.whl: member \"../../../../etc/evil\" would land outside its directory"),
+        "{}",
+        o.stderr
+    );
+}

@@ -606,6 +606,25 @@ fn check_libraries(
             }
         }
     }
+    // The wheels unpacked in the layer import only with the Python they were built for.
+    for (wheel, python) in &layer.wheels {
+        let task = reporter.task(
+            &format!("looking for Python {python} in the base"),
+            None,
+            false,
+        );
+        match base.python(python).map_err(create_error)? {
+            Some(found) => task.finish(&format!("Python {python} for {wheel}: {found}")),
+            None => {
+                task.finish(&format!("Python {python}: not in the base"));
+                return Err(create_error(CreateError::NoPython {
+                    reference: base_ref.to_string(),
+                    python: python.clone(),
+                    wheel: wheel.clone(),
+                }));
+            }
+        }
+    }
     // Every other library the stack links must be in the base too (libsqlite3 for rocFFT, Boost
     // for MIOpen, ...): one missing is a program that does not load, refused here.
     let mut rest = layer.needs.clone();

@@ -112,6 +112,27 @@ impl Base {
         Ok(found)
     }
 
+    /// Where the base has Python `version` (`3.13`, or `3` for any Python 3): its standard
+    /// library's directory, `/usr/lib/python3.13` or `/usr/local/lib/python3.13`.
+    pub fn python(&self, version: &str) -> Result<Option<String>, ImageError> {
+        let wanted = |name: &str| match name.strip_prefix("python") {
+            Some(v) if version == "3" => v
+                .strip_prefix("3.")
+                .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())),
+            Some(v) => v == version,
+            None => false,
+        };
+        let mut found = None;
+        self.scan_libraries(|path, name, layer| {
+            let parent = path.parent().and_then(|p| p.file_name());
+            if parent.is_some_and(|p| p == "lib") && wanted(name) {
+                found = Some(format!("/{} in layer {layer}", path.display()));
+            }
+            found.is_some()
+        })?;
+        Ok(found)
+    }
+
     /// Calls `visit` with the path, file name and layer digest of every entry of the base's
     /// layers in a library directory (`…/lib/…`, `…-linux-gnu/…`), until it returns true.
     fn scan_libraries(

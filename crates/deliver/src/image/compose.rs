@@ -73,7 +73,7 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
     if !c["config"].is_object() {
         c["config"] = serde_json::json!({});
     }
-    let env = environment(&c["config"]["Env"], &prefix);
+    let env = environment(&c["config"]["Env"], &prefix, layer.site_packages.as_deref());
     c["config"]["Env"] = env.into();
     let names: Vec<&str> = spec.components.iter().map(|c| c.name.as_str()).collect();
     let labels = labels(&c["config"]["Labels"], base, spec, &prefix, &created);
@@ -118,7 +118,7 @@ pub fn compose(base: &Base, layer: &Layer, spec: &Spec<'_>) -> Image {
 
 /// The base's environment (`env`, its `Env`) with ours set for the stack under `prefix`:
 /// ordered as the base had it, ours replaced in place or appended.
-fn environment(env: &serde_json::Value, prefix: &str) -> Vec<String> {
+fn environment(env: &serde_json::Value, prefix: &str, site_packages: Option<&str>) -> Vec<String> {
     let env: Vec<String> = env
         .as_array()
         .into_iter()
@@ -129,7 +129,7 @@ fn environment(env: &serde_json::Value, prefix: &str) -> Vec<String> {
         env.iter()
             .find_map(|e| e.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
     };
-    let ours = [
+    let mut ours = vec![
         (
             "PATH",
             prepend(
@@ -143,6 +143,10 @@ fn environment(env: &serde_json::Value, prefix: &str) -> Vec<String> {
             prepend(&format!("{prefix}/lib"), get("LD_LIBRARY_PATH")),
         ),
     ];
+    // Only an image with wheels unpacked names them: the other images' configs stay as they were.
+    if let Some(site) = site_packages {
+        ours.push(("PYTHONPATH", prepend(site, get("PYTHONPATH"))));
+    }
     let mut new_env: Vec<String> = env
         .iter()
         .map(|e| {

@@ -34,6 +34,21 @@ pub struct Layer {
     /// DT_NEEDED names of the stack's ELF files that none of them provides (DT_SONAME), each
     /// with the first component (in the layer's order) that needs it: what the base must have.
     pub needs: BTreeMap<String, String>,
+    /// The wheels unpacked into it, with the Python each needs, and where (under the prefix,
+    /// absolute in the image): what the base must run and PYTHONPATH must name.
+    pub wheels: Vec<(String, String)>,
+    pub site_packages: Option<String>,
+}
+
+/// Where an entry of the layer comes from.
+#[derive(Debug, Clone, Copy)]
+enum From {
+    /// The prefix's own directories.
+    Prefix,
+    /// A component's tree.
+    Tree(usize),
+    /// Member (by zip index; None: a directory it implies) of a wheel.
+    Wheel(usize, Option<usize>),
 }
 
 impl Layer {
@@ -61,7 +76,7 @@ pub fn write_layer(
     } else {
         format!("{prefix}/")
     };
-    let Union { all, needs } = union(components, prefix, &under)?;
+    let Union { all, needs, wheels } = union(components, prefix, &under)?;
 
     std::fs::create_dir_all(work_dir).map_err(io_err(work_dir))?;
     let tmp = tempfile::Builder::new()
@@ -85,16 +100,27 @@ pub fn write_layer(
     };
     let mut b = tar::Builder::new(plain);
     b.follow_symlinks(false);
-    for (i, e) in all.values() {
-        match i {
-            Some(i) => tarball::append_files(
+    let mut open = super::wheels::Open::default();
+    for (name, (from, e)) in &all {
+        match from {
+            From::Tree(i) => tarball::append_files(
                 &mut b,
                 &components[*i].tree,
                 std::slice::from_ref(e),
                 &under,
                 mtime,
             )?,
-            None => tarball::append_files(&mut b, work_dir, std::slice::from_ref(e), "", mtime)?,
+            From::Wheel(w, Some(index)) => {
+                open.append(&mut b, &wheels[*w].path, *index, name, e, mtime)?
+            }
+            // Directories: the prefix's, and those the wheels' members imply.
+            From::Prefix | From::Wheel(_, None) => {
+                let dir = FileEntry {
+                    path: name.clone(),
+                    ..e.clone()
+                };
+                tarball::append_files(&mut b, work_dir, std::slice::from_ref(&dir), "", mtime)?
+            }
         }
     }
     let tmp_path = tmp.path().to_path_buf();
@@ -119,15 +145,23 @@ pub fn write_layer(
         diff_id,
         entries: all.len(),
         needs,
+        site_packages: (!wheels.is_empty())
+            .then(|| format!("/{under}{}", super::wheels::SITE_PACKAGES)),
+        wheels: wheels
+            .into_iter()
+            .map(|w| (w.file_name, w.python))
+            .collect(),
     })
 }
 
 /// What goes into the layer, before any of it is written.
 struct Union {
-    /// path in the layer → (index of the component, entry relative to its tree)
-    all: BTreeMap<String, (Option<usize>, FileEntry)>,
+    /// path in the layer → (where it comes from, its entry as its source names it)
+    all: BTreeMap<String, (From, FileEntry)>,
     /// As [`Layer::needs`].
     needs: BTreeMap<String, String>,
+    /// The components' wheels, as `From::Wheel` counts them.
+    wheels: Vec<super::wheels::Wheel>,
 }
 
 /// The union of the components' trees under `under` (`prefix/`), the prefix's own directories
@@ -136,31 +170,67 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
     let mut all = prefix_dirs(prefix);
     let mut needed: BTreeMap<String, String> = BTreeMap::new();
     let mut provided = std::collections::BTreeSet::new();
+    let mut wheels = Vec::new();
+    let site = format!("{under}{}/", super::wheels::SITE_PACKAGES);
     for (i, c) in components.iter().enumerate() {
         let scan = tarball::scan(&c.tree, &[])?;
         provided.extend(scan.sonames.iter().cloned());
         for n in &scan.needed {
             needed.entry(n.clone()).or_insert_with(|| c.name.clone());
         }
+        let unpacked = super::wheels::wheels_of(&c.tree)?;
         for e in scan.files {
+            // A wheel goes in unpacked (below), not as its zip as well.
+            if unpacked
+                .iter()
+                .any(|w| e.path == format!("{}/{}", super::wheels::WHEEL_DIR, w.file_name))
+            {
+                continue;
+            }
             let name = format!("{under}{}", e.path);
-            match all.get(&name) {
-                None => {
-                    all.insert(name, (Some(i), e));
+            add(&mut all, name, From::Tree(i), e, &c.name, &|f| {
+                source_name(f, components, &wheels)
+            })?;
+        }
+        for w in unpacked {
+            let members = super::wheels::members(&w)?;
+            let at = wheels.len();
+            let label = format!("{} (wheel {})", c.name, w.file_name);
+            wheels.push(w);
+            // site-packages and the directories above it.
+            let mut parent = String::new();
+            for part in site.trim_end_matches('/').split('/') {
+                parent = if parent.is_empty() {
+                    part.to_string()
+                } else {
+                    format!("{parent}/{part}")
+                };
+                let dir = dir_entry(&parent);
+                add(
+                    &mut all,
+                    parent.clone(),
+                    From::Wheel(at, None),
+                    dir,
+                    &label,
+                    &|f| source_name(f, components, &wheels),
+                )?;
+            }
+            for m in members {
+                if let Some(s) = &m.soname {
+                    provided.insert(s.clone());
                 }
-                Some((_, old)) if old.kind == Kind::Dir && e.kind == Kind::Dir => {}
-                Some((_, old))
-                    if old.kind == e.kind
-                        && old.sha256 == e.sha256
-                        && old.executable == e.executable
-                        && old.target == e.target => {}
-                Some((j, _)) => {
-                    return Err(ImageError::Conflict {
-                        path: format!("/{name}"),
-                        first: j.map_or("the prefix".into(), |j| components[j].name.clone()),
-                        second: c.name.clone(),
-                    });
+                for n in &m.needed {
+                    needed.entry(n.clone()).or_insert_with(|| label.clone());
                 }
+                let name = format!("{site}{}", m.entry.path);
+                add(
+                    &mut all,
+                    name,
+                    From::Wheel(at, m.index),
+                    m.entry,
+                    &label,
+                    &|f| source_name(f, components, &wheels),
+                )?;
             }
         }
     }
@@ -170,11 +240,61 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
             .into_iter()
             .filter(|(n, _)| !provided.contains(n))
             .collect(),
+        wheels,
     })
 }
 
+/// Adds `e` at `name`, or checks it is what is there already (directories always are).
+fn add(
+    all: &mut BTreeMap<String, (From, FileEntry)>,
+    name: String,
+    from: From,
+    e: FileEntry,
+    who: &str,
+    source_name: &dyn Fn(From) -> String,
+) -> Result<(), ImageError> {
+    match all.get(&name) {
+        None => {
+            all.insert(name, (from, e));
+        }
+        Some((_, old)) if old.kind == Kind::Dir && e.kind == Kind::Dir => {}
+        Some((_, old))
+            if old.kind == e.kind
+                && old.sha256 == e.sha256
+                && old.executable == e.executable
+                && old.target == e.target => {}
+        Some((j, _)) => {
+            return Err(ImageError::Conflict {
+                path: format!("/{name}"),
+                first: source_name(*j),
+                second: who.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn source_name(f: From, components: &[Component], wheels: &[super::wheels::Wheel]) -> String {
+    match f {
+        From::Prefix => "the prefix".into(),
+        From::Tree(i) => components[i].name.clone(),
+        From::Wheel(w, _) => format!("wheel {}", wheels[w].file_name),
+    }
+}
+
+fn dir_entry(path: &str) -> FileEntry {
+    FileEntry {
+        path: path.to_string(),
+        kind: Kind::Dir,
+        size: 0,
+        sha256: None,
+        executable: false,
+        target: None,
+    }
+}
+
 /// The directories of `prefix` (`opt`, `opt/rocm`), which belong to no component.
-fn prefix_dirs(prefix: &str) -> BTreeMap<String, (Option<usize>, FileEntry)> {
+fn prefix_dirs(prefix: &str) -> BTreeMap<String, (From, FileEntry)> {
     let mut all = BTreeMap::new();
     let mut parent = String::new();
     for part in prefix.split('/').filter(|p| !p.is_empty()) {
@@ -183,20 +303,7 @@ fn prefix_dirs(prefix: &str) -> BTreeMap<String, (Option<usize>, FileEntry)> {
         } else {
             format!("{parent}/{part}")
         };
-        all.insert(
-            parent.clone(),
-            (
-                None,
-                FileEntry {
-                    path: parent.clone(),
-                    kind: Kind::Dir,
-                    size: 0,
-                    sha256: None,
-                    executable: false,
-                    target: None,
-                },
-            ),
-        );
+        all.insert(parent.clone(), (From::Prefix, dir_entry(&parent)));
     }
     all
 }

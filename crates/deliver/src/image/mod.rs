@@ -1,6 +1,6 @@
 //! `rocforge image create`: an OCI image made of a base image (pulled from a registry) plus one
 //! layer holding the installed stack under the release prefix, with the environment set
-//! (ROCM_PATH, PATH, LD_LIBRARY_PATH).
+//! (ROCM_PATH, PATH, LD_LIBRARY_PATH), and the stack's wheels unpacked on PYTHONPATH.
 //!
 //! Reproducible: the layer is a deterministic tar (sorted entries, 0:0, one mtime, modes
 //! 0755/0644, written by [`crate::package::tarball::append_files`]) gzip-compressed with a zero
@@ -23,6 +23,7 @@ mod compose;
 mod layer;
 mod local;
 mod push;
+mod wheels;
 
 pub use archive::{Loader, load, write_archive};
 pub use base::{
@@ -33,6 +34,7 @@ pub use compose::{Image, Spec, compose};
 pub use layer::{Component, Layer, write_layer};
 pub use local::local_base;
 pub use push::push;
+pub use wheels::{SITE_PACKAGES, python_of};
 
 pub const LAYER_TAR_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 pub const LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
@@ -85,6 +87,16 @@ pub enum ImageError {
         /// (soname, the first component of the stack that needs it)
         missing: Vec<(String, String)>,
     },
+    #[error("wheel {wheel}: {message}")]
+    Wheel { wheel: String, message: String },
+    #[error(
+        "base image {reference} has no Python {python}, which the wheel {wheel} of the stack needs"
+    )]
+    NoPython {
+        reference: String,
+        python: String,
+        wheel: String,
+    },
     #[error("{tag} already exists in its registry as {existing}, not this image ({ours})")]
     TagTaken {
         tag: String,
@@ -113,6 +125,10 @@ impl crate::diag::Hint for ImageError {
             ),
             ImageError::NoHip { .. } => "use a base with HIP's runtime: `--kind runtime` or `--kind devel` (the line's bases), or add the release's rocm-runtime component to the stack".into(),
             ImageError::Unresolved { .. } => "a program of the image would fail to load: add the packages that ship them to the line's runtime Containerfile (containers/Containerfile.runtime-<release>), or pass --base with an image that has them".into(),
+            ImageError::Wheel { .. } => "rebuild the component that made the wheel (`rocforge build COMPONENT --rebuild`); its store entry holds it under share/rocforge/wheels".into(),
+            ImageError::NoPython { python, .. } => format!(
+                "use a base with Python {python} (e.g. the line's python runtime base), or leave the wheel's component out of the image"
+            ),
             ImageError::TagTaken { .. } => {
                 "pick another --tag, or pass --force to move the tag to this image".into()
             }
