@@ -212,15 +212,10 @@ fn ccache_entries(cc: &CompilerCache) -> std::io::Result<(Vec<FileEntry>, usize)
         std::io::copy(&mut std::fs::File::open(cc.dir.join(&rel))?, &mut hashed)?;
         let hasher = hashed.hasher;
         for (i, _) in rel.match_indices('/') {
-            let dir = rel[..i].to_string();
-            entries.entry(dir.clone()).or_insert(FileEntry {
-                path: dir,
-                kind: Kind::Dir,
-                size: 0,
-                sha256: None,
-                executable: false,
-                target: None,
-            });
+            let dir = &rel[..i];
+            entries
+                .entry(dir.to_string())
+                .or_insert_with(|| FileEntry::dir(dir));
         }
         entries.insert(
             rel.clone(),

@@ -205,7 +205,7 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
                 } else {
                     format!("{parent}/{part}")
                 };
-                let dir = dir_entry(&parent);
+                let dir = FileEntry::dir(&parent);
                 add(
                     &mut all,
                     parent.clone(),
@@ -282,17 +282,6 @@ fn source_name(f: From, components: &[Component], wheels: &[super::wheels::Wheel
     }
 }
 
-fn dir_entry(path: &str) -> FileEntry {
-    FileEntry {
-        path: path.to_string(),
-        kind: Kind::Dir,
-        size: 0,
-        sha256: None,
-        executable: false,
-        target: None,
-    }
-}
-
 /// The directories of `prefix` (`opt`, `opt/rocm`), which belong to no component.
 fn prefix_dirs(prefix: &str) -> BTreeMap<String, (From, FileEntry)> {
     let mut all = BTreeMap::new();
@@ -303,7 +292,7 @@ fn prefix_dirs(prefix: &str) -> BTreeMap<String, (From, FileEntry)> {
         } else {
             format!("{parent}/{part}")
         };
-        all.insert(parent.clone(), (From::Prefix, dir_entry(&parent)));
+        all.insert(parent.clone(), (From::Prefix, FileEntry::dir(&parent)));
     }
     all
 }

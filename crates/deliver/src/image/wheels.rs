@@ -195,14 +195,7 @@ pub fn members(wheel: &Wheel) -> Result<Vec<Member>, ImageError> {
 fn dir_member(path: &str) -> Member {
     Member {
         index: None,
-        entry: FileEntry {
-            path: path.to_string(),
-            kind: Kind::Dir,
-            size: 0,
-            sha256: None,
-            executable: false,
-            target: None,
-        },
+        entry: FileEntry::dir(path),
         soname: None,
         needed: Vec::new(),
     }

@@ -141,6 +141,20 @@ pub struct FileEntry {
     pub target: Option<String>,
 }
 
+impl FileEntry {
+    /// A directory at `path`.
+    pub fn dir(path: &str) -> Self {
+        FileEntry {
+            path: path.to_string(),
+            kind: Kind::Dir,
+            size: 0,
+            sha256: None,
+            executable: false,
+            target: None,
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
