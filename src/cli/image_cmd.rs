@@ -18,7 +18,8 @@ pub struct ImageBuildArgs {
     pub runtime: super::RuntimeArg,
     /// Which image: builder (what components build in), runtime (what the stack needs to run:
     /// HIP runtime, ROCr, comgr, device libraries; no compiler), devel (runtime plus hipcc,
-    /// headers and CMake packages)
+    /// headers and CMake packages), python (runtime plus CPython 3.13 and PyTorch's CPU
+    /// libraries, for stacks with wheels)
     #[arg(long, value_enum, value_name = "KIND", default_value = "builder")]
     pub kind: Kind,
     /// The Containerfile [default: containers/Containerfile.<release> (builder) or
@@ -44,8 +45,10 @@ pub struct CreateArgs {
     /// docker-daemon:NAME from docker's
     #[arg(long, value_name = "REF")]
     pub base: Option<String>,
-    /// The release line's base instead of --base: runtime (what the stack needs to run) or devel
-    /// (runtime plus hipcc, headers, CMake packages); built when absent, as `image build --kind`
+    /// The release line's base instead of --base: runtime (what the stack needs to run), devel
+    /// (runtime plus hipcc, headers, CMake packages) or python (runtime plus CPython 3.13 and
+    /// PyTorch's CPU libraries: a stack with wheels, e.g. torch); built when absent, as
+    /// `image build --kind`
     #[arg(long, value_enum, value_name = "KIND", conflicts_with = "base")]
     pub kind: Option<Kind>,
     /// The new image's name: REGISTRY/NAME:TAG [default with --kind:

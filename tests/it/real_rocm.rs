@@ -1142,3 +1142,129 @@ fn rocm_examples_plans_hiprand_and_fetches_it_through_mirrors() {
         o.stderr
     );
 }
+
+/// The debian-6.4 line's python base (`image build --kind python`: the runtime base plus CPython
+/// 3.13 and PyTorch's CPU libraries) with a cp313 wheel on it, as a PyTorch image is made: the
+/// wheel's library is a real HIP compile for gfx90c and gfx902 in the line's builder image;
+/// `image create` unpacks the wheel on PYTHONPATH; in a container of the image Python imports it
+/// and the library calls Debian's HIP 6.4 runtime, which finds no GPU here (hipErrorNoDevice).
+#[test]
+fn the_python_base_imports_a_wheel_whose_library_calls_hip() {
+    if !can_build() {
+        return;
+    }
+    const PYTHON_BASE: &str = "localhost/rocforge/python:debian-6.4";
+    let scratch = tempfile::tempdir().unwrap();
+    let conf = containers_conf();
+    let o = rocforge_env(
+        scratch.path(),
+        &[("CONTAINERS_CONF", &conf)],
+        &[
+            "--release",
+            "debian-6.4",
+            "image",
+            "build",
+            "--kind",
+            "python",
+            "--runtime",
+            "podman",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.starts_with(PYTHON_BASE), "{}", o.stdout);
+
+    let w = World::new()
+        .release("localhost/rocforge-none:1")
+        .containers()
+        .args(&["--arch", "gfx90c,gfx902"])
+        .build();
+    let d = w.root();
+    std::fs::create_dir_all(d.join("src/wheels")).unwrap();
+    std::fs::write(
+        d.join("hello.hip"),
+        "#include <hip/hip_runtime.h>\n__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n\
+         extern \"C\" int device_count(void) { int n = -1; hipError_t e = hipGetDeviceCount(&n); \
+         return e == hipSuccess ? n : -(int)e; }\n",
+    )
+    .unwrap();
+    let mount = format!("{}:/w:Z", d.display());
+    let o = podman(&[
+        "run",
+        "--rm",
+        "-v",
+        &mount,
+        "-w",
+        "/w",
+        BUILDER,
+        "hipcc",
+        "-fPIC",
+        "-shared",
+        "--offload-arch=gfx90c",
+        "--offload-arch=gfx902",
+        "hello.hip",
+        "-o",
+        "libgpuhello.so",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    {
+        use std::io::Write;
+        let wheel = d.join("src/wheels/gpuhello-1.0-cp313-cp313-linux_x86_64.whl");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(wheel).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        let lib = std::fs::read(d.join("libgpuhello.so")).unwrap();
+        let init = "import ctypes, os\n_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libgpuhello.so'))\ndef device_count():\n    return _lib.device_count()\n";
+        for (name, bytes) in [
+            ("gpuhello/libgpuhello.so", &lib[..]),
+            ("gpuhello/__init__.py", init.as_bytes()),
+            (
+                "gpuhello-1.0.dist-info/METADATA",
+                b"Metadata-Version: 2.1\nName: gpuhello\nVersion: 1.0\n",
+            ),
+        ] {
+            z.start_file(name, opts).unwrap();
+            z.write_all(bytes).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    std::fs::write(
+        w.release_dir().join("gpuhello.toml"),
+        "name = \"gpuhello\"\nversion = \"1.0\"\nsummary = \"a wheel with a HIP library\"\nlicense = \"MIT\"\n\n[source]\npath = \"../../src/wheels\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/rocforge/wheels\"\n",
+    )
+    .unwrap();
+    w.ok(&["build", "gpuhello", "--runtime", "host"]);
+    let tag = "localhost/rocforge-test-gpuhello:1";
+    let o = w.run(&[
+        "image",
+        "create",
+        "gpuhello",
+        "--runtime",
+        "host",
+        "--base",
+        PYTHON_BASE,
+        "--tag",
+        tag,
+        "--load",
+        "podman",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("Python 3.13 for gpuhello-1.0-cp313-cp313-linux_x86_64.whl"),
+        "{}",
+        o.stderr
+    );
+    let o = podman(&[
+        "run",
+        "--rm",
+        tag,
+        "python3.13",
+        "-c",
+        "import gpuhello, importlib.metadata as m; print(gpuhello.device_count(), m.version('gpuhello'), gpuhello.__file__)",
+    ]);
+    let _ = podman(&["rmi", tag]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "-100 1.0 /opt/rocm/lib/python3/site-packages/gpuhello/__init__.py"
+    );
+}

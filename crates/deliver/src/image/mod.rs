@@ -127,7 +127,7 @@ impl crate::diag::Hint for ImageError {
             ImageError::Unresolved { .. } => "a program of the image would fail to load: add the packages that ship them to the line's runtime Containerfile (containers/Containerfile.runtime-<release>), or pass --base with an image that has them".into(),
             ImageError::Wheel { .. } => "rebuild the component that made the wheel (`rocforge build COMPONENT --rebuild`); its store entry holds it under share/rocforge/wheels".into(),
             ImageError::NoPython { python, .. } => format!(
-                "use a base with Python {python} (e.g. the line's python runtime base), or leave the wheel's component out of the image"
+                "use a base with Python {python}: `--kind python` (the line's runtime base with CPython 3.13 and PyTorch's CPU libraries), or --base REF; or leave the wheel's component out of the image"
             ),
             ImageError::TagTaken { .. } => {
                 "pick another --tag, or pass --force to move the tag to this image".into()

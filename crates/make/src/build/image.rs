@@ -31,6 +31,9 @@ pub enum Kind {
     Runtime,
     /// The runtime image plus hipcc, headers and CMake packages: compile against the stack
     Devel,
+    /// The runtime image plus CPython and the CPU libraries PyTorch links: the base of images
+    /// whose stack carries wheels (torch, torchvision), which `image create` unpacks
+    Python,
 }
 
 impl Kind {
@@ -39,7 +42,13 @@ impl Kind {
             Kind::Builder => "builder",
             Kind::Runtime => "runtime",
             Kind::Devel => "devel",
+            Kind::Python => "python",
         }
+    }
+
+    /// Whether its Containerfile builds FROM the line's runtime image (made first when absent).
+    pub fn from_runtime(self) -> bool {
+        matches!(self, Kind::Devel | Kind::Python)
     }
 
     /// `Containerfile.<release>` for the builder, `Containerfile.<kind>-<release>` otherwise.
@@ -705,7 +714,7 @@ pub fn build_kind(
     if kind == Kind::Builder {
         return build(rt, catalog, file, store, log, reporter).map(|l| l.id);
     }
-    if kind == Kind::Devel {
+    if kind.from_runtime() {
         ensure_kind(rt, catalog, Kind::Runtime, store, reporter)?;
     }
     build_as(
@@ -742,7 +751,7 @@ impl Named {
             file_name: kind.file_name(&catalog.release.name),
             record: catalog.release.name.clone(),
             kind: kind.name(),
-            from_base: kind != Kind::Devel,
+            from_base: !kind.from_runtime(),
         }
     }
 }
