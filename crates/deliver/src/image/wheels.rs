@@ -153,12 +153,25 @@ pub fn members(wheel: &Wheel) -> Result<Vec<Member>, ImageError> {
             } else {
                 format!("{parent}/{c}")
             };
-            out.entry(parent.clone())
+            let dir = out
+                .entry(parent.clone())
                 .or_insert_with(|| dir_member(&parent));
+            if dir.entry.kind != Kind::Dir {
+                return Err(bad(format!(
+                    "member {parent} is both a file and a directory"
+                )));
+            }
         }
+        let is_dir = out.get(&name).is_some_and(|m| m.entry.kind == Kind::Dir);
         if m.is_dir() {
+            if out.get(&name).is_some_and(|m| m.entry.kind != Kind::Dir) {
+                return Err(bad(format!("member {name} is both a file and a directory")));
+            }
             out.entry(name.clone()).or_insert_with(|| dir_member(&name));
             continue;
+        }
+        if is_dir {
+            return Err(bad(format!("member {name} is both a file and a directory")));
         }
         let executable = m.unix_mode().is_some_and(|mode| mode & 0o111 != 0);
         let mut bytes = Vec::new();
@@ -264,6 +277,60 @@ impl<R: Read> Read for Counted<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn wheel_of(members: &[&str]) -> (tempfile::TempDir, Wheel) {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w-1.0-py3-none-any.whl");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        for m in members {
+            z.start_file(*m, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            z.write_all(b"x").unwrap();
+        }
+        z.finish().unwrap();
+        let wheel = Wheel {
+            path,
+            file_name: "w-1.0-py3-none-any.whl".into(),
+            python: "3".into(),
+        };
+        (dir, wheel)
+    }
+
+    #[test]
+    fn members_and_the_directories_they_imply_or_a_clear_refusal() {
+        let (_d, w) = wheel_of(&["pkg/sub/a.py", "pkg/b.py"]);
+        let paths: Vec<(String, Kind)> = members(&w)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.entry.path, m.entry.kind))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("pkg".to_string(), Kind::Dir),
+                ("pkg/b.py".to_string(), Kind::File),
+                ("pkg/sub".to_string(), Kind::Dir),
+                ("pkg/sub/a.py".to_string(), Kind::File),
+            ]
+        );
+        for (bad, says) in [
+            (
+                &["pkg", "pkg/a.py"][..],
+                "member pkg is both a file and a directory",
+            ),
+            (
+                &["pkg/a.py", "pkg"][..],
+                "member pkg is both a file and a directory",
+            ),
+            (&["../a.py"][..], "would land outside its directory"),
+            (&["w-1.0.data/scripts/x"][..], ".data directory"),
+        ] {
+            let (_d, w) = wheel_of(bad);
+            let e = members(&w).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
 
     #[test]
     fn python_tags_and_member_names() {
