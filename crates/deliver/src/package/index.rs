@@ -171,15 +171,10 @@ pub struct Artifact {
     pub depends: Vec<Dependency>,
     #[serde(default)]
     pub glibc_floor: Option<String>,
-    /// Run-time capabilities it needs from the host or another artifact (`hip-runtime`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<crate::package::manifest::Capability>,
-    /// Capabilities it provides (`hip-runtime` for the rocm-runtime component).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<crate::package::manifest::Capability>,
-    /// The exact runtime libraries behind `needs` (e.g. libamdhip64.so.6); see the manifest.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runtime_libs: Vec<String>,
+    /// What it needs from the host or another artifact (`hip-runtime`, by exact library) and
+    /// provides (`hip-runtime` for the rocm-runtime component): its manifest's.
+    #[serde(flatten)]
+    pub facts: crate::package::manifest::RuntimeFacts,
     /// The artifact's detached signature, relative like `url`.
     #[serde(default)]
     pub signature: Option<String>,
@@ -310,9 +305,7 @@ pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
             tests: m.tests,
             depends: m.depends,
             glibc_floor: m.glibc_floor,
-            needs: m.needs,
-            runtime_libs: m.runtime_libs,
-            provides: m.provides,
+            facts: m.facts,
             signature: sig.is_file().then(|| format!("{name}.minisig")),
             sbom: attachment(&p, crate::attest::Kind::Sbom)?,
             provenance: attachment(&p, crate::attest::Kind::Provenance)?,
@@ -377,9 +370,11 @@ fn wheels_beside(
             tests: None,
             depends: m.depends.clone(),
             glibc_floor: m.glibc_floor.clone(),
-            needs: m.needs.clone(),
-            provides: Vec::new(),
-            runtime_libs: m.runtime_libs.clone(),
+            // A wheel needs what its tarball's libraries need, and provides nothing to installs.
+            facts: crate::package::manifest::RuntimeFacts {
+                provides: Vec::new(),
+                ..m.facts.clone()
+            },
             signature: crate::sign::signature_path(&path)
                 .is_file()
                 .then(|| format!("{name}.minisig")),

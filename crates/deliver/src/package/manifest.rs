@@ -42,17 +42,9 @@ pub struct Manifest {
     /// The license files the tree carries (`share/doc/<name>/…`), relative paths.
     #[serde(default)]
     pub licenses: Vec<String>,
-    /// Run-time capabilities the artifact's ELF files need from outside it, e.g.
-    /// [`HIP_RUNTIME`] when a library's DT_NEEDED names libamdhip64 or libhsa-runtime64.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<Capability>,
-    /// Capabilities the artifact provides, e.g. [`HIP_RUNTIME`] when it holds libamdhip64.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<Capability>,
-    /// The exact runtime libraries behind `needs` (DT_NEEDED names such as libamdhip64.so.6):
-    /// a ROCm 7 system's libamdhip64.so.7 does not serve a tree built against ROCm 6.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runtime_libs: Vec<String>,
+    /// What it needs from and gives to the system it is installed on.
+    #[serde(flatten)]
+    pub facts: RuntimeFacts,
     /// The builder image, by reference and digest (None for host builds).
     #[serde(default)]
     pub image: Option<crate::plan::key::ImageRef>,
@@ -259,6 +251,46 @@ rocforge_core::open_enum! {
 /// Whether a DT_NEEDED entry belongs to the HIP runtime.
 pub fn is_hip_runtime_lib(soname: &str) -> bool {
     soname.starts_with("libamdhip64.so") || soname.starts_with("libhsa-runtime64.so")
+}
+
+/// What an artifact needs from, and gives to, the system it is installed on: read from its ELF
+/// files when it is packaged, then carried as they are by its manifest, its index entry and its
+/// install receipt (each flattens it, so the fields sit where they always did).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct RuntimeFacts {
+    /// Run-time capabilities the artifact's ELF files need from outside it, e.g.
+    /// [`HIP_RUNTIME`] when a library's DT_NEEDED names libamdhip64 or libhsa-runtime64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Capability>,
+    /// Capabilities the artifact provides, e.g. [`HIP_RUNTIME`] when it holds libamdhip64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<Capability>,
+    /// The exact runtime libraries behind `needs` (DT_NEEDED names such as libamdhip64.so.6):
+    /// a ROCm 7 system's libamdhip64.so.7 does not serve a tree built against ROCm 6.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_libs: Vec<String>,
+}
+
+impl RuntimeFacts {
+    /// From a tree's ELF files' DT_SONAME and DT_NEEDED entries.
+    pub fn of(sonames: &[String], needed: &[String]) -> Self {
+        let (needs, provides) = runtime_capabilities(sonames, needed);
+        RuntimeFacts {
+            needs,
+            provides,
+            runtime_libs: runtime_libs(sonames, needed),
+        }
+    }
+
+    /// Whether it provides HIP's runtime.
+    pub fn provides_hip(&self) -> bool {
+        self.provides.contains(&Capability::HipRuntime)
+    }
+
+    /// Whether it needs HIP's runtime from outside.
+    pub fn needs_hip(&self) -> bool {
+        self.needs.contains(&Capability::HipRuntime)
+    }
 }
 
 /// What a tree needs and provides at run time, from its ELF files' DT_SONAME and DT_NEEDED

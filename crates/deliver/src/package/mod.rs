@@ -167,8 +167,7 @@ pub fn package_entry(
             leaks: scan.leaks,
         });
     }
-    let (needs, provides) = manifest::runtime_capabilities(&scan.sonames, &scan.needed);
-    let runtime_libs = manifest::runtime_libs(&scan.sonames, &scan.needed);
+    let facts = manifest::RuntimeFacts::of(&scan.sonames, &scan.needed);
     let licenses = licenses(&meta, &scan.files);
     let tests = manifest::tested_library(meta.component.as_str(), &depends);
     let manifest = Manifest {
@@ -184,9 +183,7 @@ pub fn package_entry(
         build_depends,
         license: opts.license.clone(),
         licenses,
-        needs,
-        provides,
-        runtime_libs,
+        facts,
         image: meta.image.clone(),
         runtime: meta.runtime.clone(),
         reproducible: meta.reproducible,
@@ -214,8 +211,8 @@ pub fn package_entry(
         installed_size: manifest.installed_size,
         glibc_floor: manifest.glibc_floor,
         licenses: manifest.licenses,
-        needs: manifest.needs,
-        provides: manifest.provides,
+        needs: manifest.facts.needs,
+        provides: manifest.facts.provides,
         leaks: scan.leaks,
         wheels,
         documents,

@@ -76,11 +76,10 @@ pub struct Receipt {
     pub depends: Vec<Dependency>,
     #[serde(default)]
     pub glibc_floor: Option<String>,
-    /// Run-time capabilities it needs and provides (`hip-runtime`), from its manifest.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<crate::package::manifest::Capability>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provides: Vec<crate::package::manifest::Capability>,
+    /// What it needs and provides at run time (`hip-runtime`, and the exact libraries behind
+    /// it), from its manifest.
+    #[serde(flatten)]
+    pub facts: crate::package::manifest::RuntimeFacts,
     /// Targets whose code the artifact lacks, as its build's coverage gate recorded them:
     /// target → the processor whose code it carries instead (run under
     /// HSA_OVERRIDE_GFX_VERSION), or "" when it carries none.

@@ -46,8 +46,8 @@ impl InstalledComponent {
             state: if missing == 0 { "installed" } else { "damaged" },
             installed: r.installed.clone(),
             signed_by: r.signed_by.clone(),
-            needs: r.needs.clone(),
-            provides: r.provides.clone(),
+            needs: r.facts.needs.clone(),
+            provides: r.facts.provides.clone(),
         }
     }
 }

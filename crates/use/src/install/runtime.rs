@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use super::receipt::Receipt;
 use super::{InstallError, Request, RuntimeCheck, resolve};
 use crate::package::index::{Artifact, Index};
-use crate::package::manifest::Capability;
 
 /// Names directories (`:`-separated) to look for the HIP runtime in, instead of the ld.so cache,
 /// `$ROCM_PATH/lib`, `/opt/rocm/lib` and `$LD_LIBRARY_PATH`: for tests and unusual systems.
@@ -112,15 +111,12 @@ pub(super) fn add_runtime<'a>(
 ) -> Result<(), InstallError> {
     let needy: Vec<String> = chosen
         .iter()
-        .filter(|a| a.needs.contains(&Capability::HipRuntime))
+        .filter(|a| a.facts.needs_hip())
         .map(|a| a.name.to_string())
         .collect();
-    let in_set = chosen
-        .iter()
-        .any(|a| a.provides.contains(&Capability::HipRuntime));
+    let in_set = chosen.iter().any(|a| a.facts.provides_hip());
     let in_prefix = existing.iter().find(|r| {
-        r.provides.contains(&Capability::HipRuntime)
-            || (r.provides.is_empty() && r.name == "rocm-runtime")
+        r.facts.provides_hip() || (r.facts.provides.is_empty() && r.name == "rocm-runtime")
     });
     let why = match req.runtime {
         RuntimeCheck::Skip => {
@@ -182,7 +178,7 @@ pub(super) fn add_runtime<'a>(
 fn on_host(chosen: &[&Artifact], needy: &[String]) -> Result<String, String> {
     let mut wanted: Vec<String> = chosen
         .iter()
-        .flat_map(|a| a.runtime_libs.iter().cloned())
+        .flat_map(|a| a.facts.runtime_libs.iter().cloned())
         .collect();
     wanted.sort();
     wanted.dedup();
@@ -225,7 +221,7 @@ fn providers<'a>(index: &'a Index, targets: &[crate::arch::TargetId]) -> Vec<Vec
     let mut names: Vec<String> = index
         .artifacts
         .iter()
-        .filter(|a| a.kind.is_tarball() && a.provides.contains(&Capability::HipRuntime))
+        .filter(|a| a.kind.is_tarball() && a.facts.provides_hip())
         .map(|a| a.name.to_string())
         .collect();
     names.sort();
