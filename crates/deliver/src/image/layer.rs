@@ -188,9 +188,15 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
                 continue;
             }
             let name = format!("{under}{}", e.path);
-            add(&mut all, name, From::Tree(i), e, &c.name, &|f| {
-                source_name(f, components, &wheels)
-            })?;
+            add(
+                &mut all,
+                name,
+                From::Tree(i),
+                e,
+                &c.name,
+                components,
+                &wheels,
+            )?;
         }
         for w in unpacked {
             let members = super::wheels::members(&w)?;
@@ -212,7 +218,8 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
                     From::Wheel(at, None),
                     dir,
                     &label,
-                    &|f| source_name(f, components, &wheels),
+                    components,
+                    &wheels,
                 )?;
             }
             for m in members {
@@ -229,7 +236,8 @@ fn union(components: &[Component], prefix: &str, under: &str) -> Result<Union, I
                     From::Wheel(at, m.index),
                     m.entry,
                     &label,
-                    &|f| source_name(f, components, &wheels),
+                    components,
+                    &wheels,
                 )?;
             }
         }
@@ -251,7 +259,8 @@ fn add(
     from: From,
     e: FileEntry,
     who: &str,
-    source_name: &dyn Fn(From) -> String,
+    components: &[Component],
+    wheels: &[super::wheels::Wheel],
 ) -> Result<(), ImageError> {
     match all.get(&name) {
         None => {
@@ -266,7 +275,7 @@ fn add(
         Some((j, _)) => {
             return Err(ImageError::Conflict {
                 path: format!("/{name}"),
-                first: source_name(*j),
+                first: source_name(*j, components, wheels),
                 second: who.to_string(),
             });
         }

@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::ImageError;
+// The most bytes one member may hold: inspect's limit, so a wheel inspect reads is one an image
+// takes.
+use crate::inspect::wheel::MEMBER_LIMIT;
 use crate::package::manifest::{FileEntry, Kind};
 
 /// Where a tree keeps the wheels its build made (as `package` finds them).
@@ -26,9 +29,6 @@ pub const WHEEL_DIR: &str = crate::package::WHEEL_DIR;
 
 /// Under the prefix: the directory the wheels are unpacked into, on the image's PYTHONPATH.
 pub const SITE_PACKAGES: &str = "lib/python3/site-packages";
-
-/// The most bytes one member may hold (PyTorch's largest library is about 1.5 GB).
-const MEMBER_LIMIT: u64 = 4 << 30;
 
 /// One wheel of a component's tree.
 #[derive(Debug, Clone)]
@@ -245,32 +245,17 @@ impl Open {
         let mode = if entry.executable { 0o755 } else { 0o644 };
         let mut h =
             crate::package::tarball::header(tar::EntryType::Regular, mode, entry.size, mtime);
-        let mut n = 0u64;
-        let mut counted = Counted {
-            inner: m.take(entry.size),
-            n: &mut n,
+        let mut r = m.take(entry.size);
+        let mut counted = crate::package::tarball::CountingReader {
+            inner: &mut r,
+            n: 0,
         };
         b.append_data(&mut h, name, &mut counted)
             .map_err(super::io_err(Path::new(name)))?;
-        drop(counted);
-        if n != entry.size {
+        if counted.n != entry.size {
             return Err(changed());
         }
         Ok(())
-    }
-}
-
-/// Counts what passes through a reader.
-struct Counted<'a, R> {
-    inner: R,
-    n: &'a mut u64,
-}
-
-impl<R: Read> Read for Counted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let k = self.inner.read(buf)?;
-        *self.n += k as u64;
-        Ok(k)
     }
 }
 

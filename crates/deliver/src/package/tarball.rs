@@ -426,9 +426,11 @@ pub fn append_files<W: Write>(
     Ok(())
 }
 
-struct CountingReader<'a, R> {
-    inner: &'a mut R,
-    n: u64,
+/// Counts the bytes read through it: a file or member that changed size while it was being
+/// written is caught.
+pub(crate) struct CountingReader<'a, R> {
+    pub inner: &'a mut R,
+    pub n: u64,
 }
 
 impl<R: Read> Read for CountingReader<'_, R> {
