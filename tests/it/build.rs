@@ -2415,6 +2415,25 @@ fn a_container_that_cannot_start_is_a_runtime_error_with_the_fix() {
         all.contains("podman-run = [\"--ulimit\", \"nofile="),
         "{all}"
     );
+    // The lines doctor prints are ones a container started with on this host: written into
+    // rocforge.toml as they stand, the next doctor passes the container start.
+    let fix = all
+        .lines()
+        .find(|l| l.trim_start().starts_with("podman-run = ["))
+        .unwrap();
+    let fix = &fix[..fix.rfind(']').unwrap() + 1];
+    std::fs::write(
+        f.path("rocforge.toml"),
+        format!("[runtime]\n{}\n", fix.trim()),
+    )
+    .unwrap();
+    let again = f.run(&["doctor", "hipcore", "--arch", "gfx90c"]);
+    let all = format!("{}{}", again.stdout, again.stderr);
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("ok") && l.contains("container start")),
+        "{all}"
+    );
 }
 
 /// A user without root makes a line's Debian base image with mmdebstrap in a user namespace (as

@@ -285,17 +285,48 @@ impl ContainerRuntime for Container {
             network: false,
             labels: Default::default(),
         };
-        let args = self.run_args(&spec);
-        match Cmd::new(&args[0]).args(&args[1..]).run() {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let said = match e.stderr().trim() {
+        let start = |rt: &Container| {
+            let args = rt.run_args(&spec);
+            Cmd::new(&args[0])
+                .args(&args[1..])
+                .run()
+                .map(drop)
+                .map_err(|e| match e.stderr().trim() {
                     "" => e.to_string(),
                     s => s.to_string(),
+                })
+        };
+        let said = match start(self) {
+            Ok(()) => return Ok(()),
+            Err(said) => said,
+        };
+        let mut failure = self.start_failure(&said);
+        if said.to_lowercase().contains("rlimit") {
+            // The limits the fix names are tried here, most first, so doctor prints lines
+            // that start a container on this host rather than a guess.
+            for [nofile, nproc] in super::ulimit_candidates() {
+                let run = super::with_ulimits(&self.args.run, nofile, nproc);
+                let trial = Container {
+                    kind: self.kind,
+                    args: RuntimeArgs {
+                        global: self.args.global.clone(),
+                        run: run.clone(),
+                    },
                 };
-                Err(self.start_failure(&said))
+                if start(&trial).is_ok() {
+                    let key = match self.kind {
+                        Kind::Docker => "docker-run",
+                        _ => "podman-run",
+                    };
+                    failure.fix = Some(format!(
+                        "{} (a container started with these limits here)",
+                        super::config_lines(key, run)
+                    ));
+                    break;
+                }
             }
         }
+        Err(failure)
     }
 
     fn start_failure(&self, message: &str) -> StartFailure {

@@ -91,32 +91,17 @@ pub fn start_fix(kind: Kind, message: &str, args: &RuntimeArgs) -> Option<String
         Kind::Docker => ("docker", "docker-run"),
         _ => ("podman", "podman-run"),
     };
-    let toml = |key: &str, values: Vec<String>| {
-        let list = values
-            .iter()
-            .map(|v| format!("{v:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        format!(
-            "add to rocforge.toml (or ~/.config/rocforge/config.toml):\n  [runtime]\n  {key} = [{list}]"
-        )
-    };
+    let toml = config_lines;
     if lower.contains("cannot connect to the docker daemon") || lower.contains("docker daemon") {
         return Some("start the docker daemon (`sudo systemctl start docker`), or point DOCKER_HOST at one that runs; or use --runtime podman".into());
     }
     if lower.contains("rlimit") || lower.contains("ulimit") {
         // A container may not raise a limit above the host's hard one, and podman 4.3 asks for
-        // more than many hosts allow: both limits are set to what this host permits.
-        let mut run = without_ulimits(&args.run);
-        for (name, resource) in [
-            ("nofile", libc::RLIMIT_NOFILE),
-            ("nproc", libc::RLIMIT_NPROC),
-        ] {
-            let limit = hard_limit(resource);
-            run.push("--ulimit".into());
-            run.push(format!("{name}={limit}:{limit}"));
-        }
-        return Some(toml(run_key, run));
+        // more than many hosts allow: both limits are set to what this host permits. Where
+        // the runtime's own processes run under lower limits than this one, `start_check`
+        // tries the smaller candidates and names the first that starts.
+        let [nofile, nproc] = ulimit_candidates()[0];
+        return Some(toml(run_key, with_ulimits(&args.run, nofile, nproc)));
     }
     if kind == Kind::Podman && lower.contains("crun") {
         // crun fails on hosts with a hybrid cgroup v1 hierarchy; runc works there.
@@ -133,6 +118,47 @@ pub fn start_fix(kind: Kind, message: &str, args: &RuntimeArgs) -> Option<String
         return Some(toml(global_key, global));
     }
     None
+}
+
+/// The `[runtime]` lines of rocforge.toml that set `key` to `values`, as the fix reads.
+pub(crate) fn config_lines(key: &str, values: Vec<String>) -> String {
+    let list = values
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "add to rocforge.toml (or ~/.config/rocforge/config.toml):\n  [runtime]\n  {key} = [{list}]"
+    )
+}
+
+/// The (nofile, nproc) limits worth asking a container for, most first: this host's hard
+/// limits, then each capped at 65536, 32768, 16384 and 8192. The runtime's monitor process
+/// (podman's conmon) may run under lower limits than the shell that starts it, and a container
+/// cannot rise above its monitor's, so the host's own limits are not always the answer.
+pub(crate) fn ulimit_candidates() -> Vec<[u64; 2]> {
+    let host = [
+        hard_limit(libc::RLIMIT_NOFILE),
+        hard_limit(libc::RLIMIT_NPROC),
+    ];
+    let mut out = vec![host];
+    for cap in [65536, 32768, 16384, 8192] {
+        let next = host.map(|l| l.min(cap));
+        if !out.contains(&next) {
+            out.push(next);
+        }
+    }
+    out
+}
+
+/// `run` with its `--ulimit` flags replaced by `nofile` and `nproc` (soft = hard).
+pub(crate) fn with_ulimits(run: &[String], nofile: u64, nproc: u64) -> Vec<String> {
+    let mut out = without_ulimits(run);
+    for (name, limit) in [("nofile", nofile), ("nproc", nproc)] {
+        out.push("--ulimit".into());
+        out.push(format!("{name}={limit}:{limit}"));
+    }
+    out
 }
 
 /// `args` without its `--ulimit` flags, which the fix replaces.
@@ -342,4 +368,48 @@ fn on_path(program: &str) -> bool {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulimit_candidates_start_at_the_host_and_only_go_down() {
+        let c = ulimit_candidates();
+        assert_eq!(
+            c[0],
+            [
+                hard_limit(libc::RLIMIT_NOFILE),
+                hard_limit(libc::RLIMIT_NPROC)
+            ]
+        );
+        for w in c.windows(2) {
+            assert!(w[1][0] <= w[0][0] && w[1][1] <= w[0][1], "{c:?}");
+            assert_ne!(w[0], w[1]);
+        }
+        assert!(c.last().unwrap().iter().all(|&l| l <= 8192), "{c:?}");
+    }
+
+    #[test]
+    fn the_ulimit_fix_replaces_the_limits_and_keeps_the_other_flags() {
+        let run: Vec<String> = [
+            "--ulimit",
+            "nofile=1:1",
+            "--ulimit=nproc=2:2",
+            "--cap-add=X",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            with_ulimits(&run, 20000, 32768),
+            [
+                "--cap-add=X",
+                "--ulimit",
+                "nofile=20000:20000",
+                "--ulimit",
+                "nproc=32768:32768"
+            ]
+        );
+    }
 }
