@@ -342,6 +342,13 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
             "add --push (to --tag's registry) or --load podman|docker",
         ));
     }
+    if req.record.is_some() && !req.push {
+        // Refused before the hours of reading and writing layers, not after them.
+        return Err(Error::hinted(
+            "--record without --push: only a pushed image can be listed",
+            "add --push",
+        ));
+    }
     let catalog = &session.catalog;
     let store = &session.store;
     let reporter = session.reporter.as_ref();
@@ -406,41 +413,8 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
     }
     let recorded = match (req.record, &pushed) {
         (Some(dir), Some(_)) => {
-            let entry = crate::package::index::ImageEntry {
-                reference: tag.clone(),
-                digest: parse_digest(&digest)?,
-                release: catalog.release.name.clone(),
-                targets: plan.targets.clone(),
-                prefix: catalog.release.prefix.clone(),
-                base_digest: parse_digest(&base.digest)?,
-                components: components
-                    .iter()
-                    .map(|c| {
-                        Ok(crate::package::index::ImageComponent {
-                            name: c.name.parse().map_err(|e| {
-                                Error::hinted(
-                                    format!("{e}"),
-                                    "a store entry's name: run `rocforge store list`",
-                                )
-                            })?,
-                            version: c.version.clone(),
-                            key: c.key.parse().map_err(|e| {
-                                Error::hinted(
-                                    format!("{e}"),
-                                    "a store entry's key: run `rocforge store list`",
-                                )
-                            })?,
-                        })
-                    })
-                    .collect::<Result<_>>()?,
-            };
+            let entry = image_entry(session, &plan.targets, &tag, &digest, &base, &components)?;
             Some(record_image(dir, &entry)?)
-        }
-        (Some(_), None) => {
-            return Err(Error::hinted(
-                "--record without --push: only a pushed image can be listed",
-                "add --push",
-            ));
         }
         _ => None,
     };
@@ -469,6 +443,41 @@ pub fn create(session: &Session, req: &CreateRequest<'_>) -> Result<Created> {
         loaded,
         hip,
         recorded,
+    })
+}
+
+/// The index's entry for the image pushed as `tag` with manifest `digest`.
+fn image_entry(
+    session: &Session,
+    targets: &[crate::arch::TargetId],
+    tag: &str,
+    digest: &str,
+    base: &oci_image::Base,
+    components: &[oci_image::Component],
+) -> Result<crate::package::index::ImageEntry> {
+    let stored = |what: &str, e: &dyn std::fmt::Display| {
+        Error::hinted(
+            format!("{e}"),
+            format!("a store entry's {what}: run `rocforge store list`"),
+        )
+    };
+    Ok(crate::package::index::ImageEntry {
+        reference: tag.to_string(),
+        digest: parse_digest(digest)?,
+        release: session.catalog.release.name.clone(),
+        targets: targets.to_vec(),
+        prefix: session.catalog.release.prefix.clone(),
+        base_digest: parse_digest(&base.digest)?,
+        components: components
+            .iter()
+            .map(|c| {
+                Ok(crate::package::index::ImageComponent {
+                    name: c.name.parse().map_err(|e| stored("name", &e))?,
+                    version: c.version.clone(),
+                    key: c.key.parse().map_err(|e| stored("key", &e))?,
+                })
+            })
+            .collect::<Result<_>>()?,
     })
 }
 
