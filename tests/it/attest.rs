@@ -917,6 +917,27 @@ fn the_signed_index_pins_the_images_pushed_for_the_release() {
         .collect();
     assert_eq!(names, ["greetdoc", "greet"]);
 
+    // The image's record is a delivery of the release: a publish sends it with the index.
+    let o = fx.ok(&[
+        "--format",
+        "json",
+        "publish",
+        &dist_arg,
+        "--to",
+        "github://me/rocm@v1",
+        "--dry-run",
+    ]);
+    let plan: Value = serde_json::from_str(&o.stdout).unwrap();
+    let sent: Vec<(&str, &str)> = plan["uploads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["kind"].as_str().unwrap(), u["file"].as_str().unwrap()))
+        .collect();
+    let record_name = record.file_name().unwrap().to_str().unwrap();
+    assert!(sent.contains(&("image-record", record_name)), "{sent:?}");
+    assert!(sent.contains(&("index", "index.json")), "{sent:?}");
+
     let pubkey = fx.pubkey();
     let verify = |what: &str| {
         fx.run(&[

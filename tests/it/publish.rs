@@ -873,3 +873,46 @@ fn publish_dry_run_prints_the_plan_and_sends_and_writes_nothing() {
             .all(|p| !Path::new(p.as_str().unwrap()).exists())
     );
 }
+
+/// A publish sends what the signed index lists: a tarball dropped into the release directory
+/// after `package` wrote the index is named and left behind, and a directory without an index
+/// is refused with the command that writes one, before anything is sent.
+#[test]
+fn publish_sends_what_the_index_lists_and_needs_an_index() {
+    let fx = fixture();
+    let listed = tarballs(&fx.dist());
+    std::fs::copy(&listed[0], fx.dist().join("stray-1.0.tar.zst")).unwrap();
+    let unset = [("GITHUB_TOKEN", "")];
+    let args = [
+        "--format",
+        "json",
+        "publish",
+        "dist",
+        "--to",
+        "github://me/rocm@v1",
+        "--dry-run",
+    ];
+    let plan: serde_json::Value = serde_json::from_str(&fx.ok(&unset, &args).stdout).unwrap();
+    let files: Vec<&str> = plan["uploads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["file"].as_str().unwrap())
+        .collect();
+    assert!(!files.contains(&"stray-1.0.tar.zst"), "{files:?}");
+    for t in &listed {
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert!(files.contains(&name), "{name} not sent: {files:?}");
+    }
+    let notes = plan["notes"].to_string();
+    assert!(
+        notes.contains("not in index.json, not sent: stray-1.0.tar.zst"),
+        "{notes}"
+    );
+
+    std::fs::remove_file(fx.dist().join("index.json")).unwrap();
+    let o = fx.run(&unset, &args[2..]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("holds no index.json"), "{}", o.stderr);
+    assert!(o.stderr.contains("rocforge index"), "{}", o.stderr);
+}

@@ -4,7 +4,7 @@
 //! whatever wing it lives in.
 
 pub use rocforge_core::{arch, carries_artifact_id, diag, ids, redact, units};
-pub use rocforge_deliver::{attest, cache_oci, image, package};
+pub use rocforge_deliver::{attest, cache_oci, delivery, image, package};
 pub use rocforge_infra::{
     download, fault, fsutil, interrupt, net, oci, process, progress, sign, template, trust,
 };

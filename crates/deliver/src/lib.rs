@@ -9,5 +9,6 @@ pub(crate) use rocforge_make::{cache, inspect, plan, recipe, runtime, store};
 
 pub mod attest;
 pub mod cache_oci;
+pub mod delivery;
 pub mod image;
 pub mod package;

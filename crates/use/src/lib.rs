@@ -4,7 +4,7 @@
 //! (report), and generate the CI files that run it all (ci).
 
 pub(crate) use rocforge_core::{arch, carries_artifact_id, diag, ids, redact, units};
-pub(crate) use rocforge_deliver::{attest, package};
+pub(crate) use rocforge_deliver::{delivery, package};
 pub(crate) use rocforge_infra::{
     download, fault, fsutil, net, oci, process, progress, sign, template, trust,
 };

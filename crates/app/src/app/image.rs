@@ -492,7 +492,7 @@ fn record_image(
     dir: &std::path::Path,
     entry: &crate::package::index::ImageEntry,
 ) -> Result<PathBuf> {
-    use crate::package::index::{IMAGE_RECORD_SUFFIX, ImageRecord};
+    use crate::package::index::{ImageRecord, image_record_name};
     let io = |p: &std::path::Path, e: std::io::Error| {
         Error::hinted(
             format!("{}: {e}", p.display()),
@@ -500,8 +500,7 @@ fn record_image(
         )
     };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let stem = crate::oci::sanitize_tag(&entry.reference);
-    let path = dir.join(format!("{stem}{IMAGE_RECORD_SUFFIX}"));
+    let path = dir.join(image_record_name(&entry.reference));
     let mut bytes =
         serde_json::to_vec_pretty(&ImageRecord::new(entry.clone())).expect("plain data");
     bytes.push(b'\n');

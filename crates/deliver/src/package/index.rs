@@ -84,6 +84,14 @@ pub fn repository_of(reference: &str) -> &str {
     }
 }
 
+/// The file name of the record of the image pushed as `reference`.
+pub fn image_record_name(reference: &str) -> String {
+    format!(
+        "{}{IMAGE_RECORD_SUFFIX}",
+        crate::oci::sanitize_tag(reference)
+    )
+}
+
 /// What `image create --record DIR` writes: `DIR/<tag>.image.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ImageRecord {
@@ -203,6 +211,9 @@ pub enum DeliveryKind {
     /// carries under `share/rocforge/wheels`: what pip installs from the wheel index. Its id is
     /// that of the build that made it; `rocforge install` leaves it to pip.
     Wheel,
+    /// An application image with a stack installed, pushed to a registry by `image create`
+    /// (the index's `images`; never an `artifacts` entry): what `docker pull` fetches.
+    Image,
     /// A kind of a newer index: listed, never installed.
     #[serde(other)]
     Unknown,
@@ -492,7 +503,7 @@ mod kind_tests {
         let read = |s: &str| serde_json::from_str::<DeliveryKind>(s).unwrap();
         assert_eq!(read("\"wheel\""), DeliveryKind::Wheel);
         assert_eq!(read("\"tests\""), DeliveryKind::Tests);
-        assert_eq!(read("\"image\""), DeliveryKind::Unknown);
+        assert_eq!(read("\"sbom-bundle\""), DeliveryKind::Unknown);
         assert!(!DeliveryKind::Unknown.is_tarball() && !DeliveryKind::Wheel.is_tarball());
         assert!(DeliveryKind::Component.is_tarball() && DeliveryKind::Tests.is_tarball());
     }

@@ -11,6 +11,8 @@ pub use plan::{PLAN_SCHEMA, PublishPlan};
 
 use std::path::{Path, PathBuf};
 
+use crate::package::index::Index;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     #[error("unknown destination {0:?}")]
@@ -41,6 +43,8 @@ pub enum PublishError {
     },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    #[error("{} holds no index.json: a publish sends what the signed index lists", .0.display())]
+    NoIndex(PathBuf),
 }
 
 impl crate::diag::Hint for PublishError {
@@ -66,6 +70,10 @@ impl crate::diag::Hint for PublishError {
             PublishError::Invalid { .. } => {
                 "regenerate the release directory with `rocforge package` / `rocforge index`".into()
             }
+            PublishError::NoIndex(dir) => format!(
+                "write it with `rocforge index {}` (--sign-key to sign it), or package into the directory with `rocforge package --out`",
+                dir.display()
+            ),
         }
     }
 }
@@ -118,19 +126,98 @@ pub struct Outcome {
     pub action: String,
 }
 
-/// The files a publish uploads: [`crate::package::index::release_files`] plus any wheels, each
-/// with its signature when it has one (the index names it).
-pub fn files(dir: &Path) -> Result<Vec<PathBuf>, PublishError> {
-    let mut out = crate::package::index::release_files(dir)?;
-    for w in wheels::wheel_files(dir)? {
-        let sig = crate::sign::signature_path(&w);
-        if std::fs::symlink_metadata(&sig).is_ok_and(|m| m.is_file()) {
-            out.push(sig);
+/// A file a publish sends: what it is (`tarball`, `wheel`, `sbom`, `signature`, `index`, …)
+/// and the sha256 the signed index pins for it, when it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseFile {
+    pub path: PathBuf,
+    pub kind: &'static str,
+    pub sha256: Option<String>,
+}
+
+/// What a publish of `dir` sends, sorted by name: the release's own files (index.json,
+/// SHA256SUMS, the key lists and the wheels the wheel index links, each with its signature)
+/// and the files of every delivery `index` lists ([`crate::delivery::Deliver`]). Also the names of the files there that none of
+/// them claims, which are not sent: a release holds what its signed index pins.
+pub fn files(dir: &Path, index: &Index) -> Result<(Vec<ReleaseFile>, Vec<String>), PublishError> {
+    use crate::delivery::Role;
+    let mut out: Vec<ReleaseFile> = Vec::new();
+    for d in index.deliveries() {
+        for f in d.files(dir) {
+            // Not followed: a link's target would be hashed and uploaded in its place.
+            let meta = std::fs::symlink_metadata(&f.path).map_err(|source| PublishError::Io {
+                path: f.path.clone(),
+                source,
+            })?;
+            if !meta.is_file() {
+                return Err(PublishError::Invalid {
+                    path: f.path.display().to_string(),
+                    message: format!(
+                        "{} of {} is not a regular file",
+                        if f.role == Role::Payload {
+                            "the payload"
+                        } else {
+                            "a file"
+                        },
+                        d.label()
+                    ),
+                });
+            }
+            out.push(ReleaseFile {
+                kind: d.kind().upload_kind(f.role),
+                sha256: f.sha256.as_ref().map(|s| s.to_string()),
+                path: f.path,
+            });
         }
-        out.push(w);
     }
-    out.sort();
-    Ok(out)
+    let mut unclaimed = Vec::new();
+    let present = crate::package::index::release_files(dir)?
+        .into_iter()
+        .chain(wheels::wheel_files(dir)?);
+    for path in present {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let base = name.strip_suffix(".minisig").unwrap_or(&name);
+        // A wheel the index does not list (a pure-Python dependency put beside the built
+        // ones) is still sent: the wheel index this publish writes links it.
+        let own = if base.ends_with(".whl") {
+            Some("wheel")
+        } else if base == crate::package::index::INDEX_NAME {
+            Some("index")
+        } else if base == "SHA256SUMS" {
+            Some("checksums")
+        } else if crate::trust::is_key_list_name(base) {
+            Some("key-list")
+        } else {
+            None
+        };
+        match own {
+            Some(kind) => {
+                if kind == "wheel" {
+                    let sig = crate::sign::signature_path(&path);
+                    if std::fs::symlink_metadata(&sig).is_ok_and(|m| m.is_file()) {
+                        out.push(ReleaseFile {
+                            kind: "signature",
+                            sha256: None,
+                            path: sig,
+                        });
+                    }
+                }
+                out.push(ReleaseFile {
+                    kind: if base == name { kind } else { "signature" },
+                    sha256: None,
+                    path,
+                })
+            }
+            None if out.iter().any(|f| f.path == path) => {}
+            None => unclaimed.push(name),
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    Ok((out, unclaimed))
 }
 
 /// The sha256 (hex) and size of a file.

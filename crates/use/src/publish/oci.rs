@@ -14,10 +14,7 @@ use crate::package::index::{Artifact, INDEX_NAME, Index};
 
 pub const ARTIFACT_CONFIG: &str = "application/vnd.rocforge.artifact.config.v1+json";
 pub const INDEX_CONFIG: &str = "application/vnd.rocforge.release.config.v1+json";
-pub const COMPONENT_TAR_ZSTD: &str = "application/vnd.rocforge.component.v1.tar+zstd";
-pub const COMPONENT_TAR_GZIP: &str = "application/vnd.rocforge.component.v1.tar+gzip";
-/// A Python wheel the index lists (kind `wheel`): a zip, as pip downloads it.
-pub const WHEEL_ZIP: &str = "application/vnd.rocforge.wheel.v1+zip";
+pub use crate::delivery::{COMPONENT_TAR_GZIP, COMPONENT_TAR_ZSTD, WHEEL_ZIP};
 pub const INDEX_TYPE: &str = "application/vnd.rocforge.index.v1+json";
 /// A signing-key list written by `rocforge key rotate` (schema rocforge.keys/1).
 pub const KEY_LIST_TYPE: &str = "application/vnd.rocforge.keys.v1+json";
@@ -38,6 +35,19 @@ pub struct Layer {
     pub path: PathBuf,
     /// Known beforehand (a tarball's, from the index), else computed when pushed.
     pub sha256: Option<String>,
+    /// What it is, as `publish` names it (`tarball`, `signature`, `index`, …).
+    pub kind: &'static str,
+}
+
+impl Layer {
+    /// The layer as a file of the release.
+    pub fn file(&self) -> super::ReleaseFile {
+        super::ReleaseFile {
+            path: self.path.clone(),
+            kind: self.kind,
+            sha256: self.sha256.clone(),
+        }
+    }
 }
 
 /// One OCI artifact: a tarball and its signature under the tarball's tag.
@@ -78,32 +88,17 @@ pub fn plan(dir: &Path) -> Result<OciPlan, PublishError> {
                 message: format!("{} is not a file of the release directory", a.url),
             });
         }
-        let path = dir.join(&a.url);
-        let media_type = if a.kind == crate::package::index::DeliveryKind::Wheel {
-            WHEEL_ZIP
-        } else if a.url.ends_with(".tar.gz") {
-            COMPONENT_TAR_GZIP
-        } else {
-            COMPONENT_TAR_ZSTD
-        };
-        let mut layers = vec![Layer {
-            media_type,
-            path: path.clone(),
-            sha256: Some(a.sha256.to_string()),
-        }];
-        layers.extend(signature_layer(&path));
-        // The SBOM and provenance travel in the tarball's artifact, each before its signature.
-        for kind in [crate::attest::Kind::Sbom, crate::attest::Kind::Provenance] {
-            let doc = crate::attest::document_path(&path, kind);
-            if doc.is_file() {
-                layers.push(Layer {
-                    media_type: kind.media_type(),
-                    path: doc.clone(),
-                    sha256: None,
-                });
-                layers.extend(signature_layer(&doc));
-            }
-        }
+        // The delivery's files, each a layer: the tarball (or wheel), then its signature,
+        // its SBOM and provenance each before theirs.
+        let layers = crate::delivery::Deliver::files(a, dir)
+            .into_iter()
+            .map(|f| Layer {
+                kind: a.kind.upload_kind(f.role),
+                media_type: f.media_type,
+                sha256: f.sha256.map(|s| s.to_string()),
+                path: f.path,
+            })
+            .collect();
         tarballs.push(TarballArtifact {
             artifact: a.clone(),
             tag: artifact_tag(&a.url),
@@ -120,6 +115,7 @@ pub fn plan(dir: &Path) -> Result<OciPlan, PublishError> {
         media_type: INDEX_TYPE,
         path: index_path.clone(),
         sha256: None,
+        kind: "index",
     }];
     index_layers.extend(signature_layer(&index_path));
     index_layers.extend(key_list_layers(dir)?);
@@ -138,6 +134,7 @@ fn signature_layer(path: &Path) -> Option<Layer> {
         media_type: SIGNATURE_TYPE,
         path: sig,
         sha256: None,
+        kind: "signature",
     })
 }
 
@@ -151,14 +148,14 @@ fn key_list_layers(dir: &Path) -> Result<Vec<Layer>, PublishError> {
                 crate::trust::is_key_list_name(n.strip_suffix(".minisig").unwrap_or(n))
             })
         })
-        .map(|path| Layer {
-            media_type: if path.extension().is_some_and(|e| e == "minisig") {
-                SIGNATURE_TYPE
-            } else {
-                KEY_LIST_TYPE
-            },
-            path,
-            sha256: None,
+        .map(|path| {
+            let sig = path.extension().is_some_and(|e| e == "minisig");
+            Layer {
+                media_type: if sig { SIGNATURE_TYPE } else { KEY_LIST_TYPE },
+                kind: if sig { "signature" } else { "key-list" },
+                path,
+                sha256: None,
+            }
         })
         .collect())
 }

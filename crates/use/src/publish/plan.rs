@@ -41,7 +41,7 @@ pub struct PublishPlan {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Upload {
     pub file: String,
-    /// tarball, signature, index, key-list, checksums or wheel
+    /// tarball, wheel, sbom, provenance, image-record, signature, index, key-list or checksums
     pub kind: &'static str,
     pub sha256: String,
     pub size: u64,
@@ -96,7 +96,17 @@ pub fn plan(dir: &Path, to: Option<&str>) -> Result<PublishPlan, PublishError> {
                 notes.push("GITHUB_TOKEN is not set: the publish would stop".into());
             }
             let to = format!("github://{owner}/{repo}@{tag}");
-            (github_uploads(dir, index.as_ref(), &to)?, None)
+            let index = index
+                .as_ref()
+                .ok_or_else(|| PublishError::NoIndex(dir.to_path_buf()))?;
+            let (uploads, unclaimed) = github_uploads(dir, index, &to)?;
+            if !unclaimed.is_empty() {
+                notes.push(format!(
+                    "not in index.json, not sent: {}",
+                    unclaimed.join(", ")
+                ));
+            }
+            (uploads, None)
         }
         Some(Destination::Oci(repo)) => {
             let p = oci::plan(dir)?;
@@ -142,58 +152,46 @@ fn summary(dir: &Path, index: &Index) -> IndexSummary {
     }
 }
 
-fn kind(name: &str) -> &'static str {
-    let base = name.strip_suffix(".minisig");
-    if base.is_some() {
-        "signature"
-    } else if name == INDEX_NAME {
-        "index"
-    } else if crate::trust::is_key_list_name(name) {
-        "key-list"
-    } else if name == "SHA256SUMS" {
-        "checksums"
-    } else if name.ends_with(crate::attest::SBOM_SUFFIX) {
-        "sbom"
-    } else if name.ends_with(crate::attest::PROVENANCE_SUFFIX) {
-        "provenance"
-    } else if name.ends_with(".whl") {
-        "wheel"
-    } else {
-        "tarball"
-    }
-}
-
-/// A file of the directory, digested: a tarball the index lists by its listed sha256 (it is
-/// not read again), any other file by reading it.
-fn upload(path: &Path, index: Option<&Index>, to: String) -> Result<Upload, PublishError> {
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let listed = index.and_then(|i| i.artifacts.iter().find(|a| a.url == file));
-    let (sha256, size) = match listed {
-        Some(a) => (a.sha256.to_string(), a.size),
-        None => sha256_file(path)?,
+/// `file`, digested: by the sha256 the index pins (not read again), else by reading it.
+fn upload(file: &super::ReleaseFile, to: String) -> Result<Upload, PublishError> {
+    let (sha256, size) = match &file.sha256 {
+        Some(sha) => {
+            let size = std::fs::metadata(&file.path)
+                .map_err(|source| PublishError::Io {
+                    path: file.path.clone(),
+                    source,
+                })?
+                .len();
+            (sha.clone(), size)
+        }
+        None => sha256_file(&file.path)?,
     };
     Ok(Upload {
-        kind: kind(&file),
-        file,
+        kind: file.kind,
+        file: file
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         sha256,
         size,
         to,
-        path: path.to_path_buf(),
+        path: file.path.clone(),
     })
 }
 
+/// Each file the release sends, and those not sent (no delivery claims them).
 fn github_uploads(
     dir: &Path,
-    index: Option<&Index>,
+    index: &Index,
     to: &str,
-) -> Result<Vec<Upload>, PublishError> {
-    files(dir)?
+) -> Result<(Vec<Upload>, Vec<String>), PublishError> {
+    let (sent, unclaimed) = files(dir, index)?;
+    let uploads = sent
         .iter()
-        .map(|p| upload(p, index, to.to_string()))
-        .collect()
+        .map(|f| upload(f, to.to_string()))
+        .collect::<Result<_, _>>()?;
+    Ok((uploads, unclaimed))
 }
 
 fn oci_uploads(
@@ -203,15 +201,11 @@ fn oci_uploads(
     let mut out = Vec::new();
     for t in &p.tarballs {
         for l in &t.layers {
-            out.push(upload(&l.path, Some(&p.index), repo.reference(&t.tag))?);
+            out.push(upload(&l.file(), repo.reference(&t.tag))?);
         }
     }
     for l in &p.index_layers {
-        out.push(upload(
-            &l.path,
-            Some(&p.index),
-            repo.reference(&p.release_tag),
-        )?);
+        out.push(upload(&l.file(), repo.reference(&p.release_tag))?);
     }
     Ok(out)
 }
