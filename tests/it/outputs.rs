@@ -32,6 +32,10 @@ fn outputs_match_their_schemas() {
         &["sign", "signed.txt", "--sign-key", "keys/rocforge.key"],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
+    // A release directory with an index of no artifacts: what a publish needs.
+    std::fs::create_dir_all(d.join("release")).unwrap();
+    let o = rocforge(d, &["index", "release"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
     let cases: &[(&str, &[&str])] = &[
         ("schemas", &["schema"]),
         ("arches", &["arch", "list"]),
@@ -80,7 +84,13 @@ fn outputs_match_their_schemas() {
         ),
         (
             "publish-plan",
-            &["publish", empty, "--to", "github://me/repo@v1", "--dry-run"],
+            &[
+                "publish",
+                "release",
+                "--to",
+                "github://me/repo@v1",
+                "--dry-run",
+            ],
         ),
         (
             "verify",

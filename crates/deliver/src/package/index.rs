@@ -116,17 +116,7 @@ pub fn images_in(dir: &Path) -> Result<Vec<ImageEntry>, PackageError> {
         path: path.to_path_buf(),
         source,
     };
-    let mut records: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| io(dir, e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.') && n.ends_with(IMAGE_RECORD_SUFFIX))
-        })
-        .collect();
-    records.sort();
+    let records = files_named(dir, |n| n.ends_with(IMAGE_RECORD_SUFFIX))?;
     let mut images = Vec::new();
     for p in records {
         let bad = |reason: String| PackageError::BadEntry {
@@ -278,20 +268,7 @@ crate::carries_artifact_id!(Artifact);
 /// The index of every tarball in `dir` (their manifests are read), issued now and expiring
 /// after `valid_days`. Tarballs are listed by name.
 pub fn build(dir: &Path, valid_days: u64) -> Result<Index, PackageError> {
-    let mut tarballs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|source| PackageError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.') && Compression::of(n).is_some())
-        })
-        .collect();
-    tarballs.sort();
+    let tarballs = files_named(dir, |n| Compression::of(n).is_some())?;
     let mut artifacts = Vec::new();
     for p in tarballs {
         let m = read_manifest(&p)?;
@@ -470,6 +447,19 @@ pub fn write(
 /// (`keys.json`, `keys-N.json` and their signatures), sorted by name. The seam for publishing
 /// to GitHub Releases, OCI registries or any HTTP directory.
 pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
+    files_named(dir, |n| {
+        let base = n.strip_suffix(".minisig").unwrap_or(n);
+        Compression::of(base).is_some()
+            || base == "SHA256SUMS"
+            || base == INDEX_NAME
+            || crate::trust::is_key_list_name(base)
+            || crate::attest::is_document_name(n)
+    })
+}
+
+/// The entries of `dir` whose names `keep` accepts, sorted; hidden ones (a temporary file
+/// being written) never.
+fn files_named(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>, PackageError> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| PackageError::Io {
             path: dir.to_path_buf(),
@@ -478,14 +468,9 @@ pub fn release_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            let base = n.strip_suffix(".minisig").unwrap_or(n);
-            !n.starts_with('.')
-                && (Compression::of(base).is_some()
-                    || base == "SHA256SUMS"
-                    || base == INDEX_NAME
-                    || crate::trust::is_key_list_name(base)
-                    || crate::attest::is_document_name(n))
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.') && keep(n))
         })
         .collect();
     out.sort();
