@@ -58,7 +58,7 @@ pub struct Outcome {
 
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct NotNative {
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     /// What it carries for the target instead, and what running it there takes.
     pub advice: String,
 }
@@ -352,7 +352,7 @@ fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
     for r in &report.installed {
         if let Some(d) = &r.declined {
             out.push(NotNative {
-                component: r.name.to_string(),
+                component: r.name.clone(),
                 advice: format!(
                     "declines {} by design ({}): its consumers fall back to {} there",
                     r.target_list(),
@@ -372,7 +372,7 @@ fn not_native(options: &Options, report: &install::Report) -> Vec<NotNative> {
                 _ => format!("carries no code for {target}: its GPU functions fail there"),
             };
             out.push(NotNative {
-                component: r.name.to_string(),
+                component: r.name.clone(),
                 advice,
             });
         }

@@ -226,7 +226,7 @@ impl Pinning<'_> {
         };
         Some(LockedSource {
             release: release.to_string(),
-            component: name.clone(),
+            component: crate::ids::ComponentName::checked(name),
             git: url.clone(),
             reference: lock::ref_string(reference),
             commit,
@@ -267,7 +267,7 @@ impl Pinning<'_> {
         ) {
             Ok((_, sha256)) => Some(LockedInput {
                 release: release.to_string(),
-                component: component.to_string(),
+                component: crate::ids::ComponentName::checked(component),
                 name: input.name.clone(),
                 url: input.url.clone(),
                 md5: md5.to_string(),

@@ -70,7 +70,7 @@ impl LockedLocalImage {
 #[serde(deny_unknown_fields)]
 pub struct LockedSource {
     pub release: String,
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     /// The URL as the recipe writes it (before mirrors), so a mirror never changes the lock.
     pub git: String,
     /// `tag:<name>` or `rev:<commit>`.
@@ -93,7 +93,7 @@ pub struct LockedImage {
 #[serde(deny_unknown_fields)]
 pub struct LockedInput {
     pub release: String,
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     pub name: String,
     /// The URL as the recipe writes it (before mirrors).
     pub url: String,
@@ -394,7 +394,7 @@ pub fn check(catalogs: &[&crate::catalog::Catalog], lock: &Lockfile, images: boo
         }
     }
     for s in &lock.sources {
-        if !expected.contains(&(s.release.clone(), s.component.clone()))
+        if !expected.contains(&(s.release.clone(), s.component.to_string()))
             && catalogs.iter().any(|c| c.release.name == s.release)
         {
             problems.push(format!(
@@ -404,7 +404,7 @@ pub fn check(catalogs: &[&crate::catalog::Catalog], lock: &Lockfile, images: boo
         }
     }
     for i in &lock.inputs {
-        if !expected_inputs.contains(&(i.release.clone(), i.component.clone(), i.name.clone()))
+        if !expected_inputs.contains(&(i.release.clone(), i.component.to_string(), i.name.clone()))
             && catalogs.iter().any(|c| c.release.name == i.release)
         {
             problems.push(format!(
@@ -426,7 +426,7 @@ mod tests {
         for c in ["b", "a"] {
             l.sources.push(LockedSource {
                 release: "r".into(),
-                component: c.into(),
+                component: crate::ids::ComponentName::checked(c),
                 git: format!("https://x/{c}.git"),
                 reference: "tag:v1".into(),
                 commit: "0".repeat(40),
@@ -455,7 +455,7 @@ mod tests {
         assert_eq!(l.input_pin("r", "c", &x), InputPin::Unlocked);
         l.inputs.push(LockedInput {
             release: "r".into(),
-            component: "c".into(),
+            component: crate::ids::ComponentName::checked("c"),
             name: "nos1.tar.gz".into(),
             url: "https://x/nos1.tar.gz".into(),
             md5: "a".repeat(32),

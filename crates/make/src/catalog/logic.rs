@@ -174,7 +174,7 @@ pub fn check_overlays(
         };
         if !arches.contains(&arch.as_str()) {
             return Err(LogicError::NotRequested {
-                component: o.component.clone(),
+                component: o.component.to_string(),
                 dest: o.dest.clone(),
                 arch: arch.clone(),
                 targets: arches.join(","),

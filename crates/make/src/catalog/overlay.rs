@@ -8,7 +8,7 @@ use serde::Serialize;
 /// Replace PATH of COMPONENT's source with DIR's contents.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Overlay {
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     pub dest: String,
     #[serde(skip)]
     pub dir: PathBuf,

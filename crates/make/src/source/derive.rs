@@ -186,6 +186,9 @@ impl Overlay {
         let (component, rest) = spec
             .split_once(':')
             .ok_or_else(|| err("missing COMPONENT:"))?;
+        let component: crate::ids::ComponentName = component
+            .parse()
+            .map_err(|_| err("COMPONENT is not a component name (`rocforge list` names them)"))?;
         let (dest, dir) = rest
             .split_once('=')
             .ok_or_else(|| err("missing =LOCAL_DIR"))?;
@@ -203,7 +206,7 @@ impl Overlay {
             source,
         })?;
         Ok(Overlay {
-            component: component.to_string(),
+            component,
             dest: dest.to_string(),
             dir,
             sha256,

@@ -26,7 +26,7 @@ use crate::recipe::Recipe;
 /// The result of checking one component for one set of targets.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SourceCheck {
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     /// The processors whose series and derivations were applied together.
     pub arches: Vec<String>,
     #[serde(flatten)]
@@ -162,7 +162,7 @@ pub fn check_component(
             return sets
                 .iter()
                 .map(|set| SourceCheck {
-                    component: component.clone(),
+                    component: crate::ids::ComponentName::checked(&component),
                     arches: arch_names(set),
                     outcome: outcome.clone(),
                 })
@@ -172,7 +172,7 @@ pub fn check_component(
     sets.iter()
         .enumerate()
         .map(|(i, set)| SourceCheck {
-            component: component.clone(),
+            component: crate::ids::ComponentName::checked(&component),
             arches: arch_names(set),
             outcome: apply_set(
                 s,

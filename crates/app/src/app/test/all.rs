@@ -40,7 +40,7 @@ pub enum RunStatus {
 /// One component of a `test --all` bundle (summary.json's `components`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ComponentRun {
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     pub status: RunStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
@@ -136,15 +136,15 @@ pub fn testable(
     session: &Session,
     index: &crate::package::index::Index,
     target: &TargetId,
-) -> Vec<String> {
+) -> Vec<crate::ids::ComponentName> {
     let mut names = std::collections::BTreeSet::new();
     for a in &index.artifacts {
         if !a.kind.is_tarball() || !a.id.targets.iter().any(|t| t.arch == target.arch) {
             continue;
         }
-        let name = a.id.name.to_string();
+        let name = a.id.name.clone();
         let own_client = session
-            .recipe(&name)
+            .recipe(name.as_str())
             .is_ok_and(|r| r.test.is_some() && !r.tests_apart);
         if a.kind == crate::package::index::DeliveryKind::Tests || own_client {
             names.insert(name);
@@ -205,7 +205,11 @@ pub fn run_all(session: &Session, req: &AllRequest<'_>) -> Result<AllOutcome> {
 
 /// The components of the index at `from` that can be tested for `target`; none is an error
 /// that says what the index holds for it.
-fn index_testable(session: &Session, from: &str, target: &TargetId) -> Result<Vec<String>> {
+fn index_testable(
+    session: &Session,
+    from: &str,
+    target: &TargetId,
+) -> Result<Vec<crate::ids::ComponentName>> {
     let loaded = super::signed_index(session, from)?;
     let names = testable(session, &loaded.index, target);
     if !names.is_empty() {
@@ -242,7 +246,7 @@ fn index_testable(session: &Session, from: &str, target: &TargetId) -> Result<Ve
 fn test_one(
     session: &Session,
     req: &AllRequest<'_>,
-    name: &str,
+    name: &crate::ids::ComponentName,
     machine: &str,
     key: Option<&SecretKey>,
 ) -> Result<ComponentRun> {
@@ -260,7 +264,7 @@ fn test_one(
         plan_only: false,
     };
     let failed = |status, e: Error| ComponentRun {
-        component: name.to_string(),
+        component: name.clone(),
         status,
         summary: None,
         results: None,
@@ -281,10 +285,10 @@ fn test_one(
         }
     }
     Ok(ComponentRun {
-        component: name.to_string(),
+        component: name.clone(),
         status: RunStatus::Ran,
         summary: Some(outcome.bundle.summary.clone()),
-        results: Some(PathBuf::from(name).join("results.json")),
+        results: Some(PathBuf::from(name.as_str()).join("results.json")),
         submitted: outcome.submitted,
         error: None,
     })
