@@ -27,7 +27,7 @@ pub struct Request<'a> {
 pub enum Checked {
     /// The recipe declares a kind of coverage other than code objects compiled ahead of time.
     Declared {
-        component: String,
+        component: crate::ids::ComponentName,
         /// The recipe file that declares it, as the user knows it.
         file: String,
         gpu_code: GpuCode,
@@ -90,7 +90,7 @@ pub fn against(options: &Options, req: &Request<'_>) -> Result<Checked> {
             crate::inspect::verdict::verdict(&recipe.gpu_code, &report, &requested)
         {
             return Ok(Checked::Declared {
-                component: name.to_string(),
+                component: crate::ids::ComponentName::checked(name),
                 file: recipe.display_file().to_string(),
                 gpu_code: recipe.gpu_code.clone(),
                 verdict,
@@ -136,7 +136,7 @@ fn take_declined(report: &mut CoverageReport, prefix: &std::path::Path) -> Vec<D
         match (lacks, owner) {
             (true, Some(r)) => {
                 let d = r.declined.as_ref().expect("filtered on declined");
-                let name = r.name.to_string();
+                let name = r.name.clone();
                 match out.iter_mut().find(|o| o.component == name) {
                     Some(o) => o.rows.push(row),
                     None => out.push(DeclinedRows {

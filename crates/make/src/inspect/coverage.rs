@@ -128,7 +128,7 @@ pub struct Covered {
 /// kernels are for other GPUs, and its consumers fall back to another library there).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeclinedRows {
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     pub reason: String,
     /// What its consumers use on these targets instead.
     pub fallback: String,

@@ -32,7 +32,7 @@ pub const VERDICT_SCHEMA: &str = "rocforge.verdict/1";
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Judged {
     pub schema: &'static str,
-    pub component: String,
+    pub component: crate::ids::ComponentName,
     /// The recipe's `[coverage]`.
     pub declared: GpuCode,
     /// Nothing fails the verdict.
@@ -46,10 +46,10 @@ pub struct Judged {
 }
 
 impl Judged {
-    pub fn new(component: &str, declared: &GpuCode, v: &Verdict) -> Judged {
+    pub fn new(component: &crate::ids::ComponentName, declared: &GpuCode, v: &Verdict) -> Judged {
         Judged {
             schema: VERDICT_SCHEMA,
-            component: component.to_string(),
+            component: component.clone(),
             declared: declared.clone(),
             holds: v.holds(),
             lines: v.lines.clone(),
