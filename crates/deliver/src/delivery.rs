@@ -82,7 +82,7 @@ impl DeliveryKind {
 }
 
 /// `path`'s detached signature, when it is a regular file beside it.
-fn signature_of(path: &Path) -> Option<DeliveredFile> {
+pub fn signature_of(path: &Path) -> Option<DeliveredFile> {
     let sig = crate::sign::signature_path(path);
     std::fs::symlink_metadata(&sig)
         .is_ok_and(|m| m.is_file())

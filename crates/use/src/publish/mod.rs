@@ -195,15 +195,14 @@ pub fn files(dir: &Path, index: &Index) -> Result<(Vec<ReleaseFile>, Vec<String>
         };
         match own {
             Some(kind) => {
-                if kind == "wheel" {
-                    let sig = crate::sign::signature_path(&path);
-                    if std::fs::symlink_metadata(&sig).is_ok_and(|m| m.is_file()) {
-                        out.push(ReleaseFile {
-                            kind: "signature",
-                            sha256: None,
-                            path: sig,
-                        });
-                    }
+                if kind == "wheel"
+                    && let Some(sig) = crate::delivery::signature_of(&path)
+                {
+                    out.push(ReleaseFile {
+                        kind: "signature",
+                        sha256: None,
+                        path: sig.path,
+                    });
                 }
                 out.push(ReleaseFile {
                     kind: if base == name { kind } else { "signature" },
