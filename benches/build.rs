@@ -542,7 +542,11 @@ fn chain(nodes: &mut Vec<Node>, weights: &[f64]) {
         } else {
             vec![nodes.len() - 1]
         };
-        nodes.push(Node { deps, weight: w });
+        nodes.push(Node {
+            deps,
+            weight: w,
+            slotless: false,
+        });
     }
 }
 
@@ -574,7 +578,11 @@ fn random_dag(seed: u64, n: usize) -> Vec<Node> {
             let mut deps: Vec<usize> = (0..k).map(|_| (next() as usize) % i).collect();
             deps.sort_unstable();
             deps.dedup();
-            Node { deps, weight }
+            Node {
+                deps,
+                weight,
+                slotless: false,
+            }
         })
         .collect()
 }

@@ -1334,25 +1334,20 @@ fn a_failed_build_resumes_from_its_build_directory_and_fresh_starts_over() {
 /// (as a terminal's Ctrl-C reaches it; the build's own processes are its to stop) and returns
 /// what it said and its exit code.
 fn interrupt_build(root: &Path, held: &str) -> Out {
+    interrupt_build_of(root, &["after"], held)
+}
+
+/// [`interrupt_build`] of `what` (components, then any further arguments).
+fn interrupt_build_of(root: &Path, what: &[&str], held: &str) -> Out {
     use std::io::BufRead;
-    let mut child = rocforge_command(
-        root,
-        &[],
-        &[
-            "--recipes",
-            "recipes",
-            "build",
-            "after",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "host",
-        ],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut args = vec!["--recipes", "recipes", "build"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["--arch", "gfx90c", "--runtime", "host"]);
+    let mut child = rocforge_command(root, &[], &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = Vec::new();
     let mut reader = std::io::BufReader::new(stderr).lines();
@@ -1451,6 +1446,45 @@ fn ctrl_c_reports_interrupted_and_the_same_command_continues() {
         "{}",
         again.stderr
     );
+}
+
+/// A component the store already has is cached whether or not the run got to it: with one
+/// build at a time and the long chain holding it, the stored leaf neither waits behind the
+/// chain nor is called unbuilt when the run is stopped.
+#[test]
+fn a_stored_component_is_cached_when_the_run_stops_before_its_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let flag = root.join("go-on");
+    steps_catalog(root, &flag);
+    after_recipe(root);
+    std::fs::write(
+        root.join("recipes/test-1.0/leaf.toml"),
+        "name = \"leaf\"\nversion = \"1.0\"\nsummary = \"a stored leaf\"\nlicense = \"MIT\"\n\n[source]\npath = \"src/steps\"\n\n[build]\nsystem = \"copy\"\ndest = \"share/leaf\"\n",
+    )
+    .unwrap();
+    ok(
+        root,
+        &[
+            "--recipes",
+            "recipes",
+            "build",
+            "leaf",
+            "--arch",
+            "gfx90c",
+            "--runtime",
+            "host",
+        ],
+    );
+    let out = interrupt_build_of(root, &["after", "leaf", "-j", "1"], "[1/2]");
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    let text = out.stderr;
+    assert!(text.contains("  leaf                 cached"), "{text}");
+    assert!(
+        text.contains("  after                not built: interrupted before it started"),
+        "{text}"
+    );
+    assert!(!text.contains("leaf                 not built"), "{text}");
 }
 
 #[test]

@@ -245,6 +245,7 @@ impl Builder<'_> {
                     .store
                     .duration(&s.component)
                     .unwrap_or(s.resources.hours * 3600.0),
+                slotless: self.store.contains(&s.key),
             })
             .collect();
         let results: Vec<Mutex<Option<StepResult>>> =
@@ -267,24 +268,34 @@ impl Builder<'_> {
             .zip(results)
             .zip(outcomes)
             .map(|((s, r), o)| {
-                let r =
-                    r.into_inner()
-                        .expect("not poisoned")
-                        .unwrap_or_else(|| StepResult::Skipped {
-                            because: match o {
-                                // A dependency stopped by Ctrl-C did not fail: nothing to name.
-                                schedule::Outcome::Skipped(Some(j))
-                                    if !self.stop.load(Ordering::SeqCst) =>
-                                {
-                                    Some(steps[j].component.clone())
-                                }
-                                _ => None,
-                            },
-                        });
+                let r = r
+                    .into_inner()
+                    .expect("not poisoned")
+                    .unwrap_or_else(|| self.not_run(s, &o));
                 (s.component.clone(), r)
             })
             .collect();
         BuildReport { steps: steps_out }
+    }
+
+    /// What a step the scheduler never ran is: in the store already (a run stopped before it
+    /// got to it is no reason to call it unbuilt), or not built, naming the failed dependency.
+    fn not_run(&self, step: &Step, outcome: &schedule::Outcome) -> StepResult {
+        if self.store.contains(&step.key) {
+            return StepResult::Cached {
+                tree: self.store.tree(&step.key),
+            };
+        }
+        let steps = &self.plan.steps;
+        StepResult::Skipped {
+            because: match outcome {
+                // A dependency stopped by Ctrl-C did not fail: nothing to name.
+                schedule::Outcome::Skipped(Some(j)) if !self.stop.load(Ordering::SeqCst) => {
+                    Some(steps[*j].component.clone())
+                }
+                _ => None,
+            },
+        }
     }
 
     fn step(&self, step: &Step, under_way: &jobs::Running) -> StepResult {

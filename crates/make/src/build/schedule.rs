@@ -11,6 +11,9 @@ pub struct Node {
     pub deps: Vec<usize>,
     /// Expected duration (seconds, or any consistent unit): for priorities only.
     pub weight: f64,
+    /// Known to take no build (already in the store): it runs as soon as it is ready, without
+    /// a slot, so it never waits behind long builds and what depends on it is not held back.
+    pub slotless: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,16 +69,25 @@ where
         .filter(|&i| waiting[i] == 0)
         .map(key)
         .collect();
+    // Slots taken by builds; slotless nodes in flight are counted apart.
     let mut running = 0usize;
+    let mut in_flight = 0usize;
     let mut failed = false;
     let (tx, rx) = mpsc::channel::<(usize, bool)>();
     std::thread::scope(|scope| {
         loop {
             let halted = stop.load(Ordering::SeqCst) || (failed && !keep_going);
-            while !halted && running < slots {
-                let Some(next) = ready.pop_first() else { break };
+            while let Some(next) = ready
+                .iter()
+                .find(|(_, i)| !halted && (nodes[*i].slotless || running < slots))
+                .copied()
+            {
+                ready.remove(&next);
                 let i = next.1;
-                running += 1;
+                if !nodes[i].slotless {
+                    running += 1;
+                }
+                in_flight += 1;
                 let tx = tx.clone();
                 let work = &work;
                 scope.spawn(move || {
@@ -83,11 +95,14 @@ where
                     let _ = tx.send((i, ok));
                 });
             }
-            if running == 0 {
+            if in_flight == 0 {
                 break;
             }
             let Ok((i, ok)) = rx.recv() else { break };
-            running -= 1;
+            in_flight -= 1;
+            if !nodes[i].slotless {
+                running -= 1;
+            }
             outcome[i] = Some(if ok { Outcome::Done } else { Outcome::Failed });
             if ok {
                 for &j in &dependents[i] {
@@ -144,26 +159,32 @@ mod tests {
             Node {
                 deps: vec![],
                 weight: 3.0,
+                slotless: false,
             },
             Node {
                 deps: vec![0],
                 weight: 3.0,
+                slotless: false,
             },
             Node {
                 deps: vec![1],
                 weight: 3.0,
+                slotless: false,
             },
             Node {
                 deps: vec![],
                 weight: 1.0,
+                slotless: false,
             },
             Node {
                 deps: vec![],
                 weight: 1.0,
+                slotless: false,
             },
             Node {
                 deps: vec![],
                 weight: 1.0,
+                slotless: false,
             },
         ]
     }
@@ -203,6 +224,47 @@ mod tests {
             out[3..].iter().all(|o| *o == Outcome::Skipped(None)),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_store_hit_takes_no_slot_and_does_not_wait_behind_builds() {
+        // One slot, held by the long chain's head until a store hit and the hit's dependent
+        // (itself a hit) have run. Were hits given slots, the head would give up waiting.
+        let mut nodes = chain_and_leaves();
+        nodes[3].slotless = true;
+        nodes[4].slotless = true;
+        nodes[4].deps = vec![3];
+        let (leaf_done, wait) = mpsc::channel();
+        let wait = Mutex::new(wait);
+        let order = Mutex::new(Vec::new());
+        let stop = AtomicBool::new(false);
+        let out = run(&nodes, 1, false, &stop, |i| {
+            order.lock().unwrap().push(i);
+            match i {
+                0 => wait
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(std::time::Duration::from_secs(20))
+                    .is_ok(),
+                4 => leaf_done.send(()).is_ok(),
+                _ => true,
+            }
+        });
+        assert!(out.iter().all(|o| *o == Outcome::Done), "{out:?}");
+        let order = order.into_inner().unwrap();
+        let pos = |n| order.iter().position(|&i| i == n).unwrap();
+        assert!(pos(3) < pos(1) && pos(4) < pos(1), "{order:?}");
+    }
+
+    #[test]
+    fn a_stop_leaves_slotless_nodes_not_started_as_skipped() {
+        let mut nodes = chain_and_leaves();
+        for n in &mut nodes {
+            n.slotless = true;
+        }
+        let stop = AtomicBool::new(true);
+        let out = run(&nodes, 1, false, &stop, |_| true);
+        assert!(out.iter().all(|o| *o == Outcome::Skipped(None)), "{out:?}");
     }
 
     #[test]
