@@ -9,13 +9,27 @@ use crate::recipe::{BuildSystem, Recipe, Test, TestKind};
 
 /// Whether the recipe's build options switch its tests on: Some(true) when a `-D…TEST…` cache
 /// variable is set true, Some(false) when all such variables are false, None when the build
-/// does not say (scripts, copies, cmake projects with no such option).
+/// does not say (copies, cmake projects with no such option). A script is read for the same
+/// switches as words of its text, and only their being off is taken at its word: a script that
+/// turns tests on may still install them where rocforge does not look.
 pub fn tests_enabled(recipe: &Recipe) -> Option<bool> {
-    if !matches!(recipe.build.system, BuildSystem::Cmake { .. }) {
-        return None;
+    match &recipe.build.system {
+        BuildSystem::Cmake { .. } => switched(recipe.build.args.iter().map(String::as_str)),
+        BuildSystem::Script { script } => script_switch(script),
+        _ => None,
     }
+}
+
+fn script_switch(script: &str) -> Option<bool> {
+    let words = script
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '\\'))
+        .filter(|w| !w.is_empty());
+    switched(words).filter(|on| !on)
+}
+
+fn switched<'a>(args: impl Iterator<Item = &'a str>) -> Option<bool> {
     let mut seen = None;
-    for a in &recipe.build.args {
+    for a in args {
         if let Some(on) = test_switch(a) {
             seen = Some(seen.unwrap_or(false) || on);
         }
@@ -184,5 +198,38 @@ pub fn check(test: &Test, tree: &Path, built_prefix: &str) -> Result<(), String>
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_that_turns_its_tests_off_is_taken_at_its_word() {
+        assert_eq!(
+            script_switch(
+                "cmake -S . -B build \\\n  -DBUILD_TESTING=OFF \\\n  -DCMAKE_BUILD_TYPE=Release"
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            script_switch("cmake \"-DBUILD_TESTING:BOOL=OFF\""),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn a_script_that_turns_tests_on_or_says_nothing_cannot_be_told() {
+        assert_eq!(script_switch("cmake -DBUILD_TESTING=ON"), None);
+        assert_eq!(
+            script_switch("cmake -DBUILD_TESTING=OFF -DBUILD_CLIENTS_TESTS=ON"),
+            None
+        );
+        assert_eq!(script_switch("python3 setup.py bdist_wheel"), None);
+        assert_eq!(
+            script_switch("cmake -DBUILD_BENCHMARK=OFF -DTEST_DATA=/x"),
+            None
+        );
     }
 }
