@@ -250,6 +250,9 @@ pub fn eta(
 /// How far back the recent step rate looks.
 pub const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
+/// How often the step count is sampled for the rate.
+const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Where one component's build stands, from the lines of its log.
 pub struct Tracker {
     component: String,
@@ -312,11 +315,10 @@ impl Tracker {
     }
 
     fn sample(&mut self, now: Instant, done: u64) {
-        let minute = std::time::Duration::from_secs(60);
         if self
             .samples
             .back()
-            .is_some_and(|(t, _)| now.duration_since(*t) < minute)
+            .is_some_and(|(t, _)| now.duration_since(*t) < SAMPLE_EVERY)
         {
             return;
         }
@@ -331,13 +333,26 @@ impl Tracker {
         }
     }
 
-    /// Steps done and seconds taken since the sample a whole [`RATE_WINDOW`] ago, once the
-    /// phase is that old.
+    /// Steps done and seconds taken over the recent part of the phase: the last
+    /// [`RATE_WINDOW`], or the later half of a younger phase, so that a continued build's
+    /// first minutes, its finished steps replayed from the compiler cache hundreds a minute,
+    /// soon fall out of the rate. None until the phase is two sample intervals old.
     fn recent(&self, now: Instant) -> Option<(u64, f64)> {
-        let (t, d) = self.samples.front()?;
-        let secs = now.duration_since(*t).as_secs_f64();
+        let age = now.duration_since(self.phase_started);
+        let window = RATE_WINDOW.min(age / 2);
+        if window < SAMPLE_EVERY {
+            return None;
+        }
+        let (t, d) = self
+            .samples
+            .iter()
+            .rev()
+            .find(|(t, _)| now.duration_since(*t) >= window)?;
         let (done, _) = self.steps?;
-        (secs >= RATE_WINDOW.as_secs_f64()).then(|| (done.saturating_sub(*d), secs))
+        Some((
+            done.saturating_sub(*d),
+            now.duration_since(*t).as_secs_f64(),
+        ))
     }
 
     pub fn status(&self, now: Instant) -> BuildStatus {
@@ -604,11 +619,35 @@ mod tests {
             (10_000..=11_600).contains(&left),
             "360 steps left at 30 s each: {left}"
         );
-        // Before the window is full, the whole phase's rate: 600 steps in 600 s.
+        // With no step over the recent half of the phase (one long compile), the whole
+        // phase's rate: 600 steps in 600 s.
         let mut early = Tracker::new("torch", t0, None);
         early.line("==> build", at(0));
         early.line("[600/1000] cached", at(300));
         assert_eq!(early.status(at(600)).eta_s, Some(400));
+    }
+
+    /// Five minutes into a continued build (600 steps replayed in its first minute, then one
+    /// every 30 s) the estimate already follows the compiles, not the replay.
+    #[test]
+    fn a_young_continued_build_is_not_estimated_from_its_replay() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("torch", t0, None);
+        t.line("==> build", at(0));
+        for s in 1..=60 {
+            t.line(&format!("[{}/1000] cached", 10 * s), at(s));
+        }
+        for k in 1..=8 {
+            t.line(&format!("[{}/1000] compiled", 600 + k), at(60 + 30 * k));
+        }
+        let left = t.status(at(300)).eta_s.unwrap();
+        assert!(
+            (10_000..=13_000).contains(&left),
+            "392 steps left at 30 s each: {left}"
+        );
+        // Too young for a recent rate: the whole phase's.
+        assert_eq!(t.status(at(100)).eta_s.map(|s| s < 100), Some(true));
     }
 
     #[test]
