@@ -98,17 +98,48 @@ impl Scratch {
 }
 
 /// Ninja's log lists one line per finished step after its header; a step rebuilt twice has two
-/// lines, so this is an upper bound of the distinct steps, good enough to tell a person.
+/// lines, so this is an upper bound of the distinct steps, good enough to tell a person. The log
+/// is the build directory's own, or, for a script that runs CMake in a subdirectory (PyTorch's
+/// `setup.py` in `pytorch/build`), the shallowest one within three levels.
 pub fn ninja_steps(build: &Path) -> Option<usize> {
-    let log = std::fs::read_to_string(build.join(".ninja_log")).ok()?;
+    let (dir, log) = find_ninja_log(build)?;
+    // The same step may be logged by its relative and its absolute path inside the container,
+    // where the build directory is `/build`.
+    let inside = Path::new("/build").join(dir.strip_prefix(build).ok()?);
+    let prefix = format!("{}/", inside.display());
     let mut outputs: Vec<&str> = log
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split('\t').nth(3))
+        .map(|o| o.strip_prefix(prefix.as_str()).unwrap_or(o))
         .collect();
     outputs.sort_unstable();
     outputs.dedup();
     Some(outputs.len())
+}
+
+fn find_ninja_log(build: &Path) -> Option<(PathBuf, String)> {
+    let mut level = vec![build.to_path_buf()];
+    for _ in 0..=3 {
+        let mut next = Vec::new();
+        for dir in &level {
+            if let Ok(log) = std::fs::read_to_string(dir.join(".ninja_log")) {
+                return Some((dir.clone(), log));
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut subdirs: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            subdirs.sort();
+            next.extend(subdirs);
+        }
+        level = next;
+    }
+    None
 }
 
 /// Every scratch directory left under `<cache>/builds` with its size, for `gc` and `store`.
@@ -135,6 +166,21 @@ pub fn leftovers(builds: &Path) -> io::Result<Vec<(String, PathBuf)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_builds_ninja_log_is_found_below_and_counted_once_per_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("pytorch/build");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::create_dir_all(dir.path().join("aaa/deep/er")).unwrap();
+        std::fs::write(
+            nested.join(".ninja_log"),
+            "# ninja log v6\n1\t2\t0\ta.o\th\n1\t2\t0\t/build/pytorch/build/a.o\th\n3\t4\t0\tb.o\th\n",
+        )
+        .unwrap();
+        assert_eq!(ninja_steps(dir.path()), Some(2));
+        assert_eq!(ninja_steps(&dir.path().join("aaa")), None);
+    }
 
     #[test]
     fn a_marked_build_directory_is_resumed_and_the_rest_is_made_anew() {
