@@ -457,12 +457,15 @@ impl Builder<'_> {
             .steps_done
             .map(|n| format!(" ({n} ninja steps done)"))
             .unwrap_or_default();
+        let began = std::time::Instant::now();
+        let pushed = cache.push_checkpoint(&checkpoint, &scratch.build());
         self.reporter.note(
-            &match cache.push_checkpoint(&checkpoint, &scratch.build()) {
+            &match pushed {
                 Ok(p) => format!(
-                    "{component}: checkpoint pushed to {} as {}{done}: build directory {}, compiler cache {}",
+                    "{component}: checkpoint pushed to {} as {}{done} in {:.1}s: build directory {}, compiler cache {}",
                     cache.describe(),
                     cache.checkpoint_name(&step.key),
+                    began.elapsed().as_secs_f64(),
                     crate::units::format_size(p.tree_bytes),
                     match (p.ccache_files, p.ccache_left_out) {
                         (0, _) => "none".to_string(),
