@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# What stopping a build at a time limit and continuing it on another machine costs, against the
+# same build uninterrupted, side by side in one run:
+#
+#   scripts/checkpoint-bench.sh COMPONENT LIMIT [DRAIN]
+#
+# Three builds of COMPONENT (and its dependencies), each on an empty "machine" (its own store,
+# source cache, compiler cache and build directories under WORK): one uninterrupted; one with
+# --time-limit LIMIT (and --drain DRAIN) that stops and pushes a signed checkpoint to a
+# docker-registry on 127.0.0.1; then, with the stopped machine deleted, one that pulls the
+# checkpoint and finishes. Prints each build's time, the resumed total against the uninterrupted
+# one, and checks that both stored the same content key and files. Exits 1 if they differ.
+# Environment: ARCH (default gfx90c), RELEASE (default debian-6.4), ROCFORGE_BIN (default
+# target/debug/rocforge), WORK (default a new directory under /var/tmp, kept), CONFIG (a
+# rocforge config to start from, e.g. one with [mirrors]; it must have no [trust] table).
+# Run as root where the builder image is (scripts/debian-image.sh), with nothing else running.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+[ $# -ge 2 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+component="$1" limit="$2" drain="${3:-}"
+arch="${ARCH:-gfx90c}" release="${RELEASE:-debian-6.4}"
+bin="${ROCFORGE_BIN:-$ROCFORGE_ROOT/target/debug/rocforge}"
+[ -x "$bin" ] || die "$bin not found: run cargo build first (or set ROCFORGE_BIN)"
+command -v docker-registry >/dev/null || die "docker-registry not found (Debian package docker-registry)"
+work="${WORK:-$(mktemp -d /var/tmp/checkpoint-bench.XXXXXX)}"
+mkdir -p "$work"
+export CONTAINERS_CONF="$ROCFORGE_CONTAINERS_CONF"
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/registry.yml" <<EOF
+version: 0.1
+log:
+  level: error
+storage:
+  filesystem:
+    rootdirectory: $work/registry
+http:
+  addr: 127.0.0.1:$port
+EOF
+docker-registry serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
+registry=$!
+trap 'kill "$registry" 2>/dev/null || true' EXIT
+# Stopped, it stops the build under way too, as Ctrl-C would (the build's containers go with it).
+trap 'kill -INT "$(cat "$work/running" 2>/dev/null)" 2>/dev/null; exit 130' INT TERM
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+done
+cache="oci://127.0.0.1:$port/rocforge/checkpoints"
+
+public=$("$bin" key generate --out "$work/keys" | tail -1)
+{
+    [ -z "${CONFIG:-}" ] || cat "$CONFIG"
+    printf '\n[trust]\nkeys = ["%s"]\n' "$public"
+} >"$work/config.toml"
+
+# build MACHINE ARGS...: one build on an empty machine; prints its exit code and seconds.
+build() {
+    local m="$work/$1" start end rc=0
+    shift
+    rm -rf "$m"
+    mkdir -p "$m"
+    start=$(date +%s.%N)
+    ROCFORGE_STORE="$m/store" ROCFORGE_CACHE="$m/cache" ROCFORGE_CONFIG="$work/config.toml" \
+        "$bin" --release "$release" build "$component" --arch "$arch" "$@" \
+        >"$m.log" 2>&1 &
+    echo $! >"$work/running"
+    wait $! || rc=$?
+    end=$(date +%s.%N)
+    echo "$rc $(elapsed "$start" "$end")"
+}
+
+# entry MACHINE: the store directory of COMPONENT's build on MACHINE.
+entry() {
+    grep -l "\"component\": *\"$component\"" "$work/$1"/store/*/meta.json 2>/dev/null |
+        head -1 | xargs -r dirname
+}
+
+log "work directory $work; registry 127.0.0.1:$port"
+log "uninterrupted build of $component for $arch ..."
+read -r u_rc u_s < <(build whole)
+[ "$u_rc" = 0 ] || die "the uninterrupted build failed (exit $u_rc): $work/whole.log"
+
+stop_args=(--cache "$cache" --cache-key "$work/keys/rocforge.key" --time-limit "$limit")
+[ -z "$drain" ] || stop_args+=(--drain "$drain")
+log "build stopped at $limit${drain:+ (drain $drain)} ..."
+read -r a_rc a_s < <(build stopped "${stop_args[@]}")
+[ "$a_rc" = 75 ] || die "the stopped build exited $a_rc, not 75 (stopped at its limit): $work/stopped.log"
+pushed=$(grep -m1 "checkpoint pushed to" "$work/stopped.log" || true)
+[ -n "$pushed" ] || die "no checkpoint pushed: $work/stopped.log"
+rm -rf "$work/stopped"
+
+log "resumed on an empty machine ..."
+read -r b_rc b_s < <(build resumed --cache "$cache")
+[ "$b_rc" = 0 ] || die "the resumed build failed (exit $b_rc): $work/resumed.log"
+grep -q "continuing the build that stopped in" "$work/resumed.log" ||
+    die "the resumed build did not continue from the checkpoint: $work/resumed.log"
+
+whole=$(entry whole) resumed=$(entry resumed)
+same=yes
+[ "$(basename "$whole")" = "$(basename "$resumed")" ] || same="no: another content key"
+diff -r "$whole/tree" "$resumed/tree" >"$work/tree.diff" 2>&1 || same="no: the files differ ($work/tree.diff)"
+
+total=$(awk -v a="$a_s" -v b="$b_s" 'BEGIN { printf "%.1f", a + b }')
+ratio=$(awk -v t="$total" -v u="$u_s" 'BEGIN { printf "%.3f", t / u }')
+printf '%s for %s, %s\n' "$component" "$arch" "$(date -u +%Y-%m-%d)"
+printf '  uninterrupted:          %8.1f s\n' "$u_s"
+printf '  stopped at %-12s %8.1f s  %s\n' "$limit:" "$a_s" "${pushed#*: }"
+printf '  resumed elsewhere:      %8.1f s  %s\n' "$b_s" \
+    "$(grep -m1 "continuing the build that stopped in" "$work/resumed.log" | sed 's/^.*: //')"
+printf '  stopped + resumed:      %8.1f s  = %s times the uninterrupted build\n' "$total" "$ratio"
+printf '  same content key and files: %s\n' "$same"
+[ "$same" = yes ]
