@@ -184,6 +184,31 @@ fn registry_cache_pushes_signed_entries_pulls_them_and_refuses_untrusted_signers
     let greet = PathBuf::from(b["steps"][1]["tree"].as_str().unwrap()).join("bin/greet");
     let out = Command::new(&greet).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    // Its files carry the entry's source date, not the moment of the pull: a dependency pulled
+    // on another machine is no newer than the objects a checkpoint compiled against it.
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            greet
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let date = meta["source_date_epoch"].as_u64().unwrap_or(0);
+    let mtime = std::fs::metadata(&greet)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(mtime, date, "{meta}");
     // Pulled entries are complete store entries: a second build finds them cached.
     let (b2, _) = fx.build(
         "store-b",

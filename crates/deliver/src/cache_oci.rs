@@ -276,32 +276,6 @@ impl<W: std::io::Write> std::io::Write for Hashing<W> {
     }
 }
 
-/// Gives the regular files unpacked from a checkpoint (already checked and written by the safe
-/// extractor) the mtimes their tar entries carry. Opened without following a symlink.
-fn restore_mtimes(blob: std::fs::File, build: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dec = zstd::stream::read::Decoder::new(blob)?;
-    let mut ar = tar::Archive::new(dec);
-    for entry in ar.entries()? {
-        let entry = entry?;
-        let h = entry.header();
-        if h.entry_type() != tar::EntryType::Regular {
-            continue;
-        }
-        let path = entry.path()?.into_owned();
-        if path.as_os_str() == crate::package::manifest::MANIFEST_NAME {
-            continue;
-        }
-        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(h.mtime()?);
-        std::fs::File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(build.join(&path))?
-            .set_modified(time)?;
-    }
-    Ok(())
-}
-
 pub struct OciCache {
     remote: Remote,
     trusted: Vec<PublicKey>,
@@ -377,14 +351,14 @@ impl OciCache {
     }
 
     /// Downloads the signed tree `desc` and unpacks it into `tree` (made empty if missing);
-    /// returns the downloaded blob, rewound, for a second read, and the entries written.
+    /// returns the entries written.
     fn extract_verified(
         &self,
         key: &str,
         desc: &crate::oci::Descriptor,
         tree: &Path,
         what: &str,
-    ) -> Result<(std::fs::File, Vec<FileEntry>), CacheError> {
+    ) -> Result<Vec<FileEntry>, CacheError> {
         // The tree's bytes are checked against the signed digest and size before any of them is
         // parsed: a forged blob never reaches the tar and JSON readers. It waits in a file
         // beside the tree (never more than the signed size), not in memory.
@@ -432,8 +406,7 @@ impl OciCache {
                 format!("the tree's manifest names key {}", extracted.manifest.key),
             ));
         }
-        blob.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
-        Ok((blob, extracted.entries))
+        Ok(extracted.entries)
     }
 }
 
@@ -597,11 +570,8 @@ impl BuildCache for OciCache {
                 ),
             ));
         }
-        let (blob, _) = self.extract_verified(key, &config.tree, build, &what)?;
-        restore_mtimes(blob, build).map_err(|source| CacheError::Io {
-            path: build.to_path_buf(),
-            source,
-        })?;
+        // The extractor gives each file its tar entry's mtime, as ninja compares them with its log.
+        self.extract_verified(key, &config.tree, build, &what)?;
         // Checked whole before one entry reaches the ccache directory: a damaged part refuses
         // the checkpoint, and the caller drops the build directory with it.
         let restored = match (&config.ccache, ccache) {
@@ -614,7 +584,7 @@ impl BuildCache for OciCache {
                 std::fs::create_dir_all(parent).map_err(io)?;
                 let staging = crate::fsutil::temp_dir_in(parent).map_err(io)?;
                 let unpacked = staging.path().join("ccache");
-                let (_, entries) = self.extract_verified(
+                let entries = self.extract_verified(
                     key,
                     desc,
                     &unpacked,
@@ -817,7 +787,6 @@ mod tests {
         let dec = zstd::stream::read::Decoder::new(std::fs::File::open(&tar).unwrap()).unwrap();
         let got = crate::package::extract::extract(dec, &dest, "checkpoint", 1 << 20).unwrap();
         assert_eq!(got.manifest.key, key.as_str());
-        restore_mtimes(std::fs::File::open(&tar).unwrap(), &dest).unwrap();
         for (name, t) in times {
             use std::os::unix::fs::MetadataExt;
             let m = std::fs::metadata(dest.join(name)).unwrap();

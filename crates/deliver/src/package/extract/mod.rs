@@ -514,6 +514,18 @@ impl Stage<'_> {
                 ),
             ));
         }
+        // The tarball's time (rocforge writes SOURCE_DATE_EPOCH), not the moment of unpacking:
+        // a dependency pulled on another machine must not look newer than the objects of a
+        // checkpoint built against it, or ninja compiles them again. Never in the future.
+        let mtime = entry.header().mtime().unwrap_or(0);
+        let when = std::time::UNIX_EPOCH
+            .checked_add(std::time::Duration::from_secs(mtime))
+            .map_or_else(std::time::SystemTime::now, |t| {
+                t.min(std::time::SystemTime::now())
+            });
+        w.get_ref()
+            .set_modified(when)
+            .map_err(|e| names.io(&target_path, e))?;
         Ok(())
     }
 
