@@ -10,6 +10,9 @@
 # docker-registry on 127.0.0.1; then, with the stopped machine deleted, one that pulls the
 # checkpoint and finishes. Prints each build's time, the resumed total against the uninterrupted
 # one, and checks that both stored the same content key and files. Exits 1 if they differ.
+# Beside wall time, the CPU time the whole machine spent (user + system, from /proc/stat) in each
+# build: it counts the work done, not cores left idle while a drain waits or the machine's
+# neighbours take its time, so it tells what a stop costs through run-to-run noise.
 # Environment: ARCH (default gfx90c), RELEASE (default debian-6.4), ROCFORGE_BIN (default
 # target/debug/rocforge), WORK (default a new directory under /var/tmp, kept), CONFIG (a
 # rocforge config to start from, e.g. one with [mirrors]; it must have no [trust] table).
@@ -18,7 +21,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 2 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 component="$1" limit="$2" drain="${3:-}"
 arch="${ARCH:-gfx90c}" release="${RELEASE:-debian-6.4}"
 bin="${ROCFORGE_BIN:-$ROCFORGE_ROOT/target/debug/rocforge}"
@@ -56,12 +59,18 @@ public=$("$bin" key generate --out "$work/keys" | tail -1)
     printf '\n[trust]\nkeys = ["%s"]\n' "$public"
 } >"$work/config.toml"
 
-# build MACHINE ARGS...: one build on an empty machine; prints its exit code and seconds.
+# cpu: seconds of CPU time (user, nice, system, irq, softirq) the machine has spent since boot.
+hz=$(getconf CLK_TCK)
+cpu() { awk -v hz="$hz" '/^cpu / { printf "%.1f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
+
+# build MACHINE ARGS...: one build on an empty machine; prints its exit code, seconds and CPU
+# seconds.
 build() {
-    local m="$work/$1" start end rc=0
+    local m="$work/$1" start end rc=0 cpu0
     shift
     rm -rf "$m"
     mkdir -p "$m"
+    cpu0=$(cpu)
     start=$(date +%s.%N)
     ROCFORGE_STORE="$m/store" ROCFORGE_CACHE="$m/cache" ROCFORGE_CONFIG="$work/config.toml" \
         "$bin" --release "$release" build "$component" --arch "$arch" "$@" \
@@ -69,7 +78,7 @@ build() {
     echo $! >"$work/running"
     wait $! || rc=$?
     end=$(date +%s.%N)
-    echo "$rc $(elapsed "$start" "$end")"
+    echo "$rc $(elapsed "$start" "$end") $(elapsed "$cpu0" "$(cpu)")"
 }
 
 # entry MACHINE: the store directory of COMPONENT's build on MACHINE.
@@ -80,20 +89,20 @@ entry() {
 
 log "work directory $work; registry 127.0.0.1:$port"
 log "uninterrupted build of $component for $arch ..."
-read -r u_rc u_s < <(build whole)
+read -r u_rc u_s u_cpu < <(build whole)
 [ "$u_rc" = 0 ] || die "the uninterrupted build failed (exit $u_rc): $work/whole.log"
 
 stop_args=(--cache "$cache" --cache-key "$work/keys/rocforge.key" --time-limit "$limit")
 [ -z "$drain" ] || stop_args+=(--drain "$drain")
 log "build stopped at $limit${drain:+ (drain $drain)} ..."
-read -r a_rc a_s < <(build stopped "${stop_args[@]}")
+read -r a_rc a_s a_cpu < <(build stopped "${stop_args[@]}")
 [ "$a_rc" = 75 ] || die "the stopped build exited $a_rc, not 75 (stopped at its limit): $work/stopped.log"
 pushed=$(grep -m1 "checkpoint pushed to" "$work/stopped.log" || true)
 [ -n "$pushed" ] || die "no checkpoint pushed: $work/stopped.log"
 rm -rf "$work/stopped"
 
 log "resumed on an empty machine ..."
-read -r b_rc b_s < <(build resumed --cache "$cache")
+read -r b_rc b_s b_cpu < <(build resumed --cache "$cache")
 [ "$b_rc" = 0 ] || die "the resumed build failed (exit $b_rc): $work/resumed.log"
 grep -q "continuing the build that stopped in" "$work/resumed.log" ||
     die "the resumed build did not continue from the checkpoint: $work/resumed.log"
@@ -105,11 +114,14 @@ diff -r "$whole/tree" "$resumed/tree" >"$work/tree.diff" 2>&1 || same="no: the f
 
 total=$(awk -v a="$a_s" -v b="$b_s" 'BEGIN { printf "%.1f", a + b }')
 ratio=$(awk -v t="$total" -v u="$u_s" 'BEGIN { printf "%.3f", t / u }')
-printf '%s for %s, %s\n' "$component" "$arch" "$(date -u +%Y-%m-%d)"
-printf '  uninterrupted:          %8.1f s\n' "$u_s"
-printf '  stopped at %-12s %8.1f s  %s\n' "$limit:" "$a_s" "${pushed#*: }"
-printf '  resumed elsewhere:      %8.1f s  %s\n' "$b_s" \
+cpu_total=$(awk -v a="$a_cpu" -v b="$b_cpu" 'BEGIN { printf "%.1f", a + b }')
+cpu_ratio=$(awk -v t="$cpu_total" -v u="$u_cpu" 'BEGIN { printf "%.3f", t / u }')
+printf '%s for %s, %s (wall time; CPU time of the machine)\n' "$component" "$arch" "$(date -u +%Y-%m-%d)"
+printf '  uninterrupted:          %8.1f s  %8.1f s CPU\n' "$u_s" "$u_cpu"
+printf '  stopped at %-12s %8.1f s  %8.1f s CPU  %s\n' "$limit:" "$a_s" "$a_cpu" "${pushed#*: }"
+printf '  resumed elsewhere:      %8.1f s  %8.1f s CPU  %s\n' "$b_s" "$b_cpu" \
     "$(grep -m1 "continuing the build that stopped in" "$work/resumed.log" | sed 's/^.*: //')"
-printf '  stopped + resumed:      %8.1f s  = %s times the uninterrupted build\n' "$total" "$ratio"
+printf '  stopped + resumed:      %8.1f s  %8.1f s CPU  = %s times the uninterrupted build (CPU: %s)\n' \
+    "$total" "$cpu_total" "$ratio" "$cpu_ratio"
 printf '  same content key and files: %s\n' "$same"
 [ "$same" = yes ]

@@ -3,7 +3,9 @@
 //! 127.0.0.1); a build on a machine with an empty store and cache pulls it and continues
 //! without redoing the finished ninja step, to the same key and tree as a build that never
 //! stopped. Checkpoints signed by an untrusted key, made for another key or cut short are
-//! refused with the reason, and the build starts clean.
+//! refused with the reason, and the build starts clean. A registry that drops the upload is
+//! tried again, with the reason; one that goes away leaves no checkpoint, and the next machine
+//! starts clean.
 
 use crate::common;
 
@@ -295,6 +297,137 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
                 .count()
                 == 0,
         "a finished build leaves no build directory"
+    );
+}
+
+/// The stopping machine's push goes through a proxy that cuts its first blob upload halfway.
+fn stop_through(fx: &Fx, proxy: &common::proxy::FlakyProxy) -> Out {
+    let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
+    let key_file = fx.root().join("keys/rocforge.key").display().to_string();
+    let stopped = fx.build(
+        "trust.toml",
+        &[
+            "--cache",
+            &cache,
+            "--cache-key",
+            &key_file,
+            "--time-limit",
+            "8s",
+        ],
+    );
+    assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+    assert_eq!(proxy.cuts(), 1, "no upload was cut: {}", stopped.stderr);
+    assert_eq!(fx.runs(), 1, "{}", stopped.stderr);
+    stopped
+}
+
+#[test]
+fn a_checkpoint_upload_the_registry_drops_is_tried_again_and_continued_elsewhere() {
+    if !require("cmake and ninja", which("cmake") && which("ninja")) {
+        return;
+    }
+    let Some(reg) = registry() else {
+        return;
+    };
+    let fx = fixture();
+    let proxy = common::proxy::FlakyProxy::start(reg.port, common::proxy::AfterCut::CarryOn);
+    let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
+    let stopped = stop_through(&fx, &proxy);
+    let retried = stopped
+        .stderr
+        .lines()
+        .find(|l| {
+            l.contains(&format!(
+                "cache {cache}: cannot reach registry {}",
+                proxy.host()
+            ))
+        })
+        .unwrap_or_else(|| panic!("no retry said: {}", stopped.stderr));
+    assert!(
+        retried.contains("trying again in 1s (1 of 4 retries)"),
+        "{retried}"
+    );
+    assert!(
+        stopped.stderr.contains(&format!(
+            "resumable: checkpoint pushed to {cache} as checkpoint-"
+        )),
+        "{}",
+        stopped.stderr
+    );
+    std::fs::write(&fx.flag, "").unwrap();
+
+    fx.wipe();
+    let resumed = fx.build(
+        "trust.toml",
+        &["--cache", &format!("oci://{}/rocforge/ckpt", reg.host())],
+    );
+    assert!(
+        resumed
+            .stderr
+            .contains("resumable: continuing the build that stopped in"),
+        "{}",
+        resumed.stderr
+    );
+    built(&resumed);
+    assert_eq!(fx.runs(), 1, "the resumed build redid the first step");
+}
+
+#[test]
+fn a_registry_that_goes_away_mid_upload_leaves_no_checkpoint_and_the_next_machine_starts_clean() {
+    if !require("cmake and ninja", which("cmake") && which("ninja")) {
+        return;
+    }
+    let Some(reg) = registry() else {
+        return;
+    };
+    let fx = fixture();
+    let proxy = common::proxy::FlakyProxy::start(reg.port, common::proxy::AfterCut::GoAway);
+    let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
+    let stopped = stop_through(&fx, &proxy);
+    let said = stopped
+        .stderr
+        .lines()
+        .find(|l| l.contains(&format!("resumable: no checkpoint pushed to {cache}: ")))
+        .unwrap_or_else(|| panic!("the failed push was not said: {}", stopped.stderr));
+    assert!(
+        said.contains("(gave up after 5 attempts)")
+            && said.contains("the registry stopped answering"),
+        "{said}"
+    );
+    assert_eq!(
+        stopped.stderr.matches("trying again in").count(),
+        4,
+        "{}",
+        stopped.stderr
+    );
+    std::fs::write(&fx.flag, "").unwrap();
+
+    // The same machine still has its build directory: it continues without the registry.
+    let here = fx.build("trust.toml", &[]);
+    assert!(
+        here.stderr
+            .contains("resumable: continuing the build that stopped in"),
+        "{}",
+        here.stderr
+    );
+    built(&here);
+    assert_eq!(fx.runs(), 1);
+
+    // Another machine, the registry back: the upload cut short made no checkpoint.
+    fx.wipe();
+    let direct = format!("oci://{}/rocforge/ckpt", reg.host());
+    let elsewhere = fx.build("trust.toml", &["--cache", &direct]);
+    assert!(
+        !elsewhere.stderr.contains("continuing the build")
+            && !elsewhere.stderr.contains("pulled the checkpoint"),
+        "{}",
+        elsewhere.stderr
+    );
+    built(&elsewhere);
+    assert_eq!(
+        fx.runs(),
+        2,
+        "the build on a new machine did not start clean"
     );
 }
 

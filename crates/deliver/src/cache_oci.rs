@@ -304,6 +304,18 @@ impl OciCache {
         }
     }
 
+    /// This cache telling `note` of each retry against its registry.
+    pub fn on_retry(mut self, note: impl Fn(&str) + Send + Sync + 'static) -> OciCache {
+        self.remote = self.remote.on_retry(note);
+        self
+    }
+
+    /// This cache with another retry policy against its registry.
+    pub fn with_retry(mut self, retry: crate::oci::Retry) -> OciCache {
+        self.remote = self.remote.with_retry(retry);
+        self
+    }
+
     fn invalid(key: &str, message: impl Into<String>) -> CacheError {
         CacheError::Invalid {
             key: key.into(),

@@ -4,6 +4,7 @@
 
 pub mod github;
 pub mod kfd;
+pub mod proxy;
 pub mod readme;
 pub mod schema;
 pub mod world;

@@ -192,7 +192,7 @@ pub fn prepare(session: &Session, planned: Planned, req: &Request<'_>) -> Result
     }
     let cache = req
         .cache
-        .map(|url| open_cache(url, req.cache_key, config))
+        .map(|url| open_cache(url, req.cache_key, config, session.reporter.clone()))
         .transpose()?;
     let jobs = req.jobs.unwrap_or_else(jobs::default_budget);
     let targets_of = |flag: &str, list: Option<&str>| -> Result<Vec<TargetId>> {
@@ -417,7 +417,13 @@ impl Build {
 }
 
 /// The `--cache` registry, trusting the config's keys; pushing when a signing key is given.
-fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache> {
+/// A retry against the registry is a note: a build waits on it, at most seconds.
+fn open_cache(
+    url: &str,
+    key: Option<&Path>,
+    config: &Config,
+    reporter: Arc<dyn crate::progress::Reporter>,
+) -> Result<OciCache> {
     let repo = crate::oci::Repository::parse(url).map_err(|e| {
         Error::hinted(
             format!("--cache {url}: {e}"),
@@ -435,5 +441,7 @@ fn open_cache(url: &str, key: Option<&Path>, config: &Config) -> Result<OciCache
         .map_err(sign_err)?;
     let client = crate::net::try_client(&crate::net::HttpOptions::default())
         .map_err(|e| Error::hinted(e, "check the TLS setup"))?;
-    Ok(OciCache::new(client, repo, trusted, secret))
+    let shown = url.to_string();
+    Ok(OciCache::new(client, repo, trusted, secret)
+        .on_retry(move |what| reporter.note(&format!("cache {shown}: {what}"))))
 }

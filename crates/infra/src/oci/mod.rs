@@ -7,7 +7,7 @@ mod remote;
 
 pub use auth::challenge_params;
 pub use pin::resolve_digest;
-pub use remote::{MAX_TAG_BYTES, MAX_TAG_PAGES, PutManifest, Remote, TAG_LIST_DEADLINE};
+pub use remote::{MAX_TAG_BYTES, MAX_TAG_PAGES, PutManifest, Remote, Retry, TAG_LIST_DEADLINE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageName {
@@ -36,6 +36,23 @@ pub enum OciError {
     NoDigest { registry: String, reference: String },
     #[error("{reference}: {message}")]
     Invalid { reference: String, message: String },
+    #[error("{last} (gave up after {attempts} attempts)")]
+    GaveUp { attempts: u32, last: Box<OciError> },
+}
+
+impl OciError {
+    /// Whether another attempt in a few seconds may succeed: the connection was lost or
+    /// refused, or the registry answered that it is busy or failing for now. A redirect
+    /// refused, an answer it meant, or a bad reply stays as it is.
+    pub fn transient(&self) -> bool {
+        match self {
+            OciError::Unreachable { message, .. } => !message.contains(crate::net::REDIRECTED_AWAY),
+            OciError::Status { status, .. } => {
+                matches!(status, 408 | 429 | 500 | 502 | 503 | 504)
+            }
+            _ => false,
+        }
+    }
 }
 
 impl crate::diag::Hint for OciError {
@@ -49,6 +66,7 @@ impl crate::diag::Hint for OciError {
             OciError::Invalid { .. } => "the registry returned something else than what was asked for: do not use it; push the entry again".into(),
             OciError::Status { status: 404, .. } => "the image or tag does not exist (yet): publish it, or build it locally with `rocforge image build`".into(),
             OciError::Status { .. } | OciError::NoDigest { .. } => "check the image reference and your registry credentials".into(),
+            OciError::GaveUp { last, .. } => format!("the registry stopped answering; {}", last.hint()),
         }
     }
 }
@@ -386,5 +404,104 @@ mod tests {
             100_000
         );
         assert_eq!(std::fs::read(&path).unwrap(), body);
+    }
+
+    /// A registry that answers, then fails for a moment (503, then a body cut short), is tried
+    /// again, each retry told; one that never answered fails at once; one that keeps failing is
+    /// given up on, and the next operation fails without waiting again.
+    #[test]
+    fn transient_failures_are_retried_once_the_registry_has_answered() {
+        use std::io::{BufRead, BufReader, Write};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+        let body = vec![b'y'; 5000];
+        let digest = digest_of(&body);
+        let served = Arc::new(AtomicUsize::new(0));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let count = served.clone();
+        let sent = body.clone();
+        std::thread::spawn(move || {
+            let body = sent;
+            for conn in listener.incoming().flatten() {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                let mut line = String::new();
+                while line != "\r\n" {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                }
+                // 1: found; 2: busy; 3: half the body; 4: whole; 5 and on: busy for good.
+                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+                let head = |status: &str, len: usize| {
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+                    )
+                };
+                let _ = match n {
+                    1 | 4 => w
+                        .write_all(head("200 OK", body.len()).as_bytes())
+                        .and_then(|()| w.write_all(&body)),
+                    3 => w
+                        .write_all(head("200 OK", body.len()).as_bytes())
+                        .and_then(|()| w.write_all(&body[..100])),
+                    _ => w.write_all(head("503 Service Unavailable", 0).as_bytes()),
+                };
+            }
+        });
+        let notes = Arc::new(Mutex::new(Vec::<String>::new()));
+        let told = notes.clone();
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo)
+            .with_retry(Retry {
+                retries: 2,
+                backoff: std::time::Duration::from_millis(10),
+            })
+            .on_retry(move |n| told.lock().unwrap().push(n.to_string()));
+        assert_eq!(remote.get_blob_bytes(&digest, 1 << 20).unwrap(), body);
+        assert_eq!(remote.get_blob_bytes(&digest, 1 << 20).unwrap(), body);
+        assert_eq!(served.load(Ordering::SeqCst), 4);
+        let notes_now = notes.lock().unwrap().clone();
+        assert_eq!(notes_now.len(), 2, "{notes_now:?}");
+        assert!(
+            notes_now[0].contains("answered 503") && notes_now[0].contains("(1 of 2 retries)"),
+            "{notes_now:?}"
+        );
+        assert!(
+            notes_now[1].contains("the connection was lost while reading"),
+            "{notes_now:?}"
+        );
+
+        let err = remote.get_blob_bytes(&digest, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err, OciError::GaveUp { attempts: 3, .. }) && !err.transient(),
+            "{err}"
+        );
+        assert!(
+            err.to_string().ends_with("(gave up after 3 attempts)"),
+            "{err}"
+        );
+        assert_eq!(served.load(Ordering::SeqCst), 7);
+        // Gone for this run: one request, no wait.
+        let err = remote.get_blob_bytes(&digest, 1 << 20).unwrap_err();
+        assert!(matches!(err, OciError::Status { status: 503, .. }), "{err}");
+        assert_eq!(served.load(Ordering::SeqCst), 8);
+
+        // Nobody ever answered on this port: no retry.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let before = notes.lock().unwrap().len();
+        let told = notes.clone();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo)
+            .on_retry(move |n| told.lock().unwrap().push(n.to_string()));
+        let started = std::time::Instant::now();
+        let err = remote.get_manifest("t").unwrap_err();
+        assert!(matches!(err, OciError::Unreachable { .. }), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(notes.lock().unwrap().len(), before);
     }
 }

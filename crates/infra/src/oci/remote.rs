@@ -1,6 +1,8 @@
 //! One repository of a registry: pushing and pulling blobs, manifests and tags.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use reqwest::blocking::Client;
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
@@ -24,6 +26,39 @@ pub struct Remote {
     client: Client,
     pub repo: Repository,
     token: std::sync::Mutex<Option<Auth>>,
+    retry: Retry,
+    /// Set by the first answer: a registry that answered once and then fails went away for a
+    /// moment (a restart, a load balancer), and is worth waiting for; one that never answered
+    /// is not there, and waiting would only delay the error.
+    answered: AtomicBool,
+    /// Set once an operation failed on every attempt: the registry is gone for this run, and
+    /// the next operation fails at once instead of waiting again.
+    gone: AtomicBool,
+    on_retry: Option<RetryNote>,
+}
+
+/// Told of each retry: what failed, and when it is tried again.
+type RetryNote = Box<dyn Fn(&str) + Send + Sync>;
+
+/// How often, and after how long, a [`Remote`] tries again an operation that failed in a way
+/// that can pass: the connection lost or refused, a timeout, or 408, 429, 500, 502, 503, 504.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// Attempts after the first.
+    pub retries: u32,
+    /// The wait before the first retry; doubled for each further one.
+    pub backoff: Duration,
+}
+
+impl Default for Retry {
+    /// Four retries over 15 s: long enough for a registry's restart or a proxy's blip, short
+    /// enough that a build stopped at its time limit still saves its checkpoint in time.
+    fn default() -> Self {
+        Retry {
+            retries: 4,
+            backoff: Duration::from_secs(1),
+        }
+    }
 }
 
 /// What a registry accepted: a bearer token it handed out, or user and password.
@@ -54,6 +89,60 @@ impl Remote {
             client,
             repo,
             token: std::sync::Mutex::new(None),
+            retry: Retry::default(),
+            answered: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
+            on_retry: None,
+        }
+    }
+
+    /// This remote with another retry policy.
+    pub fn with_retry(mut self, retry: Retry) -> Remote {
+        self.retry = retry;
+        self
+    }
+
+    /// This remote telling `note` of each retry: what failed, and when it is tried again.
+    pub fn on_retry(mut self, note: impl Fn(&str) + Send + Sync + 'static) -> Remote {
+        self.on_retry = Some(Box::new(note));
+        self
+    }
+
+    /// Runs `op` until it succeeds, fails in a way another attempt cannot mend, or has failed
+    /// [`Retry::retries`] times more; each retry is told to the `on_retry` note. An operation
+    /// must be whole to be retried: an upload starts a new upload session, a download a new
+    /// file.
+    fn retrying<T>(&self, op: &dyn Fn() -> Result<T, OciError>) -> Result<T, OciError> {
+        let mut delay = self.retry.backoff;
+        let mut attempt = 0;
+        loop {
+            let e = match op() {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let worth = e.transient()
+                && self.answered.load(Ordering::SeqCst)
+                && !self.gone.load(Ordering::SeqCst);
+            if !worth {
+                return Err(e);
+            }
+            if attempt == self.retry.retries {
+                self.gone.store(true, Ordering::SeqCst);
+                return Err(OciError::GaveUp {
+                    attempts: attempt + 1,
+                    last: Box::new(e),
+                });
+            }
+            attempt += 1;
+            if let Some(note) = &self.on_retry {
+                note(&format!(
+                    "{e}; trying again in {}s ({attempt} of {} retries)",
+                    delay.as_secs_f64(),
+                    self.retry.retries
+                ));
+            }
+            std::thread::sleep(delay);
+            delay = delay.saturating_mul(2);
         }
     }
 
@@ -109,6 +198,7 @@ impl Remote {
         let resp = with_auth(make(&self.client))
             .send()
             .map_err(|e| self.err_unreachable(what, e))?;
+        self.answered.store(true, Ordering::SeqCst);
         if resp.status().as_u16() != 401 {
             return Ok(resp);
         }
@@ -149,8 +239,17 @@ impl Remote {
     }
 
     /// Uploads a blob (one monolithic PUT) unless the registry has it; `open` gives its bytes
-    /// (called again if the registry asks for credentials first).
+    /// (called again if the registry asks for credentials first, or for a retry).
     pub fn push_blob_with(
+        &self,
+        digest: &str,
+        size: u64,
+        open: &dyn Fn() -> std::io::Result<reqwest::blocking::Body>,
+    ) -> Result<(), OciError> {
+        self.retrying(&|| self.push_blob_once(digest, size, open))
+    }
+
+    fn push_blob_once(
         &self,
         digest: &str,
         size: u64,
@@ -261,15 +360,17 @@ impl Remote {
     pub fn put_manifest(&self, tag: &str, manifest: &ImageManifest) -> Result<String, OciError> {
         let bytes = serde_json::to_vec(manifest).expect("plain data");
         let url = self.url(&format!("manifests/{tag}"));
-        let resp = self.send(tag, &|c| {
-            c.put(&url)
-                .header(CONTENT_TYPE, manifest.media_type.as_str())
-                .body(bytes.clone())
-        })?;
-        if resp.status().as_u16() != 201 {
-            return Err(self.err_status(tag, resp.status().as_u16()));
-        }
-        Ok(digest_of(&bytes))
+        self.retrying(&|| {
+            let resp = self.send(tag, &|c| {
+                c.put(&url)
+                    .header(CONTENT_TYPE, manifest.media_type.as_str())
+                    .body(bytes.clone())
+            })?;
+            if resp.status().as_u16() != 201 {
+                return Err(self.err_status(tag, resp.status().as_u16()));
+            }
+            Ok(digest_of(&bytes))
+        })
     }
 
     /// Puts manifest `bytes` of `media_type` under `reference` (a tag or its digest). The
@@ -282,21 +383,23 @@ impl Remote {
         bytes: &[u8],
     ) -> Result<PutManifest, OciError> {
         let url = self.url(&format!("manifests/{reference}"));
-        let resp = self.send(reference, &|c| {
-            c.put(&url)
-                .header(CONTENT_TYPE, media_type)
-                .body(bytes.to_vec())
-        })?;
-        if resp.status().as_u16() != 201 {
-            return Err(self.err_status(reference, resp.status().as_u16()));
-        }
-        Ok(PutManifest {
-            digest: digest_of(bytes),
-            oci_subject: resp
-                .headers()
-                .get("oci-subject")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
+        self.retrying(&|| {
+            let resp = self.send(reference, &|c| {
+                c.put(&url)
+                    .header(CONTENT_TYPE, media_type)
+                    .body(bytes.to_vec())
+            })?;
+            if resp.status().as_u16() != 201 {
+                return Err(self.err_status(reference, resp.status().as_u16()));
+            }
+            Ok(PutManifest {
+                digest: digest_of(bytes),
+                oci_subject: resp
+                    .headers()
+                    .get("oci-subject")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string),
+            })
         })
     }
 
@@ -325,6 +428,10 @@ impl Remote {
     /// The manifest `reference` (a tag or digest) names: its digest and bytes; None when absent.
     /// A manifest fetched by digest is checked against it.
     pub fn get_manifest(&self, reference: &str) -> Result<Option<(String, Vec<u8>)>, OciError> {
+        self.retrying(&|| self.get_manifest_once(reference))
+    }
+
+    fn get_manifest_once(&self, reference: &str) -> Result<Option<(String, Vec<u8>)>, OciError> {
         let url = self.url(&format!("manifests/{reference}"));
         let resp = self.send(reference, &|c| c.get(&url).header(ACCEPT, MANIFEST_TYPES))?;
         match resp.status().as_u16() {
@@ -332,10 +439,7 @@ impl Remote {
             404 => return Ok(None),
             s => return Err(self.err_status(reference, s)),
         }
-        let bytes = read_capped(resp, 4 << 20).map_err(|e| OciError::Invalid {
-            reference: self.repo.reference(reference),
-            message: e.to_string(),
-        })?;
+        let bytes = self.read_body(reference, resp, 4 << 20)?;
         let digest = digest_of(&bytes);
         if reference.starts_with("sha256:") && digest != reference {
             return Err(OciError::Invalid {
@@ -425,8 +529,13 @@ impl Remote {
         unreachable!("the loop returns")
     }
 
-    /// A blob's bytes as a stream. The caller checks the digest (see [`DigestReader`]).
+    /// A blob's bytes as a stream. The caller checks the digest (see [`DigestReader`]). The
+    /// request is retried; the stream, once returned, is the caller's.
     pub fn get_blob(&self, digest: &str) -> Result<Response, OciError> {
+        self.retrying(&|| self.get_blob_once(digest))
+    }
+
+    fn get_blob_once(&self, digest: &str) -> Result<Response, OciError> {
         let url = self.url(&format!("blobs/{digest}"));
         let resp = self.send(digest, &|c| c.get(&url))?;
         if !resp.status().is_success() {
@@ -438,12 +547,16 @@ impl Remote {
     /// Streams a blob into a new file at `path`, at most `cap` bytes, checked against its digest
     /// as it is written; on any failure the file is removed. Returns its size.
     pub fn get_blob_to_file(&self, digest: &str, cap: u64, path: &Path) -> Result<u64, OciError> {
+        self.retrying(&|| self.get_blob_to_file_once(digest, cap, path))
+    }
+
+    fn get_blob_to_file_once(&self, digest: &str, cap: u64, path: &Path) -> Result<u64, OciError> {
         use std::io::{Read, Write};
         let invalid = |message: String| OciError::Invalid {
             reference: self.repo.reference(digest),
             message,
         };
-        let resp = self.get_blob(digest)?;
+        let resp = self.get_blob_once(digest)?;
         let result = (|| {
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
@@ -453,7 +566,9 @@ impl Remote {
             let mut reader = DigestReader::new(resp.take(cap + 1));
             let mut buf = vec![0u8; 256 << 10];
             loop {
-                let n = reader.read(&mut buf).map_err(|e| invalid(e.to_string()))?;
+                let n = reader
+                    .read(&mut buf)
+                    .map_err(|e| self.err_lost(digest, &e))?;
                 if n == 0 {
                     break;
                 }
@@ -477,18 +592,43 @@ impl Remote {
 
     /// A small blob (at most `cap` bytes), checked against its digest.
     pub fn get_blob_bytes(&self, digest: &str, cap: u64) -> Result<Vec<u8>, OciError> {
-        let resp = self.get_blob(digest)?;
-        let bytes = read_capped(resp, cap).map_err(|e| OciError::Invalid {
-            reference: self.repo.reference(digest),
-            message: e.to_string(),
-        })?;
-        if digest_of(&bytes) != digest {
+        self.retrying(&|| {
+            let resp = self.get_blob_once(digest)?;
+            let bytes = self.read_body(digest, resp, cap)?;
+            if digest_of(&bytes) != digest {
+                return Err(OciError::Invalid {
+                    reference: self.repo.reference(digest),
+                    message: "the blob does not match its digest".into(),
+                });
+            }
+            Ok(bytes)
+        })
+    }
+
+    /// A body of at most `cap` bytes: more is refused as invalid, a connection lost on the way
+    /// is an unreachable registry (which a retry may mend).
+    fn read_body(&self, what: &str, resp: Response, cap: u64) -> Result<Vec<u8>, OciError> {
+        use std::io::Read;
+        let mut buf = Vec::new();
+        resp.take(cap + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| self.err_lost(what, &e))?;
+        if buf.len() as u64 > cap {
             return Err(OciError::Invalid {
-                reference: self.repo.reference(digest),
-                message: "the blob does not match its digest".into(),
+                reference: self.repo.reference(what),
+                message: format!("larger than {cap} bytes"),
             });
         }
-        Ok(bytes)
+        Ok(buf)
+    }
+
+    /// A body cut off by the network.
+    fn err_lost(&self, what: &str, e: &std::io::Error) -> OciError {
+        OciError::Unreachable {
+            registry: self.repo.registry.clone(),
+            reference: format!("{}/{}", self.repo.repository, what),
+            message: format!("the connection was lost while reading: {e}"),
+        }
     }
 }
 
