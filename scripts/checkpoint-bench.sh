@@ -12,7 +12,9 @@
 # one, and checks that both stored the same content key and files. Exits 1 if they differ.
 # Beside wall time, the CPU time the whole machine spent (user + system, from /proc/stat) in each
 # build: it counts the work done, not cores left idle while a drain waits or the machine's
-# neighbours take its time, so it tells what a stop costs through run-to-run noise.
+# neighbours take its time, so it tells what a stop costs through run-to-run noise. And, from
+# the ninja logs, the longest step of the uninterrupted build: a compile under way at the limit
+# is killed and done again, so a drain shorter than it may not save it.
 # Environment: ARCH (default gfx90c), RELEASE (default debian-6.4), ROCFORGE_BIN (default
 # target/debug/rocforge), WORK (default a new directory under /var/tmp, kept), CONFIG (a
 # rocforge config to start from, e.g. one with [mirrors]; it must have no [trust] table).
@@ -21,7 +23,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 2 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 component="$1" limit="$2" drain="${3:-}"
 arch="${ARCH:-gfx90c}" release="${RELEASE:-debian-6.4}"
 bin="${ROCFORGE_BIN:-$ROCFORGE_ROOT/target/debug/rocforge}"
@@ -99,6 +101,7 @@ read -r a_rc a_s a_cpu < <(build stopped "${stop_args[@]}")
 [ "$a_rc" = 75 ] || die "the stopped build exited $a_rc, not 75 (stopped at its limit): $work/stopped.log"
 pushed=$(grep -m1 "checkpoint pushed to" "$work/stopped.log" || true)
 [ -n "$pushed" ] || die "no checkpoint pushed: $work/stopped.log"
+cat "$work"/stopped/cache/builds/*/build/.ninja_log >"$work/stopped.ninja_log" 2>/dev/null || true
 rm -rf "$work/stopped"
 
 log "resumed on an empty machine ..."
@@ -123,5 +126,18 @@ printf '  resumed elsewhere:      %8.1f s  %8.1f s CPU  %s\n' "$b_s" "$b_cpu" \
     "$(grep -m1 "continuing the build that stopped in" "$work/resumed.log" | sed 's/^.*: //')"
 printf '  stopped + resumed:      %8.1f s  %8.1f s CPU  = %s times the uninterrupted build (CPU: %s)\n' \
     "$total" "$cpu_total" "$ratio" "$cpu_ratio"
+# steps LOG: "N steps, S s of step time" of a ninja log (v5 and later: start and end in ms).
+steps() {
+    awk '!/^#/ && NF >= 4 { n++; s += ($2 - $1) / 1000 }
+        END { printf "%d steps, %.1f s of step time", n, s }' "$1" 2>/dev/null
+}
+whole_log=$(find "$work/whole/store/.logs" -name "$component-*.ninja_log" | head -1)
+if [ -n "$whole_log" ]; then
+    printf '  uninterrupted, from its ninja log: %s; the longest %s\n' "$(steps "$whole_log")" \
+        "$(awk '!/^#/ && NF >= 4 && $2 - $1 > m { m = $2 - $1; t = $4 }
+            END { printf "%.1f s (%s)", m / 1000, t }' "$whole_log")"
+fi
+[ ! -s "$work/stopped.ninja_log" ] ||
+    printf '  stopped, from its ninja log:       %s\n' "$(steps "$work/stopped.ninja_log")"
 printf '  same content key and files: %s\n' "$same"
 [ "$same" = yes ]
