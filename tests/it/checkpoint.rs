@@ -38,6 +38,24 @@ impl Fx {
         self.run_env(&[("ROCFORGE_CONFIG", config.as_path())], &args)
     }
 
+    /// A build with an 8 s limit, pushing its checkpoint to `cache` signed by `keys/`: exit 75.
+    fn stop_at_limit(&self, cache: &str) -> Out {
+        let key_file = self.root().join("keys/rocforge.key").display().to_string();
+        let stopped = self.build(
+            "trust.toml",
+            &[
+                "--cache",
+                cache,
+                "--cache-key",
+                &key_file,
+                "--time-limit",
+                "8s",
+            ],
+        );
+        assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+        stopped
+    }
+
     /// How often the first ninja step has run, over every build so far.
     fn runs(&self) -> usize {
         std::fs::read_to_string(&self.counter)
@@ -140,24 +158,12 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
     };
     let fx = fixture();
     let cache = format!("oci://{}/rocforge/ckpt", reg.host());
-    let key_file = fx.root().join("keys/rocforge.key").display().to_string();
     let key = planned_key(&fx);
     let tag = format!("checkpoint-{key}");
 
     // Machine A: the limit is reached while the second step waits.
     let started = std::time::Instant::now();
-    let stopped = fx.build(
-        "trust.toml",
-        &[
-            "--cache",
-            &cache,
-            "--cache-key",
-            &key_file,
-            "--time-limit",
-            "8s",
-        ],
-    );
-    assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+    let stopped = fx.stop_at_limit(&cache);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(100),
         "the build was not stopped at its limit"
@@ -300,39 +306,33 @@ fn a_build_stopped_at_its_time_limit_continues_elsewhere_from_its_signed_checkpo
     );
 }
 
-/// The stopping machine's push goes through a proxy that cuts its first blob upload halfway.
-fn stop_through(fx: &Fx, proxy: &common::proxy::FlakyProxy) -> Out {
+/// A stopping machine whose push goes through a proxy that cuts its first blob upload halfway,
+/// then does `after`: the fixture, the registry behind the proxy, the proxy's cache URL and what
+/// the stopped build said. None where cmake, ninja or the registry are missing.
+fn stop_through_a_cut(
+    after: common::proxy::AfterCut,
+) -> Option<(Fx, Registry, common::proxy::FlakyProxy, String, Out)> {
+    if !require("cmake and ninja", which("cmake") && which("ninja")) {
+        return None;
+    }
+    let reg = registry()?;
+    let fx = fixture();
+    let proxy = common::proxy::FlakyProxy::start(reg.port, after);
     let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
-    let key_file = fx.root().join("keys/rocforge.key").display().to_string();
-    let stopped = fx.build(
-        "trust.toml",
-        &[
-            "--cache",
-            &cache,
-            "--cache-key",
-            &key_file,
-            "--time-limit",
-            "8s",
-        ],
-    );
-    assert_eq!(stopped.code, 75, "{}", stopped.stderr);
+    let stopped = fx.stop_at_limit(&cache);
     assert_eq!(proxy.cuts(), 1, "no upload was cut: {}", stopped.stderr);
     assert_eq!(fx.runs(), 1, "{}", stopped.stderr);
-    stopped
+    std::fs::write(&fx.flag, "").unwrap();
+    Some((fx, reg, proxy, cache, stopped))
 }
 
 #[test]
 fn a_checkpoint_upload_the_registry_drops_is_tried_again_and_continued_elsewhere() {
-    if !require("cmake and ninja", which("cmake") && which("ninja")) {
-        return;
-    }
-    let Some(reg) = registry() else {
+    let Some((fx, reg, proxy, cache, stopped)) =
+        stop_through_a_cut(common::proxy::AfterCut::CarryOn)
+    else {
         return;
     };
-    let fx = fixture();
-    let proxy = common::proxy::FlakyProxy::start(reg.port, common::proxy::AfterCut::CarryOn);
-    let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
-    let stopped = stop_through(&fx, &proxy);
     let retried = stopped
         .stderr
         .lines()
@@ -354,7 +354,6 @@ fn a_checkpoint_upload_the_registry_drops_is_tried_again_and_continued_elsewhere
         "{}",
         stopped.stderr
     );
-    std::fs::write(&fx.flag, "").unwrap();
 
     fx.wipe();
     let resumed = fx.build(
@@ -374,16 +373,11 @@ fn a_checkpoint_upload_the_registry_drops_is_tried_again_and_continued_elsewhere
 
 #[test]
 fn a_registry_that_goes_away_mid_upload_leaves_no_checkpoint_and_the_next_machine_starts_clean() {
-    if !require("cmake and ninja", which("cmake") && which("ninja")) {
-        return;
-    }
-    let Some(reg) = registry() else {
+    let Some((fx, reg, _proxy, cache, stopped)) =
+        stop_through_a_cut(common::proxy::AfterCut::GoAway)
+    else {
         return;
     };
-    let fx = fixture();
-    let proxy = common::proxy::FlakyProxy::start(reg.port, common::proxy::AfterCut::GoAway);
-    let cache = format!("oci://{}/rocforge/ckpt", proxy.host());
-    let stopped = stop_through(&fx, &proxy);
     let said = stopped
         .stderr
         .lines()
@@ -400,7 +394,6 @@ fn a_registry_that_goes_away_mid_upload_leaves_no_checkpoint_and_the_next_machin
         "{}",
         stopped.stderr
     );
-    std::fs::write(&fx.flag, "").unwrap();
 
     // The same machine still has its build directory: it continues without the registry.
     let here = fx.build("trust.toml", &[]);

@@ -352,36 +352,43 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
+    /// A server on 127.0.0.1, one connection at a time: each request's head is read, then
+    /// `answer` writes the reply and the connection is closed. Returns its port.
+    fn serve(answer: impl Fn(&mut std::net::TcpStream) + Send + 'static) -> u16 {
+        use std::io::{BufRead, BufReader};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                let mut line = String::new();
+                while line != "\r\n" {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                }
+                answer(&mut w);
+            }
+        });
+        port
+    }
+
     /// A blob larger than the limit is stopped at the limit and leaves no file; one that does
     /// not match its digest leaves none either; one within both is written whole.
     #[test]
     fn blobs_are_streamed_to_disk_within_a_limit() {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+        use std::io::Write;
         let body = vec![b'x'; 100_000];
         let served = body.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let body = served.clone();
-                std::thread::spawn(move || {
-                    let mut r = BufReader::new(conn.try_clone().unwrap());
-                    let mut w = conn;
-                    let mut line = String::new();
-                    while line != "\r\n" {
-                        line.clear();
-                        if r.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                    }
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = w.write_all(head.as_bytes());
-                    let _ = w.write_all(&body);
-                });
-            }
+        let port = serve(move |w| {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                served.len()
+            );
+            let _ = w.write_all(head.as_bytes());
+            let _ = w.write_all(&served);
         });
         let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
         let remote = Remote::new(crate::net::client(&Default::default()), repo);
@@ -411,45 +418,29 @@ mod tests {
     /// given up on, and the next operation fails without waiting again.
     #[test]
     fn transient_failures_are_retried_once_the_registry_has_answered() {
-        use std::io::{BufRead, BufReader, Write};
+        use std::io::Write;
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::{Arc, Mutex};
         let body = vec![b'y'; 5000];
         let digest = digest_of(&body);
         let served = Arc::new(AtomicUsize::new(0));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let count = served.clone();
         let sent = body.clone();
-        std::thread::spawn(move || {
-            let body = sent;
-            for conn in listener.incoming().flatten() {
-                let mut r = BufReader::new(conn.try_clone().unwrap());
-                let mut w = conn;
-                let mut line = String::new();
-                while line != "\r\n" {
-                    line.clear();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                }
-                // 1: found; 2: busy; 3: half the body; 4: whole; 5 and on: busy for good.
-                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-                let head = |status: &str, len: usize| {
-                    format!(
-                        "HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
-                    )
-                };
-                let _ = match n {
-                    1 | 4 => w
-                        .write_all(head("200 OK", body.len()).as_bytes())
-                        .and_then(|()| w.write_all(&body)),
-                    3 => w
-                        .write_all(head("200 OK", body.len()).as_bytes())
-                        .and_then(|()| w.write_all(&body[..100])),
-                    _ => w.write_all(head("503 Service Unavailable", 0).as_bytes()),
-                };
-            }
+        let port = serve(move |w| {
+            // 1: found; 2: busy; 3: half the body; 4: whole; 5 and on: busy for good.
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let head = |status: &str, len: usize| {
+                format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n")
+            };
+            let _ = match n {
+                1 | 4 => w
+                    .write_all(head("200 OK", sent.len()).as_bytes())
+                    .and_then(|()| w.write_all(&sent)),
+                3 => w
+                    .write_all(head("200 OK", sent.len()).as_bytes())
+                    .and_then(|()| w.write_all(&sent[..100])),
+                _ => w.write_all(head("503 Service Unavailable", 0).as_bytes()),
+            };
         });
         let notes = Arc::new(Mutex::new(Vec::<String>::new()));
         let told = notes.clone();
