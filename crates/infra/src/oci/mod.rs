@@ -495,4 +495,57 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
         assert_eq!(notes.lock().unwrap().len(), before);
     }
+
+    /// A tag list or referrers index cut off by the network is a lost connection (which a
+    /// later run may mend), not a reply too large; one over its cap is still refused as such.
+    #[test]
+    fn a_listing_cut_short_is_a_lost_connection_not_a_large_one() {
+        use std::io::Write;
+        let port = serve(|w| {
+            let body = br#"{"name":"x","tags":["a","b"]}"#;
+            let _ = w.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: 1000\r\n\
+                     Connection: close\r\n\r\n",
+                    IMAGE_INDEX
+                )
+                .as_bytes(),
+            );
+            let _ = w.write_all(body);
+        });
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo);
+        let err = remote.list_tags().unwrap_err();
+        assert!(
+            matches!(err, OciError::Unreachable { .. })
+                && err.to_string().contains("lost while reading"),
+            "{err}"
+        );
+        let err = remote.get_referrers(&digest_of(b"m")).unwrap_err();
+        assert!(
+            matches!(err, OciError::Unreachable { .. })
+                && err.to_string().contains("lost while reading"),
+            "{err}"
+        );
+
+        let big = serve(|w| {
+            let body = vec![b' '; (4 << 20) + 1];
+            let _ = w.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            let _ = w.write_all(&body);
+        });
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{big}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo);
+        let err = remote.get_referrers(&digest_of(b"m")).unwrap_err();
+        assert!(
+            matches!(err, OciError::Invalid { .. })
+                && err.to_string().contains("larger than 4194304 bytes"),
+            "{err}"
+        );
+    }
 }

@@ -418,10 +418,7 @@ impl Remote {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with(IMAGE_INDEX));
-        let bytes = read_capped(resp, 4 << 20).map_err(|e| OciError::Invalid {
-            reference: self.repo.reference(digest),
-            message: e.to_string(),
-        })?;
+        let bytes = self.read_body(digest, resp, 4 << 20)?;
         Ok(is_index.then_some(bytes))
     }
 
@@ -511,11 +508,15 @@ impl Remote {
                 .filter(|l| l.contains("rel=\"next\""))
                 .and_then(|l| Some(l[l.find('<')? + 1..l.find('>')?].to_string()));
             let left = MAX_TAG_BYTES.saturating_sub(read);
-            let bytes = read_capped(resp, left).map_err(|_| {
-                invalid(format!(
-                    "the tag list is larger than {MAX_TAG_BYTES} bytes; stopped"
-                ))
-            })?;
+            let bytes = match read_capped(resp, left) {
+                Ok(b) => b,
+                Err(Capped::Lost(e)) => return Err(self.err_lost("tags/list", &e)),
+                Err(Capped::TooLarge) => {
+                    return Err(invalid(format!(
+                        "the tag list is larger than {MAX_TAG_BYTES} bytes; stopped"
+                    )));
+                }
+            };
             read += bytes.len() as u64;
             let tags: Tags = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
             out.extend(tags.tags.unwrap_or_default());
@@ -608,18 +609,13 @@ impl Remote {
     /// A body of at most `cap` bytes: more is refused as invalid, a connection lost on the way
     /// is an unreachable registry (which a retry may mend).
     fn read_body(&self, what: &str, resp: Response, cap: u64) -> Result<Vec<u8>, OciError> {
-        use std::io::Read;
-        let mut buf = Vec::new();
-        resp.take(cap + 1)
-            .read_to_end(&mut buf)
-            .map_err(|e| self.err_lost(what, &e))?;
-        if buf.len() as u64 > cap {
-            return Err(OciError::Invalid {
+        read_capped(resp, cap).map_err(|e| match e {
+            Capped::Lost(e) => self.err_lost(what, &e),
+            Capped::TooLarge => OciError::Invalid {
                 reference: self.repo.reference(what),
                 message: format!("larger than {cap} bytes"),
-            });
-        }
-        Ok(buf)
+            },
+        })
     }
 
     /// A body cut off by the network.
@@ -647,12 +643,21 @@ fn same_origin(url: &str, base: &str) -> bool {
     }
 }
 
-fn read_capped(r: impl std::io::Read, cap: u64) -> std::io::Result<Vec<u8>> {
+/// Why a capped read stopped: the two are told apart because a lost connection is worth
+/// another try and a body over the cap is not.
+enum Capped {
+    Lost(std::io::Error),
+    TooLarge,
+}
+
+fn read_capped(r: impl std::io::Read, cap: u64) -> Result<Vec<u8>, Capped> {
     use std::io::Read;
     let mut buf = Vec::new();
-    r.take(cap + 1).read_to_end(&mut buf)?;
+    r.take(cap + 1)
+        .read_to_end(&mut buf)
+        .map_err(Capped::Lost)?;
     if buf.len() as u64 > cap {
-        return Err(std::io::Error::other(format!("larger than {cap} bytes")));
+        return Err(Capped::TooLarge);
     }
     Ok(buf)
 }
