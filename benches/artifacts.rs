@@ -109,6 +109,8 @@ fn run() -> io::Result<()> {
         source_date_epoch: Some(1_700_000_000),
         coverage: None,
         licenses: Vec::new(),
+        tree_bytes: None,
+        build_bytes: None,
     };
     std::fs::write(
         store.entry_dir(&key).join("meta.json"),

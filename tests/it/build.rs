@@ -206,6 +206,11 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
     assert_eq!(meta["runtime"], "podman");
     assert_eq!(meta["reproducible"], true);
     assert!(f.store().join(key("hipcore")).join("build.log").is_file());
+    // And the disk it took: its tree as du counts it, its build directory before it went.
+    let tree_bytes = meta["tree_bytes"].as_u64().expect("tree_bytes recorded");
+    assert_eq!(tree_bytes, du(&store_tree(&f, &key("hipcore"))));
+    let build_bytes = meta["build_bytes"].as_u64().expect("build_bytes recorded");
+    assert!(build_bytes > tree_bytes, "{build_bytes} {tree_bytes}");
 
     let second = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
@@ -226,12 +231,39 @@ fn podman_builds_the_library_and_program_and_a_second_build_is_a_no_op() {
         ),
     )
     .unwrap();
+    // The plan of that rebuild takes hipcore's disk from its last build, not its hints.
+    let plan: serde_json::Value =
+        serde_json::from_str(&f.ok(&["plan", "--arch", ARCHES, "--format", "json"]).stdout)
+            .unwrap();
+    let core = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component"] == "hipcore")
+        .unwrap();
+    assert_eq!(core["measured_disk"]["installed_bytes"], tree_bytes);
+    assert_eq!(core["measured_disk"]["build_bytes"], build_bytes);
+    assert_eq!(plan["estimate"]["disk_measured_components"], 2, "{plan}");
     let third = f.build(&[], &["--all", "--format", "json"]);
     assert_eq!(third.code, 0, "{}", third.stderr);
     let r = results(&third);
     assert_eq!(r.iter().find(|x| x.0 == "hipcore").unwrap().1, "built");
     assert_eq!(r.iter().find(|x| x.0 == "hipapp").unwrap().1, "built");
     assert_eq!(r.iter().find(|x| x.0 == "hipextra").unwrap().1, "cached");
+}
+
+/// The disk `dir` takes, as du counts it.
+fn du(dir: &Path) -> u64 {
+    let out = Command::new("du")
+        .args(["-s", "--block-size=1"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("du's figure")
 }
 
 fn tree_hashes(dir: &Path) -> Vec<(String, String)> {

@@ -210,6 +210,37 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The disk a directory tree takes: its blocks, as `du` counts them (a sparse file by what it
+/// holds, a file with several links in the tree once, symlinks not followed). Entries that
+/// vanish while it walks are skipped: a build directory may still be changing.
+pub fn disk_usage(path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    let mut total = 0u64;
+    let mut dirs = vec![path.to_path_buf()];
+    let root = std::fs::symlink_metadata(path)?;
+    total += root.blocks() * 512;
+    while let Some(dir) = dirs.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for e in entries {
+            let Ok(e) = e else { continue };
+            let Ok(m) = e.metadata() else { continue };
+            if m.nlink() > 1 && !m.is_dir() && !seen.insert((m.dev(), m.ino())) {
+                continue;
+            }
+            total += m.blocks() * 512;
+            if m.is_dir() {
+                dirs.push(e.path());
+            }
+        }
+    }
+    Ok(total)
+}
+
 /// Copies a directory tree, keeping symlinks as symlinks and file permissions.
 pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     std::fs::create_dir_all(to)?;
@@ -346,6 +377,38 @@ pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counted as du counts it: a file linked twice once, a sparse file by its blocks, a
+    /// symlink's target not at all.
+    #[test]
+    fn disk_usage_agrees_with_du() {
+        use std::io::{Seek, SeekFrom};
+        let tmp = tempfile::tempdir().unwrap();
+        let tree = tmp.path().join("tree");
+        std::fs::create_dir_all(tree.join("a/b")).unwrap();
+        std::fs::write(tree.join("a/one"), vec![7u8; 1 << 20]).unwrap();
+        std::fs::hard_link(tree.join("a/one"), tree.join("a/b/same")).unwrap();
+        let mut sparse = std::fs::File::create(tree.join("sparse")).unwrap();
+        sparse.seek(SeekFrom::Start(64 << 20)).unwrap();
+        sparse.write_all(b"end").unwrap();
+        std::fs::write(tmp.path().join("outside"), vec![1u8; 4 << 20]).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("outside"), tree.join("link")).unwrap();
+        let du = std::process::Command::new("du")
+            .args(["-s", "--block-size=1"])
+            .arg(&tree)
+            .output()
+            .unwrap();
+        let du: u64 = String::from_utf8_lossy(&du.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ours = disk_usage(&tree).unwrap();
+        assert_eq!(ours, du);
+        assert!((1 << 20..3 << 20).contains(&ours), "{ours}");
+        assert!(disk_usage(&tmp.path().join("absent")).is_err());
+    }
 
     #[test]
     fn a_cancelled_wait_ends_at_once() {

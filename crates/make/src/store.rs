@@ -59,6 +59,13 @@ pub struct EntryMeta {
     /// (`share/doc/<component>/…`).
     #[serde(default)]
     pub licenses: Vec<String>,
+    /// The disk the entry's tree takes, and its build directory took when the build ended:
+    /// together the most the build took at once (`[resources]` `installed` and `disk`, as
+    /// measured). None in entries made before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_bytes: Option<u64>,
 }
 
 impl EntryMeta {
@@ -474,6 +481,13 @@ impl StoreView for Store {
         (m.duration_secs > 0.0).then_some(crate::plan::Measured {
             secs: m.duration_secs,
             targets: m.targets.len(),
+            disk: m
+                .tree_bytes
+                .zip(m.build_bytes)
+                .map(|(installed_bytes, build_bytes)| crate::plan::MeasuredDisk {
+                    installed_bytes,
+                    build_bytes,
+                }),
         })
     }
 

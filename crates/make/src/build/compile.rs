@@ -23,7 +23,7 @@ impl Builder<'_> {
         prepared: &Prepared,
         jobs: usize,
         progress: &Progress<'_>,
-    ) -> Result<(), StepError> {
+    ) -> Result<Option<u64>, StepError> {
         let prefix = self.sources.catalog.release.prefix.clone();
         let work = self.build_directory(s)?;
         let scratch = work.root.clone();
@@ -260,14 +260,16 @@ impl Builder<'_> {
     }
 
     /// What the build installed under the prefix, moved into the staged entry; the build
-    /// directory removed, its ninja log kept beside the step's log.
+    /// directory removed, its ninja log kept beside the step's log. Returns the disk the build
+    /// directory took at the end (None if it could not be read): with the installed tree, the
+    /// most the build took at once, which the plan's disk estimate learns from.
     fn take_output(
         &self,
         s: &Stage<'_>,
         staging: &Staging,
         work: &resume::Scratch,
         prefix: String,
-    ) -> Result<(), StepError> {
+    ) -> Result<Option<u64>, StepError> {
         let prefix_rel = prefix.trim_start_matches('/').to_string();
         let installed = work.root.join("out").join(&prefix_rel);
         if !installed.is_dir() {
@@ -292,9 +294,10 @@ impl Builder<'_> {
             work.build().join(".ninja_log"),
             s.log.with_extension("ninja_log"),
         );
+        let build_bytes = crate::fsutil::disk_usage(&work.build()).ok();
         crate::fault::point("build");
         let _ = work.remove();
-        Ok(())
+        Ok(build_bytes)
     }
 }
 

@@ -58,6 +58,15 @@ impl Progress<'_> {
     }
 }
 
+/// What a finished build hands to its commit.
+struct Done {
+    gated: super::gate::Gated,
+    started: u64,
+    clock: Instant,
+    /// The build directory's disk at the end (Some(0) for a copy, which has none).
+    build_bytes: Option<u64>,
+}
+
 impl Builder<'_> {
     /// Some(seconds) when built here, None when another process committed it meanwhile.
     pub(super) fn build_step(
@@ -90,16 +99,23 @@ impl Builder<'_> {
         let prepared = prepare::prepare(&self.sources, recipe, &step.source, &self.plan.targets)?;
         crate::fault::point("build");
 
-        match &recipe.build.system {
+        let build_bytes = match &recipe.build.system {
             BuildSystem::Copy { dest } => {
                 progress.phase("copy");
                 crate::fsutil::copy_tree(&prepared.tree, &staging.tree().join(dest))
                     .map_err(s.io("copy"))?;
+                Some(0)
             }
             _ => self.compile(&s, &staging, &prepared, jobs, &progress)?,
-        }
+        };
         let gated = self.gate_entry(&s, &staging, &prepared, &progress)?;
-        self.commit(&s, staging, &prepared, gated, started, clock)
+        let done = Done {
+            gated,
+            started,
+            clock,
+            build_bytes,
+        };
+        self.commit(&s, staging, &prepared, done)
     }
 
     /// The step's store entry reserved, and its log started empty; None when another process
@@ -168,10 +184,14 @@ impl Builder<'_> {
         s: &Stage<'_>,
         staging: Staging,
         prepared: &Prepared,
-        gated: super::gate::Gated,
-        started: u64,
-        clock: Instant,
+        done: Done,
     ) -> Result<Option<f64>, StepError> {
+        let Done {
+            gated,
+            started,
+            clock,
+            build_bytes,
+        } = done;
         let step = s.step;
         std::fs::copy(s.log, staging.log()).map_err(s.io("log"))?;
         crate::fault::point("build");
@@ -192,6 +212,8 @@ impl Builder<'_> {
             source_date_epoch: Some(u64::try_from(prepared.source_date_epoch).unwrap_or(0)),
             coverage: gated.coverage,
             licenses: gated.licenses,
+            tree_bytes: crate::fsutil::disk_usage(&staging.tree()).ok(),
+            build_bytes,
         };
         staging.commit(&meta, &step.hash_input.to_value())?;
         Ok(Some(seconds))

@@ -18,7 +18,7 @@ use crate::catalog::lock::Lockfile;
 use crate::diag::Diagnostic;
 use crate::ids::ComponentName;
 use crate::recipe::{BuildSystem, Recipe, Resources};
-pub use store_view::{EmptyStore, LocalImage, Measured, StoreView};
+pub use store_view::{EmptyStore, LocalImage, Measured, MeasuredDisk, StoreView};
 
 use key::{
     BUILD_DRIVER_SCHEMA, BuildInput, ComponentInput, ContentKey, DependencyInput,
@@ -99,6 +99,10 @@ pub struct Step {
     /// the store has no build of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_secs: Option<f64>,
+    /// For a step to build: the disk its last build on this machine took, scaled as
+    /// `measured_secs` is. Absent when the store has no build of it that recorded its disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_disk: Option<MeasuredDisk>,
     /// The flavour of the builder image the step builds in (`[build] image`), as keys see it.
     /// Absent for a step built in the plan's `image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,7 +124,14 @@ impl Step {
 pub struct Estimate {
     pub components_to_build: usize,
     pub components_cached: usize,
+    /// The most disk the builds take at once: what every build leaves in the store, and the
+    /// build directories of the [`SIDE_BY_SIDE`] largest at the same time. From each step's
+    /// measured disk where the store has it ([`Step::measured_disk`]), its resource hints
+    /// otherwise.
     pub disk_bytes: u64,
+    /// How many of the components to build have their disk from a measurement here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub disk_measured_components: usize,
     /// The largest per-job peak among components to build: multiply by `-j`.
     pub memory_per_job_bytes: u64,
     pub build_hours_total: f64,
@@ -269,6 +280,9 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
         }
         let key = input.key();
         let status = step_status(store, name, &key, &input);
+        let measured = matches!(status, Status::Build { .. })
+            .then(|| store.measured(name))
+            .flatten();
         keys.insert(name, (key.clone(), level));
         steps.push(Step {
             component: ComponentName::checked(name),
@@ -281,10 +295,25 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 .filter(|d| r.is_build_only(d))
                 .map(|d| ComponentName::checked(d))
                 .collect(),
-            measured_secs: matches!(status, Status::Build { .. })
-                .then(|| store.measured(name))
-                .flatten()
-                .map(|m| scaled(m, r.build.device_code, req.targets.len())),
+            measured_secs: measured.map(|m| scaled(m, r.build.device_code, req.targets.len())),
+            measured_disk: measured.and_then(|m| {
+                let d = m.disk?;
+                let scale = |b: u64| {
+                    (scaled(
+                        Measured {
+                            secs: b as f64,
+                            ..m
+                        },
+                        r.build.device_code,
+                        req.targets.len(),
+                    ))
+                    .round() as u64
+                };
+                Some(MeasuredDisk {
+                    installed_bytes: scale(d.installed_bytes),
+                    build_bytes: scale(d.build_bytes),
+                })
+            }),
             status,
             image: r.build.image.is_some().then(|| step_image.clone()),
             gpu_flags: gpu_flags(r, &req.targets),
@@ -593,12 +622,19 @@ fn scaled(m: Measured, device_code: bool, targets: usize) -> f64 {
     }
 }
 
+/// The most builds `rocforge build` runs at once (its `-j` up to 4): the disk estimate counts
+/// the build directories of that many of the largest side by side.
+pub const SIDE_BY_SIDE: usize = 4;
+
 fn estimate(steps: &[Step]) -> Estimate {
+    // A build's directory goes when it is committed; what it installed stays.
+    let mut scratch: Vec<u64> = Vec::new();
     let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
     let mut e = Estimate {
         components_to_build: 0,
         components_cached: 0,
         disk_bytes: 0,
+        disk_measured_components: 0,
         memory_per_job_bytes: 0,
         build_hours_total: 0.0,
         build_hours_critical_path: 0.0,
@@ -620,7 +656,19 @@ fn estimate(steps: &[Step]) -> Estimate {
         e.build_hours_critical_path = e.build_hours_critical_path.max(start + own);
         if s.needs_build() {
             e.components_to_build += 1;
-            e.disk_bytes += s.resources.disk_bytes;
+            let (stays, build) = match s.measured_disk {
+                Some(m) => {
+                    e.disk_measured_components += 1;
+                    (m.installed_bytes, m.build_bytes)
+                }
+                None => {
+                    let r = &s.resources;
+                    let stays = r.installed_bytes.unwrap_or(r.disk_bytes).min(r.disk_bytes);
+                    (stays, r.disk_bytes - stays)
+                }
+            };
+            e.disk_bytes += stays;
+            scratch.push(build);
             e.memory_per_job_bytes = e.memory_per_job_bytes.max(s.resources.memory_bytes);
             e.build_hours_total += s.resources.hours;
             if let Some(m) = s.measured_secs {
@@ -631,6 +679,8 @@ fn estimate(steps: &[Step]) -> Estimate {
             e.components_cached += 1;
         }
     }
+    scratch.sort_unstable_by(|a, b| b.cmp(a));
+    e.disk_bytes += scratch.iter().take(SIDE_BY_SIDE).sum::<u64>();
     e
 }
 
@@ -643,6 +693,7 @@ mod tests {
         let m = Measured {
             secs: 100.0,
             targets: 2,
+            disk: None,
         };
         assert_eq!(scaled(m, true, 1), 50.0);
         assert_eq!(scaled(m, true, 4), 200.0);
@@ -653,7 +704,8 @@ mod tests {
             scaled(
                 Measured {
                     secs: 7.0,
-                    targets: 0
+                    targets: 0,
+                    disk: None,
                 },
                 true,
                 2
@@ -674,6 +726,53 @@ mod tests {
             runtime_image: RuntimeImage::Unknown,
         };
         plan(&catalog, &req, &EmptyStore).unwrap()
+    }
+
+    /// What builds install stays; their build directories go when each is committed, so only
+    /// the largest few that may run side by side count at once, not every one of them.
+    #[test]
+    fn the_disk_estimate_counts_what_stays_and_the_largest_build_directories_at_once() {
+        const G: u64 = 1 << 30;
+        let mut p = plan_of(&["rocsolver", "rocfft", "rocrand", "hipcub"]);
+        let set = |p: &mut Plan, name: &str, disk: u64, installed: Option<u64>| {
+            let s = p.steps.iter_mut().find(|s| s.component == name).unwrap();
+            s.resources.disk_bytes = disk * G;
+            s.resources.installed_bytes = installed.map(|i| i * G);
+        };
+        let all: Vec<String> = p.steps.iter().map(|s| s.component.to_string()).collect();
+        for name in &all {
+            set(&mut p, name, 1, Some(0));
+        }
+        set(&mut p, "rocblas", 10, Some(2));
+        set(&mut p, "rocsolver", 6, Some(1));
+        set(&mut p, "rocfft", 4, None);
+        assert!(all.len() > SIDE_BY_SIDE + 1, "{all:?}");
+        let e = estimate(&p.steps);
+        // Stays: 2 + 1 + 4 (rocfft's whole, not split) + 0 for the rest; at once: the build
+        // directories of rocblas (8), rocsolver (5) and two others (1 each).
+        assert_eq!(e.disk_bytes, (2 + 1 + 4) * G + (8 + 5 + 1 + 1) * G);
+        // A component in the store takes nothing more.
+        p.steps
+            .iter_mut()
+            .find(|s| s.component == "rocblas")
+            .unwrap()
+            .status = Status::Cached;
+        assert_eq!(
+            estimate(&p.steps).disk_bytes,
+            (1 + 4) * G + (5 + 1 + 1 + 1) * G
+        );
+        // What the last build here took wins over the hints.
+        p.steps
+            .iter_mut()
+            .find(|s| s.component == "rocsolver")
+            .unwrap()
+            .measured_disk = Some(MeasuredDisk {
+            installed_bytes: 3 * G,
+            build_bytes: 2 * G,
+        });
+        let e = estimate(&p.steps);
+        assert_eq!(e.disk_bytes, (3 + 4) * G + (2 + 1 + 1 + 1) * G);
+        assert_eq!(e.disk_measured_components, 1);
     }
 
     fn names(steps: Vec<&Step>) -> Vec<&str> {

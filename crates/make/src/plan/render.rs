@@ -253,7 +253,16 @@ fn estimate_text(out: &mut String, plan: &Plan) {
         "{} to build, {} cached. Estimate from resource hints (8-core reference machine):",
         e.components_to_build, e.components_cached
     );
-    let _ = writeln!(out, "  disk    {}", format_size(e.disk_bytes));
+    let measured = match e.disk_measured_components {
+        0 => String::new(),
+        n => format!("; {n} of {} as measured here", e.components_to_build),
+    };
+    let _ = writeln!(
+        out,
+        "  disk    {} at most at once (what every build installs, and the {} largest build directories{measured})",
+        format_size(e.disk_bytes),
+        super::SIDE_BY_SIDE
+    );
     let _ = writeln!(
         out,
         "  memory  {} per compile job (-j N needs N times this)",

@@ -35,11 +35,22 @@ pub struct LocalImage {
     pub packages: Vec<String>,
 }
 
-/// A build's wall time as the store recorded it, and how many targets it was for.
+/// A build's wall time as the store recorded it, how many targets it was for, and the disk
+/// it took (None in entries from before that was recorded).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
     pub secs: f64,
     pub targets: usize,
+    pub disk: Option<MeasuredDisk>,
+}
+
+/// The disk a build took, as measured when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct MeasuredDisk {
+    /// What it installed: its store entry.
+    pub installed_bytes: u64,
+    /// Its build directory, gone once the entry was committed.
+    pub build_bytes: u64,
 }
 
 /// A store that has nothing: every component is new.

@@ -8,7 +8,12 @@ use crate::units::parse_size;
 
 #[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
 pub struct Resources {
+    /// The most disk the build takes at once: its build directory and what it installs.
     pub disk_bytes: u64,
+    /// What stays in the store once the build directory is gone (`installed`). Absent when the
+    /// recipe does not say: then all of `disk_bytes` is counted as staying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_bytes: Option<u64>,
     /// Peak memory of one compile job.
     pub memory_bytes: u64,
     /// Build time on the reference machine (8 cores).
@@ -20,6 +25,7 @@ pub struct Resources {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ResourceHints {
     pub disk_bytes: Option<u64>,
+    pub installed_bytes: Option<u64>,
     pub memory_bytes: Option<u64>,
     pub hours: Option<f64>,
 }
@@ -28,6 +34,12 @@ impl ResourceHints {
     pub fn over(self, base: Resources) -> Resources {
         Resources {
             disk_bytes: self.disk_bytes.unwrap_or(base.disk_bytes),
+            // The base's figure goes with the base's disk: a line that measures its own disk
+            // and says nothing of what stays does not inherit another build's split.
+            installed_bytes: match self.disk_bytes {
+                Some(_) => self.installed_bytes,
+                None => self.installed_bytes.or(base.installed_bytes),
+            },
             memory_bytes: self.memory_bytes.unwrap_or(base.memory_bytes),
             hours: self.hours.unwrap_or(base.hours),
         }
@@ -38,6 +50,7 @@ impl Default for Resources {
     fn default() -> Self {
         Self {
             disk_bytes: 2 << 30,
+            installed_bytes: None,
             memory_bytes: 2 << 30,
             hours: 0.5,
         }
@@ -55,6 +68,7 @@ pub(super) fn read_resource_hints(
 ) -> ResourceHints {
     let file = t.file().clone();
     let disk = t.opt_str("disk", d);
+    let installed = t.opt_str("installed", d);
     let memory = t.opt_str("memory", d);
     let hours = t.opt_number("hours", d);
     t.finish(d);
@@ -72,8 +86,26 @@ pub(super) fn read_resource_hints(
         }
         parsed
     };
-    let disk_bytes = size(d, disk);
+    let disk_bytes = size(d, disk.clone());
+    let mut installed_bytes = size(d, installed.clone());
     let memory_bytes = size(d, memory);
+    if let (Some(i), Some(total), Some(at), Some(whole)) = (
+        installed_bytes,
+        disk_bytes,
+        installed.as_ref(),
+        disk.as_ref(),
+    ) && i > total
+    {
+        d.push(
+            Diagnostic::new(format!(
+                "installed = \"{}\" is more than disk = \"{}\"",
+                at.value, whole.value
+            ))
+            .at(&file, at.span.clone(), "more than the whole build takes")
+            .hint("disk is the most the build takes at once, what it installs included; installed is the part that stays"),
+        );
+        installed_bytes = None;
+    }
     let hours = hours.and_then(|h| {
         if h.value >= 0.0 && h.value < 1000.0 {
             return Some(h.value);
@@ -87,6 +119,7 @@ pub(super) fn read_resource_hints(
     });
     ResourceHints {
         disk_bytes,
+        installed_bytes,
         memory_bytes,
         hours,
     }

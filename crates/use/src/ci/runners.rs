@@ -212,6 +212,7 @@ mod tests {
                 for hours in [0.1, 2.0, 2.75, 2.8, 4.5, 5.5, 11.0, 11.1] {
                     let res = Resources {
                         disk_bytes: disk << 30,
+                        installed_bytes: None,
                         memory_bytes: mem << 30,
                         hours,
                     };
