@@ -295,21 +295,14 @@ pub fn plan(catalog: &Catalog, req: &Request, store: &dyn StoreView) -> Result<P
                 .filter(|d| r.is_build_only(d))
                 .map(|d| ComponentName::checked(d))
                 .collect(),
-            measured_secs: measured.map(|m| scaled(m, r.build.device_code, req.targets.len())),
+            measured_secs: measured
+                .map(|m| for_targets(m.secs, m.targets, r.build.device_code, req.targets.len())),
             measured_disk: measured.and_then(|m| {
-                let d = m.disk?;
                 let scale = |b: u64| {
-                    (scaled(
-                        Measured {
-                            secs: b as f64,
-                            ..m
-                        },
-                        r.build.device_code,
-                        req.targets.len(),
-                    ))
-                    .round() as u64
+                    for_targets(b as f64, m.targets, r.build.device_code, req.targets.len()).round()
+                        as u64
                 };
-                Some(MeasuredDisk {
+                m.disk.map(|d| MeasuredDisk {
                     installed_bytes: scale(d.installed_bytes),
                     build_bytes: scale(d.build_bytes),
                 })
@@ -612,13 +605,14 @@ fn closure_in_order<'a>(catalog: &'a Catalog, roots: &[&str]) -> Result<Vec<&'a 
     Ok(order)
 }
 
-/// A measured build's time for `targets` targets: its device code is compiled once per target,
-/// so the time grows with their number (the host part does not: a rough upper bound).
-fn scaled(m: Measured, device_code: bool, targets: usize) -> f64 {
-    if device_code && m.targets > 0 && targets > 0 {
-        m.secs * targets as f64 / m.targets as f64
+/// A measured build's time (or disk) for `targets` targets, from a build for `measured`: its
+/// device code is compiled once per target, so the figure grows with their number (the host
+/// part does not: a rough upper bound).
+fn for_targets(value: f64, measured: usize, device_code: bool, targets: usize) -> f64 {
+    if device_code && measured > 0 && targets > 0 {
+        value * targets as f64 / measured as f64
     } else {
-        m.secs
+        value
     }
 }
 
@@ -690,28 +684,12 @@ mod tests {
 
     #[test]
     fn a_measured_build_scales_with_the_targets_it_compiles_for() {
-        let m = Measured {
-            secs: 100.0,
-            targets: 2,
-            disk: None,
-        };
-        assert_eq!(scaled(m, true, 1), 50.0);
-        assert_eq!(scaled(m, true, 4), 200.0);
+        assert_eq!(for_targets(100.0, 2, true, 1), 50.0);
+        assert_eq!(for_targets(100.0, 2, true, 4), 200.0);
         // Built once for every target set.
-        assert_eq!(scaled(m, false, 1), 100.0);
+        assert_eq!(for_targets(100.0, 2, false, 1), 100.0);
         // An entry that recorded no targets is taken as it is.
-        assert_eq!(
-            scaled(
-                Measured {
-                    secs: 7.0,
-                    targets: 0,
-                    disk: None,
-                },
-                true,
-                2
-            ),
-            7.0
-        );
+        assert_eq!(for_targets(7.0, 0, true, 2), 7.0);
     }
 
     fn plan_of(components: &[&str]) -> Plan {
