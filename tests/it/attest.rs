@@ -670,7 +670,7 @@ fn push_base(host: &str, n: u32) -> String {
     format!("{host}/base:{n}")
 }
 
-fn remote(host: &str, repo: &str) -> rocforge::oci::Remote {
+fn remote(host: &str, repo: &str) -> rocforge::oci::Remote<'static> {
     rocforge::oci::Remote::new(
         reqwest::blocking::Client::new(),
         rocforge::oci::Repository::parse(&format!("{host}/{repo}")).unwrap(),

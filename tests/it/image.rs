@@ -107,7 +107,7 @@ fn client() -> reqwest::blocking::Client {
     reqwest::blocking::Client::new()
 }
 
-fn remote(host: &str, repo: &str) -> rocforge::oci::Remote {
+fn remote(host: &str, repo: &str) -> rocforge::oci::Remote<'static> {
     rocforge::oci::Remote::new(
         client(),
         rocforge::oci::Repository::parse(&format!("{host}/{repo}")).unwrap(),

@@ -243,6 +243,49 @@ fn oci_publish_pushes_artifacts_that_pull_back_byte_for_byte() {
     }
 }
 
+/// A registry that drops the first upload halfway (a restart, a proxy's blip): the publish
+/// says so, tries again and finishes, and what it pushed pulls back byte for byte.
+#[test]
+fn oci_publish_tries_a_dropped_upload_again_and_says_so() {
+    let Some(reg) = registry() else {
+        return;
+    };
+    let fx = fixture();
+    let proxy = common::proxy::FlakyProxy::start(reg.port, common::proxy::AfterCut::CarryOn);
+    let to = format!("oci://{}/rocforge/releases", proxy.host());
+    let out = fx.ok(&[], &["publish", "dist", "--to", &to]);
+    assert_eq!(proxy.cuts(), 1, "the proxy cut no upload");
+    assert!(
+        out.stderr.contains(&format!("publish {to}: "))
+            && out.stderr.contains("trying again in 1s (1 of 4 retries)"),
+        "{}",
+        out.stderr
+    );
+    let client = reqwest::blocking::Client::new();
+    let base = format!("http://{}/v2/rocforge/releases", reg.host());
+    for t in tarballs(&fx.dist()) {
+        let tag = t.file_name().unwrap().to_str().unwrap();
+        let tag = tag.strip_suffix(".tar.zst").unwrap();
+        let m: serde_json::Value = serde_json::from_reader(
+            client
+                .get(format!("{base}/manifests/{tag}"))
+                .header("Accept", "application/vnd.oci.image.manifest.v1+json")
+                .send()
+                .unwrap(),
+        )
+        .unwrap();
+        let digest = m["layers"][0]["digest"].as_str().unwrap();
+        let mut b = Vec::new();
+        client
+            .get(format!("{base}/blobs/{digest}"))
+            .send()
+            .unwrap()
+            .read_to_end(&mut b)
+            .unwrap();
+        assert_eq!(b, std::fs::read(&t).unwrap(), "{tag}");
+    }
+}
+
 const TOKEN: &str = "ghp_test-secret-token-0123456789";
 
 #[test]

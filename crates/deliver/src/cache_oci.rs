@@ -277,7 +277,7 @@ impl<W: std::io::Write> std::io::Write for Hashing<W> {
 }
 
 pub struct OciCache {
-    remote: Remote,
+    remote: Remote<'static>,
     trusted: Vec<PublicKey>,
     key: Option<SecretKey>,
     /// The largest tree a pull unpacks.

@@ -70,7 +70,7 @@ pub struct Base {
 
 /// Where a base's blobs are read from.
 pub enum BaseSource {
-    Registry(Remote),
+    Registry(Remote<'static>),
     /// Saved out of podman's or docker's storage: each blob a file, its digest checked.
     Local {
         blobs: BTreeMap<String, PathBuf>,

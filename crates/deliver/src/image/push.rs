@@ -18,7 +18,8 @@ pub fn push(
     image: &Image,
     reporter: &dyn crate::progress::Reporter,
 ) -> Result<String, ImageError> {
-    let dest = Remote::new(client, api_repo(&target.repo));
+    let dest = Remote::new(client, api_repo(&target.repo))
+        .on_retry(|what| reporter.note(&format!("push {}: {what}", target.full())));
     for l in &base.layers {
         if dest.has_blob(&l.digest)? {
             continue;

@@ -22,7 +22,8 @@ pub struct PutManifest {
 }
 
 /// A client for one repository, holding the credentials once the registry asked for them.
-pub struct Remote {
+/// `'n` is how long its retry note may borrow (a reporter of the command running it).
+pub struct Remote<'n> {
     client: Client,
     pub repo: Repository,
     token: std::sync::Mutex<Option<Auth>>,
@@ -34,11 +35,11 @@ pub struct Remote {
     /// Set once an operation failed on every attempt: the registry is gone for this run, and
     /// the next operation fails at once instead of waiting again.
     gone: AtomicBool,
-    on_retry: Option<RetryNote>,
+    on_retry: Option<RetryNote<'n>>,
 }
 
 /// Told of each retry: what failed, and when it is tried again.
-type RetryNote = Box<dyn Fn(&str) + Send + Sync>;
+type RetryNote<'n> = Box<dyn Fn(&str) + Send + Sync + 'n>;
 
 /// How often, and after how long, a [`Remote`] tries again an operation that failed in a way
 /// that can pass: the connection lost or refused, a timeout, or 408, 429, 500, 502, 503, 504.
@@ -83,8 +84,8 @@ impl Auth {
 
 type Response = reqwest::blocking::Response;
 
-impl Remote {
-    pub fn new(client: Client, repo: Repository) -> Remote {
+impl<'n> Remote<'n> {
+    pub fn new(client: Client, repo: Repository) -> Remote<'n> {
         Remote {
             client,
             repo,
@@ -97,13 +98,13 @@ impl Remote {
     }
 
     /// This remote with another retry policy.
-    pub fn with_retry(mut self, retry: Retry) -> Remote {
+    pub fn with_retry(mut self, retry: Retry) -> Remote<'n> {
         self.retry = retry;
         self
     }
 
     /// This remote telling `note` of each retry: what failed, and when it is tried again.
-    pub fn on_retry(mut self, note: impl Fn(&str) + Send + Sync + 'static) -> Remote {
+    pub fn on_retry(mut self, note: impl Fn(&str) + Send + Sync + 'n) -> Remote<'n> {
         self.on_retry = Some(Box::new(note));
         self
     }

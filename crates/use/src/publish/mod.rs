@@ -270,7 +270,9 @@ pub fn execute(
             gh.publish(tag, &files, reporter)
         }
         (Destination::Oci(repo), Some(oci_plan)) => {
-            let remote = crate::oci::Remote::new(client, repo.clone());
+            let shown = format!("oci://{}/{}", repo.registry, repo.repository);
+            let remote = crate::oci::Remote::new(client, repo.clone())
+                .on_retry(|what| reporter.note(&format!("publish {shown}: {what}")));
             oci::publish(&remote, oci_plan, reporter)
         }
         (Destination::Oci(_), None) => Ok(Vec::new()),
