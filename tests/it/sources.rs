@@ -2022,7 +2022,10 @@ fn a_dependency_version_the_component_does_not_accept_is_named_before_the_build(
 #[test]
 fn a_derived_line_overrides_resource_hints_key_by_key() {
     let w = world();
-    local_pkg(&w, "\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\n");
+    local_pkg(
+        &w,
+        "\n[resources]\nhours = 4.5\ndisk = \"30GiB\"\ninstalled = \"2GiB\"\n",
+    );
     let line = line_based_on_line_1(&w);
     std::fs::write(line.join("pkg.toml"), "[resources]\nhours = 0.75\n").unwrap();
     let resources = |release: &str| {
@@ -2051,14 +2054,24 @@ fn a_derived_line_overrides_resource_hints_key_by_key() {
         (
             step["resources"]["hours"].as_f64().unwrap(),
             step["resources"]["disk_bytes"].as_u64().unwrap(),
+            step["resources"]["installed_bytes"].as_u64(),
         )
     };
-    assert_eq!(resources("line-1.0"), (4.5, 30 << 30));
+    assert_eq!(resources("line-1.0"), (4.5, 30 << 30, Some(2 << 30)));
     assert_eq!(
         resources("line-2.0"),
-        (0.75, 30 << 30),
+        (0.75, 30 << 30, Some(2 << 30)),
         "hours replaced, disk kept"
     );
+    // A line that measures its own disk does not take the base's split of another build's.
+    std::fs::write(line.join("pkg.toml"), "[resources]\ndisk = \"3GiB\"\n").unwrap();
+    assert_eq!(resources("line-2.0"), (4.5, 3 << 30, None));
+    std::fs::write(
+        line.join("pkg.toml"),
+        "[resources]\ndisk = \"3GiB\"\ninstalled = \"1GiB\"\n",
+    )
+    .unwrap();
+    assert_eq!(resources("line-2.0"), (4.5, 3 << 30, Some(1 << 30)));
 
     std::fs::write(line.join("pkg.toml"), "[resources]\nhours = -1\n").unwrap();
     let out = w.run(&["--recipes", "recipes", "check"]);
