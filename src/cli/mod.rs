@@ -521,7 +521,7 @@ Examples:
 
 #[derive(Subcommand, Debug)]
 pub enum StoreCommand {
-    /// Every entry: key, component, version, targets, runtime
+    /// Every entry: key, component, version, targets, runtime, disk (the total on stderr)
     List,
     /// The install tree of each component's build for --arch; exit 1 when one is not built
     /// yet (nothing is built: for `$(rocforge store path C)` in scripts)

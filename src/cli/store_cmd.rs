@@ -15,24 +15,34 @@ fn store(g: &Global) -> rocforge::store::Store {
 
 pub fn store_list(g: &Global) -> Result<ExitCode> {
     let store = store(g);
-    let entries = store.entries();
+    let listing = output::Listing::of(&store, store.entries());
     if g.format == Format::Json {
-        super::print_json(&output::Listing::of(&store, entries));
+        super::print_json(&listing);
         return Ok(ExitCode::SUCCESS);
     }
-    if entries.is_empty() {
+    if listing.entries.is_empty() {
         note!(g, "{} is empty", store.root().display());
+        return Ok(ExitCode::SUCCESS);
     }
-    for e in &entries {
+    for e in &listing.entries {
         println!(
-            "{}  {:<16} {:<10} {:<14} {}",
+            "{}  {:<16} {:<10} {:<14} {:<7} {:>10}",
             &e.key[..12],
             e.component,
             e.version,
             comma_list(&e.targets),
-            e.runtime
+            e.runtime,
+            e.tree_bytes
+                .map_or_else(|| "?".into(), rocforge::units::format_size)
         );
     }
+    note!(
+        g,
+        "{} entries, {} in {} (`rocforge store gc` removes those a newer build replaced)",
+        listing.entries.len(),
+        rocforge::units::format_size(listing.disk_bytes()),
+        store.root().display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2421,6 +2421,27 @@ fn plan_estimates_from_the_builds_measured_here() {
         .unwrap_or_else(|| panic!("{listed}"));
     let measured = entry["duration_secs"].as_f64().unwrap();
     assert!(measured >= 2.0, "{entry}");
+    // And the disk it took, which `store list` shows beside each entry and sums.
+    let key = entry["key"].as_str().unwrap();
+    let tree_bytes = entry["tree_bytes"].as_u64().unwrap();
+    let tree = root.join("store").join(key).join("tree");
+    assert!(tree.is_dir(), "{}", tree.display());
+    assert_eq!(tree_bytes, du(&tree));
+    assert!(entry["build_bytes"].as_u64().is_some(), "{entry}");
+    let o = rocforge(root, &["--recipes", "recipes", "store", "list"]);
+    let size = rocforge::units::format_size(tree_bytes);
+    assert!(
+        o.stdout
+            .lines()
+            .any(|l| l.contains("slow") && l.ends_with(&size)),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains(&format!("1 entries, {size} in ")),
+        "{}",
+        o.stderr
+    );
 
     std::fs::write(rel.join("src/slow/VERSION"), "1.1\n").unwrap();
     let mut json = vec!["--format", "json"];
@@ -2437,6 +2458,7 @@ fn plan_estimates_from_the_builds_measured_here() {
         )),
         "{text}"
     );
+    assert!(text.contains("1 of 1 as measured here)"), "{text}");
     // The hint (3 h on the reference machine) is still what the plan sizes runners by.
     assert!(text.contains("time    3h of builds"), "{text}");
 }

@@ -208,6 +208,14 @@ impl Store {
         self.root.join(key).join("tree")
     }
 
+    /// The disk an entry's tree takes: as its build recorded it, or measured now for an entry
+    /// made before builds recorded it. None when the tree cannot be read.
+    pub fn tree_disk(&self, entry: &EntryMeta) -> Option<u64> {
+        entry
+            .tree_bytes
+            .or_else(|| crate::fsutil::disk_usage(&self.tree(&entry.key)).ok())
+    }
+
     /// Locks live in `<store>/.locks`, out of the way of entry names.
     fn lock(
         &self,

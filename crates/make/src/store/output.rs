@@ -19,12 +19,26 @@ pub struct Listing {
 }
 
 impl Listing {
+    /// The entries, each with the disk its tree takes (`tree_bytes`: measured now for an entry
+    /// whose build did not record it).
     pub fn of(store: &Store, entries: Vec<EntryMeta>) -> Listing {
+        let entries = entries
+            .into_iter()
+            .map(|mut e| {
+                e.tree_bytes = store.tree_disk(&e);
+                e
+            })
+            .collect();
         Listing {
             schema: STORE_SCHEMA,
             root: store.root().to_path_buf(),
             entries,
         }
+    }
+
+    /// The disk every entry's tree takes, summed.
+    pub fn disk_bytes(&self) -> u64 {
+        self.entries.iter().filter_map(|e| e.tree_bytes).sum()
     }
 }
 
