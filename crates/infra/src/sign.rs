@@ -333,11 +333,12 @@ pub fn verify(
     sig_text: &str,
     what: &str,
 ) -> Result<Verified, SignError> {
-    let sbox =
-        minisign::SignatureBox::from_string(sig_text).map_err(|e| SignError::BadSignature {
-            what: what.into(),
-            message: e.to_string(),
-        })?;
+    let bad = |message: String| SignError::BadSignature {
+        what: what.into(),
+        message,
+    };
+    let sbox = minisign::SignatureBox::from_string(sig_text).map_err(|e| bad(e.to_string()))?;
+    global_signature_is_whole(sig_text).map_err(bad)?;
     let signer = key_id(sbox.keynum());
     if keys.is_empty() {
         return Err(SignError::NoKeys { what: what.into() });
@@ -357,6 +358,23 @@ pub fn verify(
         key_id: signer,
         trusted_comment,
     })
+}
+
+/// minisign 0.10 reads the global signature (the fourth line) without checking its length and
+/// slices it as 64 bytes: a shorter one, which anyone can write beside a genuine first
+/// signature, would panic there instead of failing. Refused here first.
+fn global_signature_is_whole(sig_text: &str) -> Result<(), String> {
+    use ct_codecs::{Base64, Decoder};
+    let line = sig_text.lines().nth(3).unwrap_or_default().trim();
+    let bytes = Base64::decode_to_vec(line.as_bytes(), None)
+        .map_err(|e| format!("the global signature (line 4) is not base64: {e}"))?;
+    if bytes.len() != 64 {
+        return Err(format!(
+            "the global signature (line 4) is {} bytes, not 64",
+            bytes.len()
+        ));
+    }
+    Ok(())
 }
 
 pub fn verify_bytes(
@@ -421,5 +439,27 @@ mod tests {
             generate(dir.path(), None),
             Err(SignError::Exists { .. })
         ));
+    }
+
+    /// A genuine signature line with a global signature too short (or too long, or not base64)
+    /// beside it is a bad signature, not a panic inside minisign.
+    #[test]
+    fn a_cut_global_signature_is_refused_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = generate(dir.path(), None).unwrap();
+        let sk = load_secret(&g.secret, None).unwrap();
+        let pk = parse_public(&g.public_key).unwrap();
+        let sig = sign_reader(&sk, &b"hello"[..], "x").unwrap();
+        let lines: Vec<&str> = sig.lines().collect();
+        assert_eq!(lines.len(), 4, "{sig}");
+        for global in ["AAAA", "", "not base64!", &format!("{}AAAA", lines[3])] {
+            let forged = format!("{}\n{}\n{}\n{global}\n", lines[0], lines[1], lines[2]);
+            let e = verify_bytes(std::slice::from_ref(&pk), b"hello", &forged, "x").unwrap_err();
+            assert!(
+                matches!(&e, SignError::BadSignature { .. }),
+                "{global:?}: {e}"
+            );
+        }
+        assert!(verify_bytes(&[pk], b"hello", &sig, "x").is_ok());
     }
 }

@@ -548,4 +548,25 @@ mod tests {
             "{err}"
         );
     }
+
+    /// A `Link` header with its `>` before its `<` ends the listing; it used to panic.
+    #[test]
+    fn a_backwards_link_header_ends_the_tag_list() {
+        use std::io::Write;
+        let port = serve(|w| {
+            let body = br#"{"name":"x","tags":["a"]}"#;
+            let _ = w.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nLink: >; rel=\"next\"<\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            let _ = w.write_all(body);
+        });
+        let repo = Repository::parse(&format!("oci://127.0.0.1:{port}/x")).unwrap();
+        let remote = Remote::new(crate::net::client(&Default::default()), repo);
+        assert_eq!(remote.list_tags().unwrap(), ["a"]);
+    }
 }

@@ -507,7 +507,7 @@ impl<'n> Remote<'n> {
                 .get(reqwest::header::LINK)
                 .and_then(|v| v.to_str().ok())
                 .filter(|l| l.contains("rel=\"next\""))
-                .and_then(|l| Some(l[l.find('<')? + 1..l.find('>')?].to_string()));
+                .and_then(link_target);
             let left = MAX_TAG_BYTES.saturating_sub(read);
             let bytes = match read_capped(resp, left) {
                 Ok(b) => b,
@@ -635,6 +635,14 @@ pub const MAX_TAG_PAGES: usize = 1000;
 pub const MAX_TAG_BYTES: u64 = 64 << 20;
 /// The longest [`Remote::list_tags`] keeps paging.
 pub const TAG_LIST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The URL between `<` and the `>` after it in a `Link` header; None when there is none (a
+/// `>` before the `<` included: the registry's text, not ours).
+fn link_target(link: &str) -> Option<String> {
+    let start = link.find('<')? + 1;
+    let len = link[start..].find('>')?;
+    Some(link[start..start + len].to_string())
+}
 
 /// Whether `url` has the scheme, host and port of `base` (both absolute URLs).
 fn same_origin(url: &str, base: &str) -> bool {

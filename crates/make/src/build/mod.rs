@@ -197,6 +197,21 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// A step that panicked: failed, with what the panic said.
+fn internal_error(step: &Step, panic: &(dyn std::any::Any + Send)) -> StepResult {
+    let said = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    StepResult::Failed {
+        error: format!("{}: rocforge stopped on an internal error: {said}", step.component),
+        hint: "this is a bug in rocforge: please report it with the command and this message; the rest of the run went on".into(),
+        log: None,
+        tail: Vec::new(),
+    }
+}
+
 impl Builder<'_> {
     /// The image `step` builds in, as the runtime must be told: pinned by digest or local ID
     /// when known. The line's builder image, or the flavour of it the recipe names.
@@ -257,7 +272,12 @@ impl Builder<'_> {
             self.options.keep_going,
             self.stop,
             |i| {
-                let r = self.step(&steps[i], &under_way);
+                // A panic is a bug, but it must fail its step and let the run end, naming it,
+                // not leave the other builds' results unreported.
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.step(&steps[i], &under_way)
+                }))
+                .unwrap_or_else(|panic| internal_error(&steps[i], panic.as_ref()));
                 let ok = r.is_ok();
                 *results[i].lock().expect("not poisoned") = Some(r);
                 ok

@@ -91,7 +91,10 @@ where
                 let tx = tx.clone();
                 let work = &work;
                 scope.spawn(move || {
-                    let ok = work(i);
+                    // A job that panics counts as failed: its result must still arrive, or
+                    // this loop would wait for it for ever.
+                    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(i)))
+                        .unwrap_or(false);
                     let _ = tx.send((i, ok));
                 });
             }
@@ -152,6 +155,26 @@ pub fn lower_bound(nodes: &[Node], slots: usize) -> f64 {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    /// A job that panics fails like one that returns false: what depends on it is skipped,
+    /// the rest runs, and the run ends (it used to wait for the panicked job's answer).
+    #[test]
+    fn a_job_that_panics_fails_and_the_run_ends() {
+        let ran = Mutex::new(Vec::new());
+        let out = run(&chain_and_leaves(), 2, true, &AtomicBool::new(false), |i| {
+            if i == 0 {
+                panic!("a bug in job 0");
+            }
+            ran.lock().unwrap().push(i);
+            true
+        });
+        assert_eq!(out[0], Outcome::Failed);
+        assert_eq!(out[1], Outcome::Skipped(Some(0)));
+        assert_eq!(out[2], Outcome::Skipped(Some(0)));
+        let mut ran = ran.into_inner().unwrap();
+        ran.sort();
+        assert_eq!(ran, [3, 4, 5]);
+    }
 
     fn chain_and_leaves() -> Vec<Node> {
         // 0 -> 1 -> 2 is the long chain; 3, 4, 5 are independent leaves.
