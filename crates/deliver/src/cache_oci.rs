@@ -234,28 +234,17 @@ fn ccache_entries(cc: &CompilerCache) -> std::io::Result<(Vec<FileEntry>, usize)
     Ok((entries.into_values().collect(), left_out))
 }
 
-/// Moves the files unpacked into `staging` into the ccache directory `into`, each by a rename
-/// (a crash leaves whole entries or none); an entry `into` has already is kept as it is, for
-/// ccache names an entry by what it was made from. Returns (files, bytes) moved.
-fn restore_ccache(
-    staging: &Path,
-    entries: &[FileEntry],
-    into: &Path,
-) -> std::io::Result<(usize, u64)> {
-    let (mut files, mut bytes) = (0, 0);
-    for e in entries.iter().filter(|e| e.kind == Kind::File) {
-        let dest = into.join(&e.path);
-        if dest.symlink_metadata().is_ok() {
-            continue;
-        }
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::rename(staging.join(&e.path), &dest)?;
-        files += 1;
-        bytes += e.size;
+/// Whether a checkpoint's compiler-cache entry is one of ccache's own files (`a/b/<file>`,
+/// and the directories `a` and `a/b`), the only kind a checkpoint brings: a configuration file
+/// at the top (`ccache.conf`) would change every later build that uses this cache.
+fn in_ccache_layout(e: &FileEntry) -> bool {
+    let parts: Vec<&str> = e.path.split('/').collect();
+    let one = |p: &str| p.chars().count() == 1;
+    match e.kind {
+        Kind::Dir => parts.len() <= 2 && parts.iter().all(|p| one(p)),
+        Kind::File => parts.len() == 3 && one(parts[0]) && one(parts[1]) && !parts[2].is_empty(),
+        _ => false,
     }
-    Ok((files, bytes))
 }
 
 struct Hashing<W> {
@@ -594,6 +583,8 @@ impl BuildCache for OciCache {
                 };
                 let parent = into.parent().unwrap_or(Path::new("."));
                 std::fs::create_dir_all(parent).map_err(io)?;
+                // What a pull killed here before left (it never reaches the ccache directory).
+                crate::fsutil::reap_temp(parent, ".tmp-");
                 let staging = crate::fsutil::temp_dir_in(parent).map_err(io)?;
                 let unpacked = staging.path().join("ccache");
                 let entries = self.extract_verified(
@@ -602,8 +593,22 @@ impl BuildCache for OciCache {
                     &unpacked,
                     &format!("checkpoint {key} compiler cache"),
                 )?;
+                if let Some(odd) = entries.iter().find(|e| !in_ccache_layout(e)) {
+                    return Err(Self::invalid(
+                        key,
+                        format!(
+                            "its compiler cache holds {}, outside ccache's a/b/<file> layout",
+                            odd.path
+                        ),
+                    ));
+                }
                 std::fs::create_dir_all(into).map_err(io)?;
-                Some(restore_ccache(&unpacked, &entries, into).map_err(io)?)
+                // Moved by renames (a crash leaves whole entries or none), never through a
+                // link the ccache directory has; what it has already is kept.
+                Some(
+                    crate::package::extract::move_new_files(&unpacked, into, &entries)
+                        .map_err(io)?,
+                )
             }
             _ => None,
         };
@@ -713,6 +718,73 @@ mod tests {
     use super::*;
     use crate::oci::{Descriptor, digest_of};
     use std::io::{BufRead, Write};
+
+    fn file(path: &str, size: u64) -> FileEntry {
+        FileEntry {
+            path: path.into(),
+            kind: Kind::File,
+            size,
+            sha256: None,
+            executable: false,
+            target: None,
+        }
+    }
+
+    /// A checkpoint brings ccache's own files only: a configuration at the top, or a file at
+    /// another depth, refuses the checkpoint.
+    #[test]
+    fn a_checkpoint_brings_only_ccache_s_own_files() {
+        assert!(in_ccache_layout(&file("0/a/3f9c2eR", 1)));
+        assert!(in_ccache_layout(&FileEntry::dir("0")));
+        assert!(in_ccache_layout(&FileEntry::dir("0/a")));
+        for odd in ["ccache.conf", "0/ccache.conf", "0/a/b/c", "00/a/x", "0/a/"] {
+            assert!(!in_ccache_layout(&file(odd, 1)), "{odd}");
+        }
+        assert!(!in_ccache_layout(&FileEntry::dir("0/a/b")));
+    }
+
+    /// Restoring into a ccache directory never writes through a link it holds (a build can
+    /// plant one: the directory is mounted into build containers) and keeps what it has.
+    #[test]
+    fn restoring_a_compiler_cache_goes_through_no_link_and_keeps_what_is_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, into, outside) = (
+            tmp.path().join("from"),
+            tmp.path().join("ccache"),
+            tmp.path().join("outside"),
+        );
+        for (p, text) in [
+            ("0/a/new", "new"),
+            ("0/b/linked", "x"),
+            ("0/a/old", "theirs"),
+        ] {
+            let f = from.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        }
+        std::fs::create_dir_all(into.join("0/a")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(into.join("0/a/old"), "ours").unwrap();
+        std::os::unix::fs::symlink(&outside, into.join("0/b")).unwrap();
+        let entries = [
+            FileEntry::dir("0"),
+            FileEntry::dir("0/a"),
+            file("0/a/new", 3),
+            file("0/b/linked", 1),
+            file("0/a/old", 6),
+        ];
+        let moved = crate::package::extract::move_new_files(&from, &into, &entries).unwrap();
+        assert_eq!(moved, (1, 3));
+        assert_eq!(
+            std::fs::read_to_string(into.join("0/a/new")).unwrap(),
+            "new"
+        );
+        assert_eq!(
+            std::fs::read_to_string(into.join("0/a/old")).unwrap(),
+            "ours"
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
 
     /// A registry on 127.0.0.1 serving fixed manifests and blobs by path suffix, counting the
     /// bytes it sends.

@@ -596,6 +596,35 @@ fn entry_path(raw: Vec<u8>, names: &Names) -> Result<String, ExtractError> {
     Ok(path)
 }
 
+/// Moves the files among `entries` (an [`extract`] result) from `from` into `to`, each by one
+/// rename, walking `to` as [`extract`] does, never through a link: a file `to` already has, or
+/// one whose directory there is a symlink or a file, stays where it is. For a cache that keeps
+/// what it has (ccache names an entry by what made it). Returns the files and bytes moved.
+pub fn move_new_files(
+    from: &Path,
+    to: &Path,
+    entries: &[FileEntry],
+) -> std::io::Result<(usize, u64)> {
+    let src = Dir::open(from)?;
+    let dst = Dir::open(to)?;
+    let (mut files, mut bytes) = (0, 0);
+    for e in entries.iter().filter(|e| e.kind == Kind::File) {
+        let (parent, leaf) = match dst.parent_of(&e.path) {
+            Ok(p) => p,
+            Err(err) if not_a_dir(&err) => continue,
+            Err(err) => return Err(err),
+        };
+        if parent.exists(&leaf)? {
+            continue;
+        }
+        let (from_dir, from_leaf) = src.parent_of(&e.path)?;
+        from_dir.rename_to(&from_leaf, &parent, &leaf)?;
+        files += 1;
+        bytes += e.size;
+    }
+    Ok((files, bytes))
+}
+
 /// Moves what [`extract`] put into `from` (`entries`, its result) into `to`, the staging shared
 /// by the artifacts of one install. `staged` maps every non-directory path already in `to` to
 /// the artifact that brought it (`artifact` names this one): a path two artifacts have is
