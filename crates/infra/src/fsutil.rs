@@ -25,6 +25,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Flushes everything written to the filesystem holding `path` (syncfs(2)): one call before
+/// a directory tree written by other processes (a build, an unpacked archive) is marked
+/// complete, so a power cut cannot leave the mark beside files still in the page cache. Best
+/// effort, as [`sync_dir`].
+pub fn sync_filesystem(path: &Path) {
+    use std::os::fd::AsRawFd;
+    if let Ok(f) = std::fs::File::open(path) {
+        // SAFETY: a valid open descriptor; syncfs reads nothing from us.
+        let _ = unsafe { libc::syncfs(f.as_raw_fd()) };
+    }
+}
+
 /// Best effort: a directory fsync makes a rename durable; not every filesystem supports it.
 pub fn sync_dir(dir: &Path) {
     if let Ok(f) = std::fs::File::open(dir) {
