@@ -264,6 +264,11 @@ pub struct Tracker {
     /// (when, steps done) of this phase, oldest first, at most one per minute, reaching back
     /// a little past [`RATE_WINDOW`].
     samples: std::collections::VecDeque<(Instant, u64)>,
+    /// The last step line: when, and the count it gave.
+    last_step: Option<(Instant, u64)>,
+    /// The last stretch of at least [`SAMPLE_EVERY`] without a step line (one step that ran
+    /// long): (began, ended, the count it held).
+    quiet: Option<(Instant, Instant, u64)>,
     percent: Option<u8>,
     /// The build tool counted all its steps: what is left (install, the gate) is short, and
     /// the recipe's hint for the whole build would claim hours.
@@ -280,6 +285,8 @@ impl Tracker {
             phase_started: started,
             steps: None,
             samples: std::collections::VecDeque::new(),
+            last_step: None,
+            quiet: None,
             percent: None,
             tool_done: false,
         }
@@ -290,6 +297,12 @@ impl Tracker {
         match parse(line) {
             Some(Mark::Phase(p)) => self.set_phase(p, now),
             Some(Mark::Steps { done, total }) => {
+                if let Some((t, d)) = self.last_step
+                    && now.duration_since(t) >= SAMPLE_EVERY
+                {
+                    self.quiet = Some((t, now, d));
+                }
+                self.last_step = Some((now, done));
                 self.sample(now, done);
                 self.steps = Some((done, total));
                 self.tool_done |= total > 0 && done >= total;
@@ -310,6 +323,8 @@ impl Tracker {
             // A phase's counters are its own: install must not show the build's [270/270].
             self.steps = None;
             self.samples.clear();
+            self.last_step = None;
+            self.quiet = None;
             self.percent = None;
         }
     }
@@ -343,15 +358,26 @@ impl Tracker {
         if window < SAMPLE_EVERY {
             return None;
         }
-        let (t, d) = self
+        let (mut since, mut from) = *self
             .samples
             .iter()
             .rev()
             .find(|(t, _)| now.duration_since(*t) >= window)?;
+        // A step longer than the window (Tensile's library in rocBLAS: 40 minutes, then 480
+        // compiles of seconds) holds the count still across the window's start: the rate counts
+        // from when steps came again, not across the wait, which would promise hours for
+        // minutes of work.
+        if let Some((began, ended, held)) = self.quiet
+            && now.duration_since(began) >= window
+            && now.duration_since(ended) < window
+            && now.duration_since(ended) >= SAMPLE_EVERY
+        {
+            (since, from) = (ended, held);
+        }
         let (done, _) = self.steps?;
         Some((
-            done.saturating_sub(*d),
-            now.duration_since(*t).as_secs_f64(),
+            done.saturating_sub(from),
+            now.duration_since(since).as_secs_f64(),
         ))
     }
 
@@ -625,6 +651,29 @@ mod tests {
         early.line("==> build", at(0));
         early.line("[600/1000] cached", at(300));
         assert_eq!(early.status(at(600)).eta_s, Some(400));
+    }
+
+    /// rocBLAS: Tensile's library is one ninja step of 40 minutes, then 480 compiles of
+    /// seconds each. Five minutes after they began, the estimate follows them (about 35
+    /// minutes left), not the 15-minute window that still holds most of the wait (hours).
+    #[test]
+    fn a_long_step_does_not_slow_the_rate_of_the_steps_after_it() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("rocblas", t0, Estimate::new(None, 0.7, 2));
+        t.line("==> build", at(0));
+        t.line("[1/483] Generating prototypes", at(20));
+        t.line("[2/483] Generating Tensile libraries", at(60));
+        for k in 1..=60 {
+            t.line(&format!("[{}/483] compiled", 2 + k), at(2400 + 5 * k));
+        }
+        let s = t.status(at(2700));
+        assert_eq!(s.estimate_from, Some(EstimateFrom::Steps));
+        let left = s.eta_s.unwrap();
+        assert!(
+            (1_900..=2_300).contains(&left),
+            "421 steps left at 5 s each: {left}"
+        );
     }
 
     /// Five minutes into a continued build (600 steps replayed in its first minute, then one
