@@ -12,18 +12,24 @@
 # one, and checks that both stored the same content key and files. Exits 1 if they differ.
 # Beside wall time, the CPU time the whole machine spent (user + system, from /proc/stat) in each
 # build: it counts the work done, not cores left idle while a drain waits or the machine's
-# neighbours take its time, so it tells what a stop costs through run-to-run noise. And, from
-# the ninja logs, the longest step of the uninterrupted build: a compile under way at the limit
-# is killed and done again, so a drain shorter than it may not save it.
+# neighbours take its time, so it tells what a stop costs through run-to-run noise. Beside that,
+# the CPU time of the build's own containers alone: each build runs them under a cgroup of its
+# own (podman's --cgroup-parent; cgroup v1 cpuacct or v2 cpu.stat), which counts every compile,
+# the killed ones included, and nothing of the machine's other work, so the figure holds even
+# with other builds running beside it. And, from the ninja logs, the longest step of the
+# uninterrupted build: a compile under way at the limit is killed and done again, so a drain
+# shorter than it may not save it.
 # Environment: ARCH (default gfx90c), RELEASE (default debian-6.4), ROCFORGE_BIN (default
 # target/debug/rocforge), WORK (default a new directory under /var/tmp, kept), CONFIG (a
-# rocforge config to start from, e.g. one with [mirrors]; it must have no [trust] table).
-# Run as root where the builder image is (scripts/debian-image.sh), with nothing else running.
+# rocforge config to start from, e.g. one with [mirrors]; it must have no [trust] or [runtime]
+# table: the script sets both, and the host's ulimits come from containers/containers.conf).
+# Run as root where the builder image is (scripts/debian-image.sh); with nothing else running
+# for the wall-time figures to mean something.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 2 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 component="$1" limit="$2" drain="${3:-}"
 arch="${ARCH:-gfx90c}" release="${RELEASE:-debian-6.4}"
 bin="${ROCFORGE_BIN:-$ROCFORGE_ROOT/target/debug/rocforge}"
@@ -55,32 +61,75 @@ for _ in $(seq 100); do
 done
 cache="oci://127.0.0.1:$port/rocforge/checkpoints"
 
+if [ -n "${CONFIG:-}" ] && grep -Eq '^[[:space:]]*\[(runtime|trust)\]' "$CONFIG"; then
+    die "$CONFIG has a [runtime] or [trust] table: give one without (the script sets both)"
+fi
 public=$("$bin" key generate --out "$work/keys" | tail -1)
-{
-    [ -z "${CONFIG:-}" ] || cat "$CONFIG"
-    printf '\n[trust]\nkeys = ["%s"]\n' "$public"
-} >"$work/config.toml"
+
+# The build containers' cgroups go under $cgroup/MACHINE; cgroup v1 and v2 both charge a
+# parent with what its children used, after they are gone too.
+cgroup="/rocforge-checkpoint-bench-$port"
+cgroup_dirs() {
+    local d
+    for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup; do
+        [ -d "$d$cgroup" ] && echo "$d$cgroup"
+    done
+}
+# container_cpu MACHINE: seconds of CPU time the machine's build containers used, or "n/a".
+container_cpu() {
+    local d
+    for d in $(cgroup_dirs); do
+        if [ -r "$d/$1/cpuacct.usage" ]; then
+            awk '{ printf "%.1f", $1 / 1e9 }' "$d/$1/cpuacct.usage"
+            return
+        elif [ -r "$d/$1/cpu.stat" ]; then
+            awk '$1 == "usage_usec" { printf "%.1f", $2 / 1e6 }' "$d/$1/cpu.stat"
+            return
+        fi
+    done
+    echo n/a
+}
+# podman makes the parent in every controller's hierarchy, with a cgroup for each machine and
+# for conmon below it; each goes, deepest first, once its containers are gone.
+cgroup_remove() {
+    local d
+    for d in /sys/fs/cgroup/*"$cgroup" /sys/fs/cgroup"$cgroup"; do
+        [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
+    return 0
+}
+trap 'kill "$registry" 2>/dev/null || true; cgroup_remove' EXIT
+
+# config MACHINE: the machine's rocforge config.
+config() {
+    {
+        [ -z "${CONFIG:-}" ] || cat "$CONFIG"
+        printf '\n[trust]\nkeys = ["%s"]\n' "$public"
+        printf '\n[runtime]\npodman-run = ["--cgroup-parent", "%s/%s"]\n' "$cgroup" "$1"
+    } >"$work/$1.config.toml"
+}
 
 # cpu: seconds of CPU time (user, nice, system, irq, softirq) the machine has spent since boot.
 hz=$(getconf CLK_TCK)
 cpu() { awk -v hz="$hz" '/^cpu / { printf "%.1f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
 
-# build MACHINE ARGS...: one build on an empty machine; prints its exit code, seconds and CPU
-# seconds.
+# build MACHINE ARGS...: one build on an empty machine; prints its exit code, seconds, the
+# machine's CPU seconds and its build containers' CPU seconds.
 build() {
-    local m="$work/$1" start end rc=0 cpu0
+    local name="$1" m="$work/$1" start end rc=0 cpu0
     shift
     rm -rf "$m"
     mkdir -p "$m"
+    config "$name"
     cpu0=$(cpu)
     start=$(date +%s.%N)
-    ROCFORGE_STORE="$m/store" ROCFORGE_CACHE="$m/cache" ROCFORGE_CONFIG="$work/config.toml" \
+    ROCFORGE_STORE="$m/store" ROCFORGE_CACHE="$m/cache" ROCFORGE_CONFIG="$work/$name.config.toml" \
         "$bin" --release "$release" build "$component" --arch "$arch" "$@" \
         >"$m.log" 2>&1 &
     echo $! >"$work/running"
     wait $! || rc=$?
     end=$(date +%s.%N)
-    echo "$rc $(elapsed "$start" "$end") $(elapsed "$cpu0" "$(cpu)")"
+    echo "$rc $(elapsed "$start" "$end") $(elapsed "$cpu0" "$(cpu)") $(container_cpu "$name")"
 }
 
 # entry MACHINE: the store directory of COMPONENT's build on MACHINE.
@@ -91,13 +140,13 @@ entry() {
 
 log "work directory $work; registry 127.0.0.1:$port"
 log "uninterrupted build of $component for $arch ..."
-read -r u_rc u_s u_cpu < <(build whole)
+read -r u_rc u_s u_cpu u_ct < <(build whole)
 [ "$u_rc" = 0 ] || die "the uninterrupted build failed (exit $u_rc): $work/whole.log"
 
 stop_args=(--cache "$cache" --cache-key "$work/keys/rocforge.key" --time-limit "$limit")
 [ -z "$drain" ] || stop_args+=(--drain "$drain")
 log "build stopped at $limit${drain:+ (drain $drain)} ..."
-read -r a_rc a_s a_cpu < <(build stopped "${stop_args[@]}")
+read -r a_rc a_s a_cpu a_ct < <(build stopped "${stop_args[@]}")
 [ "$a_rc" = 75 ] || die "the stopped build exited $a_rc, not 75 (stopped at its limit): $work/stopped.log"
 pushed=$(grep -m1 "checkpoint pushed to" "$work/stopped.log" || true)
 [ -n "$pushed" ] || die "no checkpoint pushed: $work/stopped.log"
@@ -105,7 +154,7 @@ cat "$work"/stopped/cache/builds/*/build/.ninja_log >"$work/stopped.ninja_log" 2
 rm -rf "$work/stopped"
 
 log "resumed on an empty machine ..."
-read -r b_rc b_s b_cpu < <(build resumed --cache "$cache")
+read -r b_rc b_s b_cpu b_ct < <(build resumed --cache "$cache")
 [ "$b_rc" = 0 ] || die "the resumed build failed (exit $b_rc): $work/resumed.log"
 grep -q "continuing the build that stopped in" "$work/resumed.log" ||
     die "the resumed build did not continue from the checkpoint: $work/resumed.log"
@@ -119,13 +168,22 @@ total=$(awk -v a="$a_s" -v b="$b_s" 'BEGIN { printf "%.1f", a + b }')
 ratio=$(awk -v t="$total" -v u="$u_s" 'BEGIN { printf "%.3f", t / u }')
 cpu_total=$(awk -v a="$a_cpu" -v b="$b_cpu" 'BEGIN { printf "%.1f", a + b }')
 cpu_ratio=$(awk -v t="$cpu_total" -v u="$u_cpu" 'BEGIN { printf "%.3f", t / u }')
-printf '%s for %s, %s (wall time; CPU time of the machine)\n' "$component" "$arch" "$(date -u +%Y-%m-%d)"
-printf '  uninterrupted:          %8.1f s  %8.1f s CPU\n' "$u_s" "$u_cpu"
-printf '  stopped at %-12s %8.1f s  %8.1f s CPU  %s\n' "$limit:" "$a_s" "$a_cpu" "${pushed#*: }"
-printf '  resumed elsewhere:      %8.1f s  %8.1f s CPU  %s\n' "$b_s" "$b_cpu" \
-    "$(grep -m1 "continuing the build that stopped in" "$work/resumed.log" | sed 's/^.*: //')"
-printf '  stopped + resumed:      %8.1f s  %8.1f s CPU  = %s times the uninterrupted build (CPU: %s)\n' \
-    "$total" "$cpu_total" "$ratio" "$cpu_ratio"
+ct_total=n/a ct_ratio=n/a
+if [ "$u_ct" != n/a ] && [ "$a_ct" != n/a ] && [ "$b_ct" != n/a ]; then
+    ct_total=$(awk -v a="$a_ct" -v b="$b_ct" 'BEGIN { printf "%.1f", a + b }')
+    ct_ratio=$(awk -v t="$ct_total" -v u="$u_ct" 'BEGIN { printf "%.3f", t / u }')
+fi
+printf '%s for %s, %s (wall time; CPU time of the machine; CPU time of the build containers)\n' \
+    "$component" "$arch" "$(date -u +%Y-%m-%d)"
+printf '  uninterrupted:          %8.1f s  %8.1f s CPU  %8s s in containers\n' "$u_s" "$u_cpu" "$u_ct"
+printf '  stopped at %-12s %8.1f s  %8.1f s CPU  %8s s in containers  %s\n' "$limit:" "$a_s" \
+    "$a_cpu" "$a_ct" "${pushed#*: }"
+printf '  resumed elsewhere:      %8.1f s  %8.1f s CPU  %8s s in containers  %s\n' "$b_s" "$b_cpu" \
+    "$b_ct" "$(grep -m1 "continuing the build that stopped in" "$work/resumed.log" | sed 's/^.*: //')"
+printf '  stopped + resumed:      %8.1f s  %8.1f s CPU  %8s s in containers\n' "$total" \
+    "$cpu_total" "$ct_total"
+printf '  against the uninterrupted build: %s times (machine CPU %s, container CPU %s)\n' \
+    "$ratio" "$cpu_ratio" "$ct_ratio"
 # steps LOG: "N steps, S s of step time" of a ninja log (v5 and later: start and end in ms).
 steps() {
     awk '!/^#/ && NF >= 4 { n++; s += ($2 - $1) / 1000 }
