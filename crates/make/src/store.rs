@@ -165,7 +165,7 @@ impl Staging {
         .map_err(io(&hi))?;
         crate::fault::point("build");
         // The tree's files reach the disk before the mark that says they are whole.
-        crate::fsutil::sync_filesystem(&self.dir());
+        crate::fsutil::sync_filesystem(self.dir());
         // meta.json last: its presence marks a complete entry.
         let m = self.dir().join("meta.json");
         crate::fsutil::write_atomic(&m, &serde_json::to_vec_pretty(meta).expect("plain data"))

@@ -634,3 +634,18 @@ pub fn two_step_source(src: &Path, second: &str) {
     )
     .unwrap();
 }
+
+/// The disk `dir` takes as `du` counts it (blocks, hard links once), for checking what
+/// rocforge records against the tool a user would ask.
+pub fn du_blocks(dir: &Path) -> u64 {
+    let out = Command::new("du")
+        .args(["-s", "--block-size=1"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("du's figure")
+}

@@ -357,6 +357,11 @@ impl Build {
                     .map_or("no runtime".into(), |r| r.kind().to_string()),
                 self.options.jobs
             ));
+            if let Some(runtime) = &self.runtime
+                && let Some(note) = niceness_note(runtime.kind(), &session.config_or_default())
+            {
+                session.reporter.note(&note);
+            }
         }
         let report = match &self.runtime {
             None => {
@@ -418,6 +423,32 @@ impl Build {
 
 /// The `--cache` registry, trusting the config's keys; pushing when a signing key is given.
 /// A retry against the registry is a note: a build waits on it, at most seconds.
+/// When rocforge runs niced and builds in containers without a CPU weight of their own: the
+/// niceness does not reach them (each container is a CPU cgroup of its own, which the kernel
+/// weighs against the others whatever the niceness inside), so say how to make a build yield.
+fn niceness_note(
+    kind: crate::runtime::Kind,
+    config: &crate::catalog::config::Config,
+) -> Option<String> {
+    use crate::runtime::Kind;
+    let (args, key) = match kind {
+        Kind::Podman => (&config.podman_run_args, "podman-run"),
+        Kind::Docker => (&config.docker_run_args, "docker-run"),
+        Kind::Host => return None,
+    };
+    // SAFETY: getpriority reads this process's niceness; -1 is also a valid niceness, so errno
+    // is not consulted (an error reads as not niced).
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let weighted = args.iter().any(|a| {
+        a.starts_with("--cpu-shares") || a.starts_with("--cpus") || a.starts_with("--cpu-quota")
+    });
+    (nice > 0 && !weighted).then(|| {
+        format!(
+            "rocforge runs at niceness {nice}, which does not reach the build containers (each has a CPU cgroup of its own); to keep the builds in the background give them a lower weight: [runtime] {key} = [\"--cpu-shares\", \"128\"] in ~/.config/rocforge/config.toml (docs/builds.md)"
+        )
+    })
+}
+
 fn open_cache(
     url: &str,
     key: Option<&Path>,
