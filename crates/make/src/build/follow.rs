@@ -250,6 +250,11 @@ pub fn eta(
 /// How far back the recent step rate looks.
 pub const RATE_WINDOW: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
+/// A stretch without a step line this long is one step far longer than the others...
+const LONG_STEP: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+/// ...when at least this many steps came in the minutes after it.
+const STEPS_AFTER_LONG: u64 = 10;
+
 /// How often the step count is sampled for the rate.
 const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -363,18 +368,21 @@ impl Tracker {
             .iter()
             .rev()
             .find(|(t, _)| now.duration_since(*t) >= window)?;
-        // A step longer than the window (Tensile's library in rocBLAS: 40 minutes, then 480
+        let (done, _) = self.steps?;
+        // One step far longer than the rest (Tensile's library in rocBLAS: 40 minutes, then 480
         // compiles of seconds) holds the count still across the window's start: the rate counts
         // from when steps came again, not across the wait, which would promise hours for
-        // minutes of work.
+        // minutes of work. Only once steps have come quickly since: in a build of long steps
+        // (rocSOLVER's units take minutes each) the one or two after a long one say nothing.
         if let Some((began, ended, held)) = self.quiet
             && now.duration_since(began) >= window
             && now.duration_since(ended) < window
+            && ended.duration_since(began) >= LONG_STEP
             && now.duration_since(ended) >= SAMPLE_EVERY
+            && done.saturating_sub(held) >= STEPS_AFTER_LONG
         {
             (since, from) = (ended, held);
         }
-        let (done, _) = self.steps?;
         Some((
             done.saturating_sub(from),
             now.duration_since(since).as_secs_f64(),
@@ -674,6 +682,22 @@ mod tests {
             (1_900..=2_300).contains(&left),
             "421 steps left at 5 s each: {left}"
         );
+    }
+
+    /// rocSOLVER: every unit takes minutes. The step after a long one is no sign that the
+    /// rest go fast: the estimate stays on the window's rate.
+    #[test]
+    fn a_build_of_long_steps_is_not_estimated_from_the_step_after_one() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("rocsolver", t0, None);
+        t.line("==> build", at(0));
+        for k in 1..=10 {
+            t.line(&format!("[{k}/248] compiled"), at(1200 * k));
+        }
+        // 90 s after the tenth step: a step every 20 minutes, 238 left.
+        let left = t.status(at(12_090)).eta_s.unwrap();
+        assert!(left > 238 * 600, "{left}");
     }
 
     /// Five minutes into a continued build (600 steps replayed in its first minute, then one
