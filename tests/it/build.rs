@@ -1621,32 +1621,14 @@ fn a_niced_build_says_how_to_make_its_containers_yield() {
         o.stderr
     );
     let weighted = "[runtime]\npodman-run = [\"--cpu-shares\", \"128\"]\n";
-    let o = niced(
-        weighted,
-        &[
-            "build",
-            "data",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "podman",
-            "--rebuild",
-        ],
-    );
+    let rebuild = [&build[..], &["--rebuild"]].concat();
+    let o = niced(weighted, &rebuild);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stderr.contains("niceness"), "{}", o.stderr);
     // Not niced (unless this test runs niced itself: then rocforge inherits it).
     // SAFETY: getpriority reads this process's niceness.
     if unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) } == 0 {
-        let o = w.run(&[
-            "build",
-            "data",
-            "--arch",
-            "gfx90c",
-            "--runtime",
-            "podman",
-            "--rebuild",
-        ]);
+        let o = w.run(&rebuild);
         assert_eq!(o.code, 0, "{}", o.stderr);
         assert!(!o.stderr.contains("niceness"), "{}", o.stderr);
     }
