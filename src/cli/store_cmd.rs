@@ -38,8 +38,13 @@ pub fn store_list(g: &Global) -> Result<ExitCode> {
     }
     note!(
         g,
-        "{} entries, {} in {} (`rocforge store gc` removes those a newer build replaced)",
+        "{} {}, {} in {} (`rocforge store gc` removes those a newer build replaced)",
         listing.entries.len(),
+        if listing.entries.len() == 1 {
+            "entry"
+        } else {
+            "entries"
+        },
         rocforge::units::format_size(listing.disk_bytes()),
         store.root().display()
     );

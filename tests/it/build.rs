@@ -2479,7 +2479,7 @@ fn plan_estimates_from_the_builds_measured_here() {
         o.stdout
     );
     assert!(
-        o.stderr.contains(&format!("1 entries, {size} in ")),
+        o.stderr.contains(&format!("1 entry, {size} in ")),
         "{}",
         o.stderr
     );
