@@ -341,6 +341,9 @@ impl Staging {
         receipts: &[Receipt],
         existing: &[Receipt],
     ) -> Result<(), InstallError> {
+        // The unpacked files reach the disk before anything in the prefix points at them: a
+        // power cut after the rename must not leave receipts beside empty files.
+        crate::fsutil::sync_filesystem(self.path());
         // Staged inside the prefix (a mount point), the tree is merged in, never renamed.
         let empty = !self.path().starts_with(prefix)
             && match std::fs::read_dir(prefix) {
