@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds and runs each cargo-fuzz target in fuzz/ for a bounded time; fails on any crash.
 #
-#   scripts/fuzz.sh [SECONDS]    seconds per target, default 60 (five targets: 5 x SECONDS)
+#   scripts/fuzz.sh [SECONDS]    seconds per target, default 60 (six targets: 6 x SECONDS)
 #
 # Targets: inspect_bytes (ELF files, offload bundles, code objects), inspect_wheel (wheels, read
 # member by member through their zip directory), recipe_parse (recipe TOML),
 # tar_extract (install's safe extraction, then each input installed twice into a real prefix;
-# asserts nothing lands outside the staging directory or changes beside the prefix)
-# and results_xml (gtest XML reports and event lines). Seeds: fuzz/corpus/TARGET/; those of
-# tar_extract and results_xml are written by fuzz/seeds.py.
+# asserts nothing lands outside the staging directory or changes beside the prefix),
+# results_xml (gtest XML reports and event lines) and release_files (key lists and their
+# signatures, registry challenges, the index and each component's install order). Seeds:
+# fuzz/corpus/TARGET/; those of tar_extract and results_xml are written by fuzz/seeds.py, those
+# of release_files are a genuine chain of key lists `rocforge key rotate` wrote.
 #
 # Runs on a stable toolchain: `--sanitizer none` (cargo-fuzz's default AddressSanitizer build
 # passes -Zsanitizer, which stable rustc refuses unless RUSTC_BOOTSTRAP=1), debug assertions and overflow checks on, and fuzz/src/lib.rs's allocation guard in
@@ -23,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 secs="${1:-60}"
 [[ "$secs" =~ ^[0-9]+$ ]] || die "SECONDS must be a whole number, got '$secs'"
-targets=(inspect_bytes inspect_wheel recipe_parse tar_extract results_xml)
+targets=(inspect_bytes inspect_wheel recipe_parse tar_extract results_xml release_files)
 flags=(--sanitizer none --debug-assertions)
 # Memory limit for one input, in MiB; the same figure as fuzz/src/lib.rs's LIMIT.
 rss_limit_mb=2048

@@ -118,12 +118,20 @@ fn check_prefix(base: &Path) {
         .collect();
     names.sort();
     names.retain(|n| n != ".rocforge-install-prefix.lock");
-    assert_eq!(names, ["outside", "prefix"], "something was written beside the prefix");
+    assert_eq!(
+        names,
+        ["outside", "prefix"],
+        "something was written beside the prefix"
+    );
     let outside: Vec<_> = std::fs::read_dir(base.join("outside"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(outside.len(), 1, "something was written outside: {outside:?}");
+    assert_eq!(
+        outside.len(),
+        1,
+        "something was written outside: {outside:?}"
+    );
     assert_eq!(
         std::fs::read(base.join("outside/victim")).unwrap(),
         b"victim",
@@ -163,7 +171,9 @@ fuzz_target!(|data: &[u8]| {
     let pristine = std::fs::read_dir(&prefix)
         .map(|d| d.count() == 1)
         .unwrap_or(false)
-        && std::fs::read_dir(&base).map(|d| d.count() <= 3).unwrap_or(false);
+        && std::fs::read_dir(&base)
+            .map(|d| d.count() <= 3)
+            .unwrap_or(false);
     if !pristine {
         fresh_prefix(&base);
     }

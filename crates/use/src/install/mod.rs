@@ -527,7 +527,7 @@ fn load_index_as(
 }
 
 /// The index's JSON, its fields checked ([`check_index`]), its dates valid and not expired.
-fn parse_index(bytes: &[u8], shown: &str) -> Result<Index, InstallError> {
+pub fn parse_index(bytes: &[u8], shown: &str) -> Result<Index, InstallError> {
     // The path names the artifact a typed value refused (`artifacts[3]: "…" is not a content
     // key`), which serde's own message leaves out.
     let index: Index =

@@ -5,7 +5,7 @@
 //! runtime) run here, so `install --dry-run` refuses what the install would. [`super::execute`]
 //! carries a plan out.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use reqwest::Url;
@@ -378,30 +378,42 @@ pub fn resolve<'a>(
 ) -> Result<Vec<&'a Artifact>, InstallError> {
     let mut order: Vec<&Artifact> = Vec::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
-    fn visit<'a>(
-        index: &'a Index,
-        a: &'a Artifact,
-        order: &mut Vec<&'a Artifact>,
-        seen: &mut BTreeSet<&'a str>,
-    ) -> Result<(), InstallError> {
-        if !seen.insert(&a.key) {
+    // The first tarball under each key, as a search of the index in order would find it.
+    let mut by_key: BTreeMap<&str, &Artifact> = BTreeMap::new();
+    for a in index.artifacts.iter().filter(|a| a.kind.is_tarball()) {
+        by_key.entry(a.key.as_str()).or_insert(a);
+    }
+    // Depth first, dependencies before dependents, on a stack of our own: an index comes from
+    // outside, and its chain of dependencies may be as long as the index is big.
+    let visit = |root: &'a Artifact,
+                 order: &mut Vec<&'a Artifact>,
+                 seen: &mut BTreeSet<&'a str>|
+     -> Result<(), InstallError> {
+        if !seen.insert(&root.key) {
             return Ok(());
         }
-        for d in &a.depends {
-            let dep = index
-                .artifacts
-                .iter()
-                .find(|x| x.key == d.key && x.kind.is_tarball())
-                .ok_or_else(|| InstallError::MissingDependency {
+        let mut stack: Vec<(&'a Artifact, usize)> = vec![(root, 0)];
+        while let Some((a, next)) = stack.last_mut() {
+            let a: &'a Artifact = a;
+            let Some(d) = a.depends.get(*next) else {
+                order.push(a);
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let dep = by_key.get(d.key.as_str()).copied().ok_or_else(|| {
+                InstallError::MissingDependency {
                     artifact: extract::shown(&a.url),
                     dependency: d.name.to_string(),
                     key: d.key.to_string(),
-                })?;
-            visit(index, dep, order, seen)?;
+                }
+            })?;
+            if seen.insert(&dep.key) {
+                stack.push((dep, 0));
+            }
         }
-        order.push(a);
         Ok(())
-    }
+    };
     for c in components {
         // Wheels are pip's to install; a kind of a newer index is nobody's here.
         let candidates: Vec<&Artifact> = index
@@ -452,7 +464,7 @@ pub fn resolve<'a>(
                     .map(str::to_string),
             });
         };
-        visit(index, best, &mut order, &mut seen)?;
+        visit(best, &mut order, &mut seen)?;
     }
     Ok(order)
 }
@@ -483,5 +495,67 @@ fn origin(u: &Url) -> String {
             None => format!("{}://{h}", u.scheme()),
         },
         None => format!("{}://", u.scheme()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: usize) -> String {
+        format!("{i:064x}")
+    }
+
+    /// `n` artifacts, each depending on the next: a chain as long as an index may hold.
+    fn chain(n: usize) -> Index {
+        let artifacts: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                let depends = if i + 1 < n {
+                    serde_json::json!([{ "name": format!("c{}", i + 1), "key": key(i + 1) }])
+                } else {
+                    serde_json::json!([])
+                };
+                serde_json::json!({
+                    "name": format!("c{i}"), "version": "1", "release": "debian-6.4",
+                    "targets": ["gfx90c"], "key": key(i), "url": format!("c{i}.tar.zst"),
+                    "size": 1, "installed_size": 1, "sha256": "a".repeat(64), "depends": depends,
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema": "rocforge.index/1", "issued": "2026-01-01T00:00:00Z",
+            "expires": "2099-01-01T00:00:00Z", "artifacts": artifacts,
+        }))
+        .unwrap()
+    }
+
+    /// An index is input from outside: a chain of dependencies as deep as the largest index
+    /// read holds resolves, dependencies first, without running out of stack or searching the
+    /// index once per dependency.
+    #[test]
+    fn a_chain_of_dependencies_as_deep_as_an_index_holds_resolves() {
+        let n = 40_000;
+        let index = chain(n);
+        let bytes = serde_json::to_vec(&index).unwrap().len() as u64;
+        assert!(
+            bytes <= crate::package::index::MAX_INDEX_BYTES,
+            "{bytes} bytes"
+        );
+        let order = resolve(&index, &["c0".to_string()], &[]).unwrap();
+        assert_eq!(order.len(), n);
+        assert_eq!(order[0].name.as_str(), format!("c{}", n - 1));
+        assert_eq!(order[n - 1].name.as_str(), "c0");
+    }
+
+    /// A cycle (which no index rocforge writes has) ends: each artifact once, the one asked
+    /// for last.
+    #[test]
+    fn a_cycle_of_dependencies_ends() {
+        let mut index = chain(3);
+        index.artifacts[2].depends = index.artifacts[1].depends.clone();
+        index.artifacts[2].depends[0].key = index.artifacts[0].key.clone();
+        let order = resolve(&index, &["c0".to_string()], &[]).unwrap();
+        let names: Vec<&str> = order.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["c2", "c1", "c0"]);
     }
 }
