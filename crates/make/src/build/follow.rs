@@ -271,7 +271,7 @@ pub struct Tracker {
     samples: std::collections::VecDeque<(Instant, u64)>,
     /// The last step line: when, and the count it gave.
     last_step: Option<(Instant, u64)>,
-    /// The last stretch of at least [`SAMPLE_EVERY`] without a step line (one step that ran
+    /// The last stretch of at least [`LONG_STEP`] without a step line (one step that ran
     /// long): (began, ended, the count it held).
     quiet: Option<(Instant, Instant, u64)>,
     percent: Option<u8>,
@@ -302,8 +302,10 @@ impl Tracker {
         match parse(line) {
             Some(Mark::Phase(p)) => self.set_phase(p, now),
             Some(Mark::Steps { done, total }) => {
+                // Only a long stretch is kept: a minute's wait for the next compile soon after
+                // it must not replace it while it still spans the rate's window.
                 if let Some((t, d)) = self.last_step
-                    && now.duration_since(t) >= SAMPLE_EVERY
+                    && now.duration_since(t) >= LONG_STEP
                 {
                     self.quiet = Some((t, now, d));
                 }
@@ -377,7 +379,6 @@ impl Tracker {
         if let Some((began, ended, held)) = self.quiet
             && now.duration_since(began) >= window
             && now.duration_since(ended) < window
-            && ended.duration_since(began) >= LONG_STEP
             && now.duration_since(ended) >= SAMPLE_EVERY
             && done.saturating_sub(held) >= STEPS_AFTER_LONG
         {
@@ -681,6 +682,32 @@ mod tests {
         assert!(
             (1_900..=2_300).contains(&left),
             "421 steps left at 5 s each: {left}"
+        );
+    }
+
+    /// rocBLAS as it ran (2026-12-07): after Tensile's library the first compiles came with
+    /// a minute or two between them (the line said "~17h31m left" for what took about an
+    /// hour), and a gap of a minute after the long step must not make the estimate forget it.
+    #[test]
+    fn a_short_gap_after_a_long_step_does_not_hide_it() {
+        let t0 = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new("rocblas", t0, Estimate::new(None, 0.7, 2));
+        t.line("==> build", at(0));
+        t.line("[1/483] Generating prototypes", at(20));
+        t.line("[2/483] Generating Tensile libraries", at(120));
+        t.line("[3/483] compiled", at(1500));
+        t.line("[4/483] compiled", at(1620));
+        for k in 1..=9 {
+            t.line(&format!("[{}/483] compiled", 4 + k), at(1620 + 10 * k));
+        }
+        let s = t.status(at(1780));
+        assert_eq!(s.estimate_from, Some(EstimateFrom::Steps));
+        let left = s.eta_s.unwrap();
+        // 10 steps in the 280 s since the long one ended: 470 left at 28 s each.
+        assert!(
+            (11_000..=15_000).contains(&left),
+            "470 steps left at about 28 s each: {left}"
         );
     }
 
