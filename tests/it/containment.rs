@@ -1330,6 +1330,75 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
     }
 }
 
+/// A tarball of one empty file 1,100 directories deep (7.5 KB) left, before the limit, a
+/// staging directory std's removal could not remove (one open descriptor per level), and every
+/// later install into that prefix failed on it. Refused from the manifest, before anything is
+/// written.
+#[test]
+fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written() {
+    let fx = Fx::new();
+    let deep = format!("{}f", "a/".repeat(1100));
+    let mut long = tar::Header::new_gnu();
+    long.set_entry_type(tar::EntryType::GNULongName);
+    long.set_size(deep.len() as u64 + 1);
+    long.set_mode(0o644);
+    long.set_cksum();
+    let mut name = deep.clone().into_bytes();
+    name.push(0);
+    let tool = Tarball::new(
+        "tool",
+        vec![file(&deep, b"")],
+        vec![(long, name), e_file("x", b"")],
+    );
+    let rel = fx.release("rel", &[tool]);
+    std::fs::create_dir_all(fx.prefix()).unwrap();
+    let from = rel.display().to_string();
+    let args = [
+        "install",
+        "tool",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &from,
+        "--prefix",
+        &fx.p(),
+    ];
+    let err = fx.fails(&args);
+    assert!(
+        err.contains(
+            "the manifest lists a path 1100 directories deep; an install tree is at most 64"
+        ),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(fx.prefix()).unwrap().count(), 0);
+    let beside: Vec<_> = std::fs::read_dir(fx.prefix().parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(beside.is_empty(), "staging left behind: {beside:?}");
+    // The prefix still takes an install.
+    let ok = Tarball::new(
+        "ok",
+        vec![file("lib/libok.so", b"k")],
+        vec![e_file("lib/libok.so", b"k")],
+    );
+    let rel2 = fx.release("rel2", &[ok]);
+    let from2 = rel2.display().to_string();
+    fx.ok(&[
+        "install",
+        "ok",
+        "--arch",
+        "gfx90c",
+        "--from",
+        &from2,
+        "--prefix",
+        &fx.p(),
+    ]);
+    assert!(fx.prefix().join("lib/libok.so").is_file());
+    fx.outside_intact();
+}
+
 /// A file whose path in the prefix would pass PATH_MAX (a deep path in the tarball, each name
 /// within NAME_MAX): extraction works relative to a directory and could write it, but uninstall
 /// removes files by their full path and would leave it behind, owned by nothing. Refused at

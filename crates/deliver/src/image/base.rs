@@ -148,24 +148,27 @@ impl Base {
             } else {
                 r
             };
-            let mut ar = tar::Archive::new(plain);
-            let bad = |e: io::Error| ImageError::Base {
-                reference: self.name.clone(),
-                message: format!("its layer {} is not a readable tar: {e}", l.digest),
-            };
-            for e in ar.entries().map_err(bad)? {
-                let e = e.map_err(bad)?;
-                let path = e.path().map_err(bad)?;
+            let mut found = false;
+            crate::package::extract::visit_entries(plain, &l.digest, |path, _| {
+                use std::os::unix::ffi::OsStrExt;
+                let path = Path::new(std::ffi::OsStr::from_bytes(path));
                 let in_lib = path.components().any(|c| {
                     c.as_os_str() == "lib"
                         || c.as_os_str().to_string_lossy().ends_with("-linux-gnu")
                 });
-                if in_lib
-                    && let Some(name) = path.file_name().and_then(|n| n.to_str())
-                    && visit(&path, name, &l.digest)
-                {
-                    return Ok(());
-                }
+                found = in_lib
+                    && path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|name| visit(path, name, &l.digest));
+                Ok(found)
+            })
+            .map_err(|e| ImageError::Base {
+                reference: self.name.clone(),
+                message: format!("its layer {} is not a readable tar: {e}", l.digest),
+            })?;
+            if found {
+                return Ok(());
             }
         }
         Ok(())

@@ -526,7 +526,9 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, PackageError> {
         path: path.display().to_string(),
         reason,
     };
-    let mut entries = ar.entries().map_err(io(path))?;
+    // Raw: the manifest is the first entry under its own short name, and the tar crate would
+    // read a long name or PAX header before it whole into memory, whatever size it declares.
+    let mut entries = ar.entries().map_err(io(path))?.raw(true);
     let mut first = entries
         .next()
         .ok_or_else(|| bad("the tarball is empty".into()))?

@@ -39,6 +39,12 @@ pub const DEFAULT_MAX_BYTES: u64 = 256 << 30;
 /// ROCm tree are a few hundred bytes, and anything beyond this is a memory bomb.
 pub const MAX_EXTENSION_BYTES: u64 = 64 << 10;
 
+/// The most directories a path in an install tree may be below its top: ROCm's deepest are about
+/// a dozen. A deeper tree costs an open directory per level to walk and remove (std's recursive
+/// removal runs out of descriptors near a thousand), so a tarball of one deep empty file could
+/// leave a staging directory no later command can remove.
+pub const MAX_DEPTH: usize = 64;
+
 pub use crate::redact::shown;
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +121,31 @@ pub fn extract(
         manifest,
         entries: out,
     })
+}
+
+/// Calls `visit` with every entry of the tar stream `reader` that is not an extension header,
+/// and its full path (a GNU long name's or PAX path's, read here and capped at
+/// [`MAX_EXTENSION_BYTES`], else the header's own), until it returns true. For tar streams
+/// from outside that are read rather than extracted (an image's layers): the tar crate's own
+/// iterator reads those headers whole into memory, whatever size they declare.
+pub fn visit_entries<R: Read>(
+    reader: R,
+    shown_as: &str,
+    mut visit: impl FnMut(&[u8], &mut tar::Entry<'_, R>) -> io::Result<bool>,
+) -> Result<(), ExtractError> {
+    let names = Names::new(shown_as);
+    let mut ar = tar::Archive::new(reader);
+    let mut entries = ar.entries().map_err(|e| names.corrupt(e))?.raw(true);
+    while let Some(mut next) = next_entry(&mut entries, &names)? {
+        let path = match next.name.take() {
+            Some(long) => long,
+            None => next.entry.path_bytes().into_owned(),
+        };
+        if visit(&path, &mut next.entry).map_err(|e| names.corrupt(e))? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// How one tarball is named in its errors: as given when tar cannot read the stream, escaped
@@ -232,6 +263,15 @@ impl Expected {
                     "the manifest lists a path that is absolute, climbs with .., or is not normalized",
                 ));
             };
+            let depth = p.matches('/').count();
+            if depth > MAX_DEPTH {
+                return Err(names.unsafe_(
+                    &f.path,
+                    &format!(
+                        "the manifest lists a path {depth} directories deep; an install tree is at most {MAX_DEPTH}"
+                    ),
+                ));
+            }
             if has_reserved(&p) {
                 return Err(names.unsafe_(
                     &f.path,
