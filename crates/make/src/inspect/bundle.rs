@@ -328,13 +328,13 @@ pub fn parse_compressed(data: &[u8], base: u64) -> Result<(Bundle, usize), At> {
     Ok((bundle, end))
 }
 
+/// Where the next bundle of either kind starts. One pass that stops at the first: searching for
+/// each magic to the end of the data made a run of v1 bundles, none of the other kind, quadratic
+/// (1.7 MB of 54-byte bundles took 24 s).
 fn next_magic(data: &[u8], from: usize) -> Option<usize> {
     let hay = data.get(from..)?;
-    let find = |needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
-    [find(MAGIC), find(CCOB_MAGIC)]
-        .into_iter()
-        .flatten()
-        .min()
+    (0..hay.len())
+        .find(|&i| hay[i..].starts_with(MAGIC) || hay[i..].starts_with(CCOB_MAGIC))
         .map(|p| p + from)
 }
 
@@ -409,6 +409,21 @@ pub fn walk(data: &[u8], base: u64) -> (Vec<Bundle>, Option<At>) {
 
 #[cfg(test)]
 mod tests {
+
+    /// The next bundle is the first magic of either kind, wherever the other kind is.
+    #[test]
+    fn the_next_bundle_is_the_nearest_magic_of_either_kind() {
+        let mut data = b"CCOBxxxx".to_vec();
+        data.extend_from_slice(b"yyCCOB");
+        data.extend_from_slice(MAGIC);
+        assert_eq!(next_magic(&data, 4), Some(10));
+        assert_eq!(next_magic(&data, 11), Some(14));
+        assert_eq!(next_magic(&data, 15), None);
+        assert_eq!(next_magic(&data, data.len() + 1), None);
+        let tail = data.len() - 3;
+        assert_eq!(next_magic(&data, tail), None);
+    }
+
     use super::*;
 
     #[test]
