@@ -376,51 +376,54 @@ pub fn resolve<'a>(
     components: &[String],
     targets: &[TargetId],
 ) -> Result<Vec<&'a Artifact>, InstallError> {
-    let mut order: Vec<&Artifact> = Vec::new();
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    // The first tarball under each key, as a search of the index in order would find it.
-    let mut by_key: BTreeMap<&str, &Artifact> = BTreeMap::new();
-    for a in index.artifacts.iter().filter(|a| a.kind.is_tarball()) {
-        by_key.entry(a.key.as_str()).or_insert(a);
-    }
-    // Depth first, dependencies before dependents, on a stack of our own: an index comes from
-    // outside, and its chain of dependencies may be as long as the index is big.
-    let visit = |root: &'a Artifact,
-                 order: &mut Vec<&'a Artifact>,
-                 seen: &mut BTreeSet<&'a str>|
-     -> Result<(), InstallError> {
-        if !seen.insert(&root.key) {
-            return Ok(());
-        }
-        let mut stack: Vec<(&'a Artifact, usize)> = vec![(root, 0)];
-        while let Some((a, next)) = stack.last_mut() {
-            let a: &'a Artifact = a;
-            let Some(d) = a.depends.get(*next) else {
-                order.push(a);
-                stack.pop();
-                continue;
-            };
-            *next += 1;
-            let dep = by_key.get(d.key.as_str()).copied().ok_or_else(|| {
-                InstallError::MissingDependency {
-                    artifact: extract::shown(&a.url),
-                    dependency: d.name.to_string(),
-                    key: d.key.to_string(),
-                }
-            })?;
-            if seen.insert(&dep.key) {
-                stack.push((dep, 0));
-            }
-        }
-        Ok(())
-    };
-    for c in components {
+    Resolver::new(index).resolve(components, targets)
+}
+
+/// An index's tarballs by name and by content key, made once for any number of resolutions:
+/// an index comes from outside, and one search of it per dependency or per request made a
+/// large one quadratic.
+pub struct Resolver<'a> {
+    index: &'a Index,
+    /// Tarballs by name, in index order.
+    by_name: BTreeMap<&'a str, Vec<&'a Artifact>>,
+    /// The first tarball under each key, as a search of the index in order would find it.
+    by_key: BTreeMap<&'a str, &'a Artifact>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(index: &'a Index) -> Resolver<'a> {
+        let mut by_name: BTreeMap<&str, Vec<&Artifact>> = BTreeMap::new();
+        let mut by_key: BTreeMap<&str, &Artifact> = BTreeMap::new();
         // Wheels are pip's to install; a kind of a newer index is nobody's here.
-        let candidates: Vec<&Artifact> = index
-            .artifacts
-            .iter()
-            .filter(|a| &a.name == c && a.kind.is_tarball())
-            .collect();
+        for a in index.artifacts.iter().filter(|a| a.kind.is_tarball()) {
+            by_name.entry(a.name.as_str()).or_default().push(a);
+            by_key.entry(a.key.as_str()).or_insert(a);
+        }
+        Resolver {
+            index,
+            by_name,
+            by_key,
+        }
+    }
+
+    /// As [`resolve`].
+    pub fn resolve(
+        &self,
+        components: &[String],
+        targets: &[TargetId],
+    ) -> Result<Vec<&'a Artifact>, InstallError> {
+        let mut order: Vec<&Artifact> = Vec::new();
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for c in components {
+            let best = self.best(c, targets)?;
+            self.visit(best, &mut order, &mut seen)?;
+        }
+        Ok(order)
+    }
+
+    /// The newest tarball of `c` for exactly `targets`, else for a superset of them.
+    fn best(&self, c: &str, targets: &[TargetId]) -> Result<&'a Artifact, InstallError> {
+        let candidates: &[&Artifact] = self.by_name.get(c).map_or(&[], Vec::as_slice);
         let sorted = |a: &Artifact| {
             let mut t = a.targets.clone();
             t.sort();
@@ -440,12 +443,10 @@ pub fn resolve<'a>(
         } else {
             exact
         };
-        let best = pool
-            .into_iter()
-            .max_by(|a, b| version_tuple(&a.version).cmp(&version_tuple(&b.version)));
-        let Some(best) = best else {
-            return Err(InstallError::NotInIndex {
-                component: c.clone(),
+        pool.into_iter()
+            .max_by(|a, b| version_tuple(&a.version).cmp(&version_tuple(&b.version)))
+            .ok_or_else(|| InstallError::NotInIndex {
+                component: c.to_string(),
                 targets: if targets.is_empty() {
                     "any target".into()
                 } else {
@@ -458,15 +459,49 @@ pub fn resolve<'a>(
                 near: candidates
                     .is_empty()
                     .then(|| {
-                        crate::diag::suggest(c, index.artifacts.iter().map(|a| a.name.as_str()))
+                        crate::diag::suggest(
+                            c,
+                            self.index.artifacts.iter().map(|a| a.name.as_str()),
+                        )
                     })
                     .flatten()
                     .map(str::to_string),
-            });
-        };
-        visit(best, &mut order, &mut seen)?;
+            })
     }
-    Ok(order)
+
+    /// `root` after its dependencies, depth first, on a stack of our own: an index's chain of
+    /// dependencies may be as long as the index is big.
+    fn visit(
+        &self,
+        root: &'a Artifact,
+        order: &mut Vec<&'a Artifact>,
+        seen: &mut BTreeSet<&'a str>,
+    ) -> Result<(), InstallError> {
+        if !seen.insert(&root.key) {
+            return Ok(());
+        }
+        let mut stack: Vec<(&'a Artifact, usize)> = vec![(root, 0)];
+        while let Some((a, next)) = stack.last_mut() {
+            let a: &'a Artifact = a;
+            let Some(d) = a.depends.get(*next) else {
+                order.push(a);
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let dep = self.by_key.get(d.key.as_str()).copied().ok_or_else(|| {
+                InstallError::MissingDependency {
+                    artifact: extract::shown(&a.url),
+                    dependency: d.name.to_string(),
+                    key: d.key.to_string(),
+                }
+            })?;
+            if seen.insert(&dep.key) {
+                stack.push((dep, 0));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The host's glibc version (`gnu_get_libc_version`), None on other C libraries.

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::plan::Resolver;
 use super::receipt::Receipt;
-use super::{InstallError, Request, RuntimeCheck, resolve};
+use super::{InstallError, Request, RuntimeCheck};
 use crate::package::index::{Artifact, Index};
 
 /// Names directories (`:`-separated) to look for the HIP runtime in, instead of the ld.so cache,
@@ -215,6 +216,9 @@ fn on_host(chosen: &[&Artifact], needy: &[String]) -> Result<String, String> {
     ))
 }
 
+/// The most HIP runtime providers of an index considered (by name, in order).
+const MAX_PROVIDERS: usize = 64;
+
 /// The index's HIP runtime providers, each resolved with its dependencies (dependencies
 /// first): those for `targets` first, else any.
 fn providers<'a>(index: &'a Index, targets: &[crate::arch::TargetId]) -> Vec<Vec<&'a Artifact>> {
@@ -226,12 +230,17 @@ fn providers<'a>(index: &'a Index, targets: &[crate::arch::TargetId]) -> Vec<Vec
         .collect();
     names.sort();
     names.dedup();
+    let resolver = Resolver::new(index);
+    // An index names one or two providers; a hostile one naming thousands, each needing a long
+    // chain, would make this quadratic.
     names
         .into_iter()
+        .take(MAX_PROVIDERS)
         .filter_map(|n| {
             let one = std::slice::from_ref(&n);
-            resolve(index, one, targets)
-                .or_else(|_| resolve(index, one, &[]))
+            resolver
+                .resolve(one, targets)
+                .or_else(|_| resolver.resolve(one, &[]))
                 .ok()
         })
         .collect()
