@@ -44,7 +44,10 @@ impl SourceFile {
     }
 }
 
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+/// The largest char boundary of `s` at or below `i` (`str::floor_char_boundary`, not stable
+/// at the crate's minimum Rust): where text from outside may be cut without a panic.
+pub fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
     }
@@ -277,4 +280,21 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
     suggest(word, candidates).map(|c| format!("did you mean \"{c}\"?"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::floor_char_boundary;
+
+    /// Text from outside is cut where a character ends, never inside one (`&s[..300]` on a
+    /// test name printed by a client panicked: "byte index 300 is not a char boundary").
+    #[test]
+    fn text_is_cut_where_a_character_ends() {
+        let s = format!("{}é", "a".repeat(299));
+        assert!(!s.is_char_boundary(300));
+        assert_eq!(floor_char_boundary(&s, 300), 299);
+        assert_eq!(floor_char_boundary(&s, 301), 301);
+        assert_eq!(floor_char_boundary(&s, 10_000), s.len());
+        assert_eq!(floor_char_boundary("", 3), 0);
+    }
 }

@@ -125,10 +125,14 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Bundle, LoadError> {
         path: what.to_string(),
         why,
     };
-    let b: Bundle = serde_json::from_slice(bytes).map_err(|e| err(e.to_string()))?;
+    let mut b: Bundle = serde_json::from_slice(bytes).map_err(|e| err(e.to_string()))?;
     if !crate::testrun::bundle::RESULTS_SCHEMAS_READ.contains(&b.schema.as_str()) {
         return Err(err(format!("unknown schema \"{}\"", b.schema)));
     }
+    // The counts are what the tests say, as `rocforge test` wrote them: a bundle from outside
+    // cannot claim others (or counts that overflow when a report adds them up).
+    b.summary = Summary::of(b.tests.iter().map(|t| t.outcome));
+    b.classes = crate::testrun::bundle::classes(&b.tests);
     Ok(b)
 }
 
@@ -376,5 +380,29 @@ mod tests {
         v["schema"] = "rocforge.results/9".into();
         let e = super::parse(v.to_string().as_bytes(), "future.json").unwrap_err();
         assert!(e.why.contains("rocforge.results/9"), "{}", e.why);
+    }
+
+    /// A bundle's counts are its tests': one that claims more (here, counts that overflowed
+    /// when a report added them: "attempt to add with overflow") is read with the true ones.
+    #[test]
+    fn a_bundle_is_counted_by_its_tests_not_by_its_summary() {
+        let b = bundle(
+            ("rocsparse", "3.4.0", &"a".repeat(64)),
+            "gfx90c",
+            ("laptop", "gfx90c"),
+            false,
+            &[
+                ("P.a", "passed", None),
+                ("P.b", "failed", Some("assertion")),
+            ],
+        );
+        let mut v = serde_json::to_value(&b).unwrap();
+        v["summary"]["failed"] = u64::MAX.into();
+        v["summary"]["hung"] = 1.into();
+        v["classes"]["assertion"] = u64::MAX.into();
+        let read = super::parse(v.to_string().as_bytes(), "claims.json").unwrap();
+        assert_eq!(read.summary, b.summary);
+        assert_eq!((read.summary.failures(), read.summary.passed), (1, 1));
+        assert_eq!(read.classes, b.classes);
     }
 }

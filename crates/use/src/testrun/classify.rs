@@ -327,11 +327,7 @@ fn join(lines: &[String]) -> String {
     for l in lines {
         // Very long lines (a dumped matrix) are cut: an excerpt proves, it does not archive.
         if l.len() > 400 {
-            let mut cut = 400;
-            while !l.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            s += &l[..cut];
+            s += &l[..crate::diag::floor_char_boundary(l, 400)];
             s += " …";
         } else {
             s += l;

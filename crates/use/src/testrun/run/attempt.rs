@@ -166,7 +166,8 @@ fn start_client(
         "# rocforge: shard {shard} attempt {attempt}: {} {}",
         spec.client.display(),
         args.iter()
-            .map(|a| crate::process::shell_quote(if a.len() > 300 { &a[..300] } else { a }))
+            // Cut where a character ends: the filter holds test names the client printed.
+            .map(|a| crate::process::shell_quote(&a[..crate::diag::floor_char_boundary(a, 300)]))
             .collect::<Vec<_>>()
             .join(" ")
     );
