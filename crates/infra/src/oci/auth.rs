@@ -1,5 +1,7 @@
 //! Bearer challenges (RFC 7235) and the tokens they lead to.
 
+use std::io::Read;
+
 use reqwest::blocking::Client;
 
 /// The auth-params of a `Bearer k=v, k="quoted, with commas"` challenge (RFC 7235): a quoted
@@ -60,6 +62,10 @@ pub fn challenge_params(challenge: &str) -> Option<Vec<(String, String)>> {
     }
 }
 
+/// The most of a token server's reply read: a token is a few KiB, and the realm is whatever
+/// the registry's challenge names. A longer reply is cut, fails to parse, and gives no token.
+const MAX_TOKEN_REPLY: u64 = 1 << 20;
+
 /// Follows a `Bearer realm="…",service="…",scope="…"` challenge for an anonymous token.
 pub(super) fn anonymous_token(client: &Client, challenge: &str) -> Option<String> {
     let mut realm = None;
@@ -73,7 +79,7 @@ pub(super) fn anonymous_token(client: &Client, challenge: &str) -> Option<String
     }
     let url = reqwest::Url::parse_with_params(&realm?, &query).ok()?;
     let resp = client.get(url).send().ok()?;
-    let v: serde_json::Value = serde_json::from_reader(resp).ok()?;
+    let v: serde_json::Value = serde_json::from_reader(resp.take(MAX_TOKEN_REPLY)).ok()?;
     v.get("token")
         .or_else(|| v.get("access_token"))?
         .as_str()
@@ -106,7 +112,7 @@ pub(super) fn token_for(
     if !resp.status().is_success() {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_reader(resp).ok()?;
+    let v: serde_json::Value = serde_json::from_reader(resp.take(MAX_TOKEN_REPLY)).ok()?;
     v.get("token")
         .or_else(|| v.get("access_token"))?
         .as_str()

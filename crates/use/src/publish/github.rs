@@ -5,12 +5,19 @@
 //! another release under the same tag: refused before anything is uploaded.
 //! The token goes only into the Authorization header: never into URLs, messages or logs.
 
+use std::io::Read;
 use std::path::PathBuf;
 
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 
 use super::{Outcome, PublishError};
+
+/// The most of a GitHub API answer read: a release with its assets is a few KiB to a few MiB.
+/// A longer one is cut and fails to parse, with the reason.
+const MAX_REPLY: u64 = 16 << 20;
+/// The most of an error answer read, for its message.
+const MAX_ERROR_REPLY: u64 = 64 << 10;
 
 pub struct GitHub {
     client: Client,
@@ -86,7 +93,7 @@ impl GitHub {
 
     fn fail(what: &str, resp: Response) -> PublishError {
         let status = resp.status().as_u16();
-        let message = serde_json::from_reader::<_, serde_json::Value>(resp)
+        let message = serde_json::from_reader::<_, serde_json::Value>(resp.take(MAX_ERROR_REPLY))
             .ok()
             .and_then(|v| v["message"].as_str().map(crate::redact::server_text))
             .unwrap_or_default();
@@ -98,7 +105,7 @@ impl GitHub {
     }
 
     fn json(what: &str, resp: Response) -> Result<serde_json::Value, PublishError> {
-        serde_json::from_reader(resp).map_err(|e| PublishError::Unreachable {
+        serde_json::from_reader(resp.take(MAX_REPLY)).map_err(|e| PublishError::Unreachable {
             what: what.into(),
             message: format!("unreadable answer: {e}"),
         })
