@@ -171,12 +171,16 @@ pub struct Pumped {
     pump: std::thread::JoinHandle<()>,
 }
 
+/// The longest piece of output [`Pumped`] hands on as one line; with its channel of 4,096
+/// lines, what waits to be read is at most 64 MiB.
+pub const MAX_LINE: u64 = 16 << 10;
+
 impl Pumped {
     /// Starts `cmd` (its process group, environment and the like already set) with stdout and
     /// stderr into one pipe. `cmd` is consumed: its copies of the pipe's write end must go, or
     /// the end of the output never comes.
     pub fn spawn(mut cmd: std::process::Command) -> std::io::Result<Pumped> {
-        use std::io::BufRead;
+        use std::io::{BufRead, Read};
         let pipe =
             |e: std::io::Error| std::io::Error::new(e.kind(), format!("creating a pipe: {e}"));
         let (reader, writer) = std::io::pipe().map_err(pipe)?;
@@ -189,7 +193,9 @@ impl Pumped {
             let mut r = std::io::BufReader::with_capacity(1 << 16, reader);
             loop {
                 let mut line = Vec::new();
-                match r.read_until(b'\n', &mut line) {
+                // A line longer than this comes in pieces: a client printing without a
+                // newline (progress dots, a dumped matrix) must not grow one without end.
+                match (&mut r).take(MAX_LINE).read_until(b'\n', &mut line) {
                     Ok(0) | Err(_) => break,
                     Ok(_) if tx.send(line).is_err() => break,
                     Ok(_) => {}
@@ -276,4 +282,39 @@ pub fn on_path(tool: &str) -> bool {
 /// runs.
 pub fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 3 MB without a newline comes through whole, in pieces no longer than [`MAX_LINE`].
+    #[test]
+    fn output_without_newlines_comes_in_bounded_pieces() {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
+        ]);
+        let mut p = Pumped::spawn(cmd).unwrap();
+        let mut total = 0usize;
+        let mut longest = 0usize;
+        let mut last = Vec::new();
+        loop {
+            match p.next(std::time::Duration::from_secs(60)) {
+                Heard::Line(l) => {
+                    total += l.len();
+                    longest = longest.max(l.len());
+                    last = l;
+                }
+                Heard::Closed => break,
+                Heard::Silent => panic!("no output for a minute"),
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        p.wait_until(deadline, &|_| {}).unwrap();
+        assert_eq!(total, 3_000_000 + 1 + 4);
+        assert_eq!(longest as u64, MAX_LINE);
+        assert_eq!(last, b"end\n");
+    }
 }
