@@ -186,6 +186,11 @@ pub struct Fetched {
     pub signature: Option<String>,
 }
 
+/// The most one SBOM or provenance document may be: a stack of 15,000 files is a few MiB.
+const MAX_DOCUMENT_BYTES: u64 = 16 << 20;
+/// The most the documents of one image's referrers may hold together.
+const MAX_DOCUMENTS_BYTES: u64 = 128 << 20;
+
 /// The referrers of `image_digest` that carry one of the documents: through the referrers
 /// API when the registry has it, else the fallback tag.
 pub fn read_from_image(remote: &Remote, image_digest: &str) -> Result<Vec<Fetched>, AttestError> {
@@ -203,10 +208,17 @@ pub fn read_from_image(remote: &Remote, image_digest: &str) -> Result<Vec<Fetche
         message: format!("the referrers list is not an image index: {e}"),
     })?;
     let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut held: u64 = 0;
     for d in &index.manifests {
         let Some(kind) = d.artifact_type.as_deref().and_then(Kind::of_media_type) else {
             continue;
         };
+        // A referrers list is the registry's word: the same document listed again is read
+        // once, and what all of them hold is capped before any is checked.
+        if !seen.insert(d.digest.as_str()) {
+            continue;
+        }
         let Some((_, bytes)) = remote.get_manifest(&d.digest)? else {
             return Err(AttestError::Registry {
                 reference: remote.repo.reference(&d.digest),
@@ -226,7 +238,17 @@ pub fn read_from_image(remote: &Remote, image_digest: &str) -> Result<Vec<Fetche
                 reference: remote.repo.reference(&d.digest),
                 message: format!("no {} layer", kind.media_type()),
             })?;
-        let document = remote.get_blob_bytes(&doc.digest, 16 << 20)?;
+        let document = remote.get_blob_bytes(&doc.digest, MAX_DOCUMENT_BYTES)?;
+        held += document.len() as u64;
+        if held > MAX_DOCUMENTS_BYTES {
+            return Err(AttestError::Registry {
+                reference: remote.repo.reference(&fallback_tag(image_digest)),
+                message: format!(
+                    "its referrers hold more than {} of documents, more than any image's SBOM and provenance; the list is not what rocforge pushes",
+                    crate::units::format_size(MAX_DOCUMENTS_BYTES)
+                ),
+            });
+        }
         let signature = match m.layers.iter().find(|l| l.media_type == SIGNATURE_TYPE) {
             Some(s) => Some(
                 String::from_utf8_lossy(&remote.get_blob_bytes(&s.digest, 64 << 10)?).into_owned(),
