@@ -158,7 +158,7 @@ fn trusted(
     let mut bundles = Vec::new();
     let mut verdicts = Vec::new();
     for p in pulled {
-        let results = std::fs::read(&p.results).map_err(|e| {
+        let results = crate::fsutil::read_regular(&p.results, share::MAX_RESULTS).map_err(|e| {
             Error::hinted(
                 format!("cannot read {}: {e}", p.results.display()),
                 "check free disk space and permissions",

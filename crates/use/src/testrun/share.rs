@@ -26,8 +26,12 @@ pub const JUNIT_XML: &str = "application/vnd.rocforge.junit.v1+xml";
 pub const TAG_PREFIX: &str = "results-";
 /// The bearer token an HTTP submission sends, when set.
 pub const TOKEN_ENV: &str = "ROCFORGE_SUBMIT_TOKEN";
-/// A results.json larger than this is refused when pulled (300,000 tests are ~60 MiB).
-const MAX_RESULTS: u64 = 1 << 30;
+/// A results.json larger than this is refused when pulled (300,000 tests are ~60 MiB): the
+/// same limit as for a results.json read from disk.
+pub const MAX_RESULTS: u64 = 256 << 20;
+/// What all the results pulled from one repository may add up to, on disk before any is
+/// trusted: a few hundred volunteers' runs of a few MiB each.
+const MAX_PULLED: u64 = 2 << 30;
 /// A minisign signature is a few hundred bytes; anything much larger is not one.
 const MAX_SIGNATURE: u64 = 64 << 10;
 
@@ -253,6 +257,7 @@ pub struct Pulled {
 pub fn pull_all(client: &Client, repo: &Repository, dir: &Path) -> Result<Vec<Pulled>, ShareError> {
     let remote = Remote::new(client.clone(), repo.clone());
     let mut out = Vec::new();
+    let mut pulled: u64 = 0;
     for tag in remote.list_tags()? {
         if !tag.starts_with(TAG_PREFIX) {
             continue;
@@ -281,6 +286,13 @@ pub fn pull_all(client: &Client, repo: &Repository, dir: &Path) -> Result<Vec<Pu
         let layer = &m.layers[at];
         if layer.size > MAX_RESULTS {
             return Err(invalid(format!("results.json is {} bytes", layer.size)));
+        }
+        pulled = pulled.saturating_add(layer.size);
+        if pulled > MAX_PULLED {
+            return Err(invalid(format!(
+                "the results up to this one add up to more than {}, the most one report pulls; pass the runs to report as files instead",
+                crate::units::format_size(MAX_PULLED)
+            )));
         }
         // `submit` pushes each file's signature as the layer right after it.
         let signature =
