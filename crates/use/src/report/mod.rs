@@ -241,34 +241,41 @@ impl<'a> Report<'a> {
     /// Native vs spoofed pairs: same component and machine device, one native, one spoofed.
     pub fn comparisons(&'a self) -> Vec<Comparison<'a>> {
         let mut out = Vec::new();
+        // Spoofed runs by what pairs them, so pairing is not every run against every run.
+        let mut spoofed: BTreeMap<_, Vec<&'a Row<'a>>> = BTreeMap::new();
+        for s in self.rows.iter().filter(|r| r.bundle.spoofed) {
+            spoofed
+                .entry((s.component, s.machine, s.device.as_str()))
+                .or_default()
+                .push(s);
+        }
         for n in self.rows.iter().filter(|r| !r.bundle.spoofed) {
-            for s in self.rows.iter().filter(|r| r.bundle.spoofed) {
-                if n.component == s.component && n.machine == s.machine && n.device == s.device {
-                    let status = |r: &'a Row<'a>| -> BTreeMap<&'a str, Outcome> {
-                        r.bundle
-                            .tests
-                            .iter()
-                            .map(|t| (t.name.as_str(), t.outcome))
-                            .collect()
-                    };
-                    let (ns, ss) = (status(n), status(s));
-                    let only_spoofed_fails = ss
+            let partners = spoofed.get(&(n.component, n.machine, n.device.as_str()));
+            for &s in partners.into_iter().flatten() {
+                let status = |r: &'a Row<'a>| -> BTreeMap<&'a str, Outcome> {
+                    r.bundle
+                        .tests
                         .iter()
-                        .filter(|(k, o)| o.is_failure() && ns.get(*k) == Some(&Outcome::Passed))
-                        .map(|(k, _)| *k)
-                        .collect();
-                    let only_native_fails = ns
-                        .iter()
-                        .filter(|(k, o)| o.is_failure() && ss.get(*k) == Some(&Outcome::Passed))
-                        .map(|(k, _)| *k)
-                        .collect();
-                    out.push(Comparison {
-                        native: n,
-                        spoofed: s,
-                        only_spoofed_fails,
-                        only_native_fails,
-                    });
-                }
+                        .map(|t| (t.name.as_str(), t.outcome))
+                        .collect()
+                };
+                let (ns, ss) = (status(n), status(s));
+                let only_spoofed_fails = ss
+                    .iter()
+                    .filter(|(k, o)| o.is_failure() && ns.get(*k) == Some(&Outcome::Passed))
+                    .map(|(k, _)| *k)
+                    .collect();
+                let only_native_fails = ns
+                    .iter()
+                    .filter(|(k, o)| o.is_failure() && ss.get(*k) == Some(&Outcome::Passed))
+                    .map(|(k, _)| *k)
+                    .collect();
+                out.push(Comparison {
+                    native: n,
+                    spoofed: s,
+                    only_spoofed_fails,
+                    only_native_fails,
+                });
             }
         }
         out
