@@ -221,6 +221,18 @@ fn e_dir(path: &str) -> (tar::Header, Vec<u8>) {
     )
 }
 
+/// A GNU long-name header giving the entry after it the name `path`.
+fn long_name(path: &str) -> (tar::Header, Vec<u8>) {
+    let mut long = tar::Header::new_gnu();
+    long.set_entry_type(tar::EntryType::GNULongName);
+    long.set_size(path.len() as u64 + 1);
+    long.set_mode(0o644);
+    long.set_cksum();
+    let mut name = path.as_bytes().to_vec();
+    name.push(0);
+    (long, name)
+}
+
 fn e_file(path: &str, data: &[u8]) -> (tar::Header, Vec<u8>) {
     (
         raw(
@@ -522,13 +534,6 @@ fn tar_extension_headers_are_capped_and_hostile_paths_shown_short() {
     let bomb = (h, vec![b'a'; 64 << 20]);
     // A path full of control characters and terminal escapes, 3000 bytes long.
     let nasty = format!("lib/{}", "\x1b[2J\r\x07".repeat(750));
-    let mut long = tar::Header::new_gnu();
-    long.set_entry_type(tar::EntryType::GNULongName);
-    long.set_size(nasty.len() as u64 + 1);
-    long.set_mode(0o644);
-    long.set_cksum();
-    let mut name_bytes = nasty.clone().into_bytes();
-    name_bytes.push(0);
     let cases: Vec<(&'static str, Vec<Entry>, &str)> = vec![
         (
             "bomb",
@@ -537,7 +542,7 @@ fn tar_extension_headers_are_capped_and_hostile_paths_shown_short() {
         ),
         (
             "escapes",
-            vec![(long, name_bytes), e_file("x", b"x")],
+            vec![long_name(&nasty), e_file("x", b"x")],
             "is not in the manifest",
         ),
     ];
@@ -1338,17 +1343,10 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
 fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written() {
     let fx = Fx::new();
     let deep = format!("{}f", "a/".repeat(1100));
-    let mut long = tar::Header::new_gnu();
-    long.set_entry_type(tar::EntryType::GNULongName);
-    long.set_size(deep.len() as u64 + 1);
-    long.set_mode(0o644);
-    long.set_cksum();
-    let mut name = deep.clone().into_bytes();
-    name.push(0);
     let tool = Tarball::new(
         "tool",
         vec![file(&deep, b"")],
-        vec![(long, name), e_file("x", b"")],
+        vec![long_name(&deep), e_file("x", b"")],
     );
     let rel = fx.release("rel", &[tool]);
     std::fs::create_dir_all(fx.prefix()).unwrap();
@@ -1407,17 +1405,10 @@ fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written
 fn a_path_beyond_path_max_in_the_prefix_is_refused_at_install() {
     let fx = Fx::new();
     let deep = format!("{}libtool.so.1", format!("{}/", "d".repeat(250)).repeat(17));
-    let mut long = tar::Header::new_gnu();
-    long.set_entry_type(tar::EntryType::GNULongName);
-    long.set_size(deep.len() as u64 + 1);
-    long.set_mode(0o644);
-    long.set_cksum();
-    let mut name = deep.clone().into_bytes();
-    name.push(0);
     let tool = Tarball::new(
         "tool",
         vec![file(&deep, b"t")],
-        vec![(long, name), e_file("x", b"t")],
+        vec![long_name(&deep), e_file("x", b"t")],
     );
     let rel = fx.release("rel", &[tool]);
     std::fs::create_dir_all(fx.prefix()).unwrap();
