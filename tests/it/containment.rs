@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -1164,6 +1164,51 @@ fn a_hostile_registry_can_neither_page_for_ever_nor_collect_credentials_for_anot
         "credentials went to another host: {asked:?}"
     );
     assert!(!err.contains("reg-secret-pw"), "{err}");
+}
+
+/// A registry's Bearer challenge names the token server (any URL): one that answers with a
+/// token that never ends is read up to a cap, gives no token, and the command fails on the
+/// registry's refusal at once, rather than holding the endless answer in memory.
+#[test]
+fn an_endless_token_answer_is_cut_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let token_port = listener.local_addr().unwrap().port();
+    let streamed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = streamed.clone();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let counted = counted.clone();
+            std::thread::spawn(move || {
+                let mut head = [0u8; 4096];
+                let _ = conn.read(&mut head);
+                let start = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"token\":\"";
+                if conn.write_all(start.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = vec![b'a'; 64 << 10];
+                while conn.write_all(&chunk).is_ok() {
+                    counted.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let challenge = format!(
+        "WWW-Authenticate: Bearer realm=\"http://127.0.0.1:{token_port}/token\",service=\"r\""
+    );
+    let (registry, asked) =
+        registry_server(move |_, _| (401, vec![challenge.clone()], "{}".into()));
+    let started = Instant::now();
+    let (code, err) = report_from(tmp.path(), &format!("oci://127.0.0.1:{registry}/x"));
+    assert_eq!(code, Some(1), "stopped with an error, not killed: {err}");
+    assert!(started.elapsed() < Duration::from_secs(50), "{err}");
+    assert!(!asked.lock().unwrap().is_empty());
+    // What the server managed to send before rocforge hung up: the cap and the socket buffers.
+    let sent = streamed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sent < 64 << 20,
+        "{sent} bytes were taken from the endless answer"
+    );
 }
 
 /// A kill -9 part way through an uninstall of many files (the finding: files left and the
