@@ -77,6 +77,18 @@ impl Fx {
         args.extend_from_slice(extra);
         self.run(&args)
     }
+    /// A signed release of component `tool`, one file at `path` (named by a GNU long-name
+    /// header), and an empty prefix: the release's path for `--from`.
+    fn long_path_release(&self, path: &str, data: &[u8]) -> String {
+        let tool = Tarball::new(
+            "tool",
+            vec![file(path, data)],
+            vec![long_name(path), e_file("x", data)],
+        );
+        let rel = self.release("rel", &[tool]);
+        std::fs::create_dir_all(self.prefix()).unwrap();
+        rel.display().to_string()
+    }
     /// Nothing outside the prefix changed: the victim is intact and alone.
     fn outside_intact(&self) {
         assert_eq!(
@@ -1388,14 +1400,7 @@ fn special_files_in_a_release_directory_or_a_results_bundle_are_refused_not_wait
 fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written() {
     let fx = Fx::new();
     let deep = format!("{}f", "a/".repeat(1100));
-    let tool = Tarball::new(
-        "tool",
-        vec![file(&deep, b"")],
-        vec![long_name(&deep), e_file("x", b"")],
-    );
-    let rel = fx.release("rel", &[tool]);
-    std::fs::create_dir_all(fx.prefix()).unwrap();
-    let from = rel.display().to_string();
+    let from = fx.long_path_release(&deep, b"");
     let args = [
         "install",
         "tool",
@@ -1450,14 +1455,7 @@ fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written
 fn a_path_beyond_path_max_in_the_prefix_is_refused_at_install() {
     let fx = Fx::new();
     let deep = format!("{}libtool.so.1", format!("{}/", "d".repeat(250)).repeat(17));
-    let tool = Tarball::new(
-        "tool",
-        vec![file(&deep, b"t")],
-        vec![long_name(&deep), e_file("x", b"t")],
-    );
-    let rel = fx.release("rel", &[tool]);
-    std::fs::create_dir_all(fx.prefix()).unwrap();
-    let from = rel.display().to_string();
+    let from = fx.long_path_release(&deep, b"t");
     let err = fx.fails(&[
         "install",
         "tool",
