@@ -89,6 +89,13 @@ impl Fx {
         std::fs::create_dir_all(self.prefix()).unwrap();
         rel.display().to_string()
     }
+    /// `install COMPONENT --arch gfx90c --from FROM` into the prefix fails cleanly: its stderr.
+    fn install_fails(&self, component: &str, from: &str) -> String {
+        let p = self.p();
+        self.fails(&[
+            "install", component, "--arch", "gfx90c", "--from", from, "--prefix", &p,
+        ])
+    }
     /// Nothing outside the prefix changed: the victim is intact and alone.
     fn outside_intact(&self) {
         assert_eq!(
@@ -1401,17 +1408,7 @@ fn a_path_deeper_than_an_install_tree_goes_is_refused_before_anything_is_written
     let fx = Fx::new();
     let deep = format!("{}f", "a/".repeat(1100));
     let from = fx.long_path_release(&deep, b"");
-    let args = [
-        "install",
-        "tool",
-        "--arch",
-        "gfx90c",
-        "--from",
-        &from,
-        "--prefix",
-        &fx.p(),
-    ];
-    let err = fx.fails(&args);
+    let err = fx.install_fails("tool", &from);
     assert!(
         err.contains(
             "the manifest lists a path 1100 directories deep; an install tree is at most 64"
@@ -1456,16 +1453,7 @@ fn a_path_beyond_path_max_in_the_prefix_is_refused_at_install() {
     let fx = Fx::new();
     let deep = format!("{}libtool.so.1", format!("{}/", "d".repeat(250)).repeat(17));
     let from = fx.long_path_release(&deep, b"t");
-    let err = fx.fails(&[
-        "install",
-        "tool",
-        "--arch",
-        "gfx90c",
-        "--from",
-        &from,
-        "--prefix",
-        &fx.p(),
-    ]);
+    let err = fx.install_fails("tool", &from);
     let full = fx.p().len() + 1 + deep.len();
     assert!(
         err.contains(&format!(

@@ -149,7 +149,7 @@ impl Base {
                 r
             };
             let mut found = false;
-            crate::package::extract::visit_entries(plain, &l.digest, |path, _| {
+            crate::package::extract::visit_entries(plain, &l.digest, |path| {
                 use std::os::unix::ffi::OsStrExt;
                 let path = Path::new(std::ffi::OsStr::from_bytes(path));
                 let in_lib = path.components().any(|c| {
@@ -161,7 +161,7 @@ impl Base {
                         .file_name()
                         .and_then(|n| n.to_str())
                         .is_some_and(|name| visit(path, name, &l.digest));
-                Ok(found)
+                found
             })
             .map_err(|e| ImageError::Base {
                 reference: self.name.clone(),

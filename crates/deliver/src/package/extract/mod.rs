@@ -123,15 +123,15 @@ pub fn extract(
     })
 }
 
-/// Calls `visit` with every entry of the tar stream `reader` that is not an extension header,
-/// and its full path (a GNU long name's or PAX path's, read here and capped at
+/// Calls `visit` with the full path of every entry of the tar stream `reader` that is not an
+/// extension header (a GNU long name's or PAX path's, read here and capped at
 /// [`MAX_EXTENSION_BYTES`], else the header's own), until it returns true. For tar streams
 /// from outside that are read rather than extracted (an image's layers): the tar crate's own
 /// iterator reads those headers whole into memory, whatever size they declare.
 pub fn visit_entries<R: Read>(
     reader: R,
     shown_as: &str,
-    mut visit: impl FnMut(&[u8], &mut tar::Entry<'_, R>) -> io::Result<bool>,
+    mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<(), ExtractError> {
     let names = Names::new(shown_as);
     let mut ar = tar::Archive::new(reader);
@@ -141,7 +141,7 @@ pub fn visit_entries<R: Read>(
             Some(long) => long,
             None => next.entry.path_bytes().into_owned(),
         };
-        if visit(&path, &mut next.entry).map_err(|e| names.corrupt(e))? {
+        if visit(&path) {
             break;
         }
     }
